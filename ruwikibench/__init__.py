@@ -1,0 +1,19 @@
+"""ruwikibench: the RuWikiBench benchmark as LangGraph stage graphs, and a STORM-like writer built from them."""
+
+from ruwikibench.config import RunConfig, load_config
+from ruwikibench.dataset import Article, Dataset, Paragraph, Reference, Section, Snippet, Source
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Article",
+    "Dataset",
+    "Paragraph",
+    "Reference",
+    "RunConfig",
+    "Section",
+    "Snippet",
+    "Source",
+    "__version__",
+    "load_config",
+]

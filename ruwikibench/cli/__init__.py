@@ -1,0 +1,33 @@
+"""`ruwikibench …` — the command line. Each command group lives in its own module of this package."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="ruwikibench",
+    help="RuWikiBench on LangGraph: build corpora, run and score the benchmark stages, write articles.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+run_app = typer.Typer(help="Run benchmark stages over a dataset.", no_args_is_help=True)
+
+
+@app.command()
+def version() -> None:
+    """Print the package version."""
+    from ruwikibench import __version__
+
+    typer.echo(__version__)
+
+
+def _register() -> None:
+    """Attach the command groups (one module each; imported lazily by their commands)."""
+    app.add_typer(run_app, name="run")
+
+
+_register()
+
+
+def main() -> None:
+    app()

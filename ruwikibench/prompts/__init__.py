@@ -1,0 +1,63 @@
+"""Prompt templates as files: ``prompts/<lang>/<name>.txt``. The loader returns text + sha256.
+
+Templates use ``str.format`` fields (``{title}``, ``{text}`` …). An ablation swaps a prompt by pointing the
+config at another file: a path relative to ``RunConfig.prompts_dir`` (searched first) or to this folder,
+or an absolute path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE_PROMPTS = Path(__file__).parent
+
+
+@dataclass(frozen=True)
+class Prompt:
+    name: str
+    path: Path
+    text: str
+    sha256: str
+
+    def format(self, **fields: object) -> str:
+        try:
+            return self.text.format(**fields)
+        except KeyError as exc:
+            raise KeyError(f"prompt {self.path}: no value for field {exc}") from exc
+
+
+class PromptLibrary:
+    """Loads prompt files once and remembers every hash it served (for the run log)."""
+
+    def __init__(self, extra_dir: str | Path | None = None) -> None:
+        self.search = [Path(extra_dir)] if extra_dir else []
+        self.search.append(PACKAGE_PROMPTS)
+        self._loaded: dict[str, Prompt] = {}
+
+    def resolve(self, name: str) -> Path:
+        candidate = Path(name)
+        if candidate.is_absolute():
+            if candidate.exists():
+                return candidate
+        else:
+            for base in self.search:
+                if (base / name).exists():
+                    return base / name
+        raise FileNotFoundError(f"prompt file {name!r} not found in {[str(p) for p in self.search]}")
+
+    def get(self, name: str) -> Prompt:
+        if name not in self._loaded:
+            path = self.resolve(name)
+            text = path.read_text(encoding="utf-8")
+            self._loaded[name] = Prompt(name, path, text, hashlib.sha256(text.encode()).hexdigest())
+        return self._loaded[name]
+
+    def hashes(self) -> dict[str, str]:
+        """name -> sha256 of every prompt served so far."""
+        return {name: p.sha256 for name, p in sorted(self._loaded.items())}
+
+
+def load_prompt(name: str, extra_dir: str | Path | None = None) -> Prompt:
+    return PromptLibrary(extra_dir).get(name)

@@ -1,0 +1,30 @@
+from pathlib import Path
+
+import pytest
+
+from ruwikibench.config import ConfigError, load_config
+from ruwikibench.prompts import PromptLibrary
+
+
+def test_config_error_names_file_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("models:\n  writer:\n    name: m\n    temperatur: 0.1\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert "bad.yaml" in str(err.value) and "temperatur" in str(err.value)
+
+
+def test_role_fallback(tmp_path: Path) -> None:
+    path = tmp_path / "ok.yaml"
+    path.write_text("models:\n  writer:\n    name: m\n    endpoints: [http://127.0.0.1:1/v1]\n")
+    config = load_config(path)
+    assert config.model_for("judge").name == "m"
+    assert config.models["writer"].temperature == 0.01 and config.models["writer"].top_p == 0.9
+
+
+def test_prompt_override_dir_wins_and_hash_recorded(tmp_path: Path) -> None:
+    (tmp_path / "ru").mkdir()
+    (tmp_path / "ru" / "x.txt").write_text("Привет, {name}")
+    library = PromptLibrary(tmp_path)
+    assert library.get("ru/x.txt").format(name="мир") == "Привет, мир"
+    assert list(library.hashes()) == ["ru/x.txt"]
