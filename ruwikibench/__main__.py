@@ -1,0 +1,3 @@
+from ruwikibench.cli import main
+
+main()

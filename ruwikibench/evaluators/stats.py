@@ -1,0 +1,37 @@
+"""Aggregation with bootstrap confidence intervals."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from pydantic import BaseModel
+
+
+class Estimate(BaseModel):
+    mean: float
+    low: float
+    high: float
+    n: int
+
+    def fmt(self, scale: float = 1.0, digits: int = 2) -> str:
+        if self.n == 0:
+            return "—"
+        return f"{self.mean * scale:.{digits}f} [{self.low * scale:.{digits}f}, {self.high * scale:.{digits}f}]"
+
+
+def bootstrap_ci(
+    values: Sequence[float], *, confidence: float = 0.95, resamples: int = 2000, seed: int = 0
+) -> Estimate:
+    """Mean (the plain sample mean, not the bootstrap median) with a percentile bootstrap CI."""
+    data = np.asarray([v for v in values if v is not None], dtype=float)
+    if data.size == 0:
+        return Estimate(mean=float("nan"), low=float("nan"), high=float("nan"), n=0)
+    if data.size == 1:
+        value = float(data[0])
+        return Estimate(mean=value, low=value, high=value, n=1)
+    rng = np.random.default_rng(seed)
+    means = data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(means, [alpha, 1 - alpha])
+    return Estimate(mean=float(data.mean()), low=float(low), high=float(high), n=int(data.size))
