@@ -11,6 +11,8 @@ A stage module (``ruwikibench/graphs/<stage>.py``) exposes ``STAGE``, an object 
   state as a JSON-able dict); pure apart from embedding texts; raises nothing for paper exclusions — it returns a
   record with ``excluded`` set instead
 - ``texts(unit, output)``: generated texts for judges and reports (:class:`GeneratedText`)
+- ``columns``: the paper's table layout for this stage as (column header, metric key) pairs; the runner
+  aggregates every metric key over items (mean, bootstrap 95% CI) and prints one row per run with these columns
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class GeneratedText(BaseModel):
 
 class Stage(Protocol):
     name: str
+    columns: list[tuple[str, str]]
 
     def build_graph(self) -> StateGraph: ...
 
