@@ -11,6 +11,7 @@ import itertools
 import os
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ruwikibench.config import ModelConfig, RunConfig
@@ -124,6 +125,7 @@ class LLM:
         self.backends = backends
         self.semaphore = asyncio.Semaphore(max_concurrency)
         self.usage = Usage()
+        self.listeners: list[Callable[[str, Completion], None]] = []
 
     @classmethod
     def from_config(cls, config: RunConfig) -> LLM:
@@ -147,4 +149,6 @@ class LLM:
         async with self.semaphore:
             completion = await backend.generate(as_messages(prompt), max_tokens=max_tokens, top_logprobs=top_logprobs)
         self.usage.add(role, completion)
+        for listener in self.listeners:
+            listener(role, completion)
         return completion
