@@ -217,8 +217,9 @@ class _OutlineBuilder:
     stack: list[Section] = field(default_factory=list)
     skip_level: int | None = None  # inside a service section of this level
     counter: int = 0
+    ids: set[str] = field(default_factory=lambda: {"s0"})
 
-    def heading(self, level: int, title: str) -> None:
+    def heading(self, level: int, title: str, section_id: str | None = None) -> None:
         if self.skip_level is not None and level > self.skip_level:
             return
         self.skip_level = None
@@ -229,7 +230,12 @@ class _OutlineBuilder:
             self.stack.pop()
         parent = self.stack[-1] if self.stack else self.root
         self.counter += 1
-        section = Section(id=f"s{self.counter}", level=level, title=title)
+        if not section_id or section_id in self.ids:
+            section_id = f"s{self.counter}"
+            while section_id in self.ids:
+                section_id += "_"
+        self.ids.add(section_id)
+        section = Section(id=section_id, level=level, title=title)
         parent.children.append(section)
         self.stack.append(section)
 
@@ -244,7 +250,7 @@ class _OutlineBuilder:
             tag = child.tag if isinstance(child.tag, str) else ""
             classes = _classes(child)
             if tag in _HEADING_TAGS:
-                self.heading(_HEADING_TAGS[tag], heading_title(child))
+                self.heading(_HEADING_TAGS[tag], heading_title(child), child.get("data-section-id"))
             elif tag == "div" and "mw-heading" in classes:
                 self.walk(child)  # Wikipedia 2024+: <div class="mw-heading"><h2>…</h2><span editsection/></div>
             elif tag == "p":

@@ -223,7 +223,9 @@ def render_article_html(article: Article) -> str:
         out = []
         if section.level > 1:
             level = min(section.level, 6)
-            out.append(f'<h{level}><span class="mw-headline">{html_lib.escape(section.title)}</span></h{level}>')
+            sid = html_lib.escape(section.id, quote=True)
+            out.append(f'<h{level} data-section-id="{sid}"><span class="mw-headline">'
+                       f"{html_lib.escape(section.title)}</span></h{level}>")
         out += [paragraph_html(p.text, p.citations, p.notes) for p in section.paragraphs]
         for child in section.children:
             out += section_html(child)
@@ -233,7 +235,8 @@ def render_article_html(article: Article) -> str:
     items = []
     for ref in article.references:
         links = "".join(f'<a class="external text" href="{html_lib.escape(u, quote=True)}"></a>' for u in ref.urls)
-        items.append(f'<li id="{html_lib.escape(ref.id, quote=True)}"><span class="reference-text">'
+        backlink = f'<span class="mw-cite-backlink">{mark(ref.id, True)}</span>' if ref.is_note else ""
+        items.append(f'<li id="{html_lib.escape(ref.id, quote=True)}">{backlink}<span class="reference-text">'
                      f"{html_lib.escape(ref.label)}{links}</span></li>")
     refs = f'<div class="mw-references-wrap"><ol class="references">{"".join(items)}</ol></div>' if items else ""
     title = html_lib.escape(article.title)

@@ -11,6 +11,10 @@ DEFAULT_OVERLAP = 0
 _WORD = re.compile(r"\S+")
 
 
+def normalise_newlines(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def word_spans(text: str) -> list[tuple[int, int]]:
     """Character spans of the whitespace-separated words of ``text``."""
     return [m.span() for m in _WORD.finditer(text)]
@@ -32,8 +36,9 @@ def window_starts(n_words: int, window: int, overlap: int) -> list[int]:
 def make_snippets(source: Source, window: int = DEFAULT_WINDOW, overlap: int = DEFAULT_OVERLAP) -> list[Snippet]:
     """Split a source into windows of ``window`` words (``overlap`` words shared by neighbours).
 
-    A snippet's text is the exact slice of the source text from its first to its last word, so newlines and
-    blank lines between paragraphs survive; ``word_start``/``word_end`` are word indices (end exclusive).
+    A snippet's text is the slice of the source text from its first to its last word, so newlines and blank
+    lines between paragraphs survive (``\r\n``/``\r`` become ``\n``); ``word_start``/``word_end`` are word
+    indices into the source's whitespace-split words (end exclusive).
     """
     spans = word_spans(source.text)
     snippets = []
@@ -45,7 +50,7 @@ def make_snippets(source: Source, window: int = DEFAULT_WINDOW, overlap: int = D
                 article=source.article,
                 source_id=source.id,
                 index=index,
-                text=source.text[spans[start][0] : spans[end - 1][1]],
+                text=normalise_newlines(source.text[spans[start][0] : spans[end - 1][1]]),
                 word_start=start,
                 word_end=end,
             )
