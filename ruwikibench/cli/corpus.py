@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-app = typer.Typer(help="Build and inspect processed datasets (RuWikiBench JSON -> dataset directory).",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Build and inspect processed datasets (RuWikiBench JSON -> dataset directory).", no_args_is_help=True
+)
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
@@ -23,13 +24,16 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
 
 @app.command("import")
 def import_(
-    path: Annotated[Path, typer.Argument(help="RuWikiBench JSON file (list of articles with html and sources)")],
+    path: Annotated[
+        Path, typer.Argument(help="RuWikiBench JSON file (list of articles with html and sources)")
+    ],
     out: Annotated[Path, typer.Option("--out", "-o", help="processed dataset directory to write")],
     window: Annotated[int, typer.Option(help="snippet size in words")] = 600,
     overlap: Annotated[int, typer.Option(help="words shared by neighbouring snippets")] = 0,
     min_source_chars: Annotated[int, typer.Option(help="drop sources with fewer characters")] = 1500,
-    lists: Annotated[str, typer.Option(help="'ignore' lists (as the authors) or 'keep' each list as a paragraph")]
-    = "ignore",
+    lists: Annotated[
+        str, typer.Option(help="'ignore' lists (as the authors) or 'keep' each list as a paragraph")
+    ] = "ignore",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar or summary")] = False,
 ) -> None:
     """Parse every article once, apply the paper's filters, cut snippets and write DIR (JSONL + manifest.json).
@@ -50,12 +54,18 @@ def import_(
         result = import_ruwikibench_json(path, params, progress=None if quiet else _progress(console))
     except CorpusError as exc:
         raise _fail(str(exc)) from None
-    save_dataset(result.dataset, out, errors=result.errors,
-                 extra={"source_file": str(path), "reports": [r.model_dump() for r in result.reports]})
+    save_dataset(
+        result.dataset,
+        out,
+        errors=result.errors,
+        extra={"source_file": str(path), "reports": [r.model_dump() for r in result.reports]},
+    )
     if not quiet:
         _print_reports(console, result.reports)
-        console.print(f"wrote {out} (dataset id {result.dataset.dataset_id}): {len(result.dataset.articles)} articles, "
-                      f"{len(result.dataset.sources)} sources, {len(result.dataset.snippets)} snippets")
+        console.print(
+            f"wrote {out} (dataset id {result.dataset.dataset_id}): {len(result.dataset.articles)} articles, "
+            f"{len(result.dataset.sources)} sources, {len(result.dataset.snippets)} snippets"
+        )
     for line in result.errors:
         typer.echo(f"error: {line}", err=True)
     if result.errors:
@@ -76,15 +86,23 @@ def _print_reports(console: Console, reports: list[Any]) -> None:
     for column in ("article", "sources", "uncited", "paragraphs", "headings", "snippets"):
         table.add_column(column, justify="left" if column == "article" else "right")
     for r in reports:
-        table.add_row(r.article, f"{r.sources_kept}/{r.sources_in}", str(r.sources_uncited),
-                      f"{r.paragraphs_kept}/{r.paragraphs_in}", f"{r.headings_kept}/{r.headings_in}", str(r.snippets))
+        table.add_row(
+            r.article,
+            f"{r.sources_kept}/{r.sources_in}",
+            str(r.sources_uncited),
+            f"{r.paragraphs_kept}/{r.paragraphs_in}",
+            f"{r.headings_kept}/{r.headings_in}",
+            str(r.snippets),
+        )
     console.print(table)
 
 
 @app.command()
 def stats(
     directory: Annotated[Path, typer.Argument(help="processed dataset directory (from `corpus import`)")],
-    per_article: Annotated[bool, typer.Option("--per-article", help="also print one row per article")] = False,
+    per_article: Annotated[
+        bool, typer.Option("--per-article", help="also print one row per article")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the statistics as JSON")] = False,
 ) -> None:
     """Print the paper's Table 1 rows for a processed dataset (articles, sources, snippets, outline and section size)."""
@@ -97,7 +115,11 @@ def stats(
         raise _fail(str(exc)) from None
     figures = dataset_stats(dataset)
     if as_json:
-        typer.echo(json.dumps({"dataset_id": dataset.dataset_id, **figures.model_dump()}, ensure_ascii=False, indent=2))
+        typer.echo(
+            json.dumps(
+                {"dataset_id": dataset.dataset_id, **figures.model_dump()}, ensure_ascii=False, indent=2
+            )
+        )
         return
     console = Console(file=sys.stdout, width=max(100, Console().width))
     table = Table(title=f"Table 1 (dataset {dataset.dataset_id})")
@@ -114,15 +136,25 @@ def stats(
         for column in ("article", "sources", "snippets", "headings", "h2", "depth", "paragraphs", "words"):
             detail.add_column(column, justify="left" if column == "article" else "right")
         for a in figures.per_article:
-            detail.add_row(a.article, str(a.sources), str(a.snippets), str(a.headings), str(a.h2_headings),
-                           str(a.max_depth), str(a.paragraphs), str(a.words))
+            detail.add_row(
+                a.article,
+                str(a.sources),
+                str(a.snippets),
+                str(a.headings),
+                str(a.h2_headings),
+                str(a.max_depth),
+                str(a.paragraphs),
+                str(a.words),
+            )
         console.print(detail)
 
 
 @app.command()
 def export(
     directory: Annotated[Path, typer.Argument(help="processed dataset directory")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="JSON file to write in the published RuWikiBench layout")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="JSON file to write in the published RuWikiBench layout")
+    ],
 ) -> None:
     """Write a processed dataset back in the published RuWikiBench JSON layout (HTML rendered from the outline)."""
     from ruwikibench.corpus_builder.ruwikibench_json import export_ruwikibench_json

@@ -38,10 +38,26 @@ ListMode = Literal["ignore", "keep"]
 SERVICE_SECTIONS = frozenset(
     s.casefold()
     for s in (
-        "Примечания", "Комментарии", "Сноски", "Источники", "Литература", "Ссылки", "См. также",
-        "Внешние ссылки", "Дополнительная литература", "Библиография",
-        "Notes", "References", "See also", "External links", "Further reading", "Bibliography",
-        "Sources", "Footnotes", "Citations", "Notes and references",
+        "Примечания",
+        "Комментарии",
+        "Сноски",
+        "Источники",
+        "Литература",
+        "Ссылки",
+        "См. также",
+        "Внешние ссылки",
+        "Дополнительная литература",
+        "Библиография",
+        "Notes",
+        "References",
+        "See also",
+        "External links",
+        "Further reading",
+        "Bibliography",
+        "Sources",
+        "Footnotes",
+        "Citations",
+        "Notes and references",
     )
 )
 _HEADING_TAGS = {"h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
@@ -51,7 +67,14 @@ _QUOTE_CLASS = re.compile(r"Цитата|quote|cquote", re.IGNORECASE)
 _WS = re.compile(r"\s+")
 _PLAIN_NUMBER = re.compile(r"^\d+$")
 _GATEWAY_PREFIX = re.compile(r'"gatewayHashPrefix"\s*:\s*"([^"]*)"')
-_ARCHIVES = ("web.archive.org", "archive.org/", "webcitation.org", "archive.today", "archive.is", "archive.ph")
+_ARCHIVES = (
+    "web.archive.org",
+    "archive.org/",
+    "webcitation.org",
+    "archive.today",
+    "archive.is",
+    "archive.ph",
+)
 
 
 class NoArticleBody(ValueError):
@@ -76,8 +99,8 @@ def decode_gateway_href(href: str, prefix: str | None = None) -> str | None:
     ``prefix`` is the page's ``gatewayHashPrefix`` (``HeGW`` on ru.ruwiki.ru); when unknown, prefixes of
     0–8 characters are tried and the first that decodes to an http(s) URL wins. Returns None if nothing decodes.
     """
-    payload = href[1:] if href.startswith("#") else href
-    candidates = [len(prefix)] if prefix and payload.startswith(prefix) else range(0, 9)
+    payload = href.removeprefix("#")
+    candidates = [len(prefix)] if prefix and payload.startswith(prefix) else range(9)
     for cut in candidates:
         url = _decode_b64_url(payload[cut:])
         if url:
@@ -130,7 +153,7 @@ def _footnote_target(sup: etree._Element) -> tuple[str, str] | None:
 def _math_text(el: etree._Element) -> str:
     for math in el.iter("math"):
         alt = math.get("alttext") or ""
-        alt = re.sub(r"^\{\\displaystyle\s*(.*)\}$", r"\1", alt.strip(), flags=re.S)
+        alt = re.sub(r"^\{\\displaystyle\s*(.*)\}$", r"\1", alt.strip(), flags=re.DOTALL)
         return alt.strip()
     return ""
 
@@ -252,7 +275,9 @@ class _OutlineBuilder:
             if tag in _HEADING_TAGS:
                 self.heading(_HEADING_TAGS[tag], heading_title(child), child.get("data-section-id"))
             elif tag == "div" and "mw-heading" in classes:
-                self.walk(child)  # Wikipedia 2024+: <div class="mw-heading"><h2>…</h2><span editsection/></div>
+                self.walk(
+                    child
+                )  # Wikipedia 2024+: <div class="mw-heading"><h2>…</h2><span editsection/></div>
             elif tag == "p":
                 self.paragraph(_paragraph(child))
             elif tag in _LIST_TAGS:
@@ -286,13 +311,17 @@ def _references(body: etree._Element, note_ids: set[str], gateway_prefix: str | 
             url = _link_url(a, gateway_prefix)
             if url and url not in urls:
                 urls.append(url)
-        refs.append(Reference(id=ref_id, urls=urls, label=clean_ws(scope.text_content()), is_note=ref_id in note_ids))
+        refs.append(
+            Reference(id=ref_id, urls=urls, label=clean_ws(scope.text_content()), is_note=ref_id in note_ids)
+        )
     return refs
 
 
 def _link_url(a: etree._Element, gateway_prefix: str | None) -> str | None:
     href = a.get("href") or ""
-    if "external-gateway" in _classes(a) or (href.startswith("#") and gateway_prefix and href[1:].startswith(gateway_prefix)):
+    if "external-gateway" in _classes(a) or (
+        href.startswith("#") and gateway_prefix and href[1:].startswith(gateway_prefix)
+    ):
         return decode_gateway_href(href, gateway_prefix)
     if href.startswith(("http://", "https://")):
         return href
@@ -322,8 +351,9 @@ def find_body(doc: etree._Element) -> etree._Element:
     return max(bodies, key=lambda b: len(b))
 
 
-def parse_article_html(html: str, title: str | None = None, *, name: str | None = None,
-                       lists: ListMode = "ignore") -> Article:
+def parse_article_html(
+    html: str, title: str | None = None, *, name: str | None = None, lists: ListMode = "ignore"
+) -> Article:
     """Parse a saved article page once into an Article (outline tree, paragraphs with footnote ids, references).
 
     ``title`` defaults to the page's ``h1#firstHeading``; ``name`` (file-safe) defaults to ``safe_name(title)``.

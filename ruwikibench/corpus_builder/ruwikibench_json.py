@@ -16,7 +16,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ruwikibench.corpus_builder.filters import MIN_SOURCE_CHARS, FilterReport, filter_article, source_is_long_enough
+from ruwikibench.corpus_builder.filters import (
+    MIN_SOURCE_CHARS,
+    FilterReport,
+    filter_article,
+    source_is_long_enough,
+)
 from ruwikibench.corpus_builder.html_parser import ListMode, NoArticleBody, parse_article_html, primary_url
 from ruwikibench.corpus_builder.snippets import DEFAULT_OVERLAP, DEFAULT_WINDOW, make_snippets
 from ruwikibench.dataset import Article, Dataset, Section, Snippet, Source, safe_name
@@ -82,7 +87,11 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
 
 
 def _record_title(record: Any, position: int) -> str:
-    if isinstance(record, dict) and isinstance(record.get("article_name"), str) and record["article_name"].strip():
+    if (
+        isinstance(record, dict)
+        and isinstance(record.get("article_name"), str)
+        and record["article_name"].strip()
+    ):
         return record["article_name"].strip()
     return f"#{position}"
 
@@ -95,10 +104,14 @@ def _sources_of(record: dict[str, Any], name: str, path: Path, title: str) -> li
     for i, item in enumerate(raw):
         if not isinstance(item, dict) or not isinstance(item.get("source_text"), str):
             raise CorpusError(path, f"sources[{i}] has no 'source_text' string", title)
-        file = item.get("file") if isinstance(item.get("file"), str) else f"source_{i + 1}.txt"
-        footnote = item.get("source_id") if isinstance(item.get("source_id"), str) else f"unmapped-{file}"
+        file: str = item["file"] if isinstance(item.get("file"), str) else f"source_{i + 1}.txt"
+        footnote: str = item["source_id"] if isinstance(item.get("source_id"), str) else f"unmapped-{file}"
         stem = PurePosixPath(file).stem
-        sources.append(Source(id=f"{name}/{stem}", article=name, footnote_id=footnote, text=item["source_text"], file=file))
+        sources.append(
+            Source(
+                id=f"{name}/{stem}", article=name, footnote_id=footnote, text=item["source_text"], file=file
+            )
+        )
     ids = [s.id for s in sources]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
@@ -118,8 +131,9 @@ def _unique_name(record: dict[str, Any], title: str, taken: set[str]) -> str:
 # --------------------------------------------------------------------------- import
 
 
-def build_article(record: dict[str, Any], name: str, path: Path, params: ImportParams,
-                  title: str) -> tuple[Article, list[Source], list[Snippet], ArticleReport]:
+def build_article(
+    record: dict[str, Any], name: str, path: Path, params: ImportParams, title: str
+) -> tuple[Article, list[Source], list[Snippet], ArticleReport]:
     """One record -> filtered article, its kept sources and their snippets."""
     html = record.get("html")
     if not isinstance(html, str) or not html.strip():
@@ -140,8 +154,9 @@ def build_article(record: dict[str, Any], name: str, path: Path, params: ImportP
     return article, kept, snippets, _report(article, sources, kept, snippets, report)
 
 
-def _report(article: Article, sources: list[Source], kept: list[Source], snippets: list[Snippet],
-            report: FilterReport) -> ArticleReport:
+def _report(
+    article: Article, sources: list[Source], kept: list[Source], snippets: list[Snippet], report: FilterReport
+) -> ArticleReport:
     cited = {c for s in article.sections() for p in s.paragraphs for c in p.citations}
     return ArticleReport(
         article=article.name,
@@ -156,8 +171,12 @@ def _report(article: Article, sources: list[Source], kept: list[Source], snippet
     )
 
 
-def import_records(records: list[Any], path: str | Path, params: ImportParams | None = None,
-                   progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None) -> ImportResult:
+def import_records(
+    records: list[Any],
+    path: str | Path,
+    params: ImportParams | None = None,
+    progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
+) -> ImportResult:
     """Import parsed JSON records; a bad article is reported in ``errors`` and the others still import."""
     params = params or ImportParams()
     path = Path(path)
@@ -189,8 +208,11 @@ def import_records(records: list[Any], path: str | Path, params: ImportParams | 
     return ImportResult(dataset=dataset, reports=reports, errors=errors)
 
 
-def import_ruwikibench_json(path: str | Path, params: ImportParams | None = None,
-                            progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None) -> ImportResult:
+def import_ruwikibench_json(
+    path: str | Path,
+    params: ImportParams | None = None,
+    progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
+) -> ImportResult:
     """Read the published JSON file and import it (file-level problems raise :class:`CorpusError`)."""
     return import_records(read_records(path), path, params, progress)
 
@@ -224,8 +246,10 @@ def render_article_html(article: Article) -> str:
         if section.level > 1:
             level = min(section.level, 6)
             sid = html_lib.escape(section.id, quote=True)
-            out.append(f'<h{level} data-section-id="{sid}"><span class="mw-headline">'
-                       f"{html_lib.escape(section.title)}</span></h{level}>")
+            out.append(
+                f'<h{level} data-section-id="{sid}"><span class="mw-headline">'
+                f"{html_lib.escape(section.title)}</span></h{level}>"
+            )
         out += [paragraph_html(p.text, p.citations, p.notes) for p in section.paragraphs]
         for child in section.children:
             out += section_html(child)
@@ -234,17 +258,23 @@ def render_article_html(article: Article) -> str:
     body = section_html(article.root)
     items = []
     for ref in article.references:
-        links = "".join(f'<a class="external text" href="{html_lib.escape(u, quote=True)}"></a>' for u in ref.urls)
+        links = "".join(
+            f'<a class="external text" href="{html_lib.escape(u, quote=True)}"></a>' for u in ref.urls
+        )
         backlink = f'<span class="mw-cite-backlink">{mark(ref.id, True)}</span>' if ref.is_note else ""
-        items.append(f'<li id="{html_lib.escape(ref.id, quote=True)}">{backlink}<span class="reference-text">'
-                     f"{html_lib.escape(ref.label)}{links}</span></li>")
-    refs = f'<div class="mw-references-wrap"><ol class="references">{"".join(items)}</ol></div>' if items else ""
+        items.append(
+            f'<li id="{html_lib.escape(ref.id, quote=True)}">{backlink}<span class="reference-text">'
+            f"{html_lib.escape(ref.label)}{links}</span></li>"
+        )
+    refs = (
+        f'<div class="mw-references-wrap"><ol class="references">{"".join(items)}</ol></div>' if items else ""
+    )
     title = html_lib.escape(article.title)
     return (
         f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title></head><body>'
         f'<h1 id="firstHeading">{title}</h1><div id="mw-content-text"><div class="mw-parser-output">'
         + "\n".join(body)
-        + "\n<h2><span class=\"mw-headline\">Примечания</span></h2>"
+        + '\n<h2><span class="mw-headline">Примечания</span></h2>'
         + refs
         + "</div></div></body></html>"
     )
@@ -260,8 +290,11 @@ def export_records(dataset: Dataset) -> list[dict[str, Any]]:
                 "article_cleared_name": article.name,
                 "html": render_article_html(article),
                 "sources": [
-                    {"source_id": s.footnote_id, "source_text": s.text,
-                     "file": s.file or f"{s.id.rsplit('/', 1)[-1]}.txt"}
+                    {
+                        "source_id": s.footnote_id,
+                        "source_text": s.text,
+                        "file": s.file or f"{s.id.rsplit('/', 1)[-1]}.txt",
+                    }
                     for s in dataset.sources_of(article.name)
                 ],
             }

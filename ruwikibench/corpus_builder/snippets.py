@@ -33,7 +33,9 @@ def window_starts(n_words: int, window: int, overlap: int) -> list[int]:
     return starts
 
 
-def make_snippets(source: Source, window: int = DEFAULT_WINDOW, overlap: int = DEFAULT_OVERLAP) -> list[Snippet]:
+def make_snippets(
+    source: Source, window: int = DEFAULT_WINDOW, overlap: int = DEFAULT_OVERLAP
+) -> list[Snippet]:
     """Split a source into windows of ``window`` words (``overlap`` words shared by neighbours).
 
     A snippet's text is the slice of the source text from its first to its last word, so newlines and blank

@@ -83,7 +83,9 @@ def dataset_stats(dataset: Dataset) -> DatasetStats:
     """Table 1 figures for a processed dataset."""
     per_article = [article_stats(dataset, a) for a in dataset.articles]
     section_words = [n for a in dataset.articles for n in _section_word_counts(a)]
-    cited = {(a.name, c) for a in dataset.articles for s in a.sections() for p in s.paragraphs for c in p.citations}
+    cited = {
+        (a.name, c) for a in dataset.articles for s in a.sections() for p in s.paragraphs for c in p.citations
+    }
     return DatasetStats(
         articles=len(dataset.articles),
         sources=len(dataset.sources),

@@ -42,15 +42,20 @@ def _write_jsonl(path: Path, items: list[Any]) -> str:
     return digest.hexdigest()
 
 
-def save_dataset(dataset: Dataset, directory: str | Path, *, errors: list[str] | None = None,
-                 extra: dict[str, Any] | None = None) -> Path:
+def save_dataset(
+    dataset: Dataset,
+    directory: str | Path,
+    *,
+    errors: list[str] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Path:
     """Write the dataset into ``directory`` (created if needed); returns the manifest path.
 
     ``errors`` (articles that failed to import) and ``extra`` (e.g. per-article filter reports) go to the manifest.
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    groups = {"articles": dataset.articles, "sources": dataset.sources, "snippets": dataset.snippets}
+    groups: dict[str, list[Any]] = {"articles": dataset.articles, "sources": dataset.sources, "snippets": dataset.snippets}
     hashes = {key: _write_jsonl(directory / FILES[key], items) for key, items in groups.items()}
     manifest = {
         "format": FORMAT,
@@ -70,15 +75,21 @@ def save_dataset(dataset: Dataset, directory: str | Path, *, errors: list[str] |
 def read_manifest(directory: str | Path) -> dict[str, Any]:
     path = Path(directory) / MANIFEST
     if not path.is_file():
-        raise DatasetStoreError(f"{path}: no manifest — not a processed dataset directory (run `corpus import`)")
+        raise DatasetStoreError(
+            f"{path}: no manifest — not a processed dataset directory (run `corpus import`)"
+        )
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise DatasetStoreError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+        raise DatasetStoreError(
+            f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from exc
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise DatasetStoreError(f"{path}: not a {FORMAT} manifest")
     if manifest.get("format_version") != FORMAT_VERSION:
-        raise DatasetStoreError(f"{path}: format_version {manifest.get('format_version')!r}, expected {FORMAT_VERSION}")
+        raise DatasetStoreError(
+            f"{path}: format_version {manifest.get('format_version')!r}, expected {FORMAT_VERSION}"
+        )
     return manifest
 
 

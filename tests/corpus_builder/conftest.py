@@ -3,35 +3,21 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-SAMPLE_FILE = "ruwikibench_articles.json"
-
-
-def sample_dir() -> Path | None:
-    """RUWIKIBENCH_SAMPLE, else the first ``shared/data/ruwiki`` beside the repository or one of its parents."""
-    env = os.environ.get("RUWIKIBENCH_SAMPLE")
-    if env:
-        path = Path(env)
-        path = path.parent if path.is_file() else path
-        return path if (path / SAMPLE_FILE).is_file() else None
-    for parent in REPO.parents:
-        candidate = parent / "shared" / "data" / "ruwiki"
-        if (candidate / SAMPLE_FILE).is_file():
-            return candidate
-    return None
+from tests.corpus_builder._sample import SAMPLE_FILE, sample_dir
 
 
 @pytest.fixture(scope="session")
 def sample_json() -> Path:
     found = sample_dir()
     if found is None:
-        pytest.skip("real Ruwiki sample not found (set RUWIKIBENCH_SAMPLE or place shared/data/ruwiki beside the repo)")
+        pytest.skip(
+            "real Ruwiki sample not found (set RUWIKIBENCH_SAMPLE or place shared/data/ruwiki beside the repo)"
+        )
     return found / SAMPLE_FILE
 
 

@@ -19,8 +19,17 @@ from tests.corpus_builder._html import h, mark, page, reflist
 
 def test_lead_and_nesting_h2_h3_h4() -> None:
     body = (
-        "<p>Лид.</p>" + h(2, "А") + "<p>a1</p>" + h(3, "А.1") + "<p>a11</p>" + h(4, "А.1.x") + "<p>x</p>"
-        + h(3, "А.2") + "<p>a2</p>" + h(2, "Б") + "<p>b</p>"
+        "<p>Лид.</p>"
+        + h(2, "А")
+        + "<p>a1</p>"
+        + h(3, "А.1")
+        + "<p>a11</p>"
+        + h(4, "А.1.x")
+        + "<p>x</p>"
+        + h(3, "А.2")
+        + "<p>a2</p>"
+        + h(2, "Б")
+        + "<p>b</p>"
     )
     art = parse_article_html(page(body), "Статья")
     assert art.root.level == 1 and art.root.title == "Статья"
@@ -69,7 +78,9 @@ def test_explanatory_notes_are_kept_apart_from_citations() -> None:
         f"<p>Текст{mark('cite_note-n1', 'прим. 1')} и ещё{mark('cite_note-3', '3')}"
         f"{mark('cite_note-k', 'К 2')}.</p>"
         + h(2, "Примечания")
-        + reflist(("cite_note-n1", "Пояснение."), ("cite_note-3", "Источник."), ("cite_note-k", "Комментарий."))
+        + reflist(
+            ("cite_note-n1", "Пояснение."), ("cite_note-3", "Источник."), ("cite_note-k", "Комментарий.")
+        )
     )
     art = parse_article_html(page(body), "X")
     (p,) = art.root.paragraphs
@@ -88,8 +99,18 @@ def test_percent_encoded_footnote_href_is_decoded() -> None:
 
 def test_service_sections_and_their_subsections_are_excluded() -> None:
     body = (
-        h(2, "Раздел") + "<p>r</p>" + h(2, "См. также") + "<p>s</p>" + h(2, "Примечания") + h(3, "Комментарии")
-        + "<p>c</p>" + h(2, "Литература") + "<p>l</p>" + h(2, "Ссылки") + "<p>l</p>" + h(2, "External links")
+        h(2, "Раздел")
+        + "<p>r</p>"
+        + h(2, "См. также")
+        + "<p>s</p>"
+        + h(2, "Примечания")
+        + h(3, "Комментарии")
+        + "<p>c</p>"
+        + h(2, "Литература")
+        + "<p>l</p>"
+        + h(2, "Ссылки")
+        + "<p>l</p>"
+        + h(2, "External links")
     )
     art = parse_article_html(page(body), "X")
     assert art.h2_titles() == ["Раздел"]
@@ -116,7 +137,7 @@ def test_lists_ignored_by_default_and_kept_on_request() -> None:
 
 def test_quotes_are_read_styles_and_editorial_marks_are_not() -> None:
     body = (
-        '<p>Начало<style>.mw-parser-output .x{margin:0}</style> конец'
+        "<p>Начало<style>.mw-parser-output .x{margin:0}</style> конец"
         '<sup class="noprint">[<i>источник не указан</i>]</sup>.</p>'
         '<div class="ts-Цитата"><blockquote><p>Цитата.</p></blockquote></div>'
         '<div class="thumb"><p>подпись</p></div>'
@@ -126,8 +147,10 @@ def test_quotes_are_read_styles_and_editorial_marks_are_not() -> None:
 
 
 def test_newer_wikipedia_heading_wrappers() -> None:
-    body = ('<div class="mw-heading mw-heading2"><h2 id="Hist">History</h2><span class="mw-editsection">'
-            "[edit]</span></div><p>text</p>")
+    body = (
+        '<div class="mw-heading mw-heading2"><h2 id="Hist">History</h2><span class="mw-editsection">'
+        "[edit]</span></div><p>text</p>"
+    )
     art = parse_article_html(page(body), "X")
     assert art.h2_titles() == ["History"]
     assert art.root.children[0].text() == "text"
@@ -160,8 +183,10 @@ def test_gateway_href_decodes_with_and_without_known_prefix() -> None:
 def test_reference_urls_decode_gateway_links() -> None:
     url = "https://journal.example/view/7"
     payload = base64.b64encode(urllib.parse.quote(url, safe="").encode()).decode()
-    label = (f'Автор. <a rel="nofollow" class="external text external-gateway" href="#HeGW{payload}">Статья</a>'
-             ' <a class="external text" href="https://web.archive.org/web/1/x">Архивировано</a>')
+    label = (
+        f'Автор. <a rel="nofollow" class="external text external-gateway" href="#HeGW{payload}">Статья</a>'
+        ' <a class="external text" href="https://web.archive.org/web/1/x">Архивировано</a>'
+    )
     head = '<script>RLCONF={"gatewayHashPrefix":"HeGW"};</script>'
     art = parse_article_html(page(h(2, "Примечания") + reflist(("cite_note-1", label)), head=head), "X")
     (ref,) = art.references
@@ -182,10 +207,22 @@ def test_primary_url_prefers_a_non_archive_link() -> None:
 def test_real_python_h2_headings(sample_html: dict[str, str]) -> None:
     art = parse_article_html(sample_html["Python"], "Python")
     assert art.h2_titles() == [
-        "История", "Концепция и философия", "Портируемость", "Типы и структуры данных", "Синтаксис и семантика",
-        "Парадигмы программирования", "Возможности", "Библиотеки", "Примеры программ",
-        "Профилирование и оптимизация кода", "Сравнение с другими языками", "Критика", "Реализации",
-        "Специализированные подмножества/расширения Python", "Инструменты поддержки программирования", "Применение",
+        "История",
+        "Концепция и философия",
+        "Портируемость",
+        "Типы и структуры данных",
+        "Синтаксис и семантика",
+        "Парадигмы программирования",
+        "Возможности",
+        "Библиотеки",
+        "Примеры программ",
+        "Профилирование и оптимизация кода",
+        "Сравнение с другими языками",
+        "Критика",
+        "Реализации",
+        "Специализированные подмножества/расширения Python",
+        "Инструменты поддержки программирования",
+        "Применение",
     ]
     # 39 h3 on the page, two of them (Комментарии, Источники) inside the service section Примечания
     assert sum(1 for s in art.sections() if s.level == 3) == 37

@@ -24,11 +24,17 @@ LONG = "слово " * 400  # 2400 characters, 400 words
 def record(name: str = "Статья", html: Any = None, sources: Any = None) -> dict[str, Any]:
     if html is None:
         html = page(
-            f"<p>Лид{mark('cite_note-1', '1')}.</p>" + h(2, "Раздел") + f"<p>Текст{mark('cite_note-2', '2')}.</p>"
-            + h(2, "Пустой") + f"<p>Без источника{mark('cite_note-3', '3')}.</p>" + h(2, "Примечания")
-            + reflist(("cite_note-1", '<a class="external text" href="https://a.ru/1">a</a>'),
-                      ("cite_note-2", '<a class="external text" href="https://b.ru/2">b</a>'),
-                      ("cite_note-3", "c")),
+            f"<p>Лид{mark('cite_note-1', '1')}.</p>"
+            + h(2, "Раздел")
+            + f"<p>Текст{mark('cite_note-2', '2')}.</p>"
+            + h(2, "Пустой")
+            + f"<p>Без источника{mark('cite_note-3', '3')}.</p>"
+            + h(2, "Примечания")
+            + reflist(
+                ("cite_note-1", '<a class="external text" href="https://a.ru/1">a</a>'),
+                ("cite_note-2", '<a class="external text" href="https://b.ru/2">b</a>'),
+                ("cite_note-3", "c"),
+            ),
             name,
         )
     if sources is None:
@@ -51,17 +57,33 @@ def test_import_applies_filters_and_links_sources() -> None:
     ds = result.dataset
     (article,) = ds.articles
     assert article.h2_titles() == ["Раздел"]  # "Пустой" cites only the short source
-    assert [s.id for s in ds.sources] == ["Статья/source_1", "Статья/source_2", "Статья/source_3", "Статья/source_5"]
+    assert [s.id for s in ds.sources] == [
+        "Статья/source_1",
+        "Статья/source_2",
+        "Статья/source_3",
+        "Статья/source_5",
+    ]
     assert article.source_ids == [s.id for s in ds.sources]
     assert ds.source("Статья/source_2").url == "https://b.ru/2"
     assert ds.source("Статья/source_3").footnote_id == "cite_note-2"  # two texts share one footnote
     assert ds.source("Статья/source_5").url is None
     (report,) = result.reports
     assert (report.sources_in, report.sources_kept, report.sources_uncited) == (5, 4, 1)
-    assert (report.paragraphs_in, report.paragraphs_kept, report.headings_in, report.headings_kept) == (3, 2, 2, 1)
-    assert [s.id for s in ds.snippets_of_source("Статья/source_3")] == ["Статья/source_3#0", "Статья/source_3#1"]
+    assert (report.paragraphs_in, report.paragraphs_kept, report.headings_in, report.headings_kept) == (
+        3,
+        2,
+        2,
+        1,
+    )
+    assert [s.id for s in ds.snippets_of_source("Статья/source_3")] == [
+        "Статья/source_3#0",
+        "Статья/source_3#1",
+    ]
     section = article.root.children[0]
-    assert {s.source_id for s in ds.section_snippets(article, section)} == {"Статья/source_2", "Статья/source_3"}
+    assert {s.source_id for s in ds.section_snippets(article, section)} == {
+        "Статья/source_2",
+        "Статья/source_3",
+    }
     assert ds.params == ImportParams().model_dump()
 
 
@@ -70,7 +92,12 @@ def test_import_parameters_change_window_and_threshold() -> None:
     ds = import_records([record()], "mem.json", params).dataset
     assert len(ds.sources) == 5
     assert [(s.word_start, s.word_end) for s in ds.snippets_of_source("Статья/source_1")] == [
-        (0, 100), (90, 190), (180, 280), (270, 370), (360, 400)]
+        (0, 100),
+        (90, 190),
+        (180, 280),
+        (270, 370),
+        (360, 400),
+    ]
     assert ds.article("Статья").h2_titles() == ["Раздел", "Пустой"]
 
 
@@ -106,8 +133,10 @@ def test_a_bad_article_is_reported_and_the_others_still_import(broken: dict[str,
 
 def test_non_object_entry_and_missing_name_are_reported() -> None:
     result = import_records([42, {"html": "x"}, record()], "in.json")
-    assert result.errors == ["in.json: article '#0': entry is a int, not an object",
-                             "in.json: article '#1': no 'article_name'"]
+    assert result.errors == [
+        "in.json: article '#0': entry is a int, not an object",
+        "in.json: article '#1': no 'article_name'",
+    ]
     assert len(result.dataset.articles) == 1
 
 
@@ -131,7 +160,11 @@ def test_export_then_import_gives_the_same_dataset(tmp_path: Path) -> None:
     assert again == ds and again.dataset_id == ds.dataset_id
     exported = json.loads(path.read_text(encoding="utf-8"))
     assert [r["article_name"] for r in exported] == ["Один", "Два"]
-    assert exported[0]["sources"][0] == {"source_id": "cite_note-1", "source_text": LONG, "file": "source_1.txt"}
+    assert exported[0]["sources"][0] == {
+        "source_id": "cite_note-1",
+        "source_text": LONG,
+        "file": "source_1.txt",
+    }
 
 
 # --------------------------------------------------------------------------- the real sample
@@ -141,7 +174,16 @@ def test_real_import_counts_and_no_errors(imported) -> None:  # type: ignore[no-
     ds = imported.dataset
     assert imported.errors == []
     assert len(ds.articles) == 8
-    assert [r.sources_in for r in imported.reports] == [40, 14, 104, 38, 25, 64, 33, 204]  # 522 texts in the file
+    assert [r.sources_in for r in imported.reports] == [
+        40,
+        14,
+        104,
+        38,
+        25,
+        64,
+        33,
+        204,
+    ]  # 522 texts in the file
 
 
 def test_real_short_sources_are_dropped(imported, sample_records) -> None:  # type: ignore[no-untyped-def]
@@ -151,8 +193,12 @@ def test_real_short_sources_are_dropped(imported, sample_records) -> None:  # ty
     assert "COVID-19/source_7" not in ids and "COVID-19/source_13" not in ids
     assert "COVID-19/source_5" in ids  # 1972 characters
     # the kept set equals an independent count over the raw file
-    expected = {f"{r['article_cleared_name']}/{s['file'][:-4]}" for r in sample_records for s in r["sources"]
-                if len(s["source_text"].strip()) >= 1500}
+    expected = {
+        f"{r['article_cleared_name']}/{s['file'][:-4]}"
+        for r in sample_records
+        for s in r["sources"]
+        if len(s["source_text"].strip()) >= 1500
+    }
     assert ids == expected
 
 
@@ -170,13 +216,18 @@ def test_real_filtered_outlines(imported) -> None:  # type: ignore[no-untyped-de
     # Python's kept sources are cited in the lead, История, Применение — and in lists (Реализации), ignored
     assert ds.article("Python").h2_titles() == ["История", "Применение"]
     assert ds.article("Присоединение Крыма к Российской Федерации").h2_titles() == [
-        "Решающие события", "Предыстория", "В культуре"]
+        "Решающие события",
+        "Предыстория",
+        "В культуре",
+    ]
     covid = ds.article("COVID-19")
     who = covid.root.children[0]
     assert who.title == "ВОЗ о ситуации с COVID-19 на конец 2023 года"
     assert who.cited_footnotes() == ["cite_note-31"]
     assert {s.file for s in ds.sources_of("COVID-19") if s.footnote_id == "cite_note-31"} == {
-        "source_9.txt", "source_10.txt"}
+        "source_9.txt",
+        "source_10.txt",
+    }
     for article in ds.articles:
         kept = {s.footnote_id for s in ds.sources_of(article.name)}
         for section in article.sections():
@@ -192,8 +243,11 @@ def test_real_lists_keep_adds_the_python_implementations_section(sample_json: Pa
 
 def test_real_snippets_match_an_independent_word_count(imported, sample_records) -> None:  # type: ignore[no-untyped-def]
     ds = imported.dataset
-    texts = {f"{r['article_cleared_name']}/{s['file'][:-4]}": s["source_text"] for r in sample_records
-             for s in r["sources"]}
+    texts = {
+        f"{r['article_cleared_name']}/{s['file'][:-4]}": s["source_text"]
+        for r in sample_records
+        for s in r["sources"]
+    }
     expected = sum(math.ceil(len(texts[s.id].split()) / 600) for s in ds.sources)
     assert len(ds.snippets) == expected
     crimea = ds.snippets_of_source("Присоединение Крыма к Российской Федерации/source_1")

@@ -15,7 +15,12 @@ def test_window_starts_hand_computed() -> None:
     assert window_starts(600, 600, 0) == [0]
     assert window_starts(601, 600, 0) == [0, 600]
     assert window_starts(1500, 600, 0) == [0, 600, 1200]
-    assert window_starts(10, 4, 2) == [0, 2, 4, 6]  # last window 6..10 reaches the end; no window inside another
+    assert window_starts(10, 4, 2) == [
+        0,
+        2,
+        4,
+        6,
+    ]  # last window 6..10 reaches the end; no window inside another
     assert window_starts(3, 4, 2) == [0]
 
 

@@ -5,18 +5,44 @@ from ruwikibench.dataset import Article, Dataset, Paragraph, Section, Snippet, S
 
 
 def _dataset() -> Dataset:
-    p = lambda n, cite: Paragraph(text=" ".join(["w"] * n), citations=[cite])  # noqa: E731
-    a = Article(title="A", name="A", root=Section(id="s0", level=1, title="A", paragraphs=[p(10, "f1")], children=[
-        Section(id="s1", level=2, title="x", paragraphs=[p(20, "f1"), p(30, "f1")], children=[
-            Section(id="s2", level=3, title="y", paragraphs=[p(5, "f1")])]),
-        Section(id="s3", level=2, title="z", children=[Section(id="s4", level=3, title="q", paragraphs=[p(1, "f1")])]),
-    ]))
+    p = lambda n, cite: Paragraph(text=" ".join(["w"] * n), citations=[cite])
+    a = Article(
+        title="A",
+        name="A",
+        root=Section(
+            id="s0",
+            level=1,
+            title="A",
+            paragraphs=[p(10, "f1")],
+            children=[
+                Section(
+                    id="s1",
+                    level=2,
+                    title="x",
+                    paragraphs=[p(20, "f1"), p(30, "f1")],
+                    children=[Section(id="s2", level=3, title="y", paragraphs=[p(5, "f1")])],
+                ),
+                Section(
+                    id="s3",
+                    level=2,
+                    title="z",
+                    children=[Section(id="s4", level=3, title="q", paragraphs=[p(1, "f1")])],
+                ),
+            ],
+        ),
+    )
     b = Article(title="B", name="B", root=Section(id="s0", level=1, title="B", paragraphs=[p(4, "g")]))
-    sources = [Source(id="A/1", article="A", footnote_id="f1", text="t"),
-               Source(id="A/2", article="A", footnote_id="unmapped-2", text="t"),
-               Source(id="B/1", article="B", footnote_id="g", text="t")]
-    snippets = [Snippet(id=f"{s.id}#0", article=s.article, source_id=s.id, index=0, text="t", word_start=0, word_end=1)
-                for s in sources]
+    sources = [
+        Source(id="A/1", article="A", footnote_id="f1", text="t"),
+        Source(id="A/2", article="A", footnote_id="unmapped-2", text="t"),
+        Source(id="B/1", article="B", footnote_id="g", text="t"),
+    ]
+    snippets = [
+        Snippet(
+            id=f"{s.id}#0", article=s.article, source_id=s.id, index=0, text="t", word_start=0, word_end=1
+        )
+        for s in sources
+    ]
     return Dataset(articles=[a, b], sources=sources, snippets=snippets)
 
 
@@ -32,8 +58,12 @@ def test_table1_rows_hand_computed() -> None:
     a = stats.per_article[0]
     assert (a.headings, a.h2_headings, a.max_depth, a.sections_with_text, a.words) == (4, 2, 3, 4, 66)
     assert [m for m, _ in stats.table1_rows()] == [
-        "Number of articles", "Number of sources", "Total number of snippets",
-        "Average outline size (headings)", "Average section size (words)"]
+        "Number of articles",
+        "Number of sources",
+        "Total number of snippets",
+        "Average outline size (headings)",
+        "Average section size (words)",
+    ]
     assert stats.table1_rows()[4] == ("Average section size (words)", "14.0")
 
 
