@@ -38,6 +38,11 @@ class ModelConfig(BaseModel):
     top_p: float = 0.9
     repetition_penalty: float | None = Field(default=1.0, description="vLLM extra body field; None = not sent")
     max_tokens: int = 512
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = Field(
+        default="max_tokens",
+        description="request field carrying the limit: llama.cpp and vLLM read max_tokens; OpenAI's reasoning "
+        "models want max_completion_tokens",
+    )
     timeout: float = Field(default=120.0, description="seconds per request before it counts as failed")
     max_retries: int = Field(default=4, description="retries on 429 / 5xx / connection errors / timeouts")
     retry_base_delay: float = Field(default=1.0, description="first backoff in seconds; doubles on each retry")

@@ -16,6 +16,7 @@ endpoints (:class:`OpenAIBackend`, through langchain-openai's ChatOpenAI) or a s
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import os
 import re
@@ -124,8 +125,6 @@ class OpenAIBackend:
         return self._identity
 
     def _client(self, base_url: str) -> Any:  # ChatOpenAI
-        from langchain_openai import ChatOpenAI
-
         cfg = self.config
         key = os.environ.get(cfg.api_key_env, "") if cfg.api_key_env else ""
         extra: dict[str, object] = dict(cfg.extra_body)
@@ -133,7 +132,8 @@ class OpenAIBackend:
             extra["repetition_penalty"] = cfg.repetition_penalty
         if cfg.disable_thinking:
             extra["chat_template_kwargs"] = {"enable_thinking": False}
-        return ChatOpenAI(
+        return _chat_openai_class()(
+            max_tokens_field=cfg.max_tokens_field,
             model=cfg.name,
             base_url=base_url,
             api_key=key or "EMPTY",
@@ -181,6 +181,24 @@ class OpenAIBackend:
             endpoint=self.config.endpoints[index],
             retries=retries,
         )
+
+
+@functools.cache
+def _chat_openai_class() -> type:
+    """ChatOpenAI that can send the limit as ``max_tokens``: langchain-openai always renames it to
+    ``max_completion_tokens``, which llama-cpp-python's server (and older vLLM) silently ignore."""
+    from langchain_openai import ChatOpenAI
+
+    class CompatChatOpenAI(ChatOpenAI):  # type: ignore[misc]
+        max_tokens_field: str = "max_tokens"
+
+        def _get_request_payload(self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any) -> dict:
+            payload = super()._get_request_payload(input_, stop=stop, **kwargs)
+            if self.max_tokens_field == "max_tokens" and "max_completion_tokens" in payload:
+                payload["max_tokens"] = payload.pop("max_completion_tokens")
+            return payload
+
+    return CompatChatOpenAI
 
 
 def _parse_logprobs(payload: object) -> list[TokenLogprob] | None:
