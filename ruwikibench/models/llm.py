@@ -20,6 +20,7 @@ import functools
 import itertools
 import os
 import re
+import weakref
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,14 +118,24 @@ class OpenAIBackend:
             )
         self.config = config
         self._identity = {**config.identity(), **(identity_extra or {})}
-        self._clients = [self._client(url) for url in config.endpoints]
-        self._next = itertools.cycle(range(len(self._clients)))
+        self._next = itertools.cycle(range(len(config.endpoints)))
+        # one set of clients per event loop: an httpx connection pool cannot outlive the loop it was made in
+        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[Any]] = weakref.WeakKeyDictionary()
 
     def identity(self) -> dict[str, object]:
         """What the response cache keys on: name and every generation parameter (no endpoint, no key)."""
         return self._identity
 
+    def _clients(self) -> list[Any]:
+        loop = asyncio.get_running_loop()
+        clients = self._by_loop.get(loop)
+        if clients is None:
+            clients = self._by_loop[loop] = [self._client(url) for url in self.config.endpoints]
+        return clients
+
     def _client(self, base_url: str) -> Any:  # ChatOpenAI
+        import httpx
+
         cfg = self.config
         key = os.environ.get(cfg.api_key_env, "") if cfg.api_key_env else ""
         extra: dict[str, object] = dict(cfg.extra_body)
@@ -143,6 +154,7 @@ class OpenAIBackend:
             timeout=cfg.timeout,
             max_retries=0,  # retries are ours: counted, with backoff, rotating over replicas
             extra_body=extra or None,
+            http_async_client=httpx.AsyncClient(timeout=cfg.timeout, limits=httpx.Limits(max_keepalive_connections=32)),
         )
 
     async def generate(self, messages: Messages, *, max_tokens: int | None, top_logprobs: int) -> Completion:
@@ -155,9 +167,10 @@ class OpenAIBackend:
             messages = with_no_think_suffix(messages)
         cfg = self.config
         attempt = 0
+        clients = self._clients()
         while True:
             index = next(self._next)
-            client = self._clients[index]
+            client = clients[index]
             try:
                 message = await (client.bind(**kwargs) if kwargs else client).ainvoke(messages)
             except Exception as exc:  # noqa: BLE001 — classified right below
@@ -211,6 +224,12 @@ def _parse_logprobs(payload: object) -> list[TokenLogprob] | None:
     return tokens
 
 
+@dataclass
+class _LoopState:
+    semaphore: asyncio.Semaphore
+    inflight: dict[str, asyncio.Future[Completion]] = field(default_factory=dict)
+
+
 class LLM:
     """Role-aware client: one global limit on in-flight requests, optional response cache, per-role usage."""
 
@@ -222,11 +241,28 @@ class LLM:
         servers: list[LocalServer] | None = None,
     ) -> None:
         self.backends = backends
-        self.semaphore = asyncio.Semaphore(max_concurrency)
+        self.max_concurrency = max_concurrency
         self.usage = Usage()
         self.cache = cache
         self.servers = list(servers or [])
-        self._inflight: dict[str, asyncio.Future[Completion]] = {}
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
+
+    def _state(self) -> _LoopState:
+        """The semaphore and in-flight table of the running event loop (a client may outlive one loop)."""
+        loop = asyncio.get_running_loop()
+        state = self._loops.get(loop)
+        if state is None:
+            state = self._loops[loop] = _LoopState(asyncio.Semaphore(self.max_concurrency))
+        return state
+
+    @property
+    def semaphore(self) -> asyncio.Semaphore:
+        """The global in-flight limit (per event loop)."""
+        return self._state().semaphore
+
+    @property
+    def _inflight(self) -> dict[str, asyncio.Future[Completion]]:
+        return self._state().inflight
 
     @classmethod
     def from_config(cls, config: RunConfig, *, cache: bool = True, start_local: bool = True) -> LLM:
@@ -285,13 +321,14 @@ class LLM:
         hit = self.cache.get(key)
         if hit is not None:
             return hit
-        running = self._inflight.get(key)
+        inflight = self._inflight
+        running = inflight.get(key)
         if running is not None:
             shared = await asyncio.shield(running)
             return shared.model_copy(update={"cached": True, "retries": 0})
         task = asyncio.ensure_future(self._send_and_store(key, backend, messages, max_tokens, top_logprobs))
-        self._inflight[key] = task
-        task.add_done_callback(lambda _: self._inflight.pop(key, None))
+        inflight[key] = task
+        task.add_done_callback(lambda _: inflight.pop(key, None))
         return await asyncio.shield(task)
 
     async def _send_and_store(
@@ -305,7 +342,7 @@ class LLM:
     async def _send(
         self, backend: ChatBackend, messages: Messages, max_tokens: int | None, top_logprobs: int
     ) -> Completion:
-        async with self.semaphore:
+        async with self._state().semaphore:
             return await backend.generate(messages, max_tokens=max_tokens, top_logprobs=top_logprobs)
 
     def close(self) -> None:

@@ -215,3 +215,11 @@ def test_from_config_builds_backends_and_cache(stub_server: StubServer, tmp_path
     with LLM.from_config(config) as llm:
         assert asyncio.run(llm.complete("judge", "привет")).cached
     assert len(stub_server.requests) == 1
+
+
+def test_one_client_serves_several_event_loops(stub_server: StubServer) -> None:
+    llm = _llm(stub_server, cache=ResponseCache(None))
+    assert asyncio.run(llm.complete("writer", "первый цикл")).text == "ответ: первый цикл"
+    assert asyncio.run(llm.complete("writer", "второй цикл")).text == "ответ: второй цикл"
+    assert asyncio.run(llm.complete("writer", "первый цикл")).cached
+    assert len(stub_server.requests) == 2
