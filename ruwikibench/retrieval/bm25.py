@@ -18,7 +18,14 @@ import numpy as np
 from pydantic import BaseModel
 
 from ruwikibench.dataset import Dataset
-from ruwikibench.retrieval.normalize import TOKEN_PATTERN, Normalizer, NormalizerKind, fold, stopwords, stopwords_hash
+from ruwikibench.retrieval.normalize import (
+    TOKEN_PATTERN,
+    Normalizer,
+    NormalizerKind,
+    fold,
+    stopwords,
+    stopwords_hash,
+)
 
 INDEX_VERSION = "1"
 

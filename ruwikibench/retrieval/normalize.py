@@ -71,7 +71,7 @@ class Normalizer:
         with _LOCK:
             return list(_snowball("english").stemWords(words))
 
-    def stemWords(self, words: list[str]) -> list[str]:  # noqa: N802 (the bm25s / PyStemmer name)
+    def stemWords(self, words: list[str]) -> list[str]:
         """Normalise a list of (lower-cased) words, memoising each distinct word."""
         todo = sorted({w for w in words if w not in self._memo})
         russian = [w for w in todo if _CYRILLIC.search(w)]
