@@ -12,7 +12,7 @@ cluster first, then outline from the description) — the three columns of the p
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from langgraph.graph import END, START, StateGraph
 
@@ -84,7 +84,7 @@ class OutlineStage:
     """The benchmark contract of :mod:`ruwikibench.runner.stage` for stage 2."""
 
     name = NAME
-    columns = [
+    columns: ClassVar[list[tuple[str, str]]] = [
         ("Mean F1", "f1"),
         ("F1 (authors)", "f1_authors"),
         ("Soft recall", "soft_recall"),
