@@ -141,6 +141,14 @@ def test_units_from_gold() -> None:
     # the Синтаксис block cites through its h3 subsection: the first snippet of that source
     assert unit.input["first_snippets"] == ["Python/hist#0", "Python/syn#0", "Python/lib#0"]
     assert len(unit.input["snippets"]) == 8
+    # the authors' variant: the lead is a block too once it cites a kept source
+    authors = RunConfig(models={}, outline=OutlineConfig(centroids="first_snippet"))
+    assert STAGE.units(dataset, dataset.article("Python"), authors)[0].input["headings"] == unit.input["headings"]
+    lead = dataset.article("Python").root.model_copy(update={"paragraphs": [Paragraph(text="l", citations=["c-lib"])]})
+    cited = dataset.article("Python").model_copy(update={"root": lead})
+    with_lead = STAGE.units(dataset, cited, authors)[0].input
+    assert with_lead["headings"] == ["Python", "История", "Синтаксис", "Библиотеки"]
+    assert with_lead["first_snippets"][0] == "Python/lib#0"
 
 
 @pytest.mark.parametrize("mode,calls_per_cluster", [("direct", 1), ("neighbors", 1), ("description", 2)])
@@ -285,3 +293,14 @@ def test_real_article_end_to_end_with_scripted_merge() -> None:
         scores[name] = STAGE.score(unit, out, context)[0].metrics["f1"]
     assert scores["own"] == pytest.approx(1.0, abs=1e-5)
     assert scores["other"] < 0.92
+
+
+def test_first_snippet_centroids_through_the_graph() -> None:
+    dataset = tiny_dataset()
+    chat = ScriptedChat(responder())
+    config = {"mode": "direct", "centroids": "first_snippet"}
+    out = run(context_for(dataset, chat, **config), python_unit(dataset))
+    assert out["k_method"] == "first_snippet"
+    assert [c.init for c in out["clusters"]] == ["first_snippet"] * 3
+    by_label = {c.label: c.members for c in out["clusters"]}
+    assert "Python/hist#0" in by_label["История"] and "Python/lib#0" in by_label["Библиотеки"]
