@@ -66,8 +66,8 @@ def address_category(ip: IPAddress) -> str | None:
         ("loopback", ip.is_loopback),
         ("link-local", ip.is_link_local),
         ("multicast", ip.is_multicast),
-        ("private", ip.is_private),
         ("reserved", ip.is_reserved),
+        ("private", ip.is_private),
         ("site-local", isinstance(ip, ipaddress.IPv6Address) and ip.is_site_local),
         ("not global", not ip.is_global),
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import builtins
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from ruwikibench import __version__
@@ -49,7 +51,7 @@ class FetchResult(BaseModel):
     attempts: int = 0
     elapsed: float = 0.0
     cached: bool = False
-    body: bytes = Field(default=b"", exclude=True, repr=False)
+    body: builtins.bytes = Field(default=b"", exclude=True, repr=False)
 
     @property
     def transient(self) -> bool:
