@@ -61,7 +61,7 @@ def decode_html(body: bytes, declared: str | None = None) -> str:
 
 def tidy(text: str) -> str:
     """Collapse runs of blanks, trim lines, keep paragraph breaks (at most one blank line)."""
-    lines = [_BLANKS.sub(" ", line).strip() for line in text.replace("\r", "\n").split("\n")]
+    lines = [_BLANKS.sub(" ", line).strip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
     return _MANY_NEWLINES.sub("\n\n", "\n".join(lines)).strip()
 
 
