@@ -23,7 +23,10 @@ def version() -> None:
 
 def _register() -> None:
     """Attach the command groups (one module each; imported lazily by their commands)."""
+    from ruwikibench.cli import corpus
+
     app.add_typer(run_app, name="run")
+    app.add_typer(corpus.app, name="corpus")
 
 
 _register()
