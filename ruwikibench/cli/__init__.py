@@ -23,10 +23,11 @@ def version() -> None:
 
 def _register() -> None:
     """Attach the command groups (one module each; imported lazily by their commands)."""
-    from ruwikibench.cli import corpus
+    from ruwikibench.cli import corpus, corpus_build
 
     app.add_typer(run_app, name="run")
     app.add_typer(corpus.app, name="corpus")
+    corpus.app.command("build")(corpus_build.build)
 
 
 _register()
