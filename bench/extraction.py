@@ -16,11 +16,13 @@ import os
 import re
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ruwikibench.corpus_builder.web.extract import decode_html, extract_text, parse_chain  # noqa: E402
+from ruwikibench.corpus_builder.web.extract import decode_html, extract_text, parse_chain
 
 DEFAULT_SPECS = [
     "newspaper",
@@ -47,43 +49,76 @@ def norm(text: str) -> str:
     return _WS.sub(" ", text).strip()
 
 
-def load_pages(data: Path) -> list[dict[str, object]]:
+@dataclass
+class Page:
+    url: str
+    file: str
+    html: str
+    with_: list[str]
+    without: list[str]
+
+
+def load_pages(data: Path) -> list[Page]:
     expectations = json.loads((data / "expectations.json").read_text(encoding="utf-8"))
-    pages = []
-    for url, item in expectations.items():
-        html = decode_html((data / "pages" / item["file"]).read_bytes())
-        pages.append({"url": url, "file": item["file"], "html": html, "with": item["with"], "without": item["without"]})
-    return pages
+    return [
+        Page(
+            url,
+            item["file"],
+            decode_html((data / "pages" / item["file"]).read_bytes()),
+            item["with"],
+            item["without"],
+        )
+        for url, item in expectations.items()
+    ]
 
 
-def run(spec: str, pages: list[dict[str, object]], min_chars: int) -> dict[str, object]:
+def run(spec: str, pages: list[Page], min_chars: int) -> dict[str, Any]:
+    """Figures of one extractor (or chain) over all pages."""
     chain = parse_chain(spec)
     extract_text("<html><body><p>warm up</p></body></html>", None, chain, min_chars)
+    started = time.perf_counter()
+    extractions = [extract_text(p.html, p.url, chain, min_chars) for p in pages]
+    seconds = time.perf_counter() - started
     found = want = avoided = avoid = long_enough = 0
     per_page = []
-    started = time.perf_counter()
-    texts = [extract_text(p["html"], p["url"], chain, min_chars) for p in pages]  # type: ignore[arg-type]
-    seconds = time.perf_counter() - started
-    for page, extraction in zip(pages, texts):
+    for page, extraction in zip(pages, extractions, strict=True):
         text = norm(extraction.text)
-        hits = sum(norm(s) in text for s in page["with"])  # type: ignore[union-attr]
-        clean = sum(norm(s) not in text for s in page["without"])  # type: ignore[union-attr]
-        found, want = found + hits, want + len(page["with"])  # type: ignore[arg-type]
-        avoided, avoid = avoided + clean, avoid + len(page["without"])  # type: ignore[arg-type]
+        hits = sum(norm(s) in text for s in page.with_)
+        clean = sum(norm(s) not in text for s in page.without)
+        found, want = found + hits, want + len(page.with_)
+        avoided, avoid = avoided + clean, avoid + len(page.without)
         long_enough += extraction.chars >= min_chars
-        per_page.append({"file": page["file"], "with": f"{hits}/{len(page['with'])}",  # type: ignore[arg-type]
-                         "without": f"{clean}/{len(page['without'])}", "chars": extraction.chars,  # type: ignore[arg-type]
-                         "extractor": extraction.extractor})
-    return {"extractor": spec, "with_found": found, "with_total": want, "without_avoided": avoided,
-            "without_total": avoid, "pages": len(pages), "pages_over_min_chars": long_enough,
-            "seconds": round(seconds, 2), "per_page": per_page}
+        per_page.append(
+            {
+                "file": page.file,
+                "with": f"{hits}/{len(page.with_)}",
+                "without": f"{clean}/{len(page.without)}",
+                "chars": extraction.chars,
+                "extractor": extraction.extractor,
+            }
+        )
+    return {
+        "extractor": spec,
+        "with_found": found,
+        "with_total": want,
+        "without_avoided": avoided,
+        "without_total": avoid,
+        "pages": len(pages),
+        "pages_over_min_chars": long_enough,
+        "seconds": round(seconds, 2),
+        "per_page": per_page,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=default_data_dir())
-    parser.add_argument("--extractors", nargs="*", default=DEFAULT_SPECS,
-                        help='extractor names or comma-separated chains, e.g. newspaper "trafilatura,newspaper"')
+    parser.add_argument(
+        "--extractors",
+        nargs="*",
+        default=DEFAULT_SPECS,
+        help='extractor names or comma-separated chains, e.g. newspaper "trafilatura,newspaper"',
+    )
     parser.add_argument("--min-chars", type=int, default=1500)
     parser.add_argument("--per-page", action="store_true")
     parser.add_argument("--json", type=Path, help="also write the figures here")
@@ -100,7 +135,9 @@ def main() -> None:
         print(f"{r['extractor']:26} {w:>16} {wo:>18} {r['pages_over_min_chars']:>12} {r['seconds']:>8}")
         if args.per_page:
             for p in r["per_page"]:  # type: ignore[union-attr]
-                print(f"    {p['file']:48} with {p['with']:>5} without {p['without']:>5} chars {p['chars']:>6} {p['extractor']}")
+                print(
+                    f"    {p['file']:48} with {p['with']:>5} without {p['without']:>5} chars {p['chars']:>6} {p['extractor']}"
+                )
     if args.json:
         args.json.write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")
 

@@ -61,27 +61,39 @@ def summary_table(s: BuildSummary) -> Table:
         ("dataset sources / snippets", f"{s.sources} / {s.snippets}"),
     ]
     for label, value in rows:
-        table.add_row(label, str(value), style="red" if label.startswith("articles failed") and failed else None)
+        table.add_row(
+            label, str(value), style="red" if label.startswith("articles failed") and failed else None
+        )
     table.caption = f"dataset id {s.dataset_id}"
     return table
 
 
 def build(
-    titles: Annotated[Path, typer.Option("--titles", help="UTF-8 file, one article title per line ('#' = comment)")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="output directory (dataset, JSON, manifest, cache)")],
-    site: Annotated[str, typer.Option(help="ru.ruwiki.ru | ru.wikipedia.org | en.wikipedia.org")] = "ru.ruwiki.ru",
+    titles: Annotated[
+        Path, typer.Option("--titles", help="UTF-8 file, one article title per line ('#' = comment)")
+    ],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="output directory (dataset, JSON, manifest, cache)")
+    ],
+    site: Annotated[
+        str, typer.Option(help="ru.ruwiki.ru | ru.wikipedia.org | en.wikipedia.org")
+    ] = "ru.ruwiki.ru",
     base_url: Annotated[
         str | None, typer.Option(help="fetch article pages from this base URL instead of https://<site>")
     ] = None,
     allow_private: Annotated[
-        bool, typer.Option("--allow-private", help="allow private, loopback, link-local and reserved addresses")
+        bool,
+        typer.Option("--allow-private", help="allow private, loopback, link-local and reserved addresses"),
     ] = False,
     allow_net: Annotated[
         list[str] | None, typer.Option("--allow-net", help="allow one internal network (CIDR); repeatable")
     ] = None,
     cache: Annotated[Path | None, typer.Option(help="page cache directory (default OUT/cache)")] = None,
     extractors: Annotated[
-        str, typer.Option(help="extractor chain: trafilatura, newspaper, trafilatura-precision, trafilatura-recall")
+        str,
+        typer.Option(
+            help="extractor chain: trafilatura, newspaper, trafilatura-precision, trafilatura-recall"
+        ),
     ] = "trafilatura,newspaper",
     min_source_chars: Annotated[int, typer.Option(help="drop sources with fewer characters of text")] = 1500,
     window: Annotated[int, typer.Option(help="snippet size in words")] = 600,
@@ -100,7 +112,13 @@ def build(
     filters and write OUT: the processed dataset, ruwikibench_articles.json (published layout), manifest.jsonl
     (one line per URL) and build_summary.json. Re-running resumes from the page cache without refetching.
     """
-    from ruwikibench.corpus_builder.web.build import SITES, BuildError, BuildSettings, build_corpus, read_titles
+    from ruwikibench.corpus_builder.web.build import (
+        SITES,
+        BuildError,
+        BuildSettings,
+        build_corpus,
+        read_titles,
+    )
     from ruwikibench.corpus_builder.web.extract import parse_chain
     from ruwikibench.corpus_builder.web.types import FetchSettings
 
@@ -111,13 +129,25 @@ def build(
             raise BuildError(f"--lists must be 'ignore' or 'keep', got {lists!r}")
         title_list = read_titles(titles)
         fetch = FetchSettings(
-            allow_private=allow_private, allow_networks=allow_net or [], concurrency=concurrency,
-            per_host=per_host, host_delay=host_delay, timeout=timeout, retries=retries, max_bytes=max_bytes,
+            allow_private=allow_private,
+            allow_networks=allow_net or [],
+            concurrency=concurrency,
+            per_host=per_host,
+            host_delay=host_delay,
+            timeout=timeout,
+            retries=retries,
+            max_bytes=max_bytes,
             max_redirects=max_redirects,
         )
         settings = BuildSettings(
-            site=site, base_url=base_url, fetch=fetch, extractors=parse_chain(extractors),
-            min_source_chars=min_source_chars, window=window, overlap=overlap, lists=lists,  # type: ignore[arg-type]
+            site=site,
+            base_url=base_url,
+            fetch=fetch,
+            extractors=parse_chain(extractors),
+            min_source_chars=min_source_chars,
+            window=window,
+            overlap=overlap,
+            lists=lists,  # type: ignore[arg-type]
             cache_dir=str(cache) if cache else None,
         )
     except (BuildError, ValueError) as exc:
@@ -132,7 +162,10 @@ def build(
         Console(file=sys.stdout).print(summary_table(summary))
     for entry in result.manifest:
         if entry.kind == "page" and entry.outcome == "failed":
-            typer.echo(f"error: article {entry.article!r}: {entry.url}: {entry.reason} {entry.detail}".rstrip(), err=True)
+            typer.echo(
+                f"error: article {entry.article!r}: {entry.url}: {entry.reason} {entry.detail}".rstrip(),
+                err=True,
+            )
     for line in summary.errors:
         typer.echo(f"error: {line}", err=True)
     if summary.articles_failed or summary.errors:

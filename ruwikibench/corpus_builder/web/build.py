@@ -18,10 +18,9 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -95,7 +94,9 @@ class BuildSummary(BaseModel):
     downloaded: int = 0
     kept: int = 0
     excluded: dict[str, int] = Field(default_factory=dict, description="URLs excluded, by reason")
-    skipped: int = Field(default=0, description="URLs not requested: an earlier URL of the footnote gave text")
+    skipped: int = Field(
+        default=0, description="URLs not requested: an earlier URL of the footnote gave text"
+    )
     requests_sent: int = 0
     cache_hits: int = 0
     dataset_id: str | None = None
@@ -111,8 +112,8 @@ class BuildResult(BaseModel):
     manifest: list[UrlRecord]
 
 
-class Progress:
-    """Progress callbacks (no-ops here; the CLI draws bars)."""
+class Progress(Protocol):
+    """Progress callbacks of a build (the CLI draws bars from them)."""
 
     def pages_total(self, n: int) -> None: ...
 
@@ -121,6 +122,20 @@ class Progress:
     def sources_total(self, n: int) -> None: ...
 
     def source_done(self) -> None: ...
+
+
+class NullProgress:
+    def pages_total(self, n: int) -> None:
+        pass
+
+    def page_done(self) -> None:
+        pass
+
+    def sources_total(self, n: int) -> None:
+        pass
+
+    def source_done(self) -> None:
+        pass
 
 
 def page_url(site: str, title: str, base_url: str | None = None) -> str:
@@ -154,9 +169,14 @@ def _record(article: str, kind: str, url: str, result: FetchResult | None, **ext
     fields: dict[str, Any] = {"article": article, "kind": kind, "url": url, **extra}
     if result is not None:
         fields.update(
-            status=result.status, final_url=result.final_url, redirects=len(result.redirects),
-            content_type=result.content_type, bytes=result.bytes, attempts=result.attempts,
-            cached=result.cached, elapsed=result.elapsed,
+            status=result.status,
+            final_url=result.final_url,
+            redirects=len(result.redirects),
+            content_type=result.content_type,
+            bytes=result.bytes,
+            attempts=result.attempts,
+            cached=result.cached,
+            elapsed=result.elapsed,
         )
         fields.setdefault("detail", result.detail)
     return UrlRecord(**fields)
@@ -176,12 +196,14 @@ class _ArticleOutcome(BaseModel):
 class CorpusBuilder:
     """Runs one build; ``await builder.run(titles)``."""
 
-    def __init__(self, settings: BuildSettings, cache: PageCache | None, progress: Progress | None = None) -> None:
+    def __init__(
+        self, settings: BuildSettings, cache: PageCache | None, progress: Progress | None = None
+    ) -> None:
         if settings.site not in SITES:
             raise BuildError(f"--site must be one of {', '.join(SITES)}, got {settings.site!r}")
         self.settings = settings
         self.cache = cache
-        self.progress = progress or Progress()
+        self.progress: Progress = progress or NullProgress()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="extract")
         self._fetcher: Fetcher | None = None
 
@@ -219,7 +241,9 @@ class CorpusBuilder:
         refs = [r for r in article.references if r.urls and not r.is_note]
         self.progress.sources_total(len(refs))
         found = await asyncio.gather(*(self._reference(title, r) for r in refs))
-        sources, source_urls, entries = [], {}, [page]
+        sources: list[dict[str, str]] = []
+        source_urls: dict[str, str] = {}
+        entries = [page]
         for ref, (kept, ref_entries) in zip(refs, found):
             entries += ref_entries
             if kept is None:
@@ -230,36 +254,75 @@ class CorpusBuilder:
             for entry in ref_entries:
                 if entry.outcome == "kept":
                     entry.file = file
-        record = {"article_name": title, "article_cleared_name": safe_name(title), "html": html, "sources": sources}
-        return outcome.model_copy(update={
-            "record": record, "source_urls": source_urls, "entries": entries,
-            "references": len(article.references), "with_urls": len(refs),
-            "notes": sum(1 for r in article.references if r.is_note),
-        })
+        record = {
+            "article_name": title,
+            "article_cleared_name": safe_name(title),
+            "html": html,
+            "sources": sources,
+        }
+        return outcome.model_copy(
+            update={
+                "record": record,
+                "source_urls": source_urls,
+                "entries": entries,
+                "references": len(article.references),
+                "with_urls": len(refs),
+                "notes": sum(1 for r in article.references if r.is_note),
+            }
+        )
 
-    async def _reference(self, article: str, reference: Reference) -> tuple[tuple[str, str] | None, list[UrlRecord]]:
+    async def _reference(
+        self, article: str, reference: Reference
+    ) -> tuple[tuple[str, str] | None, list[UrlRecord]]:
         """The first (url, text) of the footnote whose text is long enough, and a manifest entry per URL."""
         assert self._fetcher is not None
         found: tuple[str, str] | None = None
         entries: list[UrlRecord] = []
         for url in ordered_urls(reference):
             if found is not None:
-                entries.append(UrlRecord(article=article, kind="source", footnote=reference.id, url=url,
-                                         outcome="skipped", reason="earlier_url_kept"))
+                entries.append(
+                    UrlRecord(
+                        article=article,
+                        kind="source",
+                        footnote=reference.id,
+                        url=url,
+                        outcome="skipped",
+                        reason="earlier_url_kept",
+                    )
+                )
                 continue
             result = await self._fetcher.fetch(url)
             if not result.ok:
-                entries.append(_record(article, "source", url, result, footnote=reference.id,
-                                       outcome="excluded", reason=result.reason))
+                entries.append(
+                    _record(
+                        article,
+                        "source",
+                        url,
+                        result,
+                        footnote=reference.id,
+                        outcome="excluded",
+                        reason=result.reason,
+                    )
+                )
                 continue
-            extraction = await asyncio.get_running_loop().run_in_executor(self._executor, self._extract, result)
+            extraction = await asyncio.get_running_loop().run_in_executor(
+                self._executor, self._extract, result
+            )
             long_enough = extraction.chars >= self.settings.min_source_chars
-            entries.append(_record(
-                article, "source", url, result, footnote=reference.id, chars=extraction.chars,
-                extractor=extraction.extractor or None, outcome="kept" if long_enough else "excluded",
-                reason=None if long_enough else ("no_text" if not extraction.chars else "too_short"),
-                detail="; ".join(extraction.errors),
-            ))
+            entries.append(
+                _record(
+                    article,
+                    "source",
+                    url,
+                    result,
+                    footnote=reference.id,
+                    chars=extraction.chars,
+                    extractor=extraction.extractor or None,
+                    outcome="kept" if long_enough else "excluded",
+                    reason=None if long_enough else ("no_text" if not extraction.chars else "too_short"),
+                    detail="; ".join(extraction.errors),
+                )
+            )
             if long_enough:
                 found = (url, extraction.text)
         self.progress.source_done()
@@ -267,12 +330,14 @@ class CorpusBuilder:
 
     def _extract(self, result: FetchResult):  # type: ignore[no-untyped-def]
         html = decode_html(result.body, result.charset)
-        return extract_text(html, result.final_url or result.url, self.settings.extractors,
-                            self.settings.min_source_chars)
+        return extract_text(
+            html, result.final_url or result.url, self.settings.extractors, self.settings.min_source_chars
+        )
 
 
-def summarise(outcomes: list[_ArticleOutcome], dataset: Dataset, errors: list[str],
-              requests_sent: int) -> BuildSummary:
+def summarise(
+    outcomes: list[_ArticleOutcome], dataset: Dataset, errors: list[str], requests_sent: int
+) -> BuildSummary:
     manifest = [e for o in outcomes for e in o.entries]
     sources = [m for m in manifest if m.kind == "source"]
     requested = [m for m in sources if m.outcome != "skipped"]
@@ -287,7 +352,9 @@ def summarise(outcomes: list[_ArticleOutcome], dataset: Dataset, errors: list[st
         urls_requested=len(requested),
         downloaded=sum(1 for m in requested if m.reason in (None, "too_short", "no_text")),
         kept=sum(1 for m in sources if m.outcome == "kept"),
-        excluded=dict(Counter(m.reason for m in sources if m.outcome == "excluded" and m.reason).most_common()),
+        excluded=dict(
+            Counter(m.reason for m in sources if m.outcome == "excluded" and m.reason).most_common()
+        ),
         skipped=sum(1 for m in sources if m.outcome == "skipped"),
         requests_sent=requests_sent,
         cache_hits=sum(1 for m in manifest if m.cached),
@@ -298,30 +365,49 @@ def summarise(outcomes: list[_ArticleOutcome], dataset: Dataset, errors: list[st
     )
 
 
-def assemble(outcomes: list[_ArticleOutcome], settings: BuildSettings, out: Path) -> tuple[Dataset, list[str]]:
+def assemble(
+    outcomes: list[_ArticleOutcome], settings: BuildSettings, out: Path
+) -> tuple[Dataset, list[str]]:
     """Records -> processed dataset through the shared import (filters, snippets); source URLs filled in."""
     built = [o for o in outcomes if o.record is not None]
-    params = ImportParams(min_source_chars=settings.min_source_chars, window=settings.window,
-                          overlap=settings.overlap, lists=settings.lists)
+    params = ImportParams(
+        min_source_chars=settings.min_source_chars,
+        window=settings.window,
+        overlap=settings.overlap,
+        lists=settings.lists,
+    )
     imported = import_records([o.record for o in built], out / RECORDS_FILE, params)
     urls = {o.title: o.source_urls for o in built}
     titles = {a.name: a.title for a in imported.dataset.articles}
-    sources = [s.model_copy(update={"url": urls.get(titles.get(s.article, ""), {}).get(s.file or "", s.url)})
-               for s in imported.dataset.sources]
-    dataset = Dataset(articles=imported.dataset.articles, sources=sources, snippets=imported.dataset.snippets,
-                      params={**imported.dataset.params, "site": settings.site,
-                              "extractors": list(settings.extractors)})
+    sources = [
+        s.model_copy(update={"url": urls.get(titles.get(s.article, ""), {}).get(s.file or "", s.url)})
+        for s in imported.dataset.sources
+    ]
+    dataset = Dataset(
+        articles=imported.dataset.articles,
+        sources=sources,
+        snippets=imported.dataset.snippets,
+        params={**imported.dataset.params, "site": settings.site, "extractors": list(settings.extractors)},
+    )
     return dataset, imported.errors
 
 
-def build_corpus(titles: list[str], out: str | Path, settings: BuildSettings | None = None,
-                 progress: Progress | None = None) -> BuildResult:
+def build_corpus(
+    titles: list[str],
+    out: str | Path,
+    settings: BuildSettings | None = None,
+    progress: Progress | None = None,
+) -> BuildResult:
     """Run a whole build and write ``out`` (see the module docstring); resumable through the page cache."""
     return asyncio.run(build_corpus_async(titles, out, settings, progress))
 
 
-async def build_corpus_async(titles: list[str], out: str | Path, settings: BuildSettings | None = None,
-                             progress: Progress | None = None) -> BuildResult:
+async def build_corpus_async(
+    titles: list[str],
+    out: str | Path,
+    settings: BuildSettings | None = None,
+    progress: Progress | None = None,
+) -> BuildResult:
     settings = settings or BuildSettings()
     titles = list(dict.fromkeys(titles))
     out = Path(out)
@@ -337,32 +423,27 @@ async def build_corpus_async(titles: list[str], out: str | Path, settings: Build
     return BuildResult(summary=summary, dataset=dataset, records=records, manifest=manifest)
 
 
-def write_outputs(out: Path, records: list[dict[str, Any]], manifest: list[UrlRecord], summary: BuildSummary,
-                  dataset: Dataset, settings: BuildSettings) -> None:
+def write_outputs(
+    out: Path,
+    records: list[dict[str, Any]],
+    manifest: list[UrlRecord],
+    summary: BuildSummary,
+    dataset: Dataset,
+    settings: BuildSettings,
+) -> None:
     (out / RECORDS_FILE).write_text(json.dumps(records, ensure_ascii=False, indent=1), encoding="utf-8")
     with (out / URL_MANIFEST).open("w", encoding="utf-8") as fh:
         for entry in manifest:
             fh.write(entry.model_dump_json() + "\n")
     (out / SUMMARY_FILE).write_text(summary.model_dump_json(indent=2), encoding="utf-8")
-    save_dataset(dataset, out, errors=summary.errors, extra={
-        "build": {"settings": settings.model_dump(mode="json"), "summary": summary.model_dump(mode="json")},
-    })
-
-
-def progress_callback(fn: Callable[[str, int], None]) -> Progress:
-    """A Progress that reports ('pages'|'sources', +n total) and ('page'|'source', done) events to ``fn``."""
-
-    class _P(Progress):
-        def pages_total(self, n: int) -> None:
-            fn("pages", n)
-
-        def page_done(self) -> None:
-            fn("page", 1)
-
-        def sources_total(self, n: int) -> None:
-            fn("sources", n)
-
-        def source_done(self) -> None:
-            fn("source", 1)
-
-    return _P()
+    save_dataset(
+        dataset,
+        out,
+        errors=summary.errors,
+        extra={
+            "build": {
+                "settings": settings.model_dump(mode="json"),
+                "summary": summary.model_dump(mode="json"),
+            },
+        },
+    )

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 EXTRACTORS = ("trafilatura", "newspaper", "trafilatura-precision", "trafilatura-recall")
 DEFAULT_CHAIN = ("trafilatura", "newspaper")
 
-_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)""", re.I)
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)""", re.IGNORECASE)
 _BLANKS = re.compile(r"[ \t\u00a0]+")
 _MANY_NEWLINES = re.compile(r"\n{3,}")
 
@@ -61,15 +61,23 @@ def decode_html(body: bytes, declared: str | None = None) -> str:
 
 def tidy(text: str) -> str:
     """Collapse runs of blanks, trim lines, keep paragraph breaks (at most one blank line)."""
-    lines = [_BLANKS.sub(" ", line).strip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    lines = [
+        _BLANKS.sub(" ", line).strip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    ]
     return _MANY_NEWLINES.sub("\n\n", "\n".join(lines)).strip()
 
 
-def _trafilatura(html: str, url: str | None, **options: bool) -> str:
+def _trafilatura(html: str, url: str | None, precision: bool = False, recall: bool = False) -> str:
     import trafilatura
 
     text = trafilatura.extract(
-        html, url=url, include_comments=False, include_tables=True, include_images=False, **options
+        html,
+        url=url,
+        include_comments=False,
+        include_tables=True,
+        include_images=False,
+        favor_precision=precision,
+        favor_recall=recall,
     )
     return text or ""
 
@@ -79,11 +87,11 @@ def extract_trafilatura(html: str, url: str | None = None) -> str:
 
 
 def extract_trafilatura_precision(html: str, url: str | None = None) -> str:
-    return _trafilatura(html, url, favor_precision=True)
+    return _trafilatura(html, url, precision=True)
 
 
 def extract_trafilatura_recall(html: str, url: str | None = None) -> str:
-    return _trafilatura(html, url, favor_recall=True)
+    return _trafilatura(html, url, recall=True)
 
 
 def extract_newspaper(html: str, url: str | None = None) -> str:
@@ -129,7 +137,7 @@ def extract_text(
         tried.append(name)
         try:
             text = tidy(EXTRACTOR_FUNCTIONS[name](html, url))
-        except Exception as exc:  # odd HTML must not stop the build: recorded, and the next extractor tries
+        except Exception as exc:  # noqa: BLE001 — odd HTML must not stop a build: recorded, next extractor tries
             errors.append(f"{name}: {type(exc).__name__}: {exc}"[:300])
             text = ""
         if len(text) >= min_chars:

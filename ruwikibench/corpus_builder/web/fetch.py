@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Self
 from urllib.parse import urldefrag, urljoin, urlsplit
 
 import httpcore
@@ -28,7 +28,7 @@ from ruwikibench.corpus_builder.web.safety import AddressPolicy, GuardedBackend,
 from ruwikibench.corpus_builder.web.types import FetchResult, FetchSettings
 
 REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
-_HTML_SNIFF = re.compile(rb"^\s*(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body)", re.I | re.S)
+_HTML_SNIFF = re.compile(rb"^\s*(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body)", re.IGNORECASE | re.DOTALL)
 
 
 class GuardedTransport(httpx.AsyncHTTPTransport):
@@ -36,7 +36,9 @@ class GuardedTransport(httpx.AsyncHTTPTransport):
 
     def __init__(self, policy: AddressPolicy, settings: FetchSettings) -> None:
         super().__init__(trust_env=False)
-        limits = httpx.Limits(max_connections=settings.concurrency, max_keepalive_connections=settings.concurrency)
+        limits = httpx.Limits(
+            max_connections=settings.concurrency, max_keepalive_connections=settings.concurrency
+        )
         # httpx builds its pool without a way to pass a network backend; replace the pool (same arguments).
         self._pool = httpcore.AsyncConnectionPool(
             ssl_context=httpx.create_ssl_context(trust_env=False),
@@ -84,7 +86,7 @@ def _media_type(content_type: str | None) -> tuple[str | None, str | None]:
     if not content_type:
         return None, None
     media, _, params = content_type.partition(";")
-    match = re.search(r"charset\s*=\s*\"?([\w.:-]+)", params, re.I)
+    match = re.search(r"charset\s*=\s*\"?([\w.:-]+)", params, re.IGNORECASE)
     return media.strip().lower(), match.group(1).lower() if match else None
 
 
@@ -115,7 +117,7 @@ class Fetcher:
         self._client: httpx.AsyncClient | None = None
         self.requests_sent = 0
 
-    async def __aenter__(self) -> Fetcher:
+    async def __aenter__(self) -> Self:
         s = self.settings
         self._client = httpx.AsyncClient(
             transport=GuardedTransport(self.policy, s),
@@ -130,7 +132,7 @@ class Fetcher:
         )
         return self
 
-    async def __aexit__(self, *exc: Any) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
@@ -187,7 +189,9 @@ class Fetcher:
             except UnsafeURL as exc:
                 return self._fail(result, current, exc.reason, exc.detail), None
             except (TimeoutError, httpx.TimeoutException):
-                return self._fail(result, current, "timeout", f"no complete answer in {self.settings.timeout} s"), None
+                return self._fail(
+                    result, current, "timeout", f"no complete answer in {self.settings.timeout} s"
+                ), None
             except httpx.ConnectError as exc:
                 reason = "dns_error" if "DNS lookup failed" in str(exc) else "connect_error"
                 return self._fail(result, current, reason, str(exc)), None
@@ -197,13 +201,17 @@ class Fetcher:
                 return self._fail(result, current, "bad_url", str(exc)), None
             if isinstance(outcome, str):  # a redirect target
                 if outcome in seen:
-                    return self._fail(result, outcome, "redirect_loop", f"{current} -> {outcome} seen before"), None
+                    return self._fail(
+                        result, outcome, "redirect_loop", f"{current} -> {outcome} seen before"
+                    ), None
                 seen.add(outcome)
                 result.redirects.append(outcome)
                 current = outcome
                 continue
             return outcome
-        return self._fail(result, current, "too_many_redirects", f"more than {self.settings.max_redirects}"), None
+        return self._fail(
+            result, current, "too_many_redirects", f"more than {self.settings.max_redirects}"
+        ), None
 
     @staticmethod
     def _fail(result: FetchResult, url: str, reason: str, detail: str) -> FetchResult:
@@ -215,8 +223,14 @@ class Fetcher:
         assert self._client is not None, "use Fetcher as an async context manager"
         async with self.hosts.slot(host_key(url)):
             async with asyncio.timeout(self.settings.timeout):
+                try:
+                    response = await self._client.send(self._client.build_request("GET", url), stream=True)
+                except (UnsafeURL, httpx.ConnectError):
+                    raise  # refused or unreachable: nothing was sent
+                except BaseException:
+                    self.requests_sent += 1  # sent, but no complete answer (timeout, reset)
+                    raise
                 self.requests_sent += 1
-                response = await self._client.send(self._client.build_request("GET", url), stream=True)
                 try:
                     return await self._handle(url, response, result)
                 finally:
@@ -233,7 +247,9 @@ class Fetcher:
             return normalize_url(urljoin(url, location))
         if not 200 <= response.status_code < 300:
             retry_after = _retry_after(response.headers, self.settings.max_retry_after)
-            return self._fail(result, url, f"http_{response.status_code}", response.reason_phrase), retry_after
+            return self._fail(
+                result, url, f"http_{response.status_code}", response.reason_phrase
+            ), retry_after
         media, charset = _media_type(response.headers.get("content-type"))
         result.content_type, result.charset = media, charset
         if media is not None and media not in self.settings.content_types:
@@ -242,7 +258,9 @@ class Fetcher:
         declared = response.headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > self.settings.max_bytes:
             result.bytes = int(declared)
-            return self._fail(result, url, "too_large", f"Content-Length {declared} > {self.settings.max_bytes}"), None
+            return self._fail(
+                result, url, "too_large", f"Content-Length {declared} > {self.settings.max_bytes}"
+            ), None
         body = await self._read_capped(response)
         result.bytes = len(body)
         if len(body) > self.settings.max_bytes:

@@ -115,7 +115,9 @@ def check_url(url: str) -> None:
     except ValueError as exc:
         raise UnsafeURL("bad_url", f"{url!r}: {exc}") from exc
     if parts.scheme.lower() not in ALLOWED_SCHEMES:
-        raise UnsafeURL("bad_scheme", f"{parts.scheme or 'no'} scheme in {url!r}; only http and https are fetched")
+        raise UnsafeURL(
+            "bad_scheme", f"{parts.scheme or 'no'} scheme in {url!r}; only http and https are fetched"
+        )
     if not parts.hostname:
         raise UnsafeURL("bad_url", f"no host in {url!r}")
     if port == 0:

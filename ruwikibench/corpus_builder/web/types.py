@@ -31,7 +31,9 @@ class FetchSettings(BaseModel):
     per_host: int = Field(default=2, description="requests in flight per host")
     host_delay: float = Field(default=0.5, description="seconds between request starts to one host")
     content_types: tuple[str, ...] = ("text/html", "application/xhtml+xml")
-    allow_private: bool = Field(default=False, description="allow private/loopback/link-local/reserved addresses")
+    allow_private: bool = Field(
+        default=False, description="allow private/loopback/link-local/reserved addresses"
+    )
     allow_networks: list[str] = Field(default_factory=list, description="networks allowed although internal")
 
 

@@ -15,7 +15,6 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 
-
 def shared_data(name: str) -> Path | None:
     """../shared/data/<name> from the repo root's parent (or further up: worktrees), or $RUWIKIBENCH_SAMPLE."""
     env = os.environ.get("RUWIKIBENCH_SAMPLE")
@@ -57,7 +56,9 @@ class LocalServer:
     def url(self, path: str) -> str:
         return self.base + path
 
-    def page(self, path: str, body: str | bytes, content_type: str = "text/html; charset=utf-8", **kw: object) -> str:
+    def page(
+        self, path: str, body: str | bytes, content_type: str = "text/html; charset=utf-8", **kw: object
+    ) -> str:
         data = body.encode("utf-8") if isinstance(body, str) else body
         self.routes[path] = Route([(200, {"Content-Type": content_type}, data)], **kw)  # type: ignore[arg-type]
         return self.url(path)
@@ -67,7 +68,11 @@ class LocalServer:
         return self.url(path)
 
     def route(
-        self, path: str, responses: list[tuple[int, dict[str, str], bytes]], delay: float = 0.0, length: bool = True
+        self,
+        path: str,
+        responses: list[tuple[int, dict[str, str], bytes]],
+        delay: float = 0.0,
+        length: bool = True,
     ) -> str:
         self.routes[path] = Route(responses, delay, length)
         return self.url(path)
@@ -85,7 +90,7 @@ def _handler(server: LocalServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args: object) -> None:
             pass
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             path = unquote(urlsplit(self.path).path)
             with server.lock:
                 n = server.counts[path]
@@ -119,8 +124,6 @@ def _handler(server: LocalServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(body)
 
     return Handler
-
-
 
 
 @contextmanager

@@ -80,7 +80,9 @@ def _scenario_route(server: LocalServer, scenario: str, i: int, site: Site) -> s
     if scenario == "error":
         site.transient_paths.add(path)
         return server.status(path, 500)
-    if scenario == "redirect_ftp":  # the parser keeps only http(s) links; a redirect can still name another scheme
+    if (
+        scenario == "redirect_ftp"
+    ):  # the parser keeps only http(s) links; a redirect can still name another scheme
         return server.redirect(path, f"ftp://127.0.0.1:{server.port}/pub/file-{i}.txt")
     if scenario == "private10":
         return f"http://10.0.0.{i % 250 + 1}/internal/{i}"
@@ -91,7 +93,9 @@ def _scenario_route(server: LocalServer, scenario: str, i: int, site: Site) -> s
     raise ValueError(scenario)
 
 
-def serve_article(server: LocalServer, record: dict[str, Any], web_dir: Path | None, fallbacks: int = 2) -> Site:
+def serve_article(
+    server: LocalServer, record: dict[str, Any], web_dir: Path | None, fallbacks: int = 2
+) -> Site:
     """Register the article page and every target of its rewritten footnote URLs on ``server``."""
     title = record["article_name"]
     original = record["html"]
@@ -133,8 +137,10 @@ def _web_pages(web_dir: Path | None) -> list[tuple[str, dict[str, Any], bytes]]:
     if web_dir is None:
         return []
     expectations = json.loads((web_dir / "expectations.json").read_text(encoding="utf-8"))
-    return [(item["file"], item, (web_dir / "pages" / item["file"]).read_bytes())
-            for item in list(expectations.values())[:12]]
+    return [
+        (item["file"], item, (web_dir / "pages" / item["file"]).read_bytes())
+        for item in list(expectations.values())[:12]
+    ]
 
 
 def _rewrite(html: str, mapping: dict[str, str]) -> str:
@@ -158,4 +164,7 @@ def _check_rewritten(html: str, title: str, server: LocalServer) -> None:
     for ref in parse_article_html(html, title).references:
         for url in ref.urls:
             host = urllib.parse.urlsplit(url).hostname
-            assert host in ("127.0.0.1", "169.254.169.254") or (host or "").startswith("10.0.0."), (ref.id, url)
+            assert host in ("127.0.0.1", "169.254.169.254") or (host or "").startswith("10.0.0."), (
+                ref.id,
+                url,
+            )

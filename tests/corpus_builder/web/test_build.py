@@ -26,19 +26,29 @@ from ruwikibench.corpus_builder.web.cache import PageCache
 from ruwikibench.corpus_builder.web.types import FetchSettings
 from ruwikibench.dataset import Reference
 from tests.corpus_builder.web._server import shared_data
-from tests.corpus_builder.web._site import FAILURES, Site, serve_article
+from tests.corpus_builder.web._site import Site, serve_article
 
 RUWIKI = shared_data("ruwiki")
 WEB = shared_data("web")
 ARTICLE = "Присоединение Крыма к Российской Федерации"
 MISSING = "Несуществующая статья"
 
-needs_sample = pytest.mark.skipif(RUWIKI is None, reason="../shared/data/ruwiki (real Ruwiki sample) not found")
+needs_sample = pytest.mark.skipif(
+    RUWIKI is None, reason="../shared/data/ruwiki (real Ruwiki sample) not found"
+)
 
 
 def local_settings(server, **fetch: Any) -> BuildSettings:  # type: ignore[no-untyped-def]
-    options = {"allow_networks": ["127.0.0.0/8"], "timeout": 0.5, "connect_timeout": 0.5, "retries": 1,
-               "backoff": 0.05, "host_delay": 0.0, "per_host": 8, **fetch}
+    options = {
+        "allow_networks": ["127.0.0.0/8"],
+        "timeout": 0.5,
+        "connect_timeout": 0.5,
+        "retries": 1,
+        "backoff": 0.05,
+        "host_delay": 0.0,
+        "per_host": 8,
+        **fetch,
+    }
     return BuildSettings(site="ru.ruwiki.ru", base_url=server.base, fetch=FetchSettings(**options))
 
 
@@ -81,8 +91,14 @@ def test_read_titles(tmp_path: Path) -> None:
 
 
 def test_ordered_urls_originals_before_archives() -> None:
-    ref = Reference(id="c1", urls=["https://web.archive.org/web/2020/http://a.example/x", "http://a.example/x#top",
-                                   "http://a.example/x"])
+    ref = Reference(
+        id="c1",
+        urls=[
+            "https://web.archive.org/web/2020/http://a.example/x",
+            "http://a.example/x#top",
+            "http://a.example/x",
+        ],
+    )
     assert ordered_urls(ref) == ["http://a.example/x", "https://web.archive.org/web/2020/http://a.example/x"]
 
 
@@ -100,14 +116,18 @@ def test_build_from_local_server(server, site: Site, tmp_path: Path) -> None:  #
     result = build_corpus([ARTICLE, MISSING], out, local_settings(server))
     summary = result.summary
     print("\nbuild summary:", summary.model_dump_json(indent=1, exclude={"errors"}))
-    manifest = [json.loads(line) for line in (out / "manifest.jsonl").read_text(encoding="utf-8").splitlines()]
+    manifest = [
+        json.loads(line) for line in (out / "manifest.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     by_url = {m["url"]: m for m in manifest}
 
     # articles: the real one is built, the missing title is reported (404), nothing dropped silently
     assert summary.titles == 2 and summary.articles_built == 1 and summary.articles_failed == {"http_404": 1}
     pages = [m for m in manifest if m["kind"] == "page"]
     assert [(m["article"], m["outcome"], m["reason"]) for m in pages] == [
-        (ARTICLE, "page", None), (MISSING, "failed", "http_404")]
+        (ARTICLE, "page", None),
+        (MISSING, "failed", "http_404"),
+    ]
 
     # every failure case got its reason, the refused addresses without a single request
     for url, reason in site.expected.items():
@@ -116,7 +136,9 @@ def test_build_from_local_server(server, site: Site, tmp_path: Path) -> None:  #
     assert not any(path.startswith("/dead/") and n > 1 for path, n in server.counts.items())
     excluded = Counter(m["reason"] for m in manifest if m["outcome"] == "excluded")
     assert excluded["blocked_address"] >= 3 and summary.excluded == dict(excluded.most_common())
-    assert server.counts[next(p for p in site.transient_paths if "slow" in p)] == 2  # one retry after the timeout
+    assert (
+        server.counts[next(p for p in site.transient_paths if "slow" in p)] == 2
+    )  # one retry after the timeout
 
     # sample source texts: long ones kept (also through the archive fallback after a 404), short ones excluded
     kept = {m["footnote"]: m for m in manifest if m["outcome"] == "kept"}
@@ -137,7 +159,9 @@ def test_build_from_local_server(server, site: Site, tmp_path: Path) -> None:  #
         entry = by_url[url]
         assert entry["reason"] in (None, "too_short", "earlier_url_kept"), entry
         if entry["outcome"] == "kept":
-            text = norm(next(s["source_text"] for s in result.records[0]["sources"] if s["file"] == entry["file"]))
+            text = norm(
+                next(s["source_text"] for s in result.records[0]["sources"] if s["file"] == entry["file"])
+            )
             found += sum(norm(w) in text for w in item["with"])
             want += len(item["with"])
     assert want and found / want >= 0.8
@@ -154,6 +178,7 @@ def test_build_from_local_server(server, site: Site, tmp_path: Path) -> None:  #
     assert [s.url for s in loaded.sources] == [kept[s.footnote_id]["url"] for s in loaded.sources]
     assert all(len(s.text) >= 1500 for s in loaded.sources)
     assert server.user_agents and all("ruwikibench" in ua for ua in server.user_agents)
+    assert summary.requests_sent == server.total  # refused addresses were never contacted
 
 
 @needs_sample
@@ -194,8 +219,9 @@ def _path(meta_json: str) -> str:
 
 def test_without_allow_flag_nothing_internal_is_fetched(server, make_article, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     server.page("/wiki/Статья", make_article("Статья"))
-    result = build_corpus(["Статья"], tmp_path / "out",
-                          BuildSettings(base_url=server.base, fetch=FetchSettings(retries=0)))
+    result = build_corpus(
+        ["Статья"], tmp_path / "out", BuildSettings(base_url=server.base, fetch=FetchSettings(retries=0))
+    )
     assert result.summary.articles_failed == {"blocked_address": 1}
     assert result.manifest[0].reason == "blocked_address" and "loopback" in result.manifest[0].detail
     assert server.total == 0
@@ -224,6 +250,8 @@ def test_small_synthetic_build(server, make_article, tmp_path: Path) -> None:  #
     assert [p.text for p in article.root.paragraphs] == ["Вводный абзац."]
     assert article.root.children == []  # "История" lost its only paragraph (cites a dropped source)
     assert [(m.url, m.outcome, m.reason) for m in result.manifest if m.kind == "source"] == [
-        (long_url, "kept", None), (short_url, "excluded", "too_short")]
+        (long_url, "kept", None),
+        (short_url, "excluded", "too_short"),
+    ]
     assert result.manifest[1].extractor == "trafilatura" and result.manifest[1].chars >= 1500
     assert ds.snippets and all(s.source_id == "Тест/source_1" for s in ds.snippets)

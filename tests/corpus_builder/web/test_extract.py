@@ -15,7 +15,11 @@ def test_decode_html_charsets() -> None:
     assert "Новости дня" in decode_html(text.encode("cp1251"))
     assert "Новости" in decode_html("<p>Новости</p>".encode("koi8-r"), declared="koi8-r")
     assert decode_html("<p>Новости</p>".encode()) == "<p>Новости</p>"
-    undeclared = ("<html><body><p>" + "Это длинный русский текст без объявленной кодировки. " * 20 + "</p></body></html>")
+    undeclared = (
+        "<html><body><p>"
+        + "Это длинный русский текст без объявленной кодировки. " * 20
+        + "</p></body></html>"
+    )
     assert "русский текст" in decode_html(undeclared.encode("cp1251"))
 
 
@@ -37,7 +41,8 @@ async def test_newspaper_never_fetches_images(server, make_article) -> None:  # 
     image = server.page("/big.jpg", b"\xff\xd8\xff" + b"0" * 100, "image/jpeg")
     imgs = "".join(f"<img src='{image}?n={i}' width='800' height='600'>" for i in range(5))
     html = make_article("Картинки", extra=imgs).replace(
-        "<head>", f"<head><meta property='og:image' content='{image}'><meta http-equiv='refresh' content='0;url={image}'>"
+        "<head>",
+        f"<head><meta property='og:image' content='{image}'><meta http-equiv='refresh' content='0;url={image}'>",
     )
     result = extract_text(html, server.url("/article"), chain=("newspaper",))
     assert "Абзац 1" in result.text

@@ -1,14 +1,21 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 
 from ruwikibench.corpus_builder.web.cache import PageCache
 from ruwikibench.corpus_builder.web.fetch import Fetcher, normalize_url
 from ruwikibench.corpus_builder.web.types import USER_AGENT, FetchSettings
 
-LOCAL = {"allow_networks": ["127.0.0.0/8"], "timeout": 0.5, "connect_timeout": 0.5, "backoff": 0.05,
-         "host_delay": 0.0, "retries": 1}
+LOCAL = {
+    "allow_networks": ["127.0.0.0/8"],
+    "timeout": 0.5,
+    "connect_timeout": 0.5,
+    "backoff": 0.05,
+    "host_delay": 0.0,
+    "retries": 1,
+}
 
 
 def settings(**kw: object) -> FetchSettings:
@@ -119,7 +126,7 @@ async def test_per_host_concurrency_and_delay(server) -> None:  # type: ignore[n
     assert all(r.ok for r in results)
     assert server.max_in_flight == 2
     starts = sorted(t for t, _ in server.arrivals)
-    assert min(b - a for a, b in zip(starts, starts[1:])) >= 0.04
+    assert min(b - a for a, b in itertools.pairwise(starts)) >= 0.04
 
 
 async def test_concurrent_calls_share_one_download(server) -> None:  # type: ignore[no-untyped-def]

@@ -6,7 +6,13 @@ import pytest
 
 from ruwikibench.corpus_builder.web import safety
 from ruwikibench.corpus_builder.web.fetch import Fetcher
-from ruwikibench.corpus_builder.web.safety import AddressPolicy, BlockedAddress, UnsafeURL, address_category, check_url
+from ruwikibench.corpus_builder.web.safety import (
+    AddressPolicy,
+    BlockedAddress,
+    UnsafeURL,
+    address_category,
+    check_url,
+)
 from ruwikibench.corpus_builder.web.types import FetchSettings
 
 
@@ -83,7 +89,12 @@ async def test_allow_private_flag_allows_localhost(server) -> None:  # type: ign
 
 @pytest.mark.parametrize(
     "target",
-    ["http://169.254.169.254/latest/meta-data/", "http://10.0.0.1/admin", "http://[::1]:1/", "file:///etc/passwd"],
+    [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://10.0.0.1/admin",
+        "http://[::1]:1/",
+        "file:///etc/passwd",
+    ],
 )
 async def test_redirect_to_internal_target_is_refused(server, target: str) -> None:  # type: ignore[no-untyped-def]
     url = server.redirect("/go", target)
