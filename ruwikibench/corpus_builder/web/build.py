@@ -32,7 +32,7 @@ from ruwikibench.corpus_builder.web.cache import PageCache
 from ruwikibench.corpus_builder.web.extract import DEFAULT_CHAIN, decode_html, extract_text
 from ruwikibench.corpus_builder.web.fetch import Fetcher, normalize_url
 from ruwikibench.corpus_builder.web.types import FetchResult, FetchSettings
-from ruwikibench.dataset import Dataset, Reference, safe_name
+from ruwikibench.dataset import Article, Dataset, Reference, safe_name
 
 SITES = ("ru.ruwiki.ru", "ru.wikipedia.org", "en.wikipedia.org")
 RECORDS_FILE = "ruwikibench_articles.json"
@@ -221,55 +221,56 @@ class CorpusBuilder:
     def requests_sent(self) -> int:
         return self._fetcher.requests_sent if self._fetcher else 0
 
-    async def _article(self, title: str) -> _ArticleOutcome:
+    async def _page(self, title: str) -> tuple[UrlRecord, str, Article | None]:
+        """Fetch and parse the article page: (manifest entry, decoded HTML, parsed article or None)."""
         assert self._fetcher is not None
         url = page_url(self.settings.site, title, self.settings.base_url)
         result = await self._fetcher.fetch(url)
-        outcome = _ArticleOutcome(title=title)
-        failure, detail, html = (result.reason, result.detail, "") if not result.ok else (None, "", "")
-        if result.ok:
-            html = decode_html(result.body, result.charset)
-            try:
-                article = parse_article_html(html, title)
-            except NoArticleBody as exc:
-                failure, detail = "no_article_body", str(exc)
-        page = _record(title, "page", url, result, outcome="failed" if failure else "page", reason=failure)
-        page.detail = detail or page.detail
+        if not result.ok:
+            return _record(title, "page", url, result, outcome="failed", reason=result.reason), "", None
+        html = decode_html(result.body, result.charset)
+        try:
+            article = parse_article_html(html, title)
+        except NoArticleBody as exc:
+            entry = _record(
+                title, "page", url, result, outcome="failed", reason="no_article_body", detail=str(exc)
+            )
+            return entry, html, None
+        return _record(title, "page", url, result, outcome="page"), html, article
+
+    async def _article(self, title: str) -> _ArticleOutcome:
+        page, html, article = await self._page(title)
         self.progress.page_done()
-        if failure:
-            return outcome.model_copy(update={"failure": failure, "entries": [page]})
+        if article is None:
+            return _ArticleOutcome(title=title, failure=page.reason, entries=[page])
         refs = [r for r in article.references if r.urls and not r.is_note]
         self.progress.sources_total(len(refs))
         found = await asyncio.gather(*(self._reference(title, r) for r in refs))
+        outcome = _ArticleOutcome(
+            title=title,
+            entries=[page],
+            references=len(article.references),
+            with_urls=len(refs),
+            notes=sum(1 for r in article.references if r.is_note),
+        )
         sources: list[dict[str, str]] = []
-        source_urls: dict[str, str] = {}
-        entries = [page]
-        for ref, (kept, ref_entries) in zip(refs, found):
-            entries += ref_entries
+        for ref, (kept, ref_entries) in zip(refs, found, strict=True):
+            outcome.entries += ref_entries
             if kept is None:
                 continue
-            file = f"source_{len(sources) + 1}.txt"
+            file = f"source_{len(sources) + 1}.txt"  # numbered in reference order: stable across builds
             sources.append({"source_id": ref.id, "source_text": kept[1], "file": file})
-            source_urls[file] = kept[0]
+            outcome.source_urls[file] = kept[0]
             for entry in ref_entries:
                 if entry.outcome == "kept":
                     entry.file = file
-        record = {
+        outcome.record = {
             "article_name": title,
             "article_cleared_name": safe_name(title),
             "html": html,
             "sources": sources,
         }
-        return outcome.model_copy(
-            update={
-                "record": record,
-                "source_urls": source_urls,
-                "entries": entries,
-                "references": len(article.references),
-                "with_urls": len(refs),
-                "notes": sum(1 for r in article.references if r.is_note),
-            }
-        )
+        return outcome
 
     async def _reference(
         self, article: str, reference: Reference
