@@ -19,6 +19,14 @@ EXTRACTORS = ("trafilatura", "newspaper", "trafilatura-precision", "trafilatura-
 DEFAULT_CHAIN = ("trafilatura", "newspaper")
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)""", re.IGNORECASE)
+_DECLARED_LANG = re.compile(
+    r"<html[^>]*\slang\s*=\s*[\"']?[a-z]|<meta[^>]+(content-language|og:locale)[^>]+content\s*=\s*[\"']?[a-z]",
+    re.IGNORECASE,
+)
+_SCRIPTS = re.compile(r"<(script|style)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
+_TAGS = re.compile(r"<[^>]*>")
+_CYRILLIC = re.compile(r"[\u0400-\u04ff]")
+_LATIN = re.compile(r"[A-Za-z]")
 _BLANKS = re.compile(r"[ \t\u00a0]+")
 _MANY_NEWLINES = re.compile(r"\n{3,}")
 
@@ -94,8 +102,21 @@ def extract_trafilatura_recall(html: str, url: str | None = None) -> str:
     return _trafilatura(html, url, recall=True)
 
 
+def declares_language(html: str) -> bool:
+    """Whether the page states its language (``<html lang>``, Content-Language or og:locale meta)."""
+    return bool(_DECLARED_LANG.search(html[:20_000]))
+
+
+def guess_cyrillic(html: str) -> bool:
+    """Whether the visible text has more Cyrillic than Latin letters (tags, scripts and styles removed)."""
+    text = _TAGS.sub(" ", _SCRIPTS.sub(" ", html))
+    return len(_CYRILLIC.findall(text)) > len(_LATIN.findall(text))
+
+
 def extract_newspaper(html: str, url: str | None = None) -> str:
-    """newspaper4k on the given HTML; the page's own language meta chooses the stopword list (else English)."""
+    """newspaper4k on the given HTML. The page's declared language picks the stopword list; a page that
+    declares none is read as Russian when its text is mostly Cyrillic (newspaper's fallback is English, which
+    finds no text at all on such pages), else as English."""
     from newspaper import Article, Config
 
     config = Config()
@@ -103,6 +124,8 @@ def extract_newspaper(html: str, url: str | None = None) -> str:
     config.follow_meta_refresh = False
     config.memorize_articles = False
     config.max_text = 10_000_000
+    if not declares_language(html) and guess_cyrillic(html):
+        config.language = "ru"
     article = Article(url or "http://localhost/", config=config)
     article.download(input_html=html)
     article.parse()

@@ -101,3 +101,12 @@ def test_default_chain_on_real_pages() -> None:
         avoided += sum(norm(s) not in text for s in item["without"])
         want, avoid = want + len(item["with"]), avoid + len(item["without"])
     assert found / want >= 0.9 and avoided / avoid >= 0.9
+
+
+def test_newspaper_reads_undeclared_cyrillic_page_as_russian(make_article) -> None:  # type: ignore[no-untyped-def]
+    """newspaper falls back to English stopwords and then finds no text on a Russian page without a lang tag."""
+    html = make_article("Без языка", paragraphs=8).replace(" lang='ru'", "")
+    assert not extract.declares_language(html) and extract.guess_cyrillic(html)
+    assert extract.declares_language(make_article("С языком"))
+    assert not extract.guess_cyrillic("<html><body><p>English text only, привет</p></body></html>")
+    assert "Абзац 2 статьи «Без языка»" in extract.extract_newspaper(html)
