@@ -62,12 +62,11 @@ class HostLimiter:
     @asynccontextmanager
     async def slot(self, host: str) -> AsyncIterator[None]:
         async with self._sems[host]:
-            async with self._locks[host]:
-                now = time.monotonic()
-                start = max(now, self._next[host])
-                self._next[host] = start + self.delay
-            if start > now:
-                await asyncio.sleep(start - now)
+            async with self._locks[host]:  # held while waiting: actual starts, not planned ones, are spaced
+                wait = self._next[host] - time.monotonic()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                self._next[host] = time.monotonic() + self.delay
             yield
 
 

