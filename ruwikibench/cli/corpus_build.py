@@ -106,6 +106,10 @@ def build(
     retries: Annotated[int, typer.Option(help="extra attempts after a transient failure")] = 2,
     max_bytes: Annotated[int, typer.Option(help="largest page accepted, bytes")] = 5_000_000,
     max_redirects: Annotated[int, typer.Option(help="redirect hops followed")] = 5,
+    user_agent: Annotated[
+        str | None,
+        typer.Option(help="User-Agent header (default names the tool; add a contact for big builds)"),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar or summary table")] = False,
 ) -> None:
     """Fetch each article page, parse it, download every cited URL, extract the main text, apply the paper's
@@ -138,6 +142,7 @@ def build(
             retries=retries,
             max_bytes=max_bytes,
             max_redirects=max_redirects,
+            **({"user_agent": user_agent} if user_agent else {}),
         )
         settings = BuildSettings(
             site=site,

@@ -92,9 +92,12 @@ def test_build_command_end_to_end(tmp_path: Path) -> None:
             server.base,
             "--allow-net",
             "127.0.0.0/8",
+            "--user-agent",
+            "ruwikibench-test/1 (ops@example.org)",
             *FAST,
         ]
         result = runner.invoke(app, args)
+        assert set(server.user_agents) == {"ruwikibench-test/1 (ops@example.org)"}
     print(result.output)
     assert result.exit_code == 1  # one title has no page: reported, the other article is still written
     assert "Несуществующая статья" in result.output and "http_404" in result.output
