@@ -142,8 +142,9 @@ def build(
             retries=retries,
             max_bytes=max_bytes,
             max_redirects=max_redirects,
-            **({"user_agent": user_agent} if user_agent else {}),
         )
+        if user_agent:
+            fetch.user_agent = user_agent
         settings = BuildSettings(
             site=site,
             base_url=base_url,

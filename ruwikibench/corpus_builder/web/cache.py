@@ -12,6 +12,7 @@ import json
 import os
 from pathlib import Path
 
+from ruwikibench.corpus_builder.web.safety import STRICT
 from ruwikibench.corpus_builder.web.types import FetchResult
 
 
@@ -37,13 +38,20 @@ class PageCache:
         folder = self.dir / key[:2]
         return folder / f"{key}.json", folder / f"{key}.body"
 
-    def get(self, url: str) -> FetchResult | None:
+    def get(self, url: str, policy: str = STRICT) -> FetchResult | None:
+        """The cached result of ``url`` if it is valid under the address ``policy`` now in force.
+
+        A result fetched under the strict policy holds under any policy, except a refusal (a looser policy
+        may allow the address); a result fetched under a looser policy holds only under that same policy
+        (it may come from an internal address)."""
         meta_path, body_path = self._paths(url)
         if not meta_path.exists():
             return None
         try:
             result = FetchResult.model_validate_json(meta_path.read_bytes())
             if result.url != url:  # a sha256 collision would be news; treat as a miss
+                return None
+            if result.policy != policy and (result.policy != STRICT or result.reason == "blocked_address"):
                 return None
             if result.ok:
                 result.body = body_path.read_bytes()

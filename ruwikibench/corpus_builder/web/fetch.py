@@ -140,7 +140,7 @@ class Fetcher:
         """Fetch ``url`` (cache first; concurrent calls for one URL share a single download)."""
         url = normalize_url(url)
         if self.cache is not None:
-            hit = self.cache.get(url)
+            hit = self.cache.get(url, self.policy.key)
             if hit is not None:
                 return hit
         if url in self._inflight:
@@ -179,7 +179,7 @@ class Fetcher:
 
     async def _fetch_once(self, url: str) -> tuple[FetchResult, float | None]:
         """One attempt: follow redirects by hand, checking every hop."""
-        result = FetchResult(url=url)
+        result = FetchResult(url=url, policy=self.policy.key)
         current, seen = url, {url}
         for _hop in range(self.settings.max_redirects + 1):
             try:

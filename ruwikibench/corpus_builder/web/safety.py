@@ -23,6 +23,7 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 ALLOWED_SCHEMES = ("http", "https")
+STRICT = "strict"
 
 
 class UnsafeURL(Exception):
@@ -98,6 +99,15 @@ class AddressPolicy:
         category = self.refusal(ip)
         if category is not None:
             raise BlockedAddress(host, address, category)
+
+    @property
+    def key(self) -> str:
+        """'strict', 'allow-private' or 'allow:<networks>' — recorded with every cached fetch result."""
+        if self.allow_private:
+            return "allow-private"
+        if self.allow_networks:
+            return "allow:" + ",".join(sorted(map(str, self.allow_networks)))
+        return STRICT
 
     def describe(self) -> str:
         if self.allow_private:

@@ -53,6 +53,9 @@ class FetchResult(BaseModel):
     attempts: int = 0
     elapsed: float = 0.0
     cached: bool = False
+    policy: str = Field(
+        default="strict", description="address policy in force when fetched (AddressPolicy.key)"
+    )
     body: builtins.bytes = Field(default=b"", exclude=True, repr=False)
 
     @property

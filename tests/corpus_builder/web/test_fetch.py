@@ -168,3 +168,21 @@ async def test_cache_serves_final_outcomes_without_requests(server, tmp_path) ->
 
 def test_normalize_url() -> None:
     assert normalize_url("  http://a.example/x?y=1#frag ") == "http://a.example/x?y=1"
+
+
+async def test_cache_respects_the_address_policy(server, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A refusal cached under the strict policy does not bind a looser one, and a page fetched from an
+    internal address under a looser policy is not served from the cache under the strict one."""
+    url = server.page("/internal", "<html><body>internal</body></html>")
+    cache = PageCache(tmp_path / "cache")
+    strict = {"allow_networks": [], "retries": 0}
+    assert (await fetch(url, cache, **strict)).reason == "blocked_address"
+    assert (await fetch(url, cache, **strict)).cached  # the refusal itself is cached under the same policy
+    allowed = await fetch(url, cache)  # allow 127.0.0.0/8
+    assert allowed.ok and not allowed.cached and server.counts["/internal"] == 1
+    assert (await fetch(url, cache)).cached
+    again = await fetch(url, cache, **strict)
+    assert again.reason == "blocked_address" and not again.cached and server.counts["/internal"] == 1
+    assert (
+        cache.get(url, "allow:127.0.0.0/8") is None
+    )  # the strict refusal now cached does not bind the looser one
