@@ -251,12 +251,13 @@ class Fetcher:
             ), retry_after
         media, charset = _media_type(response.headers.get("content-type"))
         result.content_type, result.charset = media, charset
+        length = response.headers.get("content-length", "").strip()
+        declared = int(length) if length.isdigit() else None
         if media is not None and media not in self.settings.content_types:
-            result.bytes = int(response.headers.get("content-length") or 0)
+            result.bytes = declared or 0
             return self._fail(result, url, "content_type", f"{media} is not a web page"), None
-        declared = response.headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > self.settings.max_bytes:
-            result.bytes = int(declared)
+        if declared is not None and declared > self.settings.max_bytes:
+            result.bytes = declared
             return self._fail(
                 result, url, "too_large", f"Content-Length {declared} > {self.settings.max_bytes}"
             ), None
