@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from ruwikibench.corpus_builder.html_parser import decode_gateway_href
 from ruwikibench.corpus_builder.ruwikibench_json import import_ruwikibench_json
 from ruwikibench.corpus_builder.store import load_dataset
 from ruwikibench.corpus_builder.web.build import (
@@ -128,6 +129,10 @@ def test_build_from_local_server(server, site: Site, tmp_path: Path) -> None:  #
         (ARTICLE, "page", None),
         (MISSING, "failed", "http_404"),
     ]
+
+    # Ruwiki external-gateway links (base64) were decoded and their targets reached the manifest
+    gateway = [decode_gateway_href(h, "HeGW") for h in re.findall(r'href="(#HeGW[^"]+)"', site.html)]
+    assert len(gateway) >= 5 and all(url in by_url for url in gateway)
 
     # every failure case got its reason, the refused addresses without a single request
     for url, reason in site.expected.items():
