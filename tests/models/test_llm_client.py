@@ -66,7 +66,11 @@ async def test_cache_hits_counted_per_role_and_tokens_only_for_sent_requests(tmp
     assert usage["ranking"] == {
         "calls": 1, "prompt_tokens": 10, "completion_tokens": 1, "cache_hits": 0, "retries": 0, "failures": 0
     }  # fmt: skip
-    assert usage["judge"]["calls"] == 1 and usage["judge"]["cache_hits"] == 1 and usage["judge"]["prompt_tokens"] == 0
+    assert (
+        usage["judge"]["calls"] == 1
+        and usage["judge"]["cache_hits"] == 1
+        and usage["judge"]["prompt_tokens"] == 0
+    )
     assert llm.usage.total()["calls"] == 2
 
 
@@ -79,7 +83,9 @@ async def test_backend_without_identity_is_never_cached() -> None:
 
         async def generate(self, messages, *, max_tokens, top_logprobs):  # type: ignore[no-untyped-def]
             self.calls += 1
-            return await ScriptedChat(lambda m: "ok").generate(messages, max_tokens=max_tokens, top_logprobs=0)
+            return await ScriptedChat(lambda m: "ok").generate(
+                messages, max_tokens=max_tokens, top_logprobs=0
+            )
 
     backend = Anonymous()
     llm = LLM({"writer": backend}, cache=ResponseCache(None))
@@ -125,6 +131,10 @@ def test_request_key_changes_with_every_part() -> None:
 def test_identity_has_generation_parameters_but_no_transport_or_secrets() -> None:
     from ruwikibench.config import ModelConfig
 
-    identity = ModelConfig(name="m", endpoints=["http://h/v1"], api_key_env="KEY", local="qwen2.5-0.5b").identity()
+    identity = ModelConfig(
+        name="m", endpoints=["http://h/v1"], api_key_env="KEY", local="qwen2.5-0.5b"
+    ).identity()
     assert {"name", "temperature", "top_p", "repetition_penalty", "max_tokens", "extra_body"} <= set(identity)
-    assert not {"endpoints", "api_key_env", "timeout", "max_retries", "retry_base_delay", "local"} & set(identity)
+    assert not {"endpoints", "api_key_env", "timeout", "max_retries", "retry_base_delay", "local"} & set(
+        identity
+    )
