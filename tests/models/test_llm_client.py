@@ -1,5 +1,7 @@
 import asyncio
 
+import pytest
+
 from ruwikibench.models.fake import ScriptedChat, yes_no_completion
 from ruwikibench.models.llm import LLM, strip_thinking
 
@@ -138,3 +140,46 @@ def test_identity_has_generation_parameters_but_no_transport_or_secrets() -> Non
     assert not {"endpoints", "api_key_env", "timeout", "max_retries", "retry_base_delay", "local"} & set(
         identity
     )
+
+
+def test_from_config_starts_one_local_server_per_model_and_releases_it(monkeypatch, tmp_path) -> None:
+    from ruwikibench.config import RunConfig
+    from ruwikibench.models import local_server
+
+    started: list[str] = []
+    released: list[object] = []
+
+    class Running:
+        def __init__(self, model: str) -> None:
+            self.model = model
+            self.base_url = f"http://127.0.0.1:{40000 + len(started)}/v1"
+
+    def acquire(model: str) -> Running:
+        started.append(model)
+        return Running(model)
+
+    monkeypatch.setattr(local_server, "acquire_server", acquire)
+    monkeypatch.setattr(local_server, "release_server", released.append)
+    config = RunConfig.model_validate(
+        {
+            "models": {
+                "ranking": {"name": "q", "local": "qwen2.5-0.5b"},
+                "writer": {"name": "q", "local": "qwen2.5-0.5b", "max_tokens": 64},
+                "judge": {"name": "big", "local": "qwen2.5-coder-1.5b"},
+                "query": {"name": "q", "local": "qwen2.5-0.5b", "endpoints": ["http://127.0.0.1:9/v1"]},
+            },
+            "cache_dir": str(tmp_path),
+        }
+    )
+    llm = LLM.from_config(config)
+    assert started == ["qwen2.5-0.5b", "qwen2.5-coder-1.5b"]  # one per local model, shared by roles
+    ranking, writer, judge, query = (llm.backends[r] for r in ("ranking", "writer", "judge", "query"))
+    assert ranking.config.endpoints == writer.config.endpoints != judge.config.endpoints  # type: ignore[attr-defined]
+    assert query.config.endpoints == ["http://127.0.0.1:9/v1"]  # given endpoints win: nothing started
+    assert ranking.identity()["gguf_sha256"] != judge.identity()["gguf_sha256"]  # type: ignore[attr-defined]
+    llm.close()
+    assert [s.model for s in released] == ["qwen2.5-0.5b", "qwen2.5-coder-1.5b"]  # type: ignore[attr-defined]
+    assert llm.servers == []
+
+    with pytest.raises(ValueError, match="start_local=False"):
+        LLM.from_config(config, start_local=False)
