@@ -32,10 +32,7 @@ from ruwikibench.models.llm import LLM, OpenAIBackend
 from ruwikibench.models.local_server import LocalServer
 
 WORDS = 600
-YES_NO = (
-    "Тема статьи: {title}\n\nФрагмент источника:\n{snippet}\n\n"
-    "Относится ли этот фрагмент к теме статьи? Ответь одним словом: Да или Нет."
-)
+YES_NO = "Тема: {title}\n\nТекст: {snippet}\n\nЭтот текст о теме «{title}»? Ответь только Да или Нет."
 
 
 def sample_dir() -> Path:
