@@ -4,7 +4,7 @@
 
 Without ``--base-url`` it starts the bundled llama.cpp server (ruwikibench.models.local_server) on a free port
 and stops it at the end. Snippets are 600-word windows (the paper's snippet size) of real source texts from
-RuWikiBench (``$RUWIKIBENCH_SAMPLE`` or ../shared/data/ruwiki next to the repository); every request uses a
+RuWikiBench (``$RUWIKIBENCH_SAMPLE``, else shared/data/ruwiki beside the checkout or one of its parents); every request uses a
 different window so llama.cpp's prompt-prefix reuse does not flatter prefill.
 
 * prefill: a 600-word prompt with max_tokens=1 — prompt tokens / wall time;
@@ -36,8 +36,12 @@ YES_NO = "Тема: {title}\n\nТекст: {snippet}\n\nЭтот текст о �
 
 
 def sample_dir() -> Path:
+    """``$RUWIKIBENCH_SAMPLE``, else shared/data/ruwiki beside the checkout (or beside a parent of it)."""
     env = os.environ.get("RUWIKIBENCH_SAMPLE")
-    return Path(env) if env else ROOT.parent / "shared" / "data" / "ruwiki"
+    if env:
+        return Path(env)
+    candidates = [parent / "shared" / "data" / "ruwiki" for parent in ROOT.parents]
+    return next((c for c in candidates if c.is_dir()), candidates[0])
 
 
 def snippets(count: int) -> list[tuple[str, str]]:
@@ -56,7 +60,7 @@ def snippets(count: int) -> list[tuple[str, str]]:
     raise SystemExit(f"only {len(out)} windows of {WORDS} words in {path}")
 
 
-def prefill(llm_client: object, base_url: str, model: str, text: str) -> tuple[int, float]:
+def prefill(base_url: str, model: str, text: str) -> tuple[int, float]:
     from openai import OpenAI
 
     client = OpenAI(base_url=base_url, api_key="EMPTY")
@@ -94,10 +98,10 @@ async def yes_no(llm: LLM, title: str, snippet: str) -> tuple[float, int, str]:
 def run(base_url: str, model: str, repeats: int, decode_tokens: int) -> None:
     windows = snippets(2 * repeats + 1)
     warm = windows.pop()
-    prefill(None, base_url, model, warm[1][:200])  # load weights into the page cache, not measured
+    prefill(base_url, model, warm[1][:200])  # load weights into the page cache, not measured
     rates, sizes = [], []
     for _, text in windows[:repeats]:
-        tokens, elapsed = prefill(None, base_url, model, text)
+        tokens, elapsed = prefill(base_url, model, text)
         rates.append(tokens / elapsed)
         sizes.append(tokens)
     print(
@@ -114,6 +118,7 @@ def run(base_url: str, model: str, repeats: int, decode_tokens: int) -> None:
     )
     backend = OpenAIBackend(ModelConfig(name=model, endpoints=[base_url]))
     llm = LLM({"ranking": backend}, max_concurrency=1)
+    asyncio.run(yes_no(llm, warm[0], warm[1][:200]))  # imports and client set-up, not measured
     results = [asyncio.run(yes_no(llm, title, text)) for title, text in windows[repeats:]]
     latencies = [r[0] for r in results]
     print(
