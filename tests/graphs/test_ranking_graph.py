@@ -7,6 +7,7 @@ import pytest
 from ruwikibench.evaluators.ranking import ndcg, r_precision
 from ruwikibench.graphs.ranking import STAGE, build_ranking_graph
 from ruwikibench.models.fake import ScriptedChat, yes_no_completion
+from ruwikibench.nodes.ranking import RerankFailed
 from ruwikibench.retrieval.bm25 import BM25Index
 from ruwikibench.retrieval.queries import ReferenceQueriesError, generate_reference_queries
 from ruwikibench.runner.stage import get_stage
@@ -122,7 +123,7 @@ async def test_generated_mode_writes_ru_and_en_concurrently(tmp_path) -> None:
 
     def describe(messages):
         prompt = messages[-1]["content"]
-        return "Статья о кубитах и квантовых компьютерах." if "русском" in prompt else "About qubits and quantum computing."
+        return "About qubits and quantum computing." if "English" in prompt else "Статья о кубитах и квантовых компьютерах."
 
     query_model = Describer(describe)
     context = make_context(DATASET, {"query": query_model, "ranking": oracle()}, tmp_path, query_mode="generated")
@@ -139,8 +140,9 @@ async def test_reference_mode_needs_stored_queries_then_uses_them(tmp_path) -> N
 
     def reference(messages):
         seen.append(messages[-1]["content"])
-        lang = "ru" if "русском" in messages[-1]["content"] else "en"
-        title = messages[-1]["content"].split("под названием «", 1)[1].split("»", 1)[0]
+        prompt = messages[-1]["content"]
+        lang = "en" if "English" in prompt else "ru"
+        title = prompt.split("«", 1)[1].split("»", 1)[0] if lang == "ru" else prompt.split('"', 2)[1]
         return f"{lang}: описание {title}"
 
     context = make_context(DATASET, {"reference": reference, "ranking": oracle()}, tmp_path, query_mode="reference")
@@ -149,6 +151,7 @@ async def test_reference_mode_needs_stored_queries_then_uses_them(tmp_path) -> N
     path = await generate_reference_queries(tmp_path, context, progress=False)
     stored = json.loads(path.read_text(encoding="utf-8"))
     assert stored["model"] == "fake-reference" and stored["dataset_id"] == DATASET.dataset_id
+    assert set(stored["prompts"]) == {"ru/reference_query.txt", "ru/reference_query_en.txt"}
     assert set(stored["queries"]) == {a.name for a in DATASET.articles} and len(seen) == 2 * len(DATASET.articles)
     assert any(all(h in prompt for h in ARTICLE.h2_titles()) for prompt in seen)  # H2 headings in the prompt
     _, output, record = await run(context)
@@ -197,3 +200,12 @@ async def test_article_without_snippets_is_excluded_not_dropped(tmp_path) -> Non
     output = await build_ranking_graph().compile().ainvoke(unit.input, context=context)
     record = STAGE.score(unit, output, context)[0]
     assert record.excluded and "no snippets" in record.excluded and record.metrics == {}
+
+
+async def test_all_requests_failing_fails_the_article(tmp_path) -> None:
+    def down(messages):
+        raise ConnectionError("connection refused")
+
+    context = make_context(DATASET, {"ranking": down}, tmp_path, query_mode="title", max_candidates=3)
+    with pytest.raises(RerankFailed, match="all 3 relevance requests failed.*connection refused"):
+        await run(context)
