@@ -38,7 +38,7 @@ from ruwikibench.runner.stage import GeneratedText, ScoreRecord, Unit
 NAME = "outline"
 
 
-def build_outline_graph() -> StateGraph:
+def build_outline_graph() -> StateGraph[OutlineState, StageContext, OutlineInput, OutlineOutput]:
     """The uncompiled outline graph (input :class:`OutlineInput`, output :class:`OutlineOutput`)."""
     graph = StateGraph(
         OutlineState, context_schema=StageContext, input_schema=OutlineInput, output_schema=OutlineOutput
@@ -98,7 +98,7 @@ class OutlineStage:
     ]
 
     def build_graph(self) -> StateGraph:
-        return build_outline_graph()
+        return build_outline_graph()  # type: ignore[return-value]
 
     def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]:
         """One unit per article: title, all the article's snippets, its H2 headings (+ first cited snippets).
