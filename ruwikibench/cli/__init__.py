@@ -24,6 +24,9 @@ def version() -> None:
 def _register() -> None:
     """Attach the command groups (one module each; imported lazily by their commands)."""
     app.add_typer(run_app, name="run")
+    from ruwikibench.cli.judge import judge_app
+
+    app.add_typer(judge_app, name="judge")
 
 
 _register()
