@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 judge_app = typer.Typer(help="LLM judges: criteria (POLLUX), pairwise (rulm-sbs2), agreement with humans.",
@@ -28,16 +29,16 @@ RefCharsOpt = Annotated[int, typer.Option("--reference-chars", help="cut the ref
 def _table(rows: list[dict[str, str]], title: str) -> None:
     if not rows:
         return
-    table = Table(title=title)
+    table = Table(title=escape(title))
     for column in rows[0]:
-        table.add_column(column)
+        table.add_column(escape(column))
     for row in rows:
-        table.add_row(*row.values())
+        table.add_row(*(escape(value) for value in row.values()))
     console.print(table)
 
 
 def _fail(message: str) -> None:
-    console.print(f"[red]error:[/red] {message}")
+    console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
     raise typer.Exit(2)
 
 
