@@ -4,24 +4,27 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-judge_app = typer.Typer(help="LLM judges: criteria (POLLUX), pairwise (rulm-sbs2), agreement with humans.",
-                        no_args_is_help=True)
+judge_app = typer.Typer(
+    help="LLM judges: criteria (POLLUX), pairwise (rulm-sbs2), agreement with humans.", no_args_is_help=True
+)
 console = Console()
 
-ModeOpt = Annotated[str, typer.Option("--mode", help="free: reference-free; guided: the judge also sees the reference")]
-JudgeConfigOpt = Annotated[
-    Optional[Path], typer.Option("--judge-config", help="run config YAML naming the judge model (role 'judge')")
+ModeOpt = Annotated[
+    str, typer.Option("--mode", help="free: reference-free; guided: the judge also sees the reference")
 ]
-StageOpt = Annotated[Optional[list[str]], typer.Option("--stage", help="judge only texts of these stages")]
-LimitOpt = Annotated[Optional[int], typer.Option("--limit", help="judge only the first N texts / items")]
-MaxTokensOpt = Annotated[Optional[int], typer.Option("--max-tokens", help="judge answer cap (default: model's)")]
+JudgeConfigOpt = Annotated[
+    Path | None, typer.Option("--judge-config", help="run config YAML naming the judge model (role 'judge')")
+]
+StageOpt = Annotated[list[str] | None, typer.Option("--stage", help="judge only texts of these stages")]
+LimitOpt = Annotated[int | None, typer.Option("--limit", help="judge only the first N texts / items")]
+MaxTokensOpt = Annotated[int | None, typer.Option("--max-tokens", help="judge answer cap (default: model's)")]
 TextCharsOpt = Annotated[int, typer.Option("--text-chars", help="cut each text to this many characters")]
 RefCharsOpt = Annotated[int, typer.Option("--reference-chars", help="cut the reference text (guided mode)")]
 
@@ -50,10 +53,10 @@ def _check_mode(mode: str) -> None:
 @judge_app.command("criteria")
 def criteria_command(
     run_dir: Annotated[Path, typer.Argument(help="run directory (spec.json + generated.jsonl)")],
-    criteria: Annotated[Optional[Path], typer.Option("--criteria", help="criteria YAML file or folder")] = None,
+    criteria: Annotated[Path | None, typer.Option("--criteria", help="criteria YAML file or folder")] = None,
     judge_config: JudgeConfigOpt = None,
     mode: ModeOpt = "free",
-    only: Annotated[Optional[list[str]], typer.Option("--only", help="judge only these criteria")] = None,
+    only: Annotated[list[str] | None, typer.Option("--only", help="judge only these criteria")] = None,
     stage: StageOpt = None,
     limit: LimitOpt = None,
     max_tokens: MaxTokensOpt = None,
@@ -63,7 +66,8 @@ def criteria_command(
     retry_unparseable: Annotated[bool, typer.Option(help="judge unparseable verdicts again")] = False,
 ) -> None:
     """Judge each generated text on each criterion; results in RUN_DIR/judge_criteria.jsonl and .json."""
-    from ruwikibench.evaluators.judges.common import Limits, judge_config as pick_config, judge_llm
+    from ruwikibench.evaluators.judges.common import Limits, judge_llm
+    from ruwikibench.evaluators.judges.common import judge_config as pick_config
     from ruwikibench.evaluators.judges.criteria import (
         CriteriaOptions,
         judge_run,
@@ -99,13 +103,16 @@ def pairwise_command(
     run_a: Annotated[Path, typer.Argument(help="run A (the reference by default)")],
     run_b: Annotated[Path, typer.Argument(help="run B")],
     reference: Annotated[
-        Optional[str], typer.Option("--reference", help="the reference run (sits at 0): RUN_A or RUN_B, path or id")
+        str | None,
+        typer.Option("--reference", help="the reference run (sits at 0): RUN_A or RUN_B, path or id"),
     ] = None,
     judge_config: JudgeConfigOpt = None,
     mode: ModeOpt = "free",
     order: Annotated[str, typer.Option("--order", help="random (seeded, per item) or both")] = "random",
     seed: Annotated[int, typer.Option("--seed")] = 0,
-    out: Annotated[Optional[Path], typer.Option("--out", help="output folder (default: the candidate run)")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="output folder (default: the candidate run)")
+    ] = None,
     stage: StageOpt = None,
     limit: LimitOpt = None,
     max_tokens: MaxTokensOpt = None,
@@ -114,7 +121,8 @@ def pairwise_command(
     retry_unparseable: Annotated[bool, typer.Option(help="judge unparseable verdicts again")] = False,
 ) -> None:
     """Side-by-side judge of the same items of two runs; delta B − A against the reference run."""
-    from ruwikibench.evaluators.judges.common import Limits, judge_config as pick_config, judge_llm
+    from ruwikibench.evaluators.judges.common import Limits, judge_llm
+    from ruwikibench.evaluators.judges.common import judge_config as pick_config
     from ruwikibench.evaluators.judges.pairwise import PairwiseOptions, judge_runs, summarize_pairwise
     from ruwikibench.evaluators.judges.rundir import RunError, load_run
 
@@ -146,7 +154,9 @@ def pairwise_command(
     except RunError as exc:
         _fail(str(exc))
         return
-    console.print(f"reference A = {summary.reference_run}, candidate B = {summary.candidate_run}, judge {judge}")
+    console.print(
+        f"reference A = {summary.reference_run}, candidate B = {summary.candidate_run}, judge {judge}"
+    )
     _table(summarize_pairwise(target), f"pairwise judge — results in {target}")
 
 
@@ -164,9 +174,13 @@ def _roles(first, second, reference: str | None):  # type: ignore[no-untyped-def
 
 @judge_app.command("meta")
 def meta_command(
-    judged: Annotated[Path, typer.Argument(help="judge verdicts: a run directory, judge_criteria.jsonl, or CSV")],
+    judged: Annotated[
+        Path, typer.Argument(help="judge verdicts: a run directory, judge_criteria.jsonl, or CSV")
+    ],
     human: Annotated[Path, typer.Argument(help="human scores JSONL/CSV: item, criterion, annotator, score")],
-    out: Annotated[Optional[Path], typer.Option("--out", help="output JSON (default: judge_meta.json beside)")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="output JSON (default: judge_meta.json beside)")
+    ] = None,
 ) -> None:
     """Agreement of a judge with human scores: MAE, Spearman, verdict confidence, confusion matrix."""
     from ruwikibench.evaluators.judges.meta import meta_row, run_meta

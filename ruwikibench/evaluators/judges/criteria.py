@@ -62,9 +62,13 @@ class Criterion(BaseModel):
         if not self.scale or sorted(set(self.scale)) != self.scale:
             raise ValueError(f"criterion {self.name!r}: scale must be increasing distinct integers")
         if set(self.rubric) != set(self.scale):
-            raise ValueError(f"criterion {self.name!r}: rubric scores {sorted(self.rubric)} ≠ scale {self.scale}")
+            raise ValueError(
+                f"criterion {self.name!r}: rubric scores {sorted(self.rubric)} ≠ scale {self.scale}"
+            )
         if self.group == "critical" and self.failure not in self.scale:
-            raise ValueError(f"criterion {self.name!r}: a critical criterion needs 'failure' (a score of its scale)")
+            raise ValueError(
+                f"criterion {self.name!r}: a critical criterion needs 'failure' (a score of its scale)"
+            )
         if self.group != "critical" and self.failure is not None:
             raise ValueError(f"criterion {self.name!r}: only critical criteria have 'failure'")
         return self
@@ -138,14 +142,16 @@ def _parse_criteria_file(file: Path, raw: bytes) -> list[Criterion]:
         raise ValueError(f"{file}: invalid YAML: {exc}") from exc
     items = data.get("criteria") if isinstance(data, dict) else data
     if not isinstance(items, list):
-        raise ValueError(f"{file}: expected a list of criteria (or a mapping with 'criteria')")
+        raise ValueError(f"{file}: expected a list of criteria (or a mapping with 'criteria')")  # noqa: TRY004 — bad file content, reported like other input errors
     out = []
     for index, item in enumerate(items):
         try:
             out.append(Criterion.model_validate(item))
         except ValidationError as exc:
             label = item.get("name", f"#{index}") if isinstance(item, dict) else f"#{index}"
-            fields = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'criterion'}: {e['msg']}" for e in exc.errors())
+            fields = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'criterion'}: {e['msg']}" for e in exc.errors()
+            )
             raise ValueError(f"{file}: criterion {label}: {fields}") from exc
     return out
 
@@ -186,7 +192,9 @@ class CriterionRecord(BaseModel):
         return (self.stage, self.article, self.item, self.criterion, self.judge, self.mode)
 
 
-def build_prompt(text: GeneratedText, criterion: Criterion, options: CriteriaOptions, prompts: PromptLibrary) -> str:
+def build_prompt(
+    text: GeneratedText, criterion: Criterion, options: CriteriaOptions, prompts: PromptLibrary
+) -> str:
     """The judge prompt for one (text, criterion), POLLUX's layout (task, reference, answer, criterion, scale)."""
     context = ""
     if options.mode == "guided" and text.reference.strip():
@@ -206,7 +214,9 @@ def build_prompt(text: GeneratedText, criterion: Criterion, options: CriteriaOpt
     )
 
 
-def _record(text: GeneratedText, criterion: Criterion, judge: str, options: CriteriaOptions, **fields: object):
+def _record(
+    text: GeneratedText, criterion: Criterion, judge: str, options: CriteriaOptions, **fields: object
+):
     return CriterionRecord(
         stage=text.stage,
         article=text.article,
@@ -224,7 +234,12 @@ def _record(text: GeneratedText, criterion: Criterion, judge: str, options: Crit
 
 
 async def judge_one(
-    llm: LLM, text: GeneratedText, criterion: Criterion, judge: str, options: CriteriaOptions, prompts: PromptLibrary
+    llm: LLM,
+    text: GeneratedText,
+    criterion: Criterion,
+    judge: str,
+    options: CriteriaOptions,
+    prompts: PromptLibrary,
 ) -> CriterionRecord:
     """Judge one text on one criterion; failures become records (status ``error``), never exceptions."""
     reason = criterion.missing(text, options.mode)
@@ -236,7 +251,13 @@ async def judge_one(
         completion = await llm.complete("judge", prompt, max_tokens=options.max_tokens)
     except Exception as exc:  # noqa: BLE001 — recorded, counted and retried on the next run
         return _record(
-            text, criterion, judge, options, status="error", prompt_sha256=prompt_sha, detail=f"{type(exc).__name__}: {exc}"
+            text,
+            criterion,
+            judge,
+            options,
+            status="error",
+            prompt_sha256=prompt_sha,
+            detail=f"{type(exc).__name__}: {exc}",
         )
     verdict = parse_criterion_verdict(completion.text, criterion.scale)
     return _record(
@@ -273,7 +294,11 @@ def latest(records: Iterable[CriterionRecord]) -> list[CriterionRecord]:
 
 
 def _done(records: Iterable[CriterionRecord], retry_unparseable: bool) -> set[tuple[str, ...]]:
-    settled = {"ok", "not_applicable"} if retry_unparseable else {"ok", "not_applicable", "unparseable", "ambiguous", "out_of_range"}
+    settled = (
+        {"ok", "not_applicable"}
+        if retry_unparseable
+        else {"ok", "not_applicable", "unparseable", "ambiguous", "out_of_range"}
+    )
     return {(*r.key(), r.text_sha) for r in records if r.status in settled}
 
 
@@ -296,9 +321,13 @@ async def judge_run(
         (text, criterion)
         for text in run.texts
         for criterion in criteria.criteria
-        if (text.stage, text.article, text.item, criterion.name, judge, options.mode, text_sha(text)) not in done
+        if (text.stage, text.article, text.item, criterion.name, judge, options.mode, text_sha(text))
+        not in done
     ]
-    with JsonlWriter(path) as writer, tqdm(total=len(pending), desc="judge criteria", disable=not progress) as bar:
+    with (
+        JsonlWriter(path) as writer,
+        tqdm(total=len(pending), desc="judge criteria", disable=not progress) as bar,
+    ):
         tasks = [asyncio.ensure_future(judge_one(llm, t, c, judge, options, prompts)) for t, c in pending]
         for future in asyncio.as_completed(tasks):
             writer.write(await future)
@@ -351,7 +380,9 @@ class JudgeSummary(BaseModel):
     texts: int
     calls: int
     statuses: dict[str, int]
-    overall: Estimate = Field(description="per-text mean normalised score over general + encyclopedic criteria")
+    overall: Estimate = Field(
+        description="per-text mean normalised score over general + encyclopedic criteria"
+    )
     overall_without_critical: Estimate = Field(description="the same over texts with no critical failure")
     texts_with_critical_failure: int
     per_criterion: list[CriterionSummary]
@@ -396,7 +427,9 @@ def _summarise(judge: str, mode: str, rows: list[CriterionRecord], seed: int) ->
         calls=sum(r.status not in ("not_applicable",) for r in rows),
         statuses=dict(Counter(r.status for r in rows)),
         overall=bootstrap_ci(list(text_scores.values()), seed=seed),
-        overall_without_critical=bootstrap_ci([s for t, s in text_scores.items() if t not in failed_texts], seed=seed),
+        overall_without_critical=bootstrap_ci(
+            [s for t, s in text_scores.items() if t not in failed_texts], seed=seed
+        ),
         texts_with_critical_failure=len(failed_texts),
         per_criterion=_per_criterion(rows, seed),
         per_article={a: bootstrap_ci(v, seed=seed) for a, v in sorted(by_article.items())},

@@ -117,7 +117,9 @@ def load_judged(path: str | Path, columns: tuple[str, ...]) -> list[JudgedScore]
         where = f"{path}:{number}"
         missing = [c for c in (*columns, "criterion") if not str(row.get(c) or "").strip()]
         if missing:
-            raise RunError(f"{where}: field(s) {missing} missing (the human file is keyed on {list(columns)})")
+            raise RunError(
+                f"{where}: field(s) {missing} missing (the human file is keyed on {list(columns)})"
+            )
         status = str(row.get("status") or "ok")
         score = _score(row.get("score"), where) if status == "ok" else None
         record = JudgedScore(
@@ -271,14 +273,17 @@ def evaluate(judged: Sequence[JudgedScore], human: Sequence[HumanScore]) -> list
                 judge_unparsed=unparsed,
                 overall=agreement([p for rows in pairs.values() for p in rows]),
                 per_criterion=[
-                    CriterionAgreement(criterion=c, **agreement(rows).model_dump()) for c, rows in sorted(pairs.items())
+                    CriterionAgreement(criterion=c, **agreement(rows).model_dump())
+                    for c, rows in sorted(pairs.items())
                 ],
             )
         )
     return results
 
 
-def run_meta(judged: str | Path, human: str | Path, out: str | Path | None = None) -> tuple[list[MetaResult], Path]:
+def run_meta(
+    judged: str | Path, human: str | Path, out: str | Path | None = None
+) -> tuple[list[MetaResult], Path]:
     """Load both files, evaluate, write judge_meta.json (next to the verdicts unless ``out`` is given)."""
     scores, columns, skipped = load_human(human)
     if not scores:
@@ -288,7 +293,11 @@ def run_meta(judged: str | Path, human: str | Path, out: str | Path | None = Non
         raise RunError(f"{judged}: no judge verdicts")
     results = evaluate(verdicts, scores)
     judged_path = Path(judged)
-    target = Path(out) if out else (judged_path if judged_path.is_dir() else judged_path.parent) / "judge_meta.json"
+    target = (
+        Path(out)
+        if out
+        else (judged_path if judged_path.is_dir() else judged_path.parent) / "judge_meta.json"
+    )
     write_json(
         target,
         {

@@ -96,12 +96,17 @@ def file_stem(reference_run: str, candidate_run: str) -> str:
     return f"judge_pairwise_{safe_id(reference_run)}_vs_{safe_id(candidate_run)}"
 
 
-def pair_items(reference: Run, candidate: Run) -> tuple[list[tuple[GeneratedText, GeneratedText]], dict[str, int]]:
+def pair_items(
+    reference: Run, candidate: Run
+) -> tuple[list[tuple[GeneratedText, GeneratedText]], dict[str, int]]:
     """Items present in both runs (matched on stage, article, item), and counts of the unmatched ones."""
     ref = {text_key(t): t for t in reference.texts}
     cand = {text_key(t): t for t in candidate.texts}
     both = [k for k in ref if k in cand]
-    missing = {"only_reference": sum(k not in cand for k in ref), "only_candidate": sum(k not in ref for k in cand)}
+    missing = {
+        "only_reference": sum(k not in cand for k in ref),
+        "only_candidate": sum(k not in ref for k in cand),
+    }
     return [(ref[k], cand[k]) for k in both], missing
 
 
@@ -167,7 +172,11 @@ async def judge_pair(
     except Exception as exc:  # noqa: BLE001 — recorded, counted and retried on the next run
         return base.model_copy(update={"detail": f"{type(exc).__name__}: {exc}"})
     verdict = parse_pair_verdict(completion.text)
-    scores = (verdict.score_a, verdict.score_b) if shown == "reference_first" else (verdict.score_b, verdict.score_a)
+    scores = (
+        (verdict.score_a, verdict.score_b)
+        if shown == "reference_first"
+        else (verdict.score_b, verdict.score_a)
+    )
     return base.model_copy(
         update={
             "status": verdict.status,
@@ -216,19 +225,30 @@ async def judge_runs(
     path = out_dir / f"{stem}.jsonl"
     pairs, missing = pair_items(reference, candidate)
     if not pairs:
-        raise RunError(f"{reference.path} and {candidate.path}: no item in common (matched on stage/article/item)")
+        raise RunError(
+            f"{reference.path} and {candidate.path}: no item in common (matched on stage/article/item)"
+        )
     settled = {"ok"} if options.retry_unparseable else {"ok", "unparseable", "ambiguous", "out_of_range"}
-    done = {(*r.key(), r.sha_reference, r.sha_candidate) for r in latest(read_records(path)) if r.status in settled}
+    done = {
+        (*r.key(), r.sha_reference, r.sha_candidate)
+        for r in latest(read_records(path))
+        if r.status in settled
+    }
     runs = (reference.run_id, candidate.run_id)
     pending = [
         (ref, cand, shown)
         for ref, cand in pairs
         for shown in shown_orders(ref, options)
-        if (ref.stage, ref.article, ref.item, shown, judge, options.mode, text_sha(ref), text_sha(cand)) not in done
+        if (ref.stage, ref.article, ref.item, shown, judge, options.mode, text_sha(ref), text_sha(cand))
+        not in done
     ]
-    with JsonlWriter(path) as writer, tqdm(total=len(pending), desc="judge pairwise", disable=not progress) as bar:
+    with (
+        JsonlWriter(path) as writer,
+        tqdm(total=len(pending), desc="judge pairwise", disable=not progress) as bar,
+    ):
         tasks = [
-            asyncio.ensure_future(judge_pair(llm, r, c, s, runs, judge, options, prompts)) for r, c, s in pending
+            asyncio.ensure_future(judge_pair(llm, r, c, s, runs, judge, options, prompts))
+            for r, c, s in pending
         ]
         for future in asyncio.as_completed(tasks):
             writer.write(await future)
@@ -288,7 +308,9 @@ class PairwiseSummary(BaseModel):
     mean_score_reference: float | None
     mean_score_candidate: float | None
     length_controlled: LengthControlled
-    position_consistency: float | None = Field(default=None, description="both orders: share of items, same winner")
+    position_consistency: float | None = Field(
+        default=None, description="both orders: share of items, same winner"
+    )
     first_shown_advantage: float | None = Field(
         default=None, description="mean (score of the text shown first − score of the text shown second)"
     )
@@ -330,7 +352,9 @@ def item_results(records: Sequence[PairRecord], order: Order) -> tuple[list[Item
     return out, advantages
 
 
-def length_controlled(items: Sequence[ItemResult], *, resamples: int = 2000, seed: int = 0) -> LengthControlled:
+def length_controlled(
+    items: Sequence[ItemResult], *, resamples: int = 2000, seed: int = 0
+) -> LengthControlled:
     """Regress delta on the log length ratio; the intercept is the delta expected at equal lengths.
 
     The CI comes from a pairs bootstrap over items; when a resample has no spread in length ratio the
@@ -338,7 +362,9 @@ def length_controlled(items: Sequence[ItemResult], *, resamples: int = 2000, see
     """
     if not items:
         nan = float("nan")
-        return LengthControlled(intercept=Estimate(mean=nan, low=nan, high=nan, n=0), slope=None, mean_log_length_ratio=nan)
+        return LengthControlled(
+            intercept=Estimate(mean=nan, low=nan, high=nan, n=0), slope=None, mean_log_length_ratio=nan
+        )
     y = np.array([i.delta for i in items], dtype=float)
     x = np.array([math.log((i.words_candidate + 1) / (i.words_reference + 1)) for i in items])
     intercept, slope = _ols(x, y)
@@ -430,17 +456,23 @@ def _per_category(items: Sequence[ItemResult], options: PairwiseOptions) -> list
     ]
 
 
-def _bars(ax, labels: list[str], estimates: list[Estimate], reference: str) -> None:  # type: ignore[no-untyped-def]
-    """Horizontal bars (mean delta) with CI whiskers and the reference at 0."""
+def _bars(
+    ax, labels: list[str], estimates: list[Estimate], reference: str, hatched: int | None = None
+) -> None:  # type: ignore[no-untyped-def]
+    """Horizontal bars (mean delta) with CI whiskers and the reference at 0 (bar ``hatched`` drawn hatched)."""
     positions = list(range(len(labels)))[::-1]
     means = [e.mean if e.n else 0.0 for e in estimates]
-    errors = np.array(
-        [[max(e.mean - e.low, 0.0) if e.n else 0.0 for e in estimates], [max(e.high - e.mean, 0.0) if e.n else 0.0 for e in estimates]]
-    )
+    low = [max(e.mean - e.low, 0.0) if e.n else 0.0 for e in estimates]
+    high = [max(e.high - e.mean, 0.0) if e.n else 0.0 for e in estimates]
     colors = ["#4c72b0" if m >= 0 else "#dd8452" for m in means]
-    ax.barh(positions, means, xerr=errors, color=colors, capsize=4, ecolor="#333333")
+    bars = ax.barh(positions, means, xerr=np.array([low, high]), color=colors, capsize=4, ecolor="#333333")
+    if hatched is not None:
+        bars[hatched].set_hatch("//")
+        bars[hatched].set_alpha(0.6)
     ax.axvline(0, color="black", linewidth=1)
-    ax.set_yticks(positions, [f"{label} (n={e.n})" for label, e in zip(labels, estimates)])
+    ax.set_yticks(
+        positions, [label if e.n == 0 else f"{label} (n={e.n})" for label, e in zip(labels, estimates)]
+    )
     ax.set_xlabel(f"баллы B − баллы A (эталон A = {reference}, в нуле)")
     ax.grid(axis="x", alpha=0.3)
 
@@ -455,8 +487,10 @@ def plot_summary(summary: PairwiseSummary, path: Path) -> Path:
     labels = ["все", "все, поправка на длину"] + [c.category for c in summary.per_category]
     estimates = [summary.delta, summary.length_controlled.intercept] + [c.delta for c in summary.per_category]
     fig, ax = plt.subplots(figsize=(7, 1.2 + 0.45 * len(labels)))
-    _bars(ax, labels, estimates, summary.reference_run)
-    ax.set_title(f"{summary.candidate_run} против {summary.reference_run} (судья {summary.judge})", fontsize=10)
+    _bars(ax, labels, estimates, summary.reference_run, hatched=1)
+    ax.set_title(
+        f"{summary.candidate_run} против {summary.reference_run} (судья {summary.judge})", fontsize=10
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -473,8 +507,8 @@ def plot_runs(out_dir: Path, reference_run: str) -> Path | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    reference = Estimate(mean=0.0, low=0.0, high=0.0, n=summaries[0].delta.n)
-    labels = [reference_run] + [f"{s.candidate_run} [{s.judge}, {s.mode}]" for s in summaries]
+    reference = Estimate(mean=0.0, low=0.0, high=0.0, n=0)
+    labels = [f"{reference_run} (эталон)"] + [f"{s.candidate_run} [{s.judge}, {s.mode}]" for s in summaries]
     estimates = [reference] + [s.delta for s in summaries]
     fig, ax = plt.subplots(figsize=(7, 1.2 + 0.45 * len(labels)))
     _bars(ax, labels, estimates, reference_run)

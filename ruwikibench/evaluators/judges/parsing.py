@@ -22,7 +22,13 @@ _END_MARK = re.compile(r"\[\s*END\s*\]", re.IGNORECASE)
 _LABEL = r"(?:(?:A|B|А|В)\s*[:=\-–—]?\s*)?"
 # "[[7 9]]", "[[7, 9]]", "[[A: 7, B: 9]]", "[[7/10 9/10]]"
 _PAIR = re.compile(
-    r"\[\[\s*" + _LABEL + _NUMBER + r"(?:\s*/\s*10)?\s*[,;/|\s]\s*" + _LABEL + _NUMBER + r"(?:\s*/\s*10)?\s*\]\]",
+    r"\[\[\s*"
+    + _LABEL
+    + _NUMBER
+    + r"(?:\s*/\s*10)?\s*[,;/|\s]\s*"
+    + _LABEL
+    + _NUMBER
+    + r"(?:\s*/\s*10)?\s*\]\]",
     re.IGNORECASE,
 )
 _MARKDOWN = re.compile(r"[*_`]+")

@@ -7,7 +7,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, ValidationError
 
@@ -65,9 +65,7 @@ def load_run(path: str | Path, stages: Iterable[str] | None = None) -> Run:
         except ValidationError as exc:
             raise RunError(f"{spec_path}: field 'config' is not a valid run config: {exc}") from exc
     wanted = set(stages) if stages else None
-    texts = [
-        t for t in _read_texts(path / GENERATED) if wanted is None or t.stage in wanted
-    ]
+    texts = [t for t in _read_texts(path / GENERATED) if wanted is None or t.stage in wanted]
     return Run(path=path, run_id=str(spec["run_id"]), config=config, texts=texts)
 
 
@@ -126,7 +124,7 @@ class JsonlWriter:
     def close(self) -> None:
         self._file.close()
 
-    def __enter__(self) -> JsonlWriter:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -21,12 +21,17 @@ def reply(prompt: str) -> str:
 
 
 class Handler(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         text = reply(body["messages"][-1]["content"])
         payload = {
-            "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            ],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
         }
         data = json.dumps(payload).encode()
@@ -50,7 +55,10 @@ def endpoint() -> Iterator[str]:
 
 
 def test_criteria_and_pairwise_commands(tmp_path: Path, endpoint: str) -> None:
-    config = {"name": "t", "models": {"judge": {"name": "served-judge", "endpoints": [endpoint], "max_retries": 0}}}
+    config = {
+        "name": "t",
+        "models": {"judge": {"name": "served-judge", "endpoints": [endpoint], "max_retries": 0}},
+    }
     texts_a = [section(f"s{i}", "Короткий текст.") for i in range(3)]
     texts_b = [section(f"s{i}", "Длинный текст, " + "много слов " * 20) for i in range(3)]
     run_a = write_run(tmp_path / "a", "run-a", texts_a, config=config)
@@ -69,7 +77,9 @@ def test_criteria_and_pairwise_commands(tmp_path: Path, endpoint: str) -> None:
     assert result.exit_code == 2 and "pass --judge-config" in result.output
     cfg = tmp_path / "judge.yaml"
     cfg.write_text(json.dumps(config), encoding="utf-8")  # JSON is YAML
-    result = runner.invoke(app, ["judge", "criteria", str(run_b), "--only", "literacy", "--judge-config", str(cfg)])
+    result = runner.invoke(
+        app, ["judge", "criteria", str(run_b), "--only", "literacy", "--judge-config", str(cfg)]
+    )
     assert result.exit_code == 0, result.output
 
     result = runner.invoke(app, ["judge", "pairwise", str(run_a), str(run_b), "--order", "both"])
@@ -79,8 +89,9 @@ def test_criteria_and_pairwise_commands(tmp_path: Path, endpoint: str) -> None:
     assert (run_b / "judge_pairwise_run-a_vs_run-b.png").exists()
 
     # --reference RUN_B makes B the reference: results go to A's folder, delta A − B
-    result = runner.invoke(app, ["judge", "pairwise", str(run_a), str(run_b), "--reference", "run-b",
-                                 "--judge-config", str(cfg)])
+    result = runner.invoke(
+        app, ["judge", "pairwise", str(run_a), str(run_b), "--reference", "run-b", "--judge-config", str(cfg)]
+    )
     assert result.exit_code == 0, result.output
     swapped = json.loads((run_a / "judge_pairwise_run-b_vs_run-a.json").read_text())
     assert swapped["delta"]["mean"] == -4.0 and swapped["reference_run"] == "run-b"

@@ -73,12 +73,16 @@ def test_bad_criteria_file_names_file_and_criterion(tmp_path: Path) -> None:
 
 def test_prompt_variants_reference_free_and_guided() -> None:
     prompts = PromptLibrary()
-    text = section("s1", "Пушкин родился в Москве.", reference="ЭТАЛОН: родился в 1799 году.", sources=["ИСТОЧНИК 1"])
+    text = section(
+        "s1", "Пушкин родился в Москве.", reference="ЭТАЛОН: родился в 1799 году.", sources=["ИСТОЧНИК 1"]
+    )
     free = build_prompt(text, by_name("literacy"), CriteriaOptions(mode="free"), prompts)
     guided = build_prompt(text, by_name("literacy"), CriteriaOptions(mode="guided"), prompts)
     faithful = build_prompt(text, by_name("source_faithfulness"), CriteriaOptions(mode="free"), prompts)
     assert "ЭТАЛОН" not in free and "ЭТАЛОН" in guided and "### Эталонный ответ:" in guided
-    assert "ИСТОЧНИК 1" not in free and "ИСТОЧНИК 1" in faithful  # sources only where the criterion needs them
+    assert (
+        "ИСТОЧНИК 1" not in free and "ИСТОЧНИК 1" in faithful
+    )  # sources only where the criterion needs them
     for prompt in (free, guided, faithful):
         assert "Пушкин родился в Москве." in prompt and "[RESULT]" in prompt and "[END]" in prompt
         assert "раздел «Раздел s1» энциклопедической статьи «Пушкин»" in prompt
@@ -178,7 +182,14 @@ async def test_retry_unparseable_option(make_run) -> None:
     await judge_run(load_run(path), llm, chosen, judge="j", progress=False)
     await judge_run(load_run(path), llm, chosen, judge="j", progress=False)
     assert len(chat.calls) == 1  # an unparseable verdict counts as judged
-    await judge_run(load_run(path), llm, chosen, judge="j", options=CriteriaOptions(retry_unparseable=True), progress=False)
+    await judge_run(
+        load_run(path),
+        llm,
+        chosen,
+        judge="j",
+        options=CriteriaOptions(retry_unparseable=True),
+        progress=False,
+    )
     assert len(chat.calls) == 2
 
 
@@ -186,11 +197,15 @@ async def test_summary_rows_for_reports(make_run) -> None:
     path = make_run("run1", [section("s1", "Текст."), section("s2", "ПЛОХО")])
     llm, _ = fake_llm(scripted)
     chosen = CRITERIA.select(["literacy", "refusal"])
-    await judge_run(load_run(path), llm, chosen, judge="j", options=CriteriaOptions(mode="guided"), progress=False)
+    await judge_run(
+        load_run(path), llm, chosen, judge="j", options=CriteriaOptions(mode="guided"), progress=False
+    )
     rows = summarize_judgements(path)
     assert [r["criterion"] for r in rows] == ["refusal", "literacy", "overall (per-text mean)"]
     assert all(r.keys() == rows[0].keys() for r in rows)
-    assert rows[0]["score"] == "failures 1/2" and rows[1]["score"] == "1.00 / 2" and rows[0]["mode"] == "guided"
+    assert (
+        rows[0]["score"] == "failures 1/2" and rows[1]["score"] == "1.00 / 2" and rows[0]["mode"] == "guided"
+    )
     assert summarize_judgements(path.parent / "nowhere") == []
 
 
@@ -213,5 +228,7 @@ async def test_concurrency_stays_within_the_llm_limit(make_run) -> None:
 
     chat = SlowChat()
     path = make_run("run1", [section(f"s{i}", "Текст.") for i in range(6)])
-    await judge_run(load_run(path), LLM({"judge": chat}, max_concurrency=3), CRITERIA, judge="j", progress=False)
+    await judge_run(
+        load_run(path), LLM({"judge": chat}, max_concurrency=3), CRITERIA, judge="j", progress=False
+    )
     assert chat.peak == 3

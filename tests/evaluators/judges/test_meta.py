@@ -32,12 +32,30 @@ EXAMPLE = {
 def write_files(tmp_path: Path, fmt: str = "jsonl") -> tuple[Path, Path]:
     judged = tmp_path / "judge_criteria.jsonl"
     rows = [
-        {"stage": "sections", "article": "Пушкин", "item": item, "criterion": c, "judge": "j", "mode": "free",
-         "status": "ok", "score": judge}
+        {
+            "stage": "sections",
+            "article": "Пушкин",
+            "item": item,
+            "criterion": c,
+            "judge": "j",
+            "mode": "free",
+            "status": "ok",
+            "score": judge,
+        }
         for (item, c), (_, judge) in EXAMPLE.items()
     ]
-    rows.append({"stage": "sections", "article": "Пушкин", "item": "s5", "criterion": "literacy", "judge": "j",
-                 "mode": "free", "status": "unparseable", "score": None})
+    rows.append(
+        {
+            "stage": "sections",
+            "article": "Пушкин",
+            "item": "s5",
+            "criterion": "literacy",
+            "judge": "j",
+            "mode": "free",
+            "status": "unparseable",
+            "score": None,
+        }
+    )
     judged.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
     human_rows = [
         {"article": "Пушкин", "item": item, "criterion": c, "annotator": f"h{k + 1}", "score": score}
@@ -56,7 +74,9 @@ def write_files(tmp_path: Path, fmt: str = "jsonl") -> tuple[Path, Path]:
             writer.writeheader()
             writer.writerows(human_rows)
     else:
-        human.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in human_rows) + "\n", encoding="utf-8")
+        human.write_text(
+            "\n".join(json.dumps(r, ensure_ascii=False) for r in human_rows) + "\n", encoding="utf-8"
+        )
     return judged, human
 
 
@@ -108,9 +128,7 @@ def test_meta_metrics_on_hand_computed_example(tmp_path: Path, fmt: str) -> None
     # verdict confidence over the six instances with ≥ 2 annotators
     experts = [2 / 3, 1, 1 / 3, 2 / 3, 1, 2 / 3]
     assert overall.vc_instances == 6 and overall.vc_experts == pytest.approx(np.mean(experts))
-    judge_vc = [
-        judge_verdict_confidence(scores, judge) for scores, judge in EXAMPLE.values()
-    ]
+    judge_vc = [judge_verdict_confidence(scores, judge) for scores, judge in EXAMPLE.values()]
     assert overall.vc_judge == pytest.approx(np.mean(judge_vc))
     assert overall.confusion.labels == [0, 1, 2]
     assert overall.confusion.matrix == [[2, 0, 0], [1, 0, 1], [0, 0, 1]]
@@ -125,8 +143,13 @@ def test_meta_cli_and_clear_errors(tmp_path: Path) -> None:
     runner = CliRunner()
     result = runner.invoke(app, ["judge", "meta", str(judged), str(human), "--out", str(tmp_path / "m.json")])
     assert result.exit_code == 0, result.output
-    assert "0.400" in result.output and json.loads((tmp_path / "m.json").read_text())["key_columns"] == ["article", "item"]
+    assert "0.400" in result.output and json.loads((tmp_path / "m.json").read_text())["key_columns"] == [
+        "article",
+        "item",
+    ]
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"item": "s1", "criterion": "literacy", "annotator": "h1", "score": "хорошо"}\n', encoding="utf-8")
+    bad.write_text(
+        '{"item": "s1", "criterion": "literacy", "annotator": "h1", "score": "хорошо"}\n', encoding="utf-8"
+    )
     result = runner.invoke(app, ["judge", "meta", str(judged), str(bad)])
     assert result.exit_code == 2 and "bad.jsonl:1: score 'хорошо' is not a number" in result.output

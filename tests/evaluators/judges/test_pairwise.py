@@ -49,7 +49,9 @@ def two_runs(make_run, n: int = 12, categories: bool = True) -> tuple[Path, Path
         ref.append(section(f"s{i}", f"Текст, качество {5} " + "слово " * 10, category=category))
         # the candidate is better by 2 on history, worse by 1 on biography, and longer
         better = 2 if i % 2 == 0 else -1
-        cand.append(section(f"s{i}", f"Текст, качество {5 + better} " + "слово " * (10 + 5 * i), category=category))
+        cand.append(
+            section(f"s{i}", f"Текст, качество {5 + better} " + "слово " * (10 + 5 * i), category=category)
+        )
     cand.append(section("extra", "качество 5 only in B"))
     return make_run("base", ref), make_run("ablation", cand)
 
@@ -78,7 +80,9 @@ async def test_both_orders_expose_position_bias(make_run) -> None:
     path_a, path_b = two_runs(make_run, n=6)
     llm, chat = fake_llm(first_biased_judge)
     options = PairwiseOptions(order="both")
-    summary = await judge_runs(load_run(path_a), load_run(path_b), llm, judge="fake", options=options, progress=False)
+    summary = await judge_runs(
+        load_run(path_a), load_run(path_b), llm, judge="fake", options=options, progress=False
+    )
     assert len(chat.calls) == 12
     assert summary.position_consistency == 0.0  # the winner flips with the order on every item
     assert summary.first_shown_advantage == 3.0
@@ -107,8 +111,17 @@ def test_length_controlled_intercept_matches_least_squares() -> None:
         # a judge that likes length: delta grows with the log length ratio, true delta at equal length = 0.5
         x = math.log((w_cand + 1) / (w_ref + 1))
         delta = 0.5 + 2.0 * x + float(rng.normal(0, 0.1))
-        items.append(ItemResult(stage="sections", article="a", item=str(i), category=None, delta=delta,
-                                words_reference=w_ref, words_candidate=w_cand))
+        items.append(
+            ItemResult(
+                stage="sections",
+                article="a",
+                item=str(i),
+                category=None,
+                delta=delta,
+                words_reference=w_ref,
+                words_candidate=w_cand,
+            )
+        )
     result = length_controlled(items, resamples=500)
     x = np.array([math.log((i.words_candidate + 1) / (i.words_reference + 1)) for i in items])
     y = np.array([i.delta for i in items])
