@@ -27,7 +27,12 @@ from bs4 import BeautifulSoup
 
 from ruwikibench.config import RunConfig
 from ruwikibench.evaluators.judges.common import judge_llm
-from ruwikibench.evaluators.judges.criteria import CriteriaOptions, judge_run, load_criteria, summarize_judgements
+from ruwikibench.evaluators.judges.criteria import (
+    CriteriaOptions,
+    judge_run,
+    load_criteria,
+    summarize_judgements,
+)
 from ruwikibench.evaluators.judges.pairwise import PairwiseOptions, judge_runs, summarize_pairwise
 from ruwikibench.evaluators.judges.rundir import clip, load_run
 from ruwikibench.runner.stage import GeneratedText
@@ -66,7 +71,11 @@ def sections_of(entry: dict, min_chars: int, max_chars: int) -> list[dict]:
     out, current = [], None
     for node in body.find_all(["h2", "p"]) if body else []:
         if node.name == "h2":
-            current = {"title": re.sub(r"\[.*?\]", "", node.get_text()).strip(), "paragraphs": [], "cited": []}
+            current = {
+                "title": re.sub(r"\[.*?\]", "", node.get_text()).strip(),
+                "paragraphs": [],
+                "cited": [],
+            }
             out.append(current)
         elif current is not None:
             cited = [a["href"][1:] for a in node.select("sup.reference a[href^='#cite_note']")]
@@ -109,7 +118,11 @@ async def generate(out: Path, config: RunConfig, n: int, source_chars: int, max_
         path = out / run_id
         write_spec(path, run_id, config)
         target = path / "generated.jsonl"
-        have = {json.loads(line)["item"] for line in target.read_text().splitlines()} if target.exists() else set()
+        have = (
+            {json.loads(line)["item"] for line in target.read_text().splitlines()}
+            if target.exists()
+            else set()
+        )
         for index, item in enumerate(pick_items(n, source_chars)):
             if f"s{index}" in have:
                 continue
@@ -117,15 +130,26 @@ async def generate(out: Path, config: RunConfig, n: int, source_chars: int, max_
             prompt = template.format(section=item["title"], article=item["article"], sources=sources)
             started = time.perf_counter()
             completion = await llm.complete("judge", prompt, max_tokens=max_tokens)
-            print(f"{run_id} s{index} «{item['title']}»: {completion.completion_tokens} tokens, "
-                  f"{time.perf_counter() - started:.1f} s")
-            text = GeneratedText(stage="sections", article=item["article"], item=f"s{index}", title=item["title"],
-                                 text=completion.text, reference=item["reference"], sources=item["sources"])
+            print(
+                f"{run_id} s{index} «{item['title']}»: {completion.completion_tokens} tokens, "
+                f"{time.perf_counter() - started:.1f} s"
+            )
+            text = GeneratedText(
+                stage="sections",
+                article=item["article"],
+                item=f"s{index}",
+                title=item["title"],
+                text=completion.text,
+                reference=item["reference"],
+                sources=item["sources"],
+            )
             with target.open("a", encoding="utf-8") as handle:
                 handle.write(text.model_dump_json() + "\n")
 
 
-async def criteria_step(out: Path, config: RunConfig, names: list[str], max_tokens: int, limits: dict) -> None:
+async def criteria_step(
+    out: Path, config: RunConfig, names: list[str], max_tokens: int, limits: dict
+) -> None:
     llm, judge = judge_llm(config)
     chosen = load_criteria().select(names)
     options = CriteriaOptions(mode="guided", max_tokens=max_tokens, limits=limits)
@@ -144,32 +168,49 @@ async def pairwise_step(out: Path, config: RunConfig, max_tokens: int, limits: d
     llm, judge = judge_llm(config)
     options = PairwiseOptions(order="both", max_tokens=max_tokens, limits=limits)
     started = time.perf_counter()
-    summary = await judge_runs(load_run(out / "grounded"), load_run(out / "closed"), llm, judge=judge,
-                               options=options, progress=False)
+    summary = await judge_runs(
+        load_run(out / "grounded"),
+        load_run(out / "closed"),
+        llm,
+        judge=judge,
+        options=options,
+        progress=False,
+    )
     print(f"pairwise: {time.perf_counter() - started:.1f} s, usage {llm.usage.as_dict()}")
     for row in summarize_pairwise(out / "closed"):
         print("  ", row)
     for item in summary.per_item:
-        print(f"   {item.item}: delta {item.delta:+.1f}, consistent {item.consistent}, "
-              f"words {item.words_reference} vs {item.words_candidate}")
+        print(
+            f"   {item.item}: delta {item.delta:+.1f}, consistent {item.consistent}, "
+            f"words {item.words_reference} vs {item.words_candidate}"
+        )
     print(f"   statuses {summary.statuses}, first-shown advantage {summary.first_shown_advantage}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--step", choices=["generate", "criteria", "pairwise"], required=True)
     parser.add_argument("--out", type=Path, default=Path("/tmp/ruwikibench-judge-bench"))
     parser.add_argument("--endpoint", default="http://127.0.0.1:8081/v1")
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
     parser.add_argument("-n", type=int, default=3, help="sections")
-    parser.add_argument("--criteria", nargs="+", default=["literacy", "topic_coverage", "source_faithfulness"])
+    parser.add_argument(
+        "--criteria", nargs="+", default=["literacy", "topic_coverage", "source_faithfulness"]
+    )
     parser.add_argument("--max-tokens", type=int, default=200)
     args = parser.parse_args()
     if not (SAMPLE / "ruwikibench_articles.json").exists():
         raise SystemExit(f"sample data not found in {SAMPLE} (set RUWIKIBENCH_SAMPLE)")
     config = RunConfig.model_validate(
-        {"name": "judge-bench", "models": {"judge": {"name": args.model, "endpoints": [args.endpoint],
-                                                     "max_tokens": args.max_tokens}}, "max_concurrency": 1}
+        {
+            "name": "judge-bench",
+            "models": {
+                "judge": {"name": args.model, "endpoints": [args.endpoint], "max_tokens": args.max_tokens}
+            },
+            "max_concurrency": 1,
+        }
     )
     limits = {"text_chars": 1500, "reference_chars": 1200, "source_chars": 700, "sources_chars": 1400}
     if args.step == "generate":
