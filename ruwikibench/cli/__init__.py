@@ -30,6 +30,9 @@ def _register() -> None:
     app.add_typer(corpus.app, name="corpus")
     corpus.app.command("build")(corpus_build.build)
     app.add_typer(models_app, name="models")
+    from ruwikibench.cli.judge import judge_app
+
+    app.add_typer(judge_app, name="judge")
 
 
 _register()
