@@ -5,7 +5,7 @@
 Without ``--base-url`` it starts the bundled llama.cpp server (ruwikibench.models.local_server) on a free port
 and stops it at the end. Snippets are 600-word windows (the paper's snippet size) of real source texts from
 RuWikiBench (``$RUWIKIBENCH_SAMPLE``, else shared/data/ruwiki beside the checkout or one of its parents); every request uses a
-different window so llama.cpp's prompt-prefix reuse does not flatter prefill.
+different source (no two opening alike) so llama.cpp's prompt-prefix reuse does not flatter prefill.
 
 * prefill: a 600-word prompt with max_tokens=1 — prompt tokens / wall time;
 * decode: a short prompt streamed with max_tokens=N — (chunks − 1) / (time of last chunk − first chunk);
@@ -45,19 +45,24 @@ def sample_dir() -> Path:
 
 
 def snippets(count: int) -> list[tuple[str, str]]:
-    """``count`` (title, 600-word window) pairs from different places of the real source texts."""
+    """``count`` (title, 600-word window) pairs, at most one per source and no two opening alike (several
+    sources are copies of one page: a shared opening would let llama.cpp reuse its KV cache)."""
     path = sample_dir() / "ruwikibench_articles.json"
     if not path.exists():
         raise SystemExit(f"{path} not found: set RUWIKIBENCH_SAMPLE to the RuWikiBench sample folder")
     out: list[tuple[str, str]] = []
+    openings: set[str] = set()
     for article in json.loads(path.read_text(encoding="utf-8")):
         for source in article["sources"]:
             words = source["source_text"].split()
-            for start in range(0, len(words) - WORDS + 1, WORDS):
-                out.append((article["article_name"], " ".join(words[start : start + WORDS])))
-                if len(out) == count:
-                    return out
-    raise SystemExit(f"only {len(out)} windows of {WORDS} words in {path}")
+            opening = " ".join(words[:20])
+            if len(words) < WORDS or opening in openings:
+                continue
+            openings.add(opening)
+            out.append((article["article_name"], " ".join(words[:WORDS])))
+            if len(out) == count:
+                return out
+    raise SystemExit(f"only {len(out)} distinct sources of {WORDS}+ words in {path}")
 
 
 def prefill(base_url: str, model: str, text: str) -> tuple[int, float]:
