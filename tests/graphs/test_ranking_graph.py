@@ -97,7 +97,7 @@ async def test_fallbacks_and_failures_are_counted_and_ranked_last(tmp_path) -> N
 
     context = make_context(DATASET, {"ranking": respond}, tmp_path, query_mode="title", max_candidates=8)
     _, output, record = await run(context)
-    assert output["pool_size"] == 8 and len(output["candidates"]) == 8
+    assert output["pool_size"] == 18 and len(output["candidates"]) == 8  # thinned evenly, pool size kept
     counts = {"judged_text": 4, "judged_unparseable": 2, "judged_error": 2, "judged_logprobs": 0}
     assert {key: record.info[key] for key in counts} == counts
     sources = [c["source"] for c in output["candidates"]]
