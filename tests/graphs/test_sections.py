@@ -304,3 +304,21 @@ def test_empty_generation_scores_zero_not_excluded() -> None:
     assert output["results"][0]["status"] == "empty_output"
     assert record.excluded is None and record.metrics["f1"] == 0.0 and record.info["empty_output"] is True
     assert STAGE.texts(unit, output) == []
+
+
+def test_runs_under_a_checkpointer_and_the_output_is_json() -> None:
+    import json
+
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    context, _ = make_context(writer())
+    section = {
+        "id": "s1",
+        "title": "История",
+        "snippets": [{"id": "a#0", "text": RAW}, {"id": "b#0", "text": "гамма"}],
+    }
+    graph = build_sections_graph().compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t1"}}
+    out = asyncio.run(graph.ainvoke({"article": "Мон-Пеле", "sections": [section]}, config, context=context))
+    assert json.loads(json.dumps(out, ensure_ascii=False)) == out
+    assert out["results"][0]["status"] == "ok" and len(out["results"][0]["groups"]) == 2
