@@ -99,7 +99,7 @@ async def run_units(
             f"{unit.article[:28]:28} {unit.unit_id:4} snippets {info['snippets_used']:2}/{info['snippets_total']:2} "
             f"groups {info['groups']:2} calls {item['calls']:2} tokens {item['prompt_tokens']:5}+"
             f"{item['completion_tokens']:4} graph {t1 - t0:5.1f} s  F1 {m.get('f1', float('nan')):.3f} "
-            f"ROUGE-L {m.get('rouge_l', float('nan')):.3f} BLEU {m.get('bleu', float('nan')):.2f}",
+            f"ROUGE-L {m.get('rouge_l', float('nan')):.3f} BLEU {100 * m.get('bleu', float('nan')):.2f}",
             flush=True,
         )
     return records, outputs
@@ -115,7 +115,7 @@ def summarize(items: list[dict], wall: float, tokenize: str) -> None:
           f"completion; excluded {len(items) - len(scored)}")  # fmt: skip
     for header, key in STAGE.columns:
         est = bootstrap_ci([r.metrics[key] for _, r in scored])
-        print(f"{header:14} {est.fmt(scale=1 if key == 'bleu' else 100)}  (n={est.n})")
+        print(f"{header:14} {est.fmt(scale=100)}  (n={est.n})")
     texts = [i["output"]["results"][0]["text"] for i, _ in scored]
     refs = [i["unit"]["input"]["sections"][0]["reference"] for i, _ in scored]
     print(
@@ -143,7 +143,7 @@ def baselines(units: list[Unit], context: StageContext) -> None:
             rows.append(metrics)
         means = {k: sum(r[k] for r in rows) / len(rows) for k in ("f1", "rouge_l", "bleu")}
         print(f"{name:28} n={len(rows)}  F1 {100 * means['f1']:.2f}  ROUGE-L {100 * means['rouge_l']:.2f}  "
-              f"BLEU {means['bleu']:.2f}")  # fmt: skip
+              f"BLEU {100 * means['bleu']:.2f}")  # fmt: skip
 
 
 def main() -> None:
