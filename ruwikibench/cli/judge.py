@@ -133,7 +133,8 @@ def pairwise_command(
         first, second = load_run(run_a, stage), load_run(run_b, stage)
         ref, cand = _roles(first, second, reference)
         if limit is not None:
-            keep = {(t.stage, t.article, t.item) for t in ref.texts[:limit]}
+            ref.texts = ref.texts[:limit]
+            keep = {(t.stage, t.article, t.item) for t in ref.texts}
             cand.texts = [t for t in cand.texts if (t.stage, t.article, t.item) in keep]
         llm, judge = judge_llm(pick_config(ref, judge_config))
     except (RunError, ValueError, KeyError) as exc:
