@@ -232,3 +232,20 @@ async def test_concurrency_stays_within_the_llm_limit(make_run) -> None:
         load_run(path), LLM({"judge": chat}, max_concurrency=3), CRITERIA, judge="j", progress=False
     )
     assert chat.peak == 3
+
+
+def test_pollux_layout_prompt_for_pollux_judges() -> None:
+    text = section("s1", "Текст раздела.", reference="Эталон.")
+    options = CriteriaOptions(mode="guided", prompt="ru/judge_criteria_pollux.txt")
+    prompt = build_prompt(text, by_name("literacy"), options, PromptLibrary())
+    headers = [line for line in prompt.splitlines() if line.startswith("### ")]
+    assert headers == [
+        "### Задание для оценки:",
+        "### Эталонный ответ:",
+        "### Ответ для оценки:",
+        "### Критерий оценки:",
+        "### Шкала оценивания по критерию:",
+    ]
+    assert prompt.rstrip().endswith(
+        "2: В тексте нет орфографических, пунктуационных и грамматических ошибок."
+    )
