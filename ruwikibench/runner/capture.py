@@ -1,0 +1,85 @@
+"""Capture every node's output while a stage graph runs (LangGraph ``tasks`` stream, subgraphs included).
+
+LLM usage is attributed to the node that made the call through the LangGraph task id found in the
+runnable config of the calling node (``langgraph_checkpoint_ns``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from ruwikibench.models.types import Completion
+
+
+def digest(obj: Any) -> str:
+    text = json.dumps(obj, ensure_ascii=False, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _current_task_id() -> str | None:
+    try:
+        from langgraph.config import get_config
+
+        namespace = get_config()["metadata"].get("langgraph_checkpoint_ns", "")
+    except Exception:  # noqa: BLE001 - called outside a graph run
+        return None
+    last = namespace.split("|")[-1]
+    return last.split(":", 1)[1] if ":" in last else None
+
+
+@dataclass
+class TaskUsage:
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hits: int = 0
+
+
+@dataclass
+class NodeCapture:
+    """Collects task start/finish events and per-task LLM usage; yields one record per finished node."""
+
+    stage: str
+    article: str
+    unit: str
+    started: dict[str, tuple[float, Any]] = field(default_factory=dict)
+    usage: dict[str, TaskUsage] = field(default_factory=lambda: defaultdict(TaskUsage))
+
+    def on_completion(self, role: str, completion: Completion) -> None:
+        task_id = _current_task_id()
+        if task_id is None:
+            return
+        usage = self.usage[task_id]
+        usage.calls += 1
+        usage.prompt_tokens += completion.prompt_tokens
+        usage.completion_tokens += completion.completion_tokens
+        usage.cache_hits += int(completion.cached)
+
+    def on_task(self, namespace: tuple[str, ...], event: dict[str, Any]) -> dict[str, Any] | None:
+        task_id = event["id"]
+        if "input" in event:
+            self.started[task_id] = (time.perf_counter(), event["input"])
+            return None
+        began, task_input = self.started.pop(task_id, (time.perf_counter(), None))
+        usage = self.usage.pop(task_id, TaskUsage())
+        return {
+            "stage": self.stage,
+            "article": self.article,
+            "unit": self.unit,
+            "node": event["name"],
+            "namespace": "|".join(namespace),
+            "task_id": task_id,
+            "input_digest": digest(task_input),
+            "output": event.get("result"),
+            "error": event.get("error"),
+            "duration_s": round(time.perf_counter() - began, 4),
+            "llm_calls": usage.calls,
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "cache_hits": usage.cache_hits,
+        }

@@ -1,0 +1,267 @@
+"""Run benchmark stages over a dataset: every unit on gold inputs, captured, scored, persisted, resumable.
+
+Units of all stages and articles run concurrently; the only limit on LLM traffic is the LLM client's one
+global semaphore (``RunConfig.max_concurrency``), so there are no batches and no barriers. A unit whose
+output is already in ``outputs.jsonl`` is not run again; LLM requests of a unit cut off mid-way are answered
+by the response cache when the unit is rerun.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ruwikibench import __version__
+from ruwikibench.config import RunConfig
+from ruwikibench.context import StageContext
+from ruwikibench.dataset import Article, Dataset
+from ruwikibench.runner.capture import NodeCapture
+from ruwikibench.runner.metrics import aggregate, metrics_rows
+from ruwikibench.runner.rundir import RunDir
+from ruwikibench.runner.stage import Stage, Unit, get_stage
+
+
+class RunOptions(BaseModel):
+    stages: list[str] = Field(default_factory=lambda: ["ranking", "outline", "sections"])
+    articles: int | None = Field(default=None, description="first N articles of the dataset")
+    article_names: list[str] | None = None
+    out: Path = Path("runs")
+    run_id: str | None = None
+    retries: int = Field(default=1, description="extra attempts for a failed unit")
+    unit_timeout: float | None = Field(default=None, description="seconds per unit attempt")
+    progress: bool = True
+
+
+class UnitFailed(Exception):
+    pass
+
+
+def select_articles(dataset: Dataset, options: RunOptions) -> list[Article]:
+    articles = dataset.articles
+    if options.article_names:
+        articles = [dataset.article(name) for name in options.article_names]
+    if options.articles is not None:
+        articles = articles[: options.articles]
+    return articles
+
+
+def run_id_for(config: RunConfig, dataset: Dataset, options: RunOptions) -> str:
+    """Deterministic id: the same command on the same data resumes the same run directory."""
+    key = json.dumps(
+        [config.model_dump(mode="json"), dataset.dataset_id, options.stages, options.articles, options.article_names],
+        sort_keys=True,
+        default=str,
+    )
+    return f"{config.name}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+
+
+def git_commit() -> str | None:
+    try:
+        root = Path(__file__).resolve().parents[2]
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def build_spec(run_id: str, config: RunConfig, dataset: Dataset, dataset_path: str, options: RunOptions) -> dict:
+    return {
+        "run_id": run_id,
+        "package_version": __version__,
+        "git_commit": git_commit(),
+        "dataset": {"id": dataset.dataset_id, "path": dataset_path, "params": dataset.params},
+        "models": {role: m.identity() for role, m in config.models.items()},
+        "embedder": config.embedder.id,
+        "config": config.model_dump(mode="json"),
+        "options": options.model_dump(mode="json", exclude={"progress"}),
+        "prompts": {},
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
+
+
+class Runner:
+    """Holds the run directory, the context and the compiled stage graphs for one run."""
+
+    def __init__(self, context: StageContext, rundir: RunDir, options: RunOptions) -> None:
+        self.context = context
+        self.rundir = rundir
+        self.options = options
+        self.stages: dict[str, Stage] = {name: get_stage(name) for name in options.stages}
+        self.graphs = {name: stage.build_graph().compile() for name, stage in self.stages.items()}
+
+    def pending_units(self, articles: list[Article]) -> tuple[list[Unit], int]:
+        done = {(o["stage"], o["article"], o["unit"]) for o in self.rundir.read("outputs.jsonl")}
+        units: list[Unit] = []
+        total = 0
+        assert self.context.dataset is not None
+        for name, stage in self.stages.items():
+            for article in articles:
+                try:
+                    article_units = stage.units(self.context.dataset, article, self.context.config)
+                except Exception as exc:  # noqa: BLE001 - bad gold data must not stop the run
+                    self.record_error(name, article.name, "*", f"input: {exc}", attempts=0)
+                    continue
+                total += len(article_units)
+                units += [u for u in article_units if (u.stage, u.article, u.unit_id) not in done]
+        return units, total
+
+    def record_error(self, stage: str, article: str, unit: str, reason: str, attempts: int) -> None:
+        self.rundir.append(
+            "errors.jsonl", {"stage": stage, "article": article, "unit": unit, "reason": reason, "attempts": attempts}
+        )
+
+    async def run_unit(self, unit: Unit) -> None:
+        last_error = ""
+        for attempt in range(1, self.options.retries + 2):
+            try:
+                coro = self._attempt(unit)
+                output = await asyncio.wait_for(coro, self.options.unit_timeout)
+                self._finish(unit, output)
+                return
+            except asyncio.TimeoutError:
+                last_error = f"timeout: unit exceeded {self.options.unit_timeout} s"
+            except Exception as exc:  # noqa: BLE001 - recorded with its reason, the run goes on
+                last_error = f"{type(exc).__name__}: {exc}"
+        self.record_error(unit.stage, unit.article, unit.unit_id, last_error, attempts=self.options.retries + 1)
+
+    async def _attempt(self, unit: Unit) -> dict[str, Any]:
+        graph = self.graphs[unit.stage]
+        capture = NodeCapture(unit.stage, unit.article, unit.unit_id)
+        self.context.llm.listeners.append(capture.on_completion)
+        channels = graph.output_channels
+        output_keys = {channels} if isinstance(channels, str) else set(channels)
+        final: dict[str, Any] = {}
+        try:
+            async for namespace, mode, data in graph.astream(
+                unit.input, context=self.context, stream_mode=["tasks", "values"], subgraphs=True
+            ):
+                if mode == "tasks":
+                    record = capture.on_task(namespace, data)
+                    if record:
+                        self.rundir.append("nodes.jsonl", record)
+                elif not namespace:
+                    final = data
+        finally:
+            self.context.llm.listeners.remove(capture.on_completion)
+        return {k: v for k, v in final.items() if not output_keys or k in output_keys}
+
+    def _finish(self, unit: Unit, output: dict[str, Any]) -> None:
+        stage = self.stages[unit.stage]
+        output = json.loads(json.dumps(output, ensure_ascii=False, default=_jsonable))
+        self.rundir.append("outputs.jsonl", {"stage": unit.stage, "article": unit.article, "unit": unit.unit_id,
+                                             "input": unit.input, "output": output})
+        self.score_output(stage, unit, output)
+
+    def score_output(self, stage: Stage, unit: Unit, output: dict[str, Any]) -> None:
+        try:
+            records = stage.score(unit, output, self.context)
+            texts = stage.texts(unit, output)
+        except Exception as exc:  # noqa: BLE001
+            self.record_error(unit.stage, unit.article, unit.unit_id, f"score: {type(exc).__name__}: {exc}", 0)
+            return
+        for record in records:
+            self.rundir.append("results.jsonl", record.model_dump(mode="json"))
+        for text in texts:
+            self.rundir.append("generated.jsonl", text.model_dump(mode="json"))
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, BaseModel):
+        return obj.model_dump(mode="json")
+    return str(obj)
+
+
+def _progress(enabled: bool) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.fields[usage]}"), disable=not enabled,
+    )
+
+
+def _usage_line(context: StageContext) -> str:
+    usage = context.llm.usage.as_dict()
+    calls = sum(u["calls"] for u in usage.values())
+    hits = sum(u["cache_hits"] for u in usage.values())
+    tokens = sum(u["prompt_tokens"] + u["completion_tokens"] for u in usage.values())
+    return f"calls {calls} · cache hits {hits} · tokens {tokens}"
+
+
+async def execute(context: StageContext, dataset_path: str, options: RunOptions) -> RunDir:
+    """Run (or resume) the selected stages; writes the whole run directory and returns it."""
+    dataset = context.dataset
+    assert dataset is not None, "StageContext.dataset must be set for a benchmark run"
+    run_id = options.run_id or run_id_for(context.config, dataset, options)
+    rundir = RunDir(options.out / run_id)
+    rundir.create()
+    spec = build_spec(run_id, context.config, dataset, dataset_path, options)
+    if rundir.file("spec.json").exists():
+        _check_same_run(rundir, spec)
+    runner = Runner(context, rundir, options)
+    articles = select_articles(dataset, options)
+    units, total = runner.pending_units(articles)
+    semaphore = asyncio.Semaphore(max(2, context.config.max_concurrency * 2))
+    started = time.perf_counter()
+    with _progress(options.progress) as progress:
+        bars = {
+            name: progress.add_task(name, total=sum(1 for u in units if u.stage == name), usage="")
+            for name in runner.stages
+        }
+
+        async def one(unit: Unit) -> None:
+            async with semaphore:
+                await runner.run_unit(unit)
+            progress.update(bars[unit.stage], advance=1, usage=_usage_line(context))
+
+        await asyncio.gather(*(one(u) for u in units))
+    spec["prompts"] = context.prompts.hashes()
+    spec["units"] = {"total": total, "run_now": len(units)}
+    spec["last_session"] = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": context.llm.usage.as_dict()}
+    rundir.write_json("spec.json", spec)
+    finalize(rundir)
+    return rundir
+
+
+def _check_same_run(rundir: RunDir, spec: dict[str, Any]) -> None:
+    old = rundir.read_json("spec.json")
+    if old.get("config") != spec["config"] or old.get("dataset", {}).get("id") != spec["dataset"]["id"]:
+        raise ValueError(f"{rundir.path}: holds a run with another config or dataset; choose another --run-id")
+
+
+def finalize(rundir: RunDir) -> dict[str, Any]:
+    """Recompute metrics.json/.csv and report.md from results.jsonl and errors.jsonl."""
+    from ruwikibench.runner.report import write_run_report
+
+    results = list(rundir.read("results.jsonl"))
+    done = {(o["stage"], o["article"], o["unit"]) for o in rundir.read("outputs.jsonl")}
+    errors = _open_errors(list(rundir.read("errors.jsonl")), done)
+    metrics = aggregate(results, errors)
+    rundir.write_json("metrics.json", metrics)
+    _write_csv(rundir.file("metrics.csv"), metrics_rows(rundir.path.name, metrics))
+    write_run_report(rundir, metrics)
+    return metrics
+
+
+def _open_errors(errors: list[dict[str, Any]], done: set[tuple[str, str, str]]) -> list[dict[str, Any]]:
+    """Failures still standing: the last error per unit, unless a later session finished that unit."""
+    latest: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for error in errors:
+        latest[(error["stage"], error["article"], error["unit"])] = error
+    return [e for key, e in latest.items() if key not in done or e["reason"].startswith("score:")]
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    import csv
+
+    fields = ["run", "stage", "metric", "view", "mean", "low", "high", "n"]
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)

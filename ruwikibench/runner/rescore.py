@@ -1,0 +1,28 @@
+"""Re-score a saved run from its captured outputs: no LLM call is made (the context's LLM has no backend)."""
+
+from __future__ import annotations
+
+from ruwikibench.context import StageContext
+from ruwikibench.runner.execute import finalize
+from ruwikibench.runner.rundir import RunDir
+from ruwikibench.runner.stage import Unit, get_stage
+
+
+def rescore(rundir: RunDir, context: StageContext) -> dict:
+    """Rewrite results.jsonl and generated.jsonl from outputs.jsonl, then metrics and report."""
+    results: list[dict] = []
+    texts: list[dict] = []
+    errors = [e for e in rundir.read("errors.jsonl") if not e["reason"].startswith("score:")]
+    for saved in rundir.read("outputs.jsonl"):
+        stage = get_stage(saved["stage"])
+        unit = Unit(stage=saved["stage"], article=saved["article"], unit_id=saved["unit"], input=saved["input"])
+        try:
+            results += [r.model_dump(mode="json") for r in stage.score(unit, saved["output"], context)]
+            texts += [t.model_dump(mode="json") for t in stage.texts(unit, saved["output"])]
+        except Exception as exc:  # noqa: BLE001
+            errors.append({"stage": unit.stage, "article": unit.article, "unit": unit.unit_id,
+                           "reason": f"score: {type(exc).__name__}: {exc}", "attempts": 0})
+    rundir.rewrite("results.jsonl", results)
+    rundir.rewrite("generated.jsonl", texts)
+    rundir.rewrite("errors.jsonl", errors)
+    return finalize(rundir)

@@ -1,0 +1,22 @@
+"""Build the StageContext of a run from a config and a dataset."""
+
+from __future__ import annotations
+
+from ruwikibench.config import RunConfig
+from ruwikibench.context import StageContext
+from ruwikibench.dataset import Dataset
+from ruwikibench.models.embeddings import make_embedder
+from ruwikibench.models.llm import LLM
+from ruwikibench.prompts import PromptLibrary
+
+
+def build_context(config: RunConfig, dataset: Dataset | None, *, with_llm: bool = True) -> StageContext:
+    """Live services for a run. ``with_llm=False`` gives an LLM with no backend (re-scoring makes no call)."""
+    llm = LLM.from_config(config) if with_llm else LLM({}, config.max_concurrency)
+    return StageContext(
+        config=config,
+        llm=llm,
+        embedder=make_embedder(config.embedder),
+        prompts=PromptLibrary(config.prompts_dir),
+        dataset=dataset,
+    )
