@@ -199,7 +199,8 @@ def main() -> None:
     parser.add_argument(
         "--criteria", nargs="+", default=["literacy", "topic_coverage", "source_faithfulness"]
     )
-    parser.add_argument("--max-tokens", type=int, default=160)
+    parser.add_argument("--max-tokens", type=int, default=320, help="judge answers")
+    parser.add_argument("--gen-max-tokens", type=int, default=200, help="generated sections")
     args = parser.parse_args()
     if not (SAMPLE / "ruwikibench_articles.json").exists():
         raise SystemExit(f"sample data not found in {SAMPLE} (set RUWIKIBENCH_SAMPLE)")
@@ -221,7 +222,7 @@ def main() -> None:
     )
     limits = {"text_chars": 1200, "reference_chars": 800, "source_chars": 600, "sources_chars": 1200}
     if args.step == "generate":
-        asyncio.run(generate(args.out, config, args.n, source_chars=600, max_tokens=args.max_tokens))
+        asyncio.run(generate(args.out, config, args.n, source_chars=600, max_tokens=args.gen_max_tokens))
     elif args.step == "criteria":
         asyncio.run(criteria_step(args.out, config, args.criteria, args.max_tokens, limits))
     else:

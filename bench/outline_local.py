@@ -116,7 +116,9 @@ def main() -> None:
         config = RunConfig(models={"outline": model}, outline=outline, max_concurrency=1)
         for article, unit in units:
             llm = LLM.from_config(config)
-            context = StageContext(config=config, llm=llm, embedder=embedder, prompts=PromptLibrary(), dataset=dataset)
+            context = StageContext(
+                config=config, llm=llm, embedder=embedder, prompts=PromptLibrary(), dataset=dataset
+            )
             with locked(args.lock):
                 start = time.perf_counter()
                 output = asyncio.run(run_one(graph, context, unit.input))
@@ -130,7 +132,9 @@ def main() -> None:
     print_summary(rows)
 
 
-def print_row(mode: str, title: str, wall: float, usage: dict[str, int], m: dict[str, float], output: dict) -> None:
+def print_row(
+    mode: str, title: str, wall: float, usage: dict[str, int], m: dict[str, float], output: dict
+) -> None:
     print(
         f"{mode:12s} {title[:28]:28s} k={output.get('k', 0):2d} calls={usage.get('calls', 0):3d} "
         f"tok={usage.get('prompt_tokens', 0)}+{usage.get('completion_tokens', 0)} wall={wall:6.1f}s "
