@@ -494,7 +494,7 @@ def plot_summary(summary: PairwiseSummary, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(7, 1.2 + 0.45 * len(labels)))
     _bars(ax, labels, estimates, summary.reference_run, hatched=1)
     ax.set_title(
-        f"{summary.candidate_run} против {summary.reference_run} (судья {summary.judge})", fontsize=10
+        f"{summary.candidate_run} против {summary.reference_run} (судья {_short(summary.judge)})", fontsize=10
     )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
