@@ -195,11 +195,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("/tmp/ruwikibench-judge-bench"))
     parser.add_argument("--endpoint", default="http://127.0.0.1:8081/v1")
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
-    parser.add_argument("-n", type=int, default=3, help="sections")
+    parser.add_argument("-n", type=int, default=2, help="sections")
     parser.add_argument(
         "--criteria", nargs="+", default=["literacy", "topic_coverage", "source_faithfulness"]
     )
-    parser.add_argument("--max-tokens", type=int, default=200)
+    parser.add_argument("--max-tokens", type=int, default=320, help="judge answers")
+    parser.add_argument("--gen-max-tokens", type=int, default=200, help="generated sections")
     args = parser.parse_args()
     if not (SAMPLE / "ruwikibench_articles.json").exists():
         raise SystemExit(f"sample data not found in {SAMPLE} (set RUWIKIBENCH_SAMPLE)")
@@ -207,14 +208,21 @@ def main() -> None:
         {
             "name": "judge-bench",
             "models": {
-                "judge": {"name": args.model, "endpoints": [args.endpoint], "max_tokens": args.max_tokens}
+                "judge": {
+                    "name": args.model,
+                    "endpoints": [args.endpoint],
+                    "max_tokens": args.max_tokens,
+                    # a shared CPU server can take minutes per call: wait instead of re-sending (retries queue up)
+                    "timeout": 900,
+                    "max_retries": 0,
+                }
             },
             "max_concurrency": 1,
         }
     )
-    limits = {"text_chars": 1500, "reference_chars": 1200, "source_chars": 700, "sources_chars": 1400}
+    limits = {"text_chars": 1200, "reference_chars": 800, "source_chars": 600, "sources_chars": 1200}
     if args.step == "generate":
-        asyncio.run(generate(args.out, config, args.n, source_chars=700, max_tokens=args.max_tokens))
+        asyncio.run(generate(args.out, config, args.n, source_chars=600, max_tokens=args.gen_max_tokens))
     elif args.step == "criteria":
         asyncio.run(criteria_step(args.out, config, args.criteria, args.max_tokens, limits))
     else:

@@ -61,12 +61,23 @@ def dataset_dir(args: argparse.Namespace) -> Path:
     return work
 
 
-def context_for(args: argparse.Namespace, dataset: Dataset, directory: Path, **ranking: object) -> StageContext:
+def context_for(
+    args: argparse.Namespace, dataset: Dataset, directory: Path, **ranking: object
+) -> StageContext:
     model = ModelConfig(name=args.model, endpoints=[args.endpoint], max_tokens=args.max_tokens)
-    config = RunConfig(models={"reference": model, "query": model, "ranking": model},
-                       ranking=RankingConfig(**ranking), max_concurrency=args.concurrency)  # type: ignore[arg-type]
-    return StageContext(config=config, llm=LLM.from_config(config), embedder=None,  # type: ignore[arg-type]
-                        prompts=PromptLibrary(), dataset=dataset, dataset_dir=directory)
+    config = RunConfig(
+        models={"reference": model, "query": model, "ranking": model},
+        ranking=RankingConfig(**ranking),
+        max_concurrency=args.concurrency,
+    )  # type: ignore[arg-type]
+    return StageContext(
+        config=config,
+        llm=LLM.from_config(config),
+        embedder=None,  # type: ignore[arg-type]
+        prompts=PromptLibrary(),
+        dataset=dataset,
+        dataset_dir=directory,
+    )
 
 
 def baseline(args: argparse.Namespace) -> None:
@@ -80,8 +91,10 @@ def baseline(args: argparse.Namespace) -> None:
         print(f"reference queries: {stored} (model {refs.model})")
     else:
         print(f"no {stored}: reference mode skipped (run the 'reference' command first)")
-    print(f"dataset {dataset.dataset_id}: {len(dataset.articles)} articles, {len(dataset.snippets)} snippets; "
-          f"pool k = 3 × the article's snippets, clamped to the corpus")
+    print(
+        f"dataset {dataset.dataset_id}: {len(dataset.articles)} articles, {len(dataset.snippets)} snippets; "
+        f"pool k = 3 × the article's snippets, clamped to the corpus"
+    )
     config = RunConfig(models={})
     header = f"{'query':<10} {'norm':<6} {'NDCG':>18} {'NDCG@10':>18} {'R-Pr':>18} {'pool recall':>18} {'build s':>8}"
     print(header)
@@ -98,11 +111,15 @@ def baseline(args: argparse.Namespace) -> None:
                 metrics = ranking_metrics(labels, None, len(dataset.snippets_of(article.name)))
                 records.append(metrics)
                 if args.per_article:
-                    print(f"   {article.name[:40]:<40} pool {len(hits):>4} rel {sum(labels):>4} "
-                          f"ndcg {metrics['bm25_ndcg']:.3f} rpr {metrics['bm25_r_precision']:.3f}")
+                    print(
+                        f"   {article.name[:40]:<40} pool {len(hits):>4} rel {sum(labels):>4} "
+                        f"ndcg {metrics['bm25_ndcg']:.3f} rpr {metrics['bm25_r_precision']:.3f}"
+                    )
             s = summarize(records, resamples=2000)
-            print(f"{mode:<10} {kind:<6} {s['bm25_ndcg'].fmt(100):>18} {s['bm25_ndcg@10'].fmt(100):>18} "
-                  f"{s['bm25_r_precision'].fmt(100):>18} {s['pool_recall'].fmt(100):>18} {built:>8.1f}")
+            print(
+                f"{mode:<10} {kind:<6} {s['bm25_ndcg'].fmt(100):>18} {s['bm25_ndcg@10'].fmt(100):>18} "
+                f"{s['bm25_r_precision'].fmt(100):>18} {s['pool_recall'].fmt(100):>18} {built:>8.1f}"
+            )
 
 
 async def reference(args: argparse.Namespace) -> None:
@@ -118,8 +135,15 @@ async def reference(args: argparse.Namespace) -> None:
 async def rerank(args: argparse.Namespace) -> None:
     directory = dataset_dir(args)
     dataset = load_dataset(directory)
-    context = context_for(args, dataset, directory, query_mode=args.mode, max_candidates=args.max_candidates,
-                          top_logprobs=args.top_logprobs, snippet_chars=args.snippet_chars)
+    context = context_for(
+        args,
+        dataset,
+        directory,
+        query_mode=args.mode,
+        max_candidates=args.max_candidates,
+        top_logprobs=args.top_logprobs,
+        snippet_chars=args.snippet_chars,
+    )
     graph = build_ranking_graph().compile()
     articles = [a for a in dataset.articles if not args.only or a.name in args.only][: args.articles]
     start = time.perf_counter()
@@ -131,17 +155,21 @@ async def rerank(args: argparse.Namespace) -> None:
         record = STAGE.score(unit, output, context)[0]
         records.append(record.metrics)
         m = record.metrics
-        print(f"{article.name[:40]:<40} {time.perf_counter() - t0:6.0f} s  pool {record.info['candidates']:>3} "
-              f"rel {record.info['relevant_in_pool']:>3}  BM25 ndcg {m['bm25_ndcg']:.3f} rpr "
-              f"{m['bm25_r_precision']:.3f}  rerank ndcg {m['rerank_ndcg']:.3f} rpr {m['rerank_r_precision']:.3f}  "
-              f"judged {[record.info[k] for k in record.info if k.startswith('judged_')]}")
+        print(
+            f"{article.name[:40]:<40} {time.perf_counter() - t0:6.0f} s  pool {record.info['candidates']:>3} "
+            f"rel {record.info['relevant_in_pool']:>3}  BM25 ndcg {m['bm25_ndcg']:.3f} rpr "
+            f"{m['bm25_r_precision']:.3f}  rerank ndcg {m['rerank_ndcg']:.3f} rpr {m['rerank_r_precision']:.3f}  "
+            f"judged {[record.info[k] for k in record.info if k.startswith('judged_')]}"
+        )
     s = summarize(records)
     print(f"mean over {len(records)}: " + "  ".join(f"{k} {v.mean:.3f}" for k, v in s.items()))
     print(f"wall {time.perf_counter() - start:.0f} s; LLM usage {context.llm.usage.as_dict()}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("command", choices=["baseline", "reference", "rerank"])
     parser.add_argument("--json", help="RuWikiBench JSON to import (default: the shared sample)")
     parser.add_argument("--work", default="~/.cache/ruwikibench/sample-dataset")

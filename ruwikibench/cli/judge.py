@@ -27,6 +27,10 @@ LimitOpt = Annotated[int | None, typer.Option("--limit", help="judge only the fi
 MaxTokensOpt = Annotated[int | None, typer.Option("--max-tokens", help="judge answer cap (default: model's)")]
 TextCharsOpt = Annotated[int, typer.Option("--text-chars", help="cut each text to this many characters")]
 RefCharsOpt = Annotated[int, typer.Option("--reference-chars", help="cut the reference text (guided mode)")]
+PromptOpt = Annotated[
+    str | None,
+    typer.Option("--prompt", help="judge prompt file (under prompts/ or a path) instead of the default"),
+]
 
 
 def _table(rows: list[dict[str, str]], title: str) -> None:
@@ -64,6 +68,7 @@ def criteria_command(
     reference_chars: RefCharsOpt = 4000,
     sources_chars: Annotated[int, typer.Option("--sources-chars", help="cut all sources together")] = 6000,
     retry_unparseable: Annotated[bool, typer.Option(help="judge unparseable verdicts again")] = False,
+    prompt: PromptOpt = None,
 ) -> None:
     """Judge each generated text on each criterion; results in RUN_DIR/judge_criteria.jsonl and .json."""
     from ruwikibench.evaluators.judges.common import Limits, judge_llm
@@ -92,6 +97,8 @@ def criteria_command(
         retry_unparseable=retry_unparseable,
         limits=Limits(text_chars=text_chars, reference_chars=reference_chars, sources_chars=sources_chars),
     )
+    if prompt:
+        options.prompt = prompt
     console.print(f"judging {len(run.texts)} texts × {len(chosen.criteria)} criteria with {judge} ({mode})")
     summary = asyncio.run(judge_run(run, llm, chosen, judge=judge, options=options))
     console.print(f"new verdicts: {summary['judged_now']}; usage: {summary['usage']}")
@@ -119,6 +126,7 @@ def pairwise_command(
     text_chars: TextCharsOpt = 6000,
     reference_chars: RefCharsOpt = 4000,
     retry_unparseable: Annotated[bool, typer.Option(help="judge unparseable verdicts again")] = False,
+    prompt: PromptOpt = None,
 ) -> None:
     """Side-by-side judge of the same items of two runs; delta B − A against the reference run."""
     from ruwikibench.evaluators.judges.common import Limits, judge_llm
@@ -133,7 +141,8 @@ def pairwise_command(
         first, second = load_run(run_a, stage), load_run(run_b, stage)
         ref, cand = _roles(first, second, reference)
         if limit is not None:
-            keep = {(t.stage, t.article, t.item) for t in ref.texts[:limit]}
+            ref.texts = ref.texts[:limit]
+            keep = {(t.stage, t.article, t.item) for t in ref.texts}
             cand.texts = [t for t in cand.texts if (t.stage, t.article, t.item) in keep]
         llm, judge = judge_llm(pick_config(ref, judge_config))
     except (RunError, ValueError, KeyError) as exc:
@@ -147,6 +156,9 @@ def pairwise_command(
         retry_unparseable=retry_unparseable,
         limits=Limits(text_chars=text_chars, reference_chars=reference_chars),
     )
+    if prompt:
+        options.prompt_guided = prompt if mode == "guided" else options.prompt_guided
+        options.prompt = prompt if mode == "free" else options.prompt
     target = out or cand.path
     target.mkdir(parents=True, exist_ok=True)
     try:

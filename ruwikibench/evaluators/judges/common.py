@@ -70,7 +70,8 @@ def judge_config(run: Run, config_path: str | Path | None) -> RunConfig:
     if config_path is not None:
         return load_config(config_path)
     if run.config is None:
-        raise RunError(f"{run.path / 'spec.json'}: no 'config' recorded; pass --judge-config CONFIG")
+        reason = run.config_error or f"{run.path / 'spec.json'}: no 'config' recorded"
+        raise RunError(f"{reason}; pass --judge-config CONFIG")
     return run.config
 
 

@@ -477,6 +477,11 @@ def _bars(
     ax.grid(axis="x", alpha=0.3)
 
 
+def _short(model: str) -> str:
+    """A model name fit for a chart label (a served file path becomes its file name)."""
+    return Path(model).name[:40] or model[:40]
+
+
 def plot_summary(summary: PairwiseSummary, path: Path) -> Path:
     """PNG: the overall delta, the length-controlled delta and each category's delta, with 95% CIs."""
     import matplotlib
@@ -489,7 +494,7 @@ def plot_summary(summary: PairwiseSummary, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(7, 1.2 + 0.45 * len(labels)))
     _bars(ax, labels, estimates, summary.reference_run, hatched=1)
     ax.set_title(
-        f"{summary.candidate_run} против {summary.reference_run} (судья {summary.judge})", fontsize=10
+        f"{summary.candidate_run} против {summary.reference_run} (судья {_short(summary.judge)})", fontsize=10
     )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -508,7 +513,9 @@ def plot_runs(out_dir: Path, reference_run: str) -> Path | None:
     import matplotlib.pyplot as plt
 
     reference = Estimate(mean=0.0, low=0.0, high=0.0, n=0)
-    labels = [f"{reference_run} (эталон)"] + [f"{s.candidate_run} [{s.judge}, {s.mode}]" for s in summaries]
+    labels = [f"{reference_run} (эталон)"] + [
+        f"{s.candidate_run} [{_short(s.judge)}, {s.mode}]" for s in summaries
+    ]
     estimates = [reference] + [s.delta for s in summaries]
     fig, ax = plt.subplots(figsize=(7, 1.2 + 0.45 * len(labels)))
     _bars(ax, labels, estimates, reference_run)

@@ -14,8 +14,8 @@ from pydantic import BaseModel
 Status = Literal["ok", "unparseable", "ambiguous", "out_of_range"]
 
 _NUMBER = r"(\d+(?:[.,]\d+)?)"
-# "[RESULT] 2", "**[RESULT]** 2", "[RESULT]: 2", "[RESULT] (2)", "[RESULT] 2/2", "[RESULT]\n`2`"
-_RESULT = re.compile(r"\[\s*RESULT\s*\][\s*_`:=\-–—(«\"]*" + _NUMBER + r"(?:\s*/\s*\d+)?", re.IGNORECASE)
+# "[RESULT] 2", "**[RESULT]** 2", "[RESULT]: 2", "[RESULT] (2)", "[RESULT] <2>", "[RESULT] 2/2", "[RESULT]\n`2`"
+_RESULT = re.compile(r"\[\s*RESULT\s*\][\s*_`:=\-–—(«<\"]*" + _NUMBER + r"(?:\s*/\s*\d+)?", re.IGNORECASE)
 _RESULT_MARK = re.compile(r"\[\s*RESULT\s*\]", re.IGNORECASE)
 _FEEDBACK_MARK = re.compile(r"\[\s*FEEDBACK\s*\]\s*:?", re.IGNORECASE)
 _END_MARK = re.compile(r"\[\s*END\s*\]", re.IGNORECASE)

@@ -26,6 +26,7 @@ class Run(BaseModel):
     path: Path
     run_id: str
     config: RunConfig | None = None
+    config_error: str | None = None
     texts: list[GeneratedText]
 
 
@@ -58,15 +59,16 @@ def load_run(path: str | Path, stages: Iterable[str] | None = None) -> Run:
         raise RunError(f"{spec_path}: invalid JSON: {exc}") from exc
     if "run_id" not in spec:
         raise RunError(f"{spec_path}: field 'run_id' missing")
-    config = None
+    config, config_error = None, None
     if spec.get("config") is not None:
         try:
             config = RunConfig.model_validate(spec["config"])
-        except ValidationError as exc:
-            raise RunError(f"{spec_path}: field 'config' is not a valid run config: {exc}") from exc
+        except ValidationError as exc:  # only fatal if the judge must come from this config
+            fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            config_error = f"{spec_path}: field 'config' is not a valid run config ({fields})"
     wanted = set(stages) if stages else None
     texts = [t for t in _read_texts(path / GENERATED) if wanted is None or t.stage in wanted]
-    return Run(path=path, run_id=str(spec["run_id"]), config=config, texts=texts)
+    return Run(path=path, run_id=str(spec["run_id"]), config=config, config_error=config_error, texts=texts)
 
 
 def _read_texts(path: Path) -> Iterator[GeneratedText]:

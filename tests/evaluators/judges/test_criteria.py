@@ -232,3 +232,34 @@ async def test_concurrency_stays_within_the_llm_limit(make_run) -> None:
         load_run(path), LLM({"judge": chat}, max_concurrency=3), CRITERIA, judge="j", progress=False
     )
     assert chat.peak == 3
+
+
+def test_pollux_layout_prompt_for_pollux_judges() -> None:
+    text = section("s1", "Текст раздела.", reference="Эталон.")
+    options = CriteriaOptions(mode="guided", prompt="ru/judge_criteria_pollux.txt")
+    prompt = build_prompt(text, by_name("literacy"), options, PromptLibrary())
+    headers = [line for line in prompt.splitlines() if line.startswith("### ")]
+    assert headers == [
+        "### Задание для оценки:",
+        "### Эталонный ответ:",
+        "### Ответ для оценки:",
+        "### Критерий оценки:",
+        "### Шкала оценивания по критерию:",
+    ]
+    assert prompt.rstrip().endswith(
+        "2: В тексте нет орфографических, пунктуационных и грамматических ошибок."
+    )
+
+
+def test_unreadable_run_config_only_matters_without_judge_config(make_run, tmp_path: Path) -> None:
+    from ruwikibench.evaluators.judges.common import judge_config
+    from ruwikibench.evaluators.judges.rundir import RunError
+
+    path = make_run("run1", [section("s1", "Текст.")], config={"models": {}, "unknown_field": 1})
+    run = load_run(path)
+    assert run.config is None and "unknown_field" in (run.config_error or "")
+    with pytest.raises(RunError, match="unknown_field.*pass --judge-config"):
+        judge_config(run, None)
+    cfg = tmp_path / "judge.yaml"
+    cfg.write_text("models:\n  judge: {name: j, endpoints: ['http://127.0.0.1:9/v1']}\n", encoding="utf-8")
+    assert judge_config(run, cfg).model_for("judge").name == "j"

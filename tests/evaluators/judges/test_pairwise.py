@@ -170,3 +170,20 @@ def test_guided_prompt_shows_the_reference() -> None:
     for prompt in (free, guided):
         assert answers(prompt) == ("Текст A", "Текст B") and prompt.rstrip().endswith("ассистента B]")
         assert "[[балл A балл B]]" in prompt
+
+
+async def test_judge_tables_collects_every_table(make_run) -> None:
+    from ruwikibench.evaluators.judges import judge_tables
+    from ruwikibench.evaluators.judges.criteria import judge_run, load_criteria
+
+    path_a, path_b = two_runs(make_run, n=2, categories=False)
+    assert judge_tables(path_b) == {}
+    llm, _ = fake_llm(fair_judge)
+    await judge_runs(load_run(path_a), load_run(path_b), llm, judge="fake", progress=False)
+    criteria_llm, _ = fake_llm(lambda prompt: "[RESULT] 1 [END]")
+    await judge_run(
+        load_run(path_b), criteria_llm, load_criteria().select(["literacy"]), judge="j", progress=False
+    )
+    tables = judge_tables(path_b)
+    assert list(tables) == ["LLM judge: criteria", "LLM judge: pairwise"]
+    assert tables["LLM judge: criteria"][0]["score"] == "1.00 / 2"

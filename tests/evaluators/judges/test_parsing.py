@@ -26,8 +26,10 @@ def test_pollux_style_verdict_gives_score_and_rationale() -> None:
         ("Тема раскрыта.\n\n[RESULT] **2**", 2),  # no [END]: still a complete verdict
         ("Тема раскрыта частично.\n[RESULT] 1/2 [END]", 1),
         ("Оценка по шкале:\n[RESULT] `0` [END]", 0),
+        ("[FEEDBACK] <Ошибок нет.> [RESULT] <2> [END]", 2),  # angle brackets copied from the format line
         # the model restates the format before answering: the placeholder carries no number
         ("Формат: [RESULT] (целое число из шкалы). Анализ: ошибок нет.\n[RESULT] 2 [END]", 2),
+        ("Формат: [RESULT] <оценка> [END]. Анализ: ошибок нет.\n[RESULT] 2 [END]", 2),
         # the same number twice is not ambiguous
         ("[RESULT] 2 — итог. Повторю: [RESULT] 2 [END]", 2),
     ],
@@ -42,6 +44,14 @@ def test_missing_block_is_unparseable_not_guessed() -> None:
     verdict = parse_criterion_verdict("Текст грамотный, я бы поставил оценку 2 из 2.", SCALE)
     assert verdict.status == "unparseable" and verdict.score is None
     assert verdict.rationale == "Текст грамотный, я бы поставил оценку 2 из 2."
+
+
+def test_score_after_a_copied_placeholder_is_not_guessed() -> None:
+    # a real answer of the 1.5B local judge: the placeholder of the old format line, then "= 2"
+    verdict = parse_criterion_verdict(
+        "Все утверждения подтверждаются.\n\n[RESULT] (одно целое число из шкалы: 0, 1, 2) = 2", SCALE
+    )
+    assert verdict.status == "unparseable"
 
 
 def test_two_different_scores_are_ambiguous() -> None:
