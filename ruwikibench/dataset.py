@@ -140,6 +140,13 @@ class Dataset(BaseModel):
             }
         return self._by_id
 
+    def __eq__(self, other: object) -> bool:
+        """Content equality (lookup indexes and the cached dataset id are ignored)."""
+        if not isinstance(other, Dataset):
+            return NotImplemented
+        return (self.articles, self.sources, self.snippets, self.params) == (
+            other.articles, other.sources, other.snippets, other.params)
+
     def article(self, name: str) -> Article:
         found = self._index()["article"].get(name)
         if found is None:

@@ -23,9 +23,11 @@ def version() -> None:
 
 def _register() -> None:
     """Attach the command groups (one module each; imported lazily by their commands)."""
+    from ruwikibench.cli import corpus
     from ruwikibench.cli import run  # noqa: F401  (registers `run …`, `score`, `report`)
 
     app.add_typer(run_app, name="run")
+    app.add_typer(corpus.app, name="corpus")
 
 
 _register()

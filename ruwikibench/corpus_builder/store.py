@@ -1,0 +1,129 @@
+"""A processed dataset directory: ``articles.jsonl``, ``sources.jsonl``, ``snippets.jsonl`` and ``manifest.json``.
+
+One JSON object per line (the pydantic models' JSON). The manifest holds the format version, the dataset id
+(content hash), counts, build parameters, the import's per-article errors and each file's sha256.
+``load_dataset(save_dataset(ds))`` gives an equal dataset with the same dataset id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ruwikibench.dataset import Article, Dataset, Snippet, Source
+
+FORMAT = "ruwikibench-dataset"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+FILES = {"articles": "articles.jsonl", "sources": "sources.jsonl", "snippets": "snippets.jsonl"}
+_MODELS: dict[str, type[BaseModel]] = {"articles": Article, "sources": Source, "snippets": Snippet}
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class DatasetStoreError(Exception):
+    """A processed dataset directory that cannot be read; the message names the file."""
+
+
+def _write_jsonl(path: Path, items: list[Any]) -> str:
+    digest = hashlib.sha256()
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for item in items:
+            line = item.model_dump_json() + "\n"
+            digest.update(line.encode())
+            fh.write(line)
+    os.replace(tmp, path)
+    return digest.hexdigest()
+
+
+def save_dataset(
+    dataset: Dataset,
+    directory: str | Path,
+    *,
+    errors: list[str] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Path:
+    """Write the dataset into ``directory`` (created if needed); returns the manifest path.
+
+    ``errors`` (articles that failed to import) and ``extra`` (e.g. per-article filter reports) go to the manifest.
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    groups: dict[str, list[Any]] = {"articles": dataset.articles, "sources": dataset.sources, "snippets": dataset.snippets}
+    hashes = {key: _write_jsonl(directory / FILES[key], items) for key, items in groups.items()}
+    manifest = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "dataset_id": dataset.dataset_id,
+        "counts": {key: len(items) for key, items in groups.items()},
+        "params": dataset.params,
+        "files": {key: {"path": FILES[key], "sha256": hashes[key]} for key in groups},
+        "errors": list(errors or []),
+        **(extra or {}),
+    }
+    path = directory / MANIFEST
+    path.write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def read_manifest(directory: str | Path) -> dict[str, Any]:
+    path = Path(directory) / MANIFEST
+    if not path.is_file():
+        raise DatasetStoreError(
+            f"{path}: no manifest — not a processed dataset directory (run `corpus import`)"
+        )
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DatasetStoreError(
+            f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise DatasetStoreError(f"{path}: not a {FORMAT} manifest")
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise DatasetStoreError(
+            f"{path}: format_version {manifest.get('format_version')!r}, expected {FORMAT_VERSION}"
+        )
+    return manifest
+
+
+def _read_jsonl(path: Path, model: type[M]) -> list[M]:
+    if not path.is_file():
+        raise DatasetStoreError(f"{path}: missing")
+    items = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                items.append(model.model_validate_json(line))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                loc = ".".join(str(x) for x in first["loc"])
+                raise DatasetStoreError(f"{path}:{lineno}: {loc or 'line'}: {first['msg']}") from exc
+    return items
+
+
+def load_dataset(directory: str | Path, *, verify: bool = True) -> Dataset:
+    """Read a directory written by :func:`save_dataset`; with ``verify`` the content hash must match the manifest."""
+    directory = Path(directory)
+    manifest = read_manifest(directory)
+    loaded = {key: _read_jsonl(directory / FILES[key], model) for key, model in _MODELS.items()}
+    dataset = Dataset(
+        articles=loaded["articles"],  # type: ignore[arg-type]
+        sources=loaded["sources"],  # type: ignore[arg-type]
+        snippets=loaded["snippets"],  # type: ignore[arg-type]
+        params=manifest.get("params", {}),
+    )
+    if verify and dataset.dataset_id != manifest.get("dataset_id"):
+        raise DatasetStoreError(
+            f"{directory / MANIFEST}: dataset_id {manifest.get('dataset_id')!r} does not match the files' content "
+            f"({dataset.dataset_id}); the files were changed after import"
+        )
+    return dataset
