@@ -79,12 +79,31 @@ class OutlineConfig(BaseModel):
     mode: Literal["direct", "neighbors", "description"] = "description"
     centroids: Literal["headings", "first_snippet", "data"] = "headings"
     per_cluster: int = 5
+    neighbors: int | None = Field(
+        default=None, description="neighbouring snippets of the same source each side; None = 1 for 'neighbors', else 0"
+    )
     snippet_chars: int = 1500
+    cluster_chars: int = Field(default=6000, description="budget for all snippet text of one cluster prompt")
     seed: int = 42
+    data_k_min: int = Field(default=2, description="'data' centroids: smallest k tried (silhouette)")
+    data_k_max: int = Field(default=8, description="'data' centroids: largest k tried (silhouette)")
+    describe_max_tokens: int = 256
+    mini_max_tokens: int = 200
+    merge_max_tokens: int = 700
+    bullets: Literal["auto", "headings", "prose"] = Field(default="auto", description="outline parser: bullets")
+    eval_min_level: int = Field(default=2, description="reference headings scored: lowest level (title = 1)")
+    eval_max_level: int | None = Field(default=None, description="reference headings scored: deepest level")
+    eval_include_title: bool = Field(default=False, description="score the article title as a reference heading")
+    eval_drop_title_echo: bool = Field(default=True, description="ignore generated headings equal to the title")
     prompt_describe: str = "ru/outline_describe.txt"
     prompt_mini_outline_direct: str = "ru/outline_mini_direct.txt"
     prompt_mini_outline_description: str = "ru/outline_mini_description.txt"
     prompt_merge: str = "ru/outline_merge.txt"
+
+    def neighbor_count(self) -> int:
+        if self.neighbors is not None:
+            return self.neighbors
+        return 1 if self.mode == "neighbors" else 0
 
 
 class SectionsConfig(BaseModel):

@@ -1,0 +1,178 @@
+"""Outline evaluators: heading-embedding P/R/F1 (paper), STORM's heading soft recall, structure statistics.
+
+Pure functions over heading lists and their embeddings. Which headings take part is explicit:
+
+- :class:`HeadingSelection` picks the REFERENCE headings by level (the article title is level 1, h2 = 2, …)
+  and says whether the title counts. The default (``min_level=2``, no title) scores the section structure
+  only: the title is an input of the stage, so a generated heading that repeats it would earn a free perfect
+  match. The GENERATED side takes every parsed heading, except (default ``drop_title_echo``) a heading that
+  merely repeats the article title.
+- ``AUTHORS`` is the authors' variant: every reference heading including the h1 title, every generated heading.
+
+Cosines come from L2-normalised vectors (``Embedder.embed`` normalises); note that e5-family encoders give
+unrelated short texts cosines around 0.7–0.8, so absolute values are compressed towards 1.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from ruwikibench.dataset import Article
+from ruwikibench.models.embeddings import Embedder, normalize
+
+
+class HeadingSelection(BaseModel):
+    """Which headings take part in scoring."""
+
+    model_config = ConfigDict(frozen=True)
+
+    min_level: int = 2
+    max_level: int | None = None
+    include_title: bool = False
+    drop_title_echo: bool = True
+
+
+DEFAULT = HeadingSelection()
+AUTHORS = HeadingSelection(min_level=1, include_title=True, drop_title_echo=False)
+
+
+class PRF(BaseModel):
+    precision: float
+    recall: float
+    f1: float
+
+
+def heading_prf(generated: np.ndarray, reference: np.ndarray) -> PRF:
+    """P = mean over generated rows of the best cosine to a reference row; R the reverse; F1 harmonic.
+
+    Both inputs are (n, d) embedding matrices; they are L2-normalised here. An empty side gives 0/0/0.
+    """
+    if len(generated) == 0 or len(reference) == 0:
+        return PRF(precision=0.0, recall=0.0, f1=0.0)
+    sims = normalize(generated) @ normalize(reference).T
+    precision = float(sims.max(axis=1).mean())
+    recall = float(sims.max(axis=0).mean())
+    denom = precision + recall
+    f1 = 2 * precision * recall / denom if denom > 0 else 0.0
+    return PRF(precision=precision, recall=recall, f1=f1)
+
+
+def soft_cardinality(vectors: np.ndarray) -> float:
+    """Soft cardinality (Fränti & Mariescu-Istodor 2023, as in STORM): sum_i 1 / sum_j cos(i, j)."""
+    if len(vectors) == 0:
+        return 0.0
+    unit = normalize(vectors)
+    return float((1.0 / (unit @ unit.T).sum(axis=1)).sum())
+
+
+def heading_soft_recall(
+    reference: Sequence[str], generated: Sequence[str], embed: dict[str, np.ndarray]
+) -> float:
+    """STORM's heading soft recall: card(G ∩ P) / card(G), card(G ∩ P) = card(G) + card(P) − card(G ∪ P).
+
+    Headings are taken as sets of strings (duplicates collapse, as in STORM); ``embed`` maps each string
+    to its vector. No generated heading gives 0; an empty reference gives 0.
+    """
+    ref_set, gen_set = list(dict.fromkeys(reference)), list(dict.fromkeys(generated))
+    if not gen_set or not ref_set:
+        return 0.0
+    union = list(dict.fromkeys([*ref_set, *gen_set]))
+
+    def card(items: list[str]) -> float:
+        return soft_cardinality(np.stack([embed[t] for t in items]))
+
+    card_g = card(ref_set)
+    return (card_g + card(gen_set) - card(union)) / card_g
+
+
+def structure_stats(levels: Sequence[int], deep_after: int = 3) -> dict[str, float]:
+    """Number of headings, maximum level, share of headings deeper than ``deep_after``."""
+    if not levels:
+        return {"headings": 0.0, "max_depth": 0.0, "deep_share": 0.0}
+    return {
+        "headings": float(len(levels)),
+        "max_depth": float(max(levels)),
+        "deep_share": sum(1 for level in levels if level > deep_after) / len(levels),
+    }
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[\W_]+", " ", text.casefold()).strip()
+
+
+def reference_headings(article: Article, selection: HeadingSelection = DEFAULT) -> list[str]:
+    """Reference heading titles chosen by ``selection`` (the title is the level-1 root section)."""
+    chosen = []
+    for section in article.sections():
+        if section.level == 1:
+            if selection.include_title:
+                chosen.append(section.title)
+            continue
+        if section.level >= selection.min_level and (
+            selection.max_level is None or section.level <= selection.max_level
+        ):
+            chosen.append(section.title)
+    return chosen
+
+
+def generated_headings(titles: Sequence[str], article_title: str, selection: HeadingSelection = DEFAULT) -> list[str]:
+    """Generated heading titles; with ``drop_title_echo`` the ones equal to the article title are left out."""
+    if not selection.drop_title_echo:
+        return list(titles)
+    title = _norm(article_title)
+    return [t for t in titles if _norm(t) != title]
+
+
+class OutlineScore(BaseModel):
+    """Everything the outline stage reports for one article."""
+
+    metrics: dict[str, float]
+    info: dict[str, object]
+
+
+def score_outline(
+    article: Article,
+    generated: Sequence[tuple[int, str]],
+    embedder: Embedder,
+    selection: HeadingSelection = DEFAULT,
+) -> OutlineScore:
+    """Score (level, title) headings against the article's reference outline.
+
+    Metrics: ``precision``/``recall``/``f1`` and ``soft_recall`` under ``selection``; ``*_authors`` under
+    the authors' variant; structure stats ``gen_*`` (all generated headings, levels as written) and ``ref_*``
+    (every reference heading, the title counted as level 1).
+    """
+    titles = [t for _, t in generated]
+    variants = {"": selection, "_authors": AUTHORS}
+    sides = {
+        suffix: (generated_headings(titles, article.title, sel), reference_headings(article, sel))
+        for suffix, sel in variants.items()
+    }
+    texts = list(dict.fromkeys(t for gen, ref in sides.values() for t in (*gen, *ref)))
+    vectors = embedder.embed(texts, "symmetric") if texts else np.zeros((0, 1), dtype=np.float32)
+    embed = dict(zip(texts, vectors, strict=True))
+
+    def matrix(items: list[str]) -> np.ndarray:
+        return np.stack([embed[t] for t in items]) if items else np.zeros((0, 1), dtype=np.float32)
+
+    metrics: dict[str, float] = {}
+    for suffix, (gen, ref) in sides.items():
+        prf = heading_prf(matrix(gen), matrix(ref))
+        metrics.update({f"precision{suffix}": prf.precision, f"recall{suffix}": prf.recall, f"f1{suffix}": prf.f1})
+    gen, ref = sides[""]
+    metrics["soft_recall"] = heading_soft_recall(ref, gen, embed)
+    for key, value in structure_stats([level for level, _ in generated]).items():
+        metrics[f"gen_{key}"] = value
+    for key, value in structure_stats([s.level for s in article.sections()]).items():
+        metrics[f"ref_{key}"] = value
+    info: dict[str, object] = {
+        "selection": selection.model_dump(),
+        "generated_scored": len(gen),
+        "reference_scored": len(ref),
+        "empty_outline": not titles,
+    }
+    return OutlineScore(metrics=metrics, info=info)

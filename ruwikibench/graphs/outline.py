@@ -1,0 +1,151 @@
+"""Stage 2 (article outline) as a LangGraph graph, plus its benchmark ``STAGE`` for the runner.
+
+::
+
+    START -> cluster -(Send per cluster)-> select -> [describe] -> mini_outline -> merge -> parse -> END
+                     \\-(no snippets)----------------------------------------------> merge
+
+The mode comes from ``OutlineConfig.mode``: ``direct`` (texts of the 5 nearest snippets), ``neighbors``
+(the same plus one neighbouring snippet of the same source on each side), ``description`` (describe the
+cluster first, then outline from the description) — the three columns of the paper's Table 5.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from langgraph.graph import END, START, StateGraph
+
+from ruwikibench.config import OutlineConfig, RunConfig
+from ruwikibench.context import StageContext
+from ruwikibench.dataset import Article, Dataset, Section
+from ruwikibench.evaluators.outline import HeadingSelection, score_outline
+from ruwikibench.nodes.outline import (
+    OutlineInput,
+    OutlineOutput,
+    OutlineSnippet,
+    OutlineState,
+    cluster,
+    describe,
+    fan_out,
+    merge,
+    mini_outline,
+    parse,
+    select,
+)
+from ruwikibench.runner.stage import GeneratedText, ScoreRecord, Unit
+
+NAME = "outline"
+
+
+def build_outline_graph() -> StateGraph:
+    """The uncompiled outline graph (input :class:`OutlineInput`, output :class:`OutlineOutput`)."""
+    graph = StateGraph(
+        OutlineState, context_schema=StageContext, input_schema=OutlineInput, output_schema=OutlineOutput
+    )
+    graph.add_node("cluster", cluster)
+    graph.add_node("select", select, destinations=("describe", "mini_outline"))
+    graph.add_node("describe", describe, destinations=("mini_outline",))
+    graph.add_node("mini_outline", mini_outline)
+    graph.add_node("merge", merge)
+    graph.add_node("parse", parse)
+    graph.add_edge(START, "cluster")
+    graph.add_conditional_edges("cluster", fan_out, ["select", "merge"])
+    graph.add_edge("mini_outline", "merge")
+    graph.add_edge("merge", "parse")
+    graph.add_edge("parse", END)
+    return graph
+
+
+def first_cited_snippet(dataset: Dataset, article: Article, section: Section) -> str | None:
+    """Authors' centroid: the first snippet of the first kept source cited in the block (section + subsections)."""
+    sources = dataset.sources_of(article.name)
+    for sub in section.walk():
+        for footnote in sub.cited_footnotes():
+            for source in sources:
+                if source.footnote_id != footnote:
+                    continue
+                chunks = sorted(dataset.snippets_of_source(source.id), key=lambda s: s.index)
+                if chunks:
+                    return chunks[0].id
+    return None
+
+
+def selection(config: OutlineConfig) -> HeadingSelection:
+    return HeadingSelection(
+        min_level=config.eval_min_level,
+        max_level=config.eval_max_level,
+        include_title=config.eval_include_title,
+        drop_title_echo=config.eval_drop_title_echo,
+    )
+
+
+class OutlineStage:
+    """The benchmark contract of :mod:`ruwikibench.runner.stage` for stage 2."""
+
+    name = NAME
+    columns: ClassVar[list[tuple[str, str]]] = [
+        ("Mean F1", "f1"),
+        ("F1 (authors)", "f1_authors"),
+        ("Soft recall", "soft_recall"),
+        ("Headings", "gen_headings"),
+        ("Max depth", "gen_max_depth"),
+        ("Share > 3", "gen_deep_share"),
+        ("Ref headings", "ref_headings"),
+        ("Ref max depth", "ref_max_depth"),
+        ("Ref share > 3", "ref_deep_share"),
+    ]
+
+    def build_graph(self) -> StateGraph:
+        return build_outline_graph()
+
+    def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]:
+        """One unit per article: title, all the article's snippets, its H2 headings (+ first cited snippets)."""
+        snippets = [
+            OutlineSnippet(id=s.id, source_id=s.source_id, index=s.index, text=s.text)
+            for s in dataset.snippets_of(article.name)
+        ]
+        data = OutlineInput(
+            title=article.title,
+            snippets=snippets,
+            headings=article.h2_titles(),
+            first_snippets=[first_cited_snippet(dataset, article, s) for s in article.root.children],
+        )
+        return [Unit(stage=NAME, article=article.name, unit_id="article", input=data.model_dump(mode="json"))]
+
+    def score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[ScoreRecord]:
+        """Heading P/R/F1 (configured selection and the authors' variant), soft recall, structure stats."""
+        if context.dataset is None:
+            raise ValueError(f"outline scoring of {unit.article!r}: StageContext.dataset is needed (reference outline)")
+        article = context.dataset.article(unit.article)
+        record = ScoreRecord(stage=NAME, article=article.name, item=unit.unit_id)
+        if not unit.input.get("snippets"):
+            return [record.model_copy(update={"excluded": "article has no snippets"})]
+        if not article.root.children:
+            return [record.model_copy(update={"excluded": "reference outline has no sections"})]
+        result = OutlineOutput.model_validate(output)
+        scored = score_outline(
+            article, [(h.level, h.title) for h in result.outline], context.embedder, selection(context.config.outline)
+        )
+        info = {**scored.info, "k": result.k, "k_method": result.k_method, "ended": result.ended}
+        info["notes"] = result.notes
+        return [record.model_copy(update={"metrics": scored.metrics, "info": info})]
+
+    def texts(self, unit: Unit, output: dict[str, Any]) -> list[GeneratedText]:
+        """The generated outline as Markdown; the reference given is the article's H2 headings."""
+        result = OutlineOutput.model_validate(output)
+        sources = list(dict.fromkeys(sid for r in result.cluster_results for sid in r.context))
+        return [
+            GeneratedText(
+                stage=NAME,
+                article=unit.article,
+                item=unit.unit_id,
+                title=str(unit.input.get("title", unit.article)),
+                text=result.outline_markdown,
+                reference="\n".join(f"## {h}" for h in unit.input.get("headings") or []),
+                sources=sources,
+            )
+        ]
+
+
+STAGE = OutlineStage()
