@@ -118,6 +118,14 @@ class SectionsConfig(BaseModel):
     prompt_describe: str = "ru/section_describe.txt"
     prompt_extend: str = "ru/section_extend.txt"
     prompt_write: str = "ru/section_write.txt"
+    prompt_write_lead: str = Field(default="ru/section_write_lead.txt", description="write prompt of the lead")
+    describe_max_tokens: int | None = Field(default=400, description="answer cap of describe/extend calls")
+    write_max_tokens: int | None = Field(default=None, description="answer cap of write calls; None = model's")
+    unit: Literal["section", "article"] = Field(
+        default="section", description="benchmark unit: one section, or all sections of an article"
+    )
+    bleu_tokenize: str = Field(default="intl", description="sacrebleu tokenizer ('intl' splits «», —; '13a')")
+    rouge_lemmatize: bool = Field(default=False, description="also report ROUGE-L over pymorphy3 lemmas")
 
 
 class WriterConfig(BaseModel):

@@ -1,0 +1,90 @@
+"""Lexical overlap of a generated text with its reference: ROUGE-L that keeps Cyrillic, and BLEU via sacrebleu.
+
+ROUGE-L is rouge-score's LCS F-measure (``rougeL``, the whole text as one sequence) with our tokenizer:
+razdel word tokens, lowercased, punctuation dropped, optionally pymorphy3 lemmas. rouge-score's default tokenizer
+keeps only ``[a-z0-9]`` and scores every Russian pair 0.
+
+BLEU is sacrebleu's (0–100) with the ``intl`` tokenizer by default (splits Unicode punctuation such as «» and —,
+which ``13a`` leaves glued to Russian words); sentence BLEU uses sacrebleu's defaults for single segments
+(``exp`` smoothing, effective order), corpus BLEU pools n-gram counts over all segments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+import sacrebleu
+from razdel import tokenize as razdel_tokenize
+from rouge_score import rouge_scorer
+
+
+@lru_cache(maxsize=1)
+def _morph() -> Any:
+    import pymorphy3
+
+    return pymorphy3.MorphAnalyzer()
+
+
+@lru_cache(maxsize=200_000)
+def lemma(word: str) -> str:
+    """The pymorphy3 normal form of a lowercase word (non-Cyrillic words are returned unchanged)."""
+    if not any("а" <= ch <= "я" or ch == "ё" for ch in word):
+        return word
+    return str(_morph().parse(word)[0].normal_form)
+
+
+class RussianTokenizer:
+    """rouge-score tokenizer: razdel word tokens with a letter or digit, lowercased, optionally lemmatised."""
+
+    def __init__(self, lemmatize: bool = False) -> None:
+        self.lemmatize = lemmatize
+
+    def tokenize(self, text: str) -> list[str]:
+        words = [t.text.lower() for t in razdel_tokenize(text or "")]
+        words = [w for w in words if any(ch.isalnum() for ch in w)]
+        return [lemma(w) for w in words] if self.lemmatize else words
+
+
+@lru_cache(maxsize=2)
+def _scorer(lemmatize: bool) -> rouge_scorer.RougeScorer:
+    return rouge_scorer.RougeScorer(["rougeL"], tokenizer=RussianTokenizer(lemmatize))
+
+
+def rouge_l(generated: str, reference: str, *, lemmatize: bool = False) -> dict[str, float]:
+    """ROUGE-L precision / recall / F-measure (0–1) of ``generated`` against ``reference``."""
+    score = _scorer(lemmatize).score(reference, generated)["rougeL"]
+    return {"p": float(score.precision), "r": float(score.recall), "f": float(score.fmeasure)}
+
+
+def sentence_bleu(generated: str, reference: str, *, tokenize: str = "intl", lowercase: bool = False) -> float:
+    """sacrebleu sentence BLEU (0–100) of one generated text against one reference."""
+    bleu = sacrebleu.BLEU(tokenize=tokenize, lowercase=lowercase, effective_order=True)
+    return float(bleu.sentence_score(generated, [reference]).score)
+
+
+def corpus_bleu(
+    generated: Sequence[str], references: Sequence[str], *, tokenize: str = "intl", lowercase: bool = False
+) -> float:
+    """sacrebleu corpus BLEU (0–100): n-gram counts pooled over all (generated, reference) pairs."""
+    if len(generated) != len(references):
+        raise ValueError(f"corpus_bleu: {len(generated)} generated texts but {len(references)} references")
+    bleu = sacrebleu.BLEU(tokenize=tokenize, lowercase=lowercase)
+    return float(bleu.corpus_score(list(generated), [list(references)]).score)
+
+
+def lexical_scores(
+    generated: str, reference: str, *, tokenize: str = "intl", lemmatize: bool = False
+) -> dict[str, float]:
+    """ROUGE-L F (``rouge_l``), its P and R, sentence BLEU (``bleu``); ``rouge_l_lemma`` when asked."""
+    rouge = rouge_l(generated, reference)
+    scores = {
+        "rouge_l": rouge["f"],
+        "rouge_l_p": rouge["p"],
+        "rouge_l_r": rouge["r"],
+        "bleu": sentence_bleu(generated, reference, tokenize=tokenize),
+    }
+    if lemmatize:
+        scores["rouge_l_lemma"] = rouge_l(generated, reference, lemmatize=True)["f"]
+    return scores

@@ -1,0 +1,40 @@
+"""Embedding similarity of texts as the paper's "BERTScore": greedy matching of sentence embeddings.
+
+P = mean over generated sentences of the best cosine to a reference sentence, R = mean over reference sentences
+of the best cosine to a generated sentence, F1 = 2PR / (P + R) (paper eqs. 5–7, sentences instead of tokens).
+Sentences come from razdel; vectors must be L2-normalised (every :class:`Embedder` returns them so).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from razdel import sentenize
+
+from ruwikibench.models.embeddings import Embedder
+
+
+def split_sentences(text: str) -> list[str]:
+    """razdel sentences of ``text``, stripped, empty ones dropped."""
+    return [s.text.strip() for s in sentenize(text or "") if s.text.strip()]
+
+
+def greedy_prf(generated: np.ndarray, reference: np.ndarray) -> dict[str, float]:
+    """P / R / F1 from two matrices of L2-normalised row vectors (generated rows, reference rows)."""
+    if len(generated) == 0 or len(reference) == 0:
+        raise ValueError("greedy_prf needs at least one generated and one reference vector")
+    sims = np.clip(np.asarray(generated, dtype=np.float64) @ np.asarray(reference, dtype=np.float64).T, -1.0, 1.0)
+    precision = float(sims.max(axis=1).mean())
+    recall = float(sims.max(axis=0).mean())
+    f1 = 0.0 if precision + recall <= 0 else 2 * precision * recall / (precision + recall)
+    return {"p": precision, "r": recall, "f1": f1}
+
+
+def sentence_prf(generated: str, reference: str, embedder: Embedder) -> dict[str, float]:
+    """Sentence-level embedding P / R / F1 of ``generated`` against ``reference``; 0 when generated is empty."""
+    gen_sents, ref_sents = split_sentences(generated), split_sentences(reference)
+    if not ref_sents:
+        raise ValueError("sentence_prf: the reference text has no sentence")
+    if not gen_sents:
+        return {"p": 0.0, "r": 0.0, "f1": 0.0}
+    vectors = embedder.embed(gen_sents + ref_sents, "symmetric")
+    return greedy_prf(vectors[: len(gen_sents)], vectors[len(gen_sents) :])

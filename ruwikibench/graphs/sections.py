@@ -1,0 +1,210 @@
+"""Stage 3 (section generation) as LangGraph graphs, and its benchmark ``STAGE`` (see runner/stage.py).
+
+``build_section_graph()`` writes one section: collect → group → compress (``Send`` per group) → write.
+``build_sections_graph()`` takes an article title and its sections, fans them out with ``Send`` to the section
+subgraph and returns the results in input order. Input (both modes)::
+
+    {"article": "<article title>",
+     "sections": [{"id": "s3", "title": "История", "level": 2,
+                   "snippets": [{"id": "...", "text": "...", "source_id": "..."}],   # texts given, or
+                   "snippet_ids": ["..."],                                           # ids via context.dataset
+                   "reference": "<gold text>"}]}                                     # benchmark mode only
+
+Output: ``{"article": ..., "results": [SectionResult, ...]}`` (text, status, groups with descriptions, calls).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+
+from ruwikibench.config import RunConfig
+from ruwikibench.context import StageContext
+from ruwikibench.dataset import Article, Dataset
+from ruwikibench.evaluators.lexical import lexical_scores
+from ruwikibench.evaluators.similarity import sentence_prf
+from ruwikibench.nodes.sections import (
+    CompressInput,
+    SectionInput,
+    SectionOutput,
+    SectionResult,
+    SectionsInput,
+    SectionsOutput,
+    SectionSpec,
+    SectionsState,
+    SectionState,
+    SnippetText,
+    collect,
+    compress,
+    finish,
+    group,
+    route_groups,
+    route_sections,
+    write,
+)
+from ruwikibench.runner.stage import GeneratedText, ScoreRecord, Unit
+
+NAME = "sections"
+
+
+def build_section_graph() -> StateGraph:
+    """One section: collect → group → compress (one Send per group) → write."""
+    graph = StateGraph(
+        SectionState, context_schema=StageContext, input_schema=SectionInput, output_schema=SectionOutput
+    )
+    graph.add_node("collect", collect)
+    graph.add_node("group", group)
+    graph.add_node("compress", compress, input_schema=CompressInput)
+    graph.add_node("write", write)
+    graph.add_edge(START, "collect")
+    graph.add_edge("collect", "group")
+    graph.add_conditional_edges("group", route_groups, ["compress", "write"])
+    graph.add_edge("compress", "write")
+    graph.add_edge("write", END)
+    return graph
+
+
+def build_sections_graph() -> StateGraph:
+    """An article's sections, each through the section subgraph (fanned out with Send), results in input order."""
+    graph = StateGraph(
+        SectionsState, context_schema=StageContext, input_schema=SectionsInput, output_schema=SectionsOutput
+    )
+    graph.add_node("section", build_section_graph().compile())
+    graph.add_node("finish", finish)
+    graph.add_conditional_edges(START, route_sections, ["section", "finish"])
+    graph.add_edge("section", "finish")
+    graph.add_edge("finish", END)
+    return graph
+
+
+# --------------------------------------------------------------------------- benchmark mode
+
+
+def gold_sections(dataset: Dataset, article: Article) -> list[SectionSpec]:
+    """Every section of the article (lead first) with the snippets of the sources its paragraphs cite."""
+    specs = []
+    for section in article.sections():
+        snippets = [
+            SnippetText(id=s.id, text=s.text, source_id=s.source_id) for s in dataset.section_snippets(article, section)
+        ]
+        specs.append(
+            SectionSpec(
+                id=section.id, title=section.title, level=section.level, snippets=snippets, reference=section.text()
+            )
+        )
+    return specs
+
+
+def exclusion(spec: dict[str, Any], result: dict[str, Any]) -> str | None:
+    """The paper's exclusions (no penalty, counted): no gold text, no source snippet, nothing left by the oracle."""
+    if not (spec.get("reference") or "").strip():
+        return "no reference text"
+    if result["status"] == "no_snippets":
+        return "no source snippet"
+    if result["status"] == "oracle_empty":
+        return "no snippet passed the oracle filter"
+    return None
+
+
+def score_section(
+    unit: Unit, spec: dict[str, Any], result: dict[str, Any], context: StageContext
+) -> ScoreRecord:
+    """Embedding P/R/F1 over sentences, ROUGE-L and BLEU of one section; empty output scores 0 (not excluded)."""
+    cfg = context.config.sections
+    info: dict[str, Any] = {
+        "title": result["title"],
+        "level": result["level"],
+        "status": result["status"],
+        "snippets_total": result["snippets_total"],
+        "snippets_used": len(result["snippet_ids"]),
+        "groups": len(result["groups"]),
+        "calls": result["calls"],
+        "oracle": result.get("oracle_filter") is not None,
+        "oracle_filter": result.get("oracle_filter"),
+        "bleu_tokenize": cfg.bleu_tokenize,
+    }
+    record = ScoreRecord(stage=NAME, article=unit.article, item=result["id"], info=info)
+    reason = exclusion(spec, result)
+    if reason:
+        record.excluded = reason
+        return record
+    text, reference = result["text"], spec["reference"]
+    if not text.strip():
+        info["empty_output"] = True
+        record.metrics = {"p": 0.0, "r": 0.0, "f1": 0.0, "rouge_l": 0.0, "bleu": 0.0}
+        return record
+    record.metrics = sentence_prf(text, reference, context.embedder)
+    record.metrics.update(
+        lexical_scores(text, reference, tokenize=cfg.bleu_tokenize, lemmatize=cfg.rouge_lemmatize)
+    )
+    return record
+
+
+def _pairs(unit: Unit, output: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    results = {r["id"]: r for r in output.get("results", [])}
+    pairs = []
+    for spec in unit.input["sections"]:
+        if spec["id"] not in results:
+            raise ValueError(f"article {unit.article!r}: the sections output has no result for section {spec['id']!r}")
+        pairs.append((spec, results[spec["id"]]))
+    return pairs
+
+
+class SectionsStage:
+    """Stage 3 for the runner: units from gold data, per-section scores, generated texts for the judges."""
+
+    name = NAME
+    columns = [("Mean F1", "f1"), ("Mean ROUGE-L", "rouge_l"), ("Mean BLEU", "bleu"), ("P", "p"), ("R", "r")]
+
+    def build_graph(self) -> StateGraph:
+        return build_sections_graph()
+
+    def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]:
+        """One unit per section (resumable), or one per article when ``sections.unit`` is 'article'."""
+        specs = [s.model_dump(mode="json", exclude={"snippet_ids"}) for s in gold_sections(dataset, article)]
+        if config.sections.unit == "article":
+            return [Unit(stage=NAME, article=article.name, unit_id="article",
+                         input={"article": article.title, "sections": specs})]  # fmt: skip
+        return [
+            Unit(stage=NAME, article=article.name, unit_id=s["id"], input={"article": article.title, "sections": [s]})
+            for s in specs
+        ]
+
+    def score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[ScoreRecord]:
+        return [score_section(unit, spec, result, context) for spec, result in _pairs(unit, output)]
+
+    def texts(self, unit: Unit, output: dict[str, Any]) -> list[GeneratedText]:
+        """Each written section with its gold text and the snippet texts it was written from."""
+        generated = []
+        for spec, result in _pairs(unit, output):
+            if not result["text"].strip():
+                continue
+            by_id = {s["id"]: s["text"] for s in spec.get("snippets", [])}
+            generated.append(
+                GeneratedText(
+                    stage=NAME,
+                    article=unit.article,
+                    item=result["id"],
+                    title=result["title"],
+                    text=result["text"],
+                    reference=spec.get("reference") or "",
+                    sources=[by_id[i] for i in result["snippet_ids"] if i in by_id],
+                )
+            )
+        return generated
+
+
+STAGE = SectionsStage()
+build_graph = build_sections_graph
+
+__all__ = [
+    "STAGE",
+    "SectionResult",
+    "SectionSpec",
+    "SectionsStage",
+    "build_graph",
+    "build_section_graph",
+    "build_sections_graph",
+    "gold_sections",
+]

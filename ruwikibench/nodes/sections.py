@@ -1,0 +1,453 @@
+"""Stage 3 nodes (section generation): collect → group → compress (one ``Send`` per group) → write.
+
+One section at a time (the graph fans sections out). ``collect`` takes the section's snippets (benchmark mode:
+the snippets of the sources its paragraphs cite; writer mode: the snippets the writer assigned), optionally
+filtered by the authors' oracle (cosine to the gold text) and capped; ``group`` embeds them and joins pairs with
+cosine >= threshold into connected components; ``compress`` describes one group (the paper's iterative loop:
+describe the first ``chunk_size`` texts, then extend that description with the next ones; or the authors' tree
+reduction); ``write`` writes the section from the group descriptions by hierarchical summarisation. The writer
+prompt is called even for a single group, so raw snippet text is never returned as generated text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import operator
+import re
+import weakref
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, TypedDict
+
+import numpy as np
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
+
+from ruwikibench.config import SectionsConfig
+from ruwikibench.context import StageContext
+from ruwikibench.dataset import Dataset
+from ruwikibench.models.embeddings import Embedder
+
+ROLE = "writer"
+
+# --------------------------------------------------------------------------- typed inputs and outputs
+
+
+class SnippetText(BaseModel):
+    """A snippet handed to the stage: id, text and (for round-robin capping) the source it comes from."""
+
+    id: str
+    text: str
+    source_id: str = ""
+
+
+class SectionSpec(BaseModel):
+    """One section to write. Benchmark mode fills ``snippets`` and ``reference`` from gold data; writer mode gives
+    the assigned snippets (texts, or ids resolved through the context's dataset) and no reference."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    title: str
+    level: int = 2
+    snippets: list[SnippetText] = Field(default_factory=list)
+    snippet_ids: list[str] = Field(default_factory=list, description="ids resolved via StageContext.dataset")
+    reference: str | None = Field(default=None, description="gold section text (benchmark mode only)")
+
+
+class GroupSummary(BaseModel):
+    """The compressed description of one similarity group."""
+
+    index: int
+    snippet_ids: list[str]
+    description: str
+    calls: int
+
+
+Status = Literal["ok", "no_snippets", "oracle_empty", "empty_output"]
+
+
+class SectionResult(BaseModel):
+    """What the stage produced for one section (every intermediate output kept)."""
+
+    id: str
+    title: str
+    level: int
+    text: str
+    status: Status
+    snippets_total: int = Field(description="snippets given before the oracle filter and the cap")
+    snippet_ids: list[str] = Field(default_factory=list, description="snippets actually used")
+    oracle_filter: float | None = Field(default=None, description="set when the ORACLE filter was applied")
+    oracle_dropped: list[str] = Field(default_factory=list)
+    groups: list[GroupSummary] = Field(default_factory=list)
+    write_calls: int = 0
+    calls: int = 0
+
+
+# --------------------------------------------------------------------------- graph states
+
+
+class SectionInput(TypedDict):
+    article: str
+    section: dict[str, Any]
+
+
+class SectionState(TypedDict, total=False):
+    article: str
+    section: dict[str, Any]
+    snippets: list[dict[str, Any]]
+    snippets_total: int
+    oracle_dropped: list[str]
+    groups: list[list[str]]
+    summaries: Annotated[list[dict[str, Any]], operator.add]
+    done: list[dict[str, Any]]
+
+
+class SectionOutput(TypedDict):
+    done: list[dict[str, Any]]
+
+
+class CompressInput(TypedDict):
+    article: str
+    section: dict[str, Any]
+    index: int
+    snippets: list[dict[str, Any]]
+
+
+class SectionsInput(TypedDict):
+    article: str
+    sections: list[dict[str, Any]]
+
+
+class SectionsState(TypedDict, total=False):
+    article: str
+    sections: list[dict[str, Any]]
+    done: Annotated[list[dict[str, Any]], operator.add]
+    results: list[dict[str, Any]]
+
+
+class SectionsOutput(TypedDict):
+    article: str
+    results: list[dict[str, Any]]
+
+
+# --------------------------------------------------------------------------- pure helpers
+
+
+def parse_section(data: dict[str, Any], article: str) -> SectionSpec:
+    """Validate one section of the input; errors name the article and the section."""
+    try:
+        return SectionSpec.model_validate(data)
+    except ValidationError as exc:
+        fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ValueError(f"article {article!r}, section {data.get('id', '?')!r}: bad section input: {fields}") from exc
+
+
+def resolve_snippets(spec: SectionSpec, dataset: Dataset | None, article: str) -> list[SnippetText]:
+    """The section's snippets with texts, first occurrence of each id kept; ids are looked up in the dataset."""
+    found: dict[str, SnippetText] = {}
+    for snippet in spec.snippets:
+        found.setdefault(snippet.id, snippet)
+    missing = [i for i in spec.snippet_ids if i not in found]
+    if missing and dataset is None:
+        raise ValueError(
+            f"article {article!r}, section {spec.id!r}: snippet ids given without texts and no dataset in context"
+        )
+    for snip_id in missing:
+        try:
+            snippet = dataset.snippet(snip_id)  # type: ignore[union-attr]
+        except KeyError:
+            raise ValueError(f"article {article!r}, section {spec.id!r}: unknown snippet id {snip_id!r}") from None
+        found.setdefault(snip_id, SnippetText(id=snip_id, text=snippet.text, source_id=snippet.source_id))
+    return list(found.values())
+
+
+def cap_snippets(snippets: list[SnippetText], limit: int | None) -> list[SnippetText]:
+    """At most ``limit`` snippets, taken round-robin over sources (each cited source contributes), input order kept."""
+    if limit is None or len(snippets) <= limit:
+        return snippets
+    queues: dict[str, list[SnippetText]] = {}
+    for snippet in snippets:
+        queues.setdefault(snippet.source_id or snippet.id, []).append(snippet)
+    picked: set[str] = set()
+    depth = 0
+    while len(picked) < limit:
+        for queue in queues.values():
+            if depth < len(queue) and len(picked) < limit:
+                picked.add(queue[depth].id)
+        depth += 1
+    return [s for s in snippets if s.id in picked]
+
+
+def similarity_groups(vectors: np.ndarray, threshold: float) -> list[list[int]]:
+    """Connected components of the graph with an edge where cosine (E·Eᵀ of unit rows) >= threshold.
+
+    Singletons are groups too. Groups are ordered by their first member; members keep input order.
+    """
+    n = len(vectors)
+    if n == 0:
+        return []
+    sims = np.asarray(vectors, dtype=np.float64) @ np.asarray(vectors, dtype=np.float64).T
+    _, labels = connected_components(csr_matrix(sims >= threshold), directed=False)
+    groups: dict[int, list[int]] = {}
+    for index, label in enumerate(labels):
+        groups.setdefault(int(label), []).append(index)
+    return sorted(groups.values(), key=lambda members: members[0])
+
+
+def cap_text(text: str, chars: int | None) -> str:
+    """``text`` cut to at most ``chars`` characters at a word boundary, with an ellipsis when cut."""
+    text = " ".join(text.split())
+    if chars is None or len(text) <= chars:
+        return text
+    cut = text[:chars]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > chars // 2 else cut).rstrip() + " …"
+
+
+def format_texts(texts: Sequence[str], chars: int | None) -> str:
+    """Numbered texts for a prompt: '[1] …' separated by blank lines, each capped to ``chars``."""
+    return "\n\n".join(f"[{i}] {cap_text(t, chars)}" for i, t in enumerate(texts, 1))
+
+
+def chunked(items: Sequence[str], size: int) -> list[list[str]]:
+    size = max(1, size)
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]
+
+
+_LABEL = re.compile(
+    r"^\s*(?:\*\*)?(?:краткое описание|описание|текст раздела|текст|ответ|раздел)(?:\*\*)?\s*:\s*(?:\*\*)?\s*",
+    re.IGNORECASE,
+)
+
+
+def clean_text(text: str, title: str = "") -> str:
+    """Model answer -> plain text: code fences, leading headings / a repeated title and 'Описание:' labels removed."""
+    lines = text.strip().replace("```", "").splitlines()
+    wanted = title.strip().lower()
+    while lines:
+        head = lines[0].strip()
+        bare = head.strip("#*« »\"'").strip().rstrip(":").lower()
+        if not head or head.startswith("#") or (wanted and bare == wanted):
+            lines.pop(0)
+            continue
+        break
+    return _LABEL.sub("", "\n".join(lines).strip(), count=1).strip()
+
+
+# --------------------------------------------------------------------------- embeddings (cached per embedder)
+
+_EMBED_CACHE: weakref.WeakKeyDictionary[Any, dict[str, np.ndarray]] = weakref.WeakKeyDictionary()
+
+
+async def embed_texts(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """Symmetric embeddings of ``texts`` in a worker thread, memoised per embedder instance by text hash."""
+    try:
+        cache = _EMBED_CACHE.setdefault(embedder, {})
+    except TypeError:  # not weak-referenceable: no cache
+        cache = {}
+    keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
+    todo = list(dict.fromkeys(k for k in keys if k not in cache))
+    if todo:
+        by_key = dict(zip(keys, texts, strict=True))
+        vectors = await asyncio.to_thread(embedder.embed, [by_key[k] for k in todo], "symmetric")
+        cache.update(zip(todo, np.asarray(vectors, dtype=np.float32), strict=True))
+    if not texts:
+        return np.zeros((0, 1), dtype=np.float32)
+    return np.stack([cache[k] for k in keys])
+
+
+async def oracle_filter(
+    snippets: list[SnippetText], reference: str, embedder: Embedder, threshold: float
+) -> tuple[list[SnippetText], list[str]]:
+    """The authors' ORACLE filter: keep snippets with cosine >= threshold to the gold section text."""
+    if not snippets:
+        return [], []
+    vectors = await embed_texts(embedder, [reference] + [s.text for s in snippets])
+    sims = vectors[1:] @ vectors[0]
+    kept = [s for s, sim in zip(snippets, sims, strict=True) if sim >= threshold]
+    dropped = [s.id for s, sim in zip(snippets, sims, strict=True) if sim < threshold]
+    return kept, dropped
+
+
+# --------------------------------------------------------------------------- LLM helpers
+
+
+async def ask(
+    context: StageContext, prompt_name: str, title: str, max_tokens: int | None, **fields: object
+) -> str:
+    """Format a prompt file, ask the writer model, return the cleaned answer."""
+    prompt = context.prompts.get(prompt_name).format(**fields)
+    completion = await context.llm.complete(ROLE, prompt, max_tokens=max_tokens)
+    return clean_text(completion.text, title)
+
+
+async def describe_iterative(
+    context: StageContext, article: str, section: str, texts: list[str]
+) -> tuple[str, int]:
+    """The paper's loop: describe the first ``chunk_size`` texts, then extend the description chunk by chunk."""
+    cfg = context.config.sections
+    chunks = chunked(texts, cfg.chunk_size)
+    common = {"article": article, "section": section}
+    description = await ask(
+        context, cfg.prompt_describe, section, cfg.describe_max_tokens,
+        texts=format_texts(chunks[0], cfg.snippet_chars), **common,
+    )  # fmt: skip
+    for chunk in chunks[1:]:
+        extended = await ask(
+            context, cfg.prompt_extend, section, cfg.describe_max_tokens,
+            description=description, texts=format_texts(chunk, cfg.snippet_chars), **common,
+        )  # fmt: skip
+        description = extended or description
+    return description, len(chunks)
+
+
+async def describe_tree(context: StageContext, article: str, section: str, texts: list[str]) -> tuple[str, int]:
+    """The authors' tree reduction: describe each chunk, then describe chunks of descriptions, until one is left."""
+    cfg = context.config.sections
+    level, calls, chars = texts, 0, cfg.snippet_chars
+    while True:
+        chunks = chunked(level, cfg.chunk_size)
+        level = await asyncio.gather(
+            *(
+                ask(context, cfg.prompt_describe, section, cfg.describe_max_tokens,
+                    texts=format_texts(chunk, chars), article=article, section=section)
+                for chunk in chunks
+            )
+        )  # fmt: skip
+        calls += len(chunks)
+        chars = None  # descriptions are already short
+        if len(level) == 1:
+            return level[0], calls
+
+
+def write_prompt(config: SectionsConfig, level: int) -> str:
+    return config.prompt_write_lead if level <= 1 else config.prompt_write
+
+
+async def write_section(
+    context: StageContext, article: str, spec: SectionSpec, descriptions: list[str]
+) -> tuple[str, int]:
+    """Hierarchical summarisation: merge descriptions in chunks until one chunk is left, then write the section.
+
+    The final write call is made even for a single description.
+    """
+    cfg = context.config.sections
+    prompt, calls, level = write_prompt(cfg, spec.level), 0, descriptions
+    fields = {"article": article, "section": spec.title}
+    while len(level) > cfg.chunk_size:
+        chunks = chunked(level, cfg.chunk_size)
+        merged = await asyncio.gather(
+            *(ask(context, prompt, spec.title, cfg.write_max_tokens, materials=format_texts(c, None), **fields)
+              for c in chunks)
+        )  # fmt: skip
+        calls += len(chunks)
+        level = [m for m in merged if m]
+        if not level:
+            return "", calls
+    text = await ask(context, prompt, spec.title, cfg.write_max_tokens, materials=format_texts(level, None), **fields)
+    return text, calls + 1
+
+
+# --------------------------------------------------------------------------- nodes
+
+
+async def collect(state: SectionInput, runtime: Runtime[StageContext]) -> dict[str, Any]:
+    """The section's snippets: given or resolved, ORACLE-filtered if configured, capped to ``max_snippets``."""
+    context, article = runtime.context, state["article"]
+    cfg = context.config.sections
+    spec = parse_section(state["section"], article)
+    snippets = resolve_snippets(spec, context.dataset, article)
+    total, dropped = len(snippets), []
+    if cfg.oracle_filter is not None:
+        if not spec.reference:
+            raise ValueError(
+                f"article {article!r}, section {spec.id!r}: the oracle filter needs the gold text ('reference')"
+            )
+        snippets, dropped = await oracle_filter(snippets, spec.reference, context.embedder, cfg.oracle_filter)
+    snippets = cap_snippets(snippets, cfg.max_snippets)
+    return {"snippets": [s.model_dump() for s in snippets], "snippets_total": total, "oracle_dropped": dropped}
+
+
+async def group(state: SectionState, runtime: Runtime[StageContext]) -> dict[str, Any]:
+    """Embed the snippets and group pairs with cosine >= threshold into connected components."""
+    snippets = state.get("snippets", [])
+    if not snippets:
+        return {"groups": []}
+    vectors = await embed_texts(runtime.context.embedder, [s["text"] for s in snippets])
+    components = similarity_groups(vectors, runtime.context.config.sections.group_threshold)
+    return {"groups": [[snippets[i]["id"] for i in members] for members in components]}
+
+
+def route_groups(state: SectionState) -> list[Send] | str:
+    """One ``compress`` per group; straight to ``write`` when there is nothing to compress."""
+    groups = state.get("groups", [])
+    if not groups:
+        return "write"
+    texts = {s["id"]: s for s in state["snippets"]}
+    return [
+        Send("compress", {"article": state["article"], "section": state["section"], "index": index,
+                          "snippets": [texts[i] for i in members]})
+        for index, members in enumerate(groups)
+    ]  # fmt: skip
+
+
+async def compress(state: CompressInput, runtime: Runtime[StageContext]) -> dict[str, Any]:
+    """Describe one group: iterative extension (paper) or tree reduction (authors' code)."""
+    context, section = runtime.context, state["section"]
+    texts = [s["text"] for s in state["snippets"]]
+    method = describe_tree if context.config.sections.compression == "tree" else describe_iterative
+    description, calls = await method(context, state["article"], section["title"], texts)
+    summary = GroupSummary(
+        index=state["index"], snippet_ids=[s["id"] for s in state["snippets"]], description=description, calls=calls
+    )
+    return {"summaries": [summary.model_dump()]}
+
+
+async def write(state: SectionState, runtime: Runtime[StageContext]) -> dict[str, Any]:
+    """Write the section from the group descriptions (always an LLM call when there is any description)."""
+    context, article = runtime.context, state["article"]
+    spec = parse_section(state["section"], article)
+    summaries = sorted((GroupSummary.model_validate(s) for s in state.get("summaries", [])), key=lambda g: g.index)
+    descriptions = [g.description for g in summaries if g.description.strip()]
+    text, write_calls = "", 0
+    if descriptions:
+        text, write_calls = await write_section(context, article, spec, descriptions)
+    result = SectionResult(
+        id=spec.id,
+        title=spec.title,
+        level=spec.level,
+        text=text,
+        status=section_status(state, summaries, text),
+        snippets_total=state.get("snippets_total", 0),
+        snippet_ids=[s["id"] for s in state.get("snippets", [])],
+        oracle_filter=context.config.sections.oracle_filter,
+        oracle_dropped=state.get("oracle_dropped", []),
+        groups=summaries,
+        write_calls=write_calls,
+        calls=write_calls + sum(g.calls for g in summaries),
+    )
+    return {"done": [result.model_dump()]}
+
+
+def section_status(state: SectionState, summaries: list[GroupSummary], text: str) -> Status:
+    if not state.get("snippets"):
+        return "oracle_empty" if state.get("oracle_dropped") else "no_snippets"
+    return "ok" if text.strip() else "empty_output"
+
+
+def route_sections(state: SectionsState) -> list[Send] | str:
+    """One ``section`` subgraph run per section; ``finish`` at once when there is none."""
+    if not state.get("sections"):
+        return "finish"
+    return [Send("section", {"article": state["article"], "section": s}) for s in state["sections"]]
+
+
+async def finish(state: SectionsState) -> dict[str, Any]:
+    """The section results in input order."""
+    order = {s.get("id"): i for i, s in enumerate(state.get("sections", []))}
+    done = sorted(state.get("done", []), key=lambda r: order.get(r["id"], len(order)))
+    return {"results": done}
