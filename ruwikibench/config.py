@@ -67,6 +67,13 @@ class RankingConfig(BaseModel):
     pool_ratio: int = Field(default=3, description="pool size k = pool_ratio × the article's snippet count")
     max_candidates: int | None = Field(default=None, description="cap the reranked pool (cheap local runs)")
     snippet_chars: int = Field(default=2500, description="snippet text cut to this many characters in the prompt")
+    top_logprobs: int = Field(default=10, ge=0, le=20, description="alternatives per token for the yes/no score")
+    judge_max_tokens: int = Field(default=8, description="max_tokens of a relevance judgement (raise for thinkers)")
+    ndcg_at: list[int] = Field(default_factory=lambda: [10], description="cutoffs K of the NDCG@K metrics")
+    default_pool: int = Field(default=30, description="pool size when no gold snippet count is known (writer)")
+    reference_queries: str | None = Field(
+        default=None, description="stored reference queries; default <dataset dir>/reference_queries.json"
+    )
     prompt_query_ru: str = "ru/query_description_ru.txt"
     prompt_query_en: str = "ru/query_description_en.txt"
     prompt_relevance: str = "ru/relevance.txt"

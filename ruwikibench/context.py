@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from ruwikibench.config import RunConfig
 from ruwikibench.dataset import Dataset
@@ -20,3 +21,4 @@ class StageContext:
     embedder: Embedder
     prompts: PromptLibrary
     dataset: Dataset | None = None
+    dataset_dir: Path | None = None  # where the dataset (and its stored reference queries) lives

@@ -1,0 +1,70 @@
+"""Ranking metrics of stage 1 (paper section 4.1): NDCG (whole pool and @K), R-Precision, pool recall.
+
+All functions take binary relevance labels in ranked order (1 = the snippet belongs to the article's sources).
+The ideal ranking is the same pool sorted (as the paper and the authors' code define it), so NDCG measures the
+ordering of what BM25 retrieved; pool recall measures what BM25 missed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ruwikibench.evaluators.stats import Estimate, bootstrap_ci
+
+
+def dcg(relevances: Sequence[float], k: int | None = None) -> float:
+    """Σ rel_i / log2(i + 1) over the first k positions (i from 1)."""
+    gains = np.asarray(relevances[:k] if k is not None else relevances, dtype=float)
+    if gains.size == 0:
+        return 0.0
+    return float((gains / np.log2(np.arange(2, gains.size + 2))).sum())
+
+
+def ndcg(relevances: Sequence[float], k: int | None = None) -> float:
+    """DCG@k / IDCG@k with the ideal = the same labels sorted; 0.0 when the pool holds nothing relevant."""
+    ideal = dcg(sorted(relevances, reverse=True), k)
+    return dcg(relevances, k) / ideal if ideal > 0 else 0.0
+
+
+def r_precision(relevances: Sequence[int], r: int | None = None) -> float:
+    """Precision at R; R defaults to the number of relevant snippets in the pool (the authors' definition,
+    so a perfect reranker scores 1.0); 0.0 when R is 0."""
+    r = int(sum(relevances)) if r is None else r
+    if r <= 0:
+        return 0.0
+    return float(sum(relevances[:r])) / r
+
+
+def pool_recall(found: int, total: int) -> float:
+    """Share of the article's snippets that BM25 put in the pool."""
+    return found / total if total > 0 else 0.0
+
+
+def ranking_metrics(
+    bm25_labels: Sequence[int],
+    rerank_labels: Sequence[int] | None,
+    relevant_total: int,
+    ks: Iterable[int] = (10,),
+) -> dict[str, float]:
+    """Per-article metrics for the BM25 order and (if given) the reranked order of one pool."""
+    if rerank_labels is not None and sorted(rerank_labels) != sorted(bm25_labels):
+        raise ValueError("the reranked list must be a permutation of the BM25 pool")
+    metrics: dict[str, float] = {"pool_recall": pool_recall(int(sum(bm25_labels)), relevant_total)}
+    orders = {"bm25": bm25_labels, **({"rerank": rerank_labels} if rerank_labels is not None else {})}
+    for name, labels in orders.items():
+        metrics[f"{name}_ndcg"] = ndcg(labels)
+        metrics[f"{name}_r_precision"] = r_precision(labels)
+        for k in ks:
+            metrics[f"{name}_ndcg@{k}"] = ndcg(labels, k)
+    return metrics
+
+
+def summarize(records: Iterable[Mapping[str, float]], **bootstrap: object) -> dict[str, Estimate]:
+    """Mean and bootstrap 95% CI of every metric key over articles (an article lacking a key is skipped)."""
+    values: dict[str, list[float]] = {}
+    for record in records:
+        for key, value in record.items():
+            values.setdefault(key, []).append(float(value))
+    return {key: bootstrap_ci(vals, **bootstrap) for key, vals in sorted(values.items())}  # type: ignore[arg-type]

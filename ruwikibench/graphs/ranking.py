@@ -1,0 +1,113 @@
+"""Stage 1 as a LangGraph graph, and its benchmark contract (``STAGE``).
+
+    START → expand_query → retrieve ─Send×N→ rerank → rank → END
+                                    └──(empty pool)──→ rank
+
+Benchmark mode: one unit per article, pool size k = pool_ratio × R (R = the article's snippet count);
+a snippet is relevant iff it belongs to the article's sources. Scores: NDCG (whole pool, @K), R-Precision
+and pool recall for the BM25 order (the baseline) and the reranked order.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+
+from ruwikibench.config import RunConfig
+from ruwikibench.context import StageContext
+from ruwikibench.dataset import Article, Dataset
+from ruwikibench.evaluators.ranking import ranking_metrics
+from ruwikibench.nodes.ranking import (
+    RankingInput,
+    RankingOutput,
+    RankingState,
+    RerankTask,
+    expand_query,
+    rank,
+    rerank,
+    retrieve,
+    route_candidates,
+)
+from ruwikibench.runner.stage import GeneratedText, ScoreRecord, Unit
+
+COLUMNS = [
+    ("BM25 NDCG", "bm25_ndcg"),
+    ("BM25 R-Pr", "bm25_r_precision"),
+    ("Rerank NDCG", "rerank_ndcg"),
+    ("Rerank R-Pr", "rerank_r_precision"),
+    ("Pool recall", "pool_recall"),
+]
+
+
+def build_ranking_graph() -> StateGraph[RankingState, StageContext, RankingInput, RankingOutput]:
+    """The uncompiled stage-1 graph (input: RankingInput, output: RankingOutput, context: StageContext)."""
+    graph = StateGraph(
+        RankingState, context_schema=StageContext, input_schema=RankingInput, output_schema=RankingOutput
+    )
+    graph.add_node("expand_query", expand_query)
+    graph.add_node("retrieve", retrieve)
+    graph.add_node("rerank", rerank, input_schema=RerankTask)  # type: ignore[call-overload]
+    graph.add_node("rank", rank)
+    graph.add_edge(START, "expand_query")
+    graph.add_edge("expand_query", "retrieve")
+    graph.add_conditional_edges("retrieve", route_candidates, ["rerank", "rank"])
+    graph.add_edge("rerank", "rank")
+    graph.add_edge("rank", END)
+    return graph
+
+
+def pool_size(dataset: Dataset, article: Article, config: RunConfig) -> int:
+    """k = pool_ratio × R, R = the number of the article's snippets (1 relevant : 2 non-relevant at ratio 3)."""
+    return config.ranking.pool_ratio * len(dataset.snippets_of(article.name))
+
+
+def _judgement_counts(candidates: list[dict[str, Any]]) -> dict[str, int]:
+    counts = Counter(c["source"] for c in candidates)
+    return {f"judged_{source}": counts.get(source, 0) for source in ("logprobs", "text", "unparseable", "error")}
+
+
+class RankingStage:
+    """The stage contract of :mod:`ruwikibench.runner.stage` for source ranking."""
+
+    name = "ranking"
+    columns = COLUMNS
+
+    def build_graph(self) -> StateGraph:
+        return build_ranking_graph()  # type: ignore[return-value]
+
+    def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]:
+        graph_input = RankingInput(article=article.name, title=article.title,
+                                   pool_size=pool_size(dataset, article, config))
+        return [Unit(stage=self.name, article=article.name, unit_id="article", input=dict(graph_input))]
+
+    def score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[ScoreRecord]:
+        dataset = context.dataset
+        if dataset is None:
+            raise ValueError("scoring ranking needs StageContext.dataset")
+        relevant = {s.id for s in dataset.snippets_of(unit.article)}
+        candidates = [dict(c) for c in output.get("candidates") or []]
+        info: dict[str, Any] = {
+            "query_mode": output.get("query_mode"), "pool_size": output.get("pool_size"),
+            "candidates": len(candidates), "relevant_total": len(relevant),
+            "relevant_in_pool": sum(c["snippet_id"] in relevant for c in candidates),
+            **_judgement_counts(candidates),
+        }
+        if not relevant:
+            return [ScoreRecord(stage=self.name, article=unit.article, item=unit.unit_id, info=info,
+                                excluded="the article has no snippets (no kept source)")]
+        if output.get("error"):
+            info["reason"] = output["error"]
+        elif info["relevant_in_pool"] == 0:
+            info["reason"] = "no snippet of the article in the BM25 pool"
+        bm25 = [int(c["snippet_id"] in relevant) for c in sorted(candidates, key=lambda c: c["bm25_rank"])]
+        reranked = [int(c["snippet_id"] in relevant) for c in sorted(candidates, key=lambda c: c["rank"])]
+        metrics = ranking_metrics(bm25, reranked, len(relevant), context.config.ranking.ndcg_at)
+        return [ScoreRecord(stage=self.name, article=unit.article, item=unit.unit_id, metrics=metrics, info=info)]
+
+    def texts(self, unit: Unit, output: dict[str, Any]) -> list[GeneratedText]:
+        return []
+
+
+STAGE = RankingStage()

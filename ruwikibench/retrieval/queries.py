@@ -1,0 +1,193 @@
+"""Search queries for stage 1: LLM-written article descriptions (Russian + English, joined by a newline).
+
+``reference`` queries are written ONCE per dataset from the title and the article's H2 headings by the
+``reference`` role model and stored next to the dataset (``<dataset dir>/reference_queries.json``, with the
+model's name, the prompt hash and the dataset id), so every evaluated model ranks the same candidate pool
+(paper Table 3). Create them with::
+
+    import asyncio
+    from ruwikibench.retrieval.queries import generate_reference_queries
+    asyncio.run(generate_reference_queries(dataset_dir, context))
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
+from tqdm.auto import tqdm
+
+from ruwikibench.context import StageContext
+from ruwikibench.dataset import Article
+from ruwikibench.models.llm import LLM
+
+REFERENCE_QUERIES_FILE = "reference_queries.json"
+LANGUAGES = {"ru": "русском", "en": "английском"}
+
+
+class QueryRecord(BaseModel):
+    title: str
+    ru: str
+    en: str
+
+    @property
+    def query(self) -> str:
+        return join_query(self.ru, self.en)
+
+
+class ReferenceQueries(BaseModel):
+    """The stored reference queries of one dataset."""
+
+    dataset_id: str
+    model: str = Field(description="name of the reference model that wrote them")
+    model_identity: dict[str, object] = Field(default_factory=dict)
+    prompt: str = ""
+    prompt_sha256: str = ""
+    created: str = ""
+    queries: dict[str, QueryRecord] = Field(default_factory=dict, description="Article.name -> descriptions")
+
+
+class ReferenceQueriesError(RuntimeError):
+    """Reference queries are missing or do not fit the dataset; the message says how to create them."""
+
+
+HOW_TO = (
+    "create them once with the reference model: `asyncio.run(ruwikibench.retrieval.queries."
+    "generate_reference_queries(dataset_dir, context))` (config role 'reference'), or choose "
+    "ranking.query_mode 'generated' or 'title'"
+)
+
+
+def join_query(ru: str, en: str) -> str:
+    """The BM25 query: the Russian and the English description, one per line (empty parts left out)."""
+    return "\n".join(part.strip() for part in (ru, en) if part.strip())
+
+
+async def describe(llm: LLM, role: str, prompt: str) -> str:
+    """One description from the model (reasoning removed, whitespace trimmed)."""
+    completion = await llm.complete(role, prompt)
+    return completion.text.strip()
+
+
+def headings_block(article: Article) -> str:
+    titles = article.h2_titles()
+    return "\n".join(f"- {t}" for t in titles) if titles else "- (разделов нет)"
+
+
+async def reference_record(article: Article, context: StageContext) -> QueryRecord:
+    """Russian and English reference descriptions of an article from its title and H2 headings."""
+    prompt = context.prompts.get(context.config.ranking.prompt_reference_query)
+    ru, en = await asyncio.gather(*(
+        describe(context.llm, "reference", prompt.format(title=article.title, headings=headings_block(article),
+                                                          language=language))
+        for language in LANGUAGES.values()
+    ))
+    if not ru and not en:
+        raise ReferenceQueriesError(f"article {article.name!r}: the reference model returned two empty descriptions")
+    return QueryRecord(title=article.title, ru=ru, en=en)
+
+
+def reference_queries_path(context: StageContext) -> Path:
+    """``ranking.reference_queries`` if set, else ``<dataset dir>/reference_queries.json``."""
+    configured = context.config.ranking.reference_queries
+    if configured:
+        return Path(configured).expanduser()
+    if context.dataset_dir is None:
+        raise ReferenceQueriesError(
+            "ranking.query_mode is 'reference' but neither ranking.reference_queries nor the dataset directory "
+            f"(StageContext.dataset_dir) is set; {HOW_TO}"
+        )
+    return Path(context.dataset_dir) / REFERENCE_QUERIES_FILE
+
+
+def read_reference_queries(path: Path) -> ReferenceQueries:
+    try:
+        return ReferenceQueries.model_validate_json(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ReferenceQueriesError(f"{path}: no stored reference queries; {HOW_TO}") from exc
+    except ValidationError as exc:
+        raise ReferenceQueriesError(f"{path}: not a reference-queries file: {exc}") from exc
+
+
+_LOADED: dict[tuple[str, float], ReferenceQueries] = {}
+
+
+def reference_query(context: StageContext, article: str) -> str:
+    """The stored reference query of an article; a clear error when it is missing or from another dataset."""
+    path = reference_queries_path(context)
+    key = (str(path), path.stat().st_mtime if path.exists() else 0.0)
+    if key not in _LOADED:
+        _LOADED[key] = read_reference_queries(path)
+    stored = _LOADED[key]
+    dataset = context.dataset
+    if dataset is not None and stored.dataset_id != dataset.dataset_id:
+        raise ReferenceQueriesError(
+            f"{path}: written for dataset {stored.dataset_id}, this dataset is {dataset.dataset_id}; "
+            f"regenerate them ({HOW_TO})"
+        )
+    record = stored.queries.get(article)
+    if record is None:
+        raise ReferenceQueriesError(f"{path}: no reference query for article {article!r}; {HOW_TO}")
+    return record.query
+
+
+def _write_atomically(path: Path, payload: ReferenceQueries) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(payload.model_dump_json(indent=1))
+    os.replace(tmp, path)
+
+
+async def generate_reference_queries(
+    dataset_dir: str | Path,
+    context: StageContext,
+    *,
+    articles: list[str] | None = None,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> Path:
+    """Write ``<dataset_dir>/reference_queries.json`` with the ``reference`` model; returns the path.
+
+    Resumable: articles already stored (by the same model, for the same dataset) are kept; the file is
+    rewritten after every article. ``overwrite`` regenerates everything (needed to switch models).
+    """
+    dataset = context.dataset
+    if dataset is None:
+        raise ValueError("generate_reference_queries needs StageContext.dataset")
+    path = Path(dataset_dir) / REFERENCE_QUERIES_FILE
+    model = context.config.model_for("reference")
+    prompt = context.prompts.get(context.config.ranking.prompt_reference_query)
+    stored = None if overwrite or not path.exists() else read_reference_queries(path)
+    if stored is not None and (stored.dataset_id != dataset.dataset_id or stored.model != model.name):
+        raise ReferenceQueriesError(
+            f"{path}: holds queries by {stored.model!r} for dataset {stored.dataset_id}; this run has "
+            f"{model.name!r} and dataset {dataset.dataset_id}: pass overwrite=True to regenerate all"
+        )
+    payload = stored or ReferenceQueries(
+        dataset_id=dataset.dataset_id, model=model.name, model_identity=model.identity(),
+        prompt=prompt.name, prompt_sha256=prompt.sha256, created=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+    todo = [a for a in dataset.articles if (articles is None or a.name in articles) and a.name not in payload.queries]
+    lock = asyncio.Lock()
+    bar = tqdm(total=len(todo), desc="reference queries", disable=not progress)
+
+    async def one(article: Article) -> None:
+        record = await reference_record(article, context)
+        async with lock:
+            payload.queries[article.name] = record
+            _write_atomically(path, payload)
+            bar.update()
+
+    try:
+        await asyncio.gather(*(one(a) for a in todo))
+    finally:
+        bar.close()
+    if not path.exists():
+        _write_atomically(path, payload)
+    return path
+
