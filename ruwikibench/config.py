@@ -6,6 +6,8 @@ Roles: ``query`` (query expansion), ``ranking`` (relevance yes/no), ``outline``,
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -209,6 +211,29 @@ class ConfigError(ValueError):
     pass
 
 
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def expand_env(value: object, path: Path) -> object:
+    """Replace ``${VAR}`` / ``${VAR:-default}`` in every string of the loaded YAML."""
+    if isinstance(value, dict):
+        return {k: expand_env(v, path) for k, v in value.items()}
+    if isinstance(value, list):
+        return [expand_env(v, path) for v in value]
+    if not isinstance(value, str):
+        return value
+
+    def repl(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        if name in os.environ:
+            return os.environ[name]
+        if default is not None:
+            return default
+        raise ConfigError(f"{path}: environment variable {name} is not set (used as ${{{name}}})")
+
+    return _ENV.sub(repl, value)
+
+
 def load_config(path: str | Path) -> RunConfig:
     """Load a YAML run config; errors name the file and the field."""
     path = Path(path)
@@ -218,6 +243,7 @@ def load_config(path: str | Path) -> RunConfig:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
+    data = expand_env(data, path)
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as exc:

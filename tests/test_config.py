@@ -28,3 +28,13 @@ def test_prompt_override_dir_wins_and_hash_recorded(tmp_path: Path) -> None:
     library = PromptLibrary(tmp_path)
     assert library.get("ru/x.txt").format(name="мир") == "Привет, мир"
     assert list(library.hashes()) == ["ru/x.txt"]
+
+
+def test_environment_expansion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "env.yaml"
+    path.write_text("models:\n  writer:\n    name: ${MODEL:-m}\n    endpoints: ['${BASE}']\n")
+    monkeypatch.setenv("BASE", "http://h:8000/v1")
+    assert load_config(path).models["writer"].endpoints == ["http://h:8000/v1"]
+    monkeypatch.delenv("BASE")
+    with pytest.raises(ConfigError, match="BASE"):
+        load_config(path)

@@ -23,8 +23,7 @@ def version() -> None:
 
 def _register() -> None:
     """Attach the command groups (one module each; imported lazily by their commands)."""
-    from ruwikibench.cli import corpus
-    from ruwikibench.cli import run  # noqa: F401  (registers `run …`, `score`, `report`)
+    from ruwikibench.cli import corpus, run  # noqa: F401  (run registers `run …`, `score`, `report`)
     from ruwikibench.cli import write  # noqa: F401  (registers `write`)
 
     app.add_typer(run_app, name="run")
