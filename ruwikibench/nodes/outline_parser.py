@@ -53,8 +53,8 @@ _PREFIX = re.compile(
 )
 _LEAD_NUMBER = re.compile(r"^\s*(?:\d{1,3}(?:\.\d{1,3})*[.)]?|[IVXLC]{1,6}[.)])\s+")
 _META = re.compile(
-    r"^(?:(?:итоговый|объединённый|объединенный|общий|окончательный|финальный|полный|мини-?)?\s*"
-    r"(?:план|структура|outline|оглавление)(?:\s+(?:статьи|раздела|article|section))?)\s*[:：]?\s*",
+    r"^(?P<adj>(?:итоговый|объединённый|объединенный|общий|окончательный|финальный|полный|мини-?)\s*)?"
+    r"(?P<word>план|структура|outline|оглавление)(?P<qual>\s+(?:статьи|раздела|article|section))?\s*(?P<colon>[:：])?\s*",
     re.IGNORECASE,
 )
 
@@ -98,12 +98,13 @@ def clean_title(raw: str) -> str:
 
 
 def _strip_meta(title: str) -> str:
-    """'План статьи: Python' -> 'Python'; 'План статьи' -> '' (model talk, not a heading)."""
+    """'План статьи: Python' -> 'Python'; 'План статьи' -> '' (model talk); a bare 'Структура' stays."""
     match = _META.match(title)
     if not match:
         return title
     rest = title[match.end() :].strip(" «»\"'")
-    if not rest or match.group(0).rstrip().endswith((":", "：")):
+    talk = match.group("adj") or match.group("qual") or match.group("word").lower() != "структура"
+    if match.group("colon") or (talk and not rest):
         return rest
     return title
 
