@@ -13,7 +13,9 @@ from pathlib import Path
 
 from ruwikibench.corpus_builder import import_records, load_dataset, parse_article_html, save_dataset
 
-DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "ruwiki" / "ruwikibench_articles.json"
+DEFAULT = (
+    Path(__file__).resolve().parents[1].parent / "shared" / "data" / "ruwiki" / "ruwikibench_articles.json"
+)
 
 
 def main() -> None:
@@ -41,7 +43,9 @@ def main() -> None:
     print(f"save             {t4 - t3:6.2f} s")
     print(f"load + verify    {t5 - t4:6.2f} s  equal={loaded == result.dataset}")
     ds = result.dataset
-    print(f"articles={len(ds.articles)} sources={len(ds.sources)} snippets={len(ds.snippets)} id={ds.dataset_id}")
+    print(
+        f"articles={len(ds.articles)} sources={len(ds.sources)} snippets={len(ds.snippets)} id={ds.dataset_id}"
+    )
 
 
 if __name__ == "__main__":

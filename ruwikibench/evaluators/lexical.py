@@ -58,7 +58,9 @@ def rouge_l(generated: str, reference: str, *, lemmatize: bool = False) -> dict[
     return {"p": float(score.precision), "r": float(score.recall), "f": float(score.fmeasure)}
 
 
-def sentence_bleu(generated: str, reference: str, *, tokenize: str = "intl", lowercase: bool = False) -> float:
+def sentence_bleu(
+    generated: str, reference: str, *, tokenize: str = "intl", lowercase: bool = False
+) -> float:
     """sacrebleu sentence BLEU (0–100) of one generated text against one reference."""
     bleu = sacrebleu.BLEU(tokenize=tokenize, lowercase=lowercase, effective_order=True)
     return float(bleu.sentence_score(generated, [reference]).score)

@@ -22,7 +22,9 @@ def greedy_prf(generated: np.ndarray, reference: np.ndarray) -> dict[str, float]
     """P / R / F1 from two matrices of L2-normalised row vectors (generated rows, reference rows)."""
     if len(generated) == 0 or len(reference) == 0:
         raise ValueError("greedy_prf needs at least one generated and one reference vector")
-    sims = np.clip(np.asarray(generated, dtype=np.float64) @ np.asarray(reference, dtype=np.float64).T, -1.0, 1.0)
+    sims = np.clip(
+        np.asarray(generated, dtype=np.float64) @ np.asarray(reference, dtype=np.float64).T, -1.0, 1.0
+    )
     precision = float(sims.max(axis=1).mean())
     recall = float(sims.max(axis=0).mean())
     f1 = 0.0 if precision + recall <= 0 else 2 * precision * recall / (precision + recall)

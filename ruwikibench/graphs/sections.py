@@ -15,7 +15,7 @@ Output: ``{"article": ..., "results": [SectionResult, ...]}`` (text, status, gro
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from langgraph.graph import END, START, StateGraph
 
@@ -48,7 +48,7 @@ from ruwikibench.runner.stage import GeneratedText, ScoreRecord, Unit
 NAME = "sections"
 
 
-def build_section_graph() -> StateGraph:
+def build_section_graph() -> StateGraph[SectionState, StageContext, SectionInput, SectionOutput]:
     """One section: collect → group → compress (one Send per group) → write."""
     graph = StateGraph(
         SectionState, context_schema=StageContext, input_schema=SectionInput, output_schema=SectionOutput
@@ -65,7 +65,7 @@ def build_section_graph() -> StateGraph:
     return graph
 
 
-def build_sections_graph() -> StateGraph:
+def build_sections_graph() -> StateGraph[SectionsState, StageContext, SectionsInput, SectionsOutput]:
     """An article's sections, each through the section subgraph (fanned out with Send), results in input order."""
     graph = StateGraph(
         SectionsState, context_schema=StageContext, input_schema=SectionsInput, output_schema=SectionsOutput
@@ -86,11 +86,16 @@ def gold_sections(dataset: Dataset, article: Article) -> list[SectionSpec]:
     specs = []
     for section in article.sections():
         snippets = [
-            SnippetText(id=s.id, text=s.text, source_id=s.source_id) for s in dataset.section_snippets(article, section)
+            SnippetText(id=s.id, text=s.text, source_id=s.source_id)
+            for s in dataset.section_snippets(article, section)
         ]
         specs.append(
             SectionSpec(
-                id=section.id, title=section.title, level=section.level, snippets=snippets, reference=section.text()
+                id=section.id,
+                title=section.title,
+                level=section.level,
+                snippets=snippets,
+                reference=section.text(),
             )
         )
     return specs
@@ -131,7 +136,7 @@ def score_section(
         return record
     text, reference = result["text"], spec["reference"]
     if not text.strip():
-        info["empty_output"] = True
+        record.info["empty_output"] = True
         record.metrics = {"p": 0.0, "r": 0.0, "f1": 0.0, "rouge_l": 0.0, "bleu": 0.0}
         return record
     record.metrics = sentence_prf(text, reference, context.embedder)
@@ -146,7 +151,9 @@ def _pairs(unit: Unit, output: dict[str, Any]) -> list[tuple[dict[str, Any], dic
     pairs = []
     for spec in unit.input["sections"]:
         if spec["id"] not in results:
-            raise ValueError(f"article {unit.article!r}: the sections output has no result for section {spec['id']!r}")
+            raise ValueError(
+                f"article {unit.article!r}: the sections output has no result for section {spec['id']!r}"
+            )
         pairs.append((spec, results[spec["id"]]))
     return pairs
 
@@ -155,19 +162,36 @@ class SectionsStage:
     """Stage 3 for the runner: units from gold data, per-section scores, generated texts for the judges."""
 
     name = NAME
-    columns = [("Mean F1", "f1"), ("Mean ROUGE-L", "rouge_l"), ("Mean BLEU", "bleu"), ("P", "p"), ("R", "r")]
+    columns: ClassVar[list[tuple[str, str]]] = [
+        ("Mean F1", "f1"),
+        ("Mean ROUGE-L", "rouge_l"),
+        ("Mean BLEU", "bleu"),
+        ("P", "p"),
+        ("R", "r"),
+    ]
 
-    def build_graph(self) -> StateGraph:
+    def build_graph(self) -> StateGraph[SectionsState, StageContext, SectionsInput, SectionsOutput]:
         return build_sections_graph()
 
     def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]:
         """One unit per section (resumable), or one per article when ``sections.unit`` is 'article'."""
         specs = [s.model_dump(mode="json", exclude={"snippet_ids"}) for s in gold_sections(dataset, article)]
         if config.sections.unit == "article":
-            return [Unit(stage=NAME, article=article.name, unit_id="article",
-                         input={"article": article.title, "sections": specs})]  # fmt: skip
+            return [
+                Unit(
+                    stage=NAME,
+                    article=article.name,
+                    unit_id="article",
+                    input={"article": article.title, "sections": specs},
+                )
+            ]
         return [
-            Unit(stage=NAME, article=article.name, unit_id=s["id"], input={"article": article.title, "sections": [s]})
+            Unit(
+                stage=NAME,
+                article=article.name,
+                unit_id=s["id"],
+                input={"article": article.title, "sections": [s]},
+            )
             for s in specs
         ]
 

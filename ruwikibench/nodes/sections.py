@@ -143,7 +143,9 @@ def parse_section(data: dict[str, Any], article: str) -> SectionSpec:
         return SectionSpec.model_validate(data)
     except ValidationError as exc:
         fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ValueError(f"article {article!r}, section {data.get('id', '?')!r}: bad section input: {fields}") from exc
+        raise ValueError(
+            f"article {article!r}, section {data.get('id', '?')!r}: bad section input: {fields}"
+        ) from exc
 
 
 def resolve_snippets(spec: SectionSpec, dataset: Dataset | None, article: str) -> list[SnippetText]:
@@ -158,10 +160,12 @@ def resolve_snippets(spec: SectionSpec, dataset: Dataset | None, article: str) -
         )
     for snip_id in missing:
         try:
-            snippet = dataset.snippet(snip_id)  # type: ignore[union-attr]
+            stored = dataset.snippet(snip_id)  # type: ignore[union-attr]
         except KeyError:
-            raise ValueError(f"article {article!r}, section {spec.id!r}: unknown snippet id {snip_id!r}") from None
-        found.setdefault(snip_id, SnippetText(id=snip_id, text=snippet.text, source_id=snippet.source_id))
+            raise ValueError(
+                f"article {article!r}, section {spec.id!r}: unknown snippet id {snip_id!r}"
+            ) from None
+        found.setdefault(snip_id, SnippetText(id=snip_id, text=stored.text, source_id=stored.source_id))
     return list(found.values())
 
 
@@ -293,31 +297,50 @@ async def describe_iterative(
     chunks = chunked(texts, cfg.chunk_size)
     common = {"article": article, "section": section}
     description = await ask(
-        context, cfg.prompt_describe, section, cfg.describe_max_tokens,
-        texts=format_texts(chunks[0], cfg.snippet_chars), **common,
-    )  # fmt: skip
+        context,
+        cfg.prompt_describe,
+        section,
+        cfg.describe_max_tokens,
+        texts=format_texts(chunks[0], cfg.snippet_chars),
+        **common,
+    )
     for chunk in chunks[1:]:
         extended = await ask(
-            context, cfg.prompt_extend, section, cfg.describe_max_tokens,
-            description=description, texts=format_texts(chunk, cfg.snippet_chars), **common,
-        )  # fmt: skip
+            context,
+            cfg.prompt_extend,
+            section,
+            cfg.describe_max_tokens,
+            description=description,
+            texts=format_texts(chunk, cfg.snippet_chars),
+            **common,
+        )
         description = extended or description
     return description, len(chunks)
 
 
-async def describe_tree(context: StageContext, article: str, section: str, texts: list[str]) -> tuple[str, int]:
+async def describe_tree(
+    context: StageContext, article: str, section: str, texts: list[str]
+) -> tuple[str, int]:
     """The authors' tree reduction: describe each chunk, then describe chunks of descriptions, until one is left."""
     cfg = context.config.sections
-    level, calls, chars = texts, 0, cfg.snippet_chars
+    level, calls = texts, 0
+    chars: int | None = cfg.snippet_chars
     while True:
         chunks = chunked(level, cfg.chunk_size)
         level = await asyncio.gather(
             *(
-                ask(context, cfg.prompt_describe, section, cfg.describe_max_tokens,
-                    texts=format_texts(chunk, chars), article=article, section=section)
+                ask(
+                    context,
+                    cfg.prompt_describe,
+                    section,
+                    cfg.describe_max_tokens,
+                    texts=format_texts(chunk, chars),
+                    article=article,
+                    section=section,
+                )
                 for chunk in chunks
             )
-        )  # fmt: skip
+        )
         calls += len(chunks)
         chars = None  # descriptions are already short
         if len(level) == 1:
@@ -341,14 +364,25 @@ async def write_section(
     while len(level) > cfg.chunk_size:
         chunks = chunked(level, cfg.chunk_size)
         merged = await asyncio.gather(
-            *(ask(context, prompt, spec.title, cfg.write_max_tokens, materials=format_texts(c, None), **fields)
-              for c in chunks)
-        )  # fmt: skip
+            *(
+                ask(
+                    context,
+                    prompt,
+                    spec.title,
+                    cfg.write_max_tokens,
+                    materials=format_texts(c, None),
+                    **fields,
+                )
+                for c in chunks
+            )
+        )
         calls += len(chunks)
         level = [m for m in merged if m]
         if not level:
             return "", calls
-    text = await ask(context, prompt, spec.title, cfg.write_max_tokens, materials=format_texts(level, None), **fields)
+    text = await ask(
+        context, prompt, spec.title, cfg.write_max_tokens, materials=format_texts(level, None), **fields
+    )
     return text, calls + 1
 
 
@@ -361,7 +395,7 @@ async def collect(state: SectionInput, runtime: Runtime[StageContext]) -> dict[s
     cfg = context.config.sections
     spec = parse_section(state["section"], article)
     snippets = resolve_snippets(spec, context.dataset, article)
-    total, dropped = len(snippets), []
+    total, dropped = len(snippets), list[str]()
     if cfg.oracle_filter is not None:
         if not spec.reference:
             raise ValueError(
@@ -369,7 +403,11 @@ async def collect(state: SectionInput, runtime: Runtime[StageContext]) -> dict[s
             )
         snippets, dropped = await oracle_filter(snippets, spec.reference, context.embedder, cfg.oracle_filter)
     snippets = cap_snippets(snippets, cfg.max_snippets)
-    return {"snippets": [s.model_dump() for s in snippets], "snippets_total": total, "oracle_dropped": dropped}
+    return {
+        "snippets": [s.model_dump() for s in snippets],
+        "snippets_total": total,
+        "oracle_dropped": dropped,
+    }
 
 
 async def group(state: SectionState, runtime: Runtime[StageContext]) -> dict[str, Any]:
@@ -389,10 +427,17 @@ def route_groups(state: SectionState) -> list[Send] | str:
         return "write"
     texts = {s["id"]: s for s in state["snippets"]}
     return [
-        Send("compress", {"article": state["article"], "section": state["section"], "index": index,
-                          "snippets": [texts[i] for i in members]})
+        Send(
+            "compress",
+            {
+                "article": state["article"],
+                "section": state["section"],
+                "index": index,
+                "snippets": [texts[i] for i in members],
+            },
+        )
         for index, members in enumerate(groups)
-    ]  # fmt: skip
+    ]
 
 
 async def compress(state: CompressInput, runtime: Runtime[StageContext]) -> dict[str, Any]:
@@ -402,7 +447,10 @@ async def compress(state: CompressInput, runtime: Runtime[StageContext]) -> dict
     method = describe_tree if context.config.sections.compression == "tree" else describe_iterative
     description, calls = await method(context, state["article"], section["title"], texts)
     summary = GroupSummary(
-        index=state["index"], snippet_ids=[s["id"] for s in state["snippets"]], description=description, calls=calls
+        index=state["index"],
+        snippet_ids=[s["id"] for s in state["snippets"]],
+        description=description,
+        calls=calls,
     )
     return {"summaries": [summary.model_dump()]}
 
@@ -411,7 +459,9 @@ async def write(state: SectionState, runtime: Runtime[StageContext]) -> dict[str
     """Write the section from the group descriptions (always an LLM call when there is any description)."""
     context, article = runtime.context, state["article"]
     spec = parse_section(state["section"], article)
-    summaries = sorted((GroupSummary.model_validate(s) for s in state.get("summaries", [])), key=lambda g: g.index)
+    summaries = sorted(
+        (GroupSummary.model_validate(s) for s in state.get("summaries", [])), key=lambda g: g.index
+    )
     descriptions = [g.description for g in summaries if g.description.strip()]
     text, write_calls = "", 0
     if descriptions:

@@ -45,7 +45,9 @@ def test_default_rouge_score_tokenizer_zeroes_russian_ours_does_not() -> None:
     default = rouge_scorer.RougeScorer(["rougeL"])
     # the trap: [a-z0-9] only, every Cyrillic word deleted -> 0 even for a text against itself
     assert default.score(text, text)["rougeL"].fmeasure == 0.0
-    assert default.score("Кошка сидит на тёплом окне.", "На окне сидит рыжая кошка!")["rougeL"].fmeasure == 0.0
+    assert (
+        default.score("Кошка сидит на тёплом окне.", "На окне сидит рыжая кошка!")["rougeL"].fmeasure == 0.0
+    )
     assert rouge_l(text, text)["f"] == pytest.approx(1.0)
     assert rouge_l("На окне сидит рыжая кошка!", "Кошка сидит на тёплом окне.")["f"] == pytest.approx(0.4)
 

@@ -48,7 +48,11 @@ def test_greedy_prf_matches_a_plain_loop() -> None:
 
 def test_razdel_sentences() -> None:
     text = "Т. е. это первое предложение. В 2020 г. началась пандемия! Третье?"
-    assert split_sentences(text) == ["Т. е. это первое предложение.", "В 2020 г. началась пандемия!", "Третье?"]
+    assert split_sentences(text) == [
+        "Т. е. это первое предложение.",
+        "В 2020 г. началась пандемия!",
+        "Третье?",
+    ]
 
 
 def test_text_against_itself_gives_f1_1_and_sentences_are_embedded() -> None:
