@@ -159,8 +159,9 @@ class WriterConfig(BaseModel):
     max_level: int = Field(default=3, description="outline headings deeper than this are dropped")
     parent_text: bool = Field(default=False, description="headings with subheadings get text of their own too")
     group_threshold: float | None = Field(
-        default=None, description="sections grouping threshold in writer mode (None = sections.group_threshold); "
-        "a value above 1 describes every snippet alone, so each [n] marker cites exactly one snippet"
+        default=1.01, description="sections grouping threshold in writer mode: above 1 every snippet is described "
+        "alone, so each [n] marker cites exactly one snippet; None = sections.group_threshold (a marker then "
+        "cites every snippet of a similarity group)"
     )
     review_outline: bool = Field(default=False, description="stop after the outline for a human edit (interrupt)")
     lead_citations: bool = Field(

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import threading
+import weakref
 from typing import Annotated, Any, NotRequired, TypedDict
 
 import numpy as np
@@ -27,6 +29,7 @@ from pydantic import BaseModel, Field
 
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Dataset, Snippet, safe_name
+from ruwikibench.models.embeddings import Embedder, Use
 from ruwikibench.nodes.citations import (
     Citation,
     MarkerStats,
@@ -125,7 +128,46 @@ def writer_context(context: StageContext) -> StageContext:
             "sections": config.sections.model_copy(update=sections_update),
         }
     )
-    return dataclasses.replace(context, config=new_config)
+    return dataclasses.replace(context, config=new_config, embedder=memo_embedder(context.embedder))
+
+
+class MemoEmbedder:
+    """Remembers every (use, text) vector, so the snippets the outline embeds are not embedded again by
+    ``assign`` (the writer embeds the same selected snippets in several stages)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.id = inner.id
+        self.memo: dict[tuple[str, str], np.ndarray] = {}
+        self.lock = threading.Lock()
+
+    def embed(self, texts: list[str], use: Use = "symmetric") -> np.ndarray:
+        with self.lock:
+            todo = list(dict.fromkeys(t for t in texts if (use, t) not in self.memo))
+        if todo:
+            vectors = self.inner.embed(todo, use)
+            with self.lock:
+                self.memo.update(((use, t), v) for t, v in zip(todo, np.asarray(vectors), strict=True))
+        if not texts:
+            return self.inner.embed([], use)
+        with self.lock:
+            return np.stack([self.memo[(use, t)] for t in texts])
+
+
+_MEMOS: weakref.WeakKeyDictionary[Any, MemoEmbedder] = weakref.WeakKeyDictionary()
+
+
+def memo_embedder(embedder: Embedder) -> Embedder:
+    """The one :class:`MemoEmbedder` of an embedder (the embedder itself if it cannot be weakly referenced)."""
+    if isinstance(embedder, MemoEmbedder):
+        return embedder
+    try:
+        weakref.ref(embedder)
+    except TypeError:
+        return embedder
+    if embedder not in _MEMOS:
+        _MEMOS[embedder] = MemoEmbedder(embedder)
+    return _MEMOS[embedder]
 
 
 # --------------------------------------------------------------------------- pure helpers
@@ -238,8 +280,9 @@ def assign_snippets(
         return [Assignment(section_id=s.id, query=q, snippet_ids=[]) for s, q in zip(sections, queries, strict=True)]
     texts = [s.text for s in sources]
     bm25 = bm25_matrix(queries, texts, context.config.ranking.normalizer)
-    query_vectors = context.embedder.embed(queries, "query")
-    text_vectors = context.embedder.embed(texts, "passage")
+    embedder = memo_embedder(context.embedder)
+    query_vectors = embedder.embed(queries, "query")
+    text_vectors = embedder.embed(texts, "passage")
     cosine = np.asarray(query_vectors, dtype=np.float64) @ np.asarray(text_vectors, dtype=np.float64).T
     fused = fuse(bm25, cosine, cfg.rrf_k, cfg.bm25_weight, cfg.embedding_weight)
     picks = pick(fused, cfg.per_section, cfg.exclusive)
