@@ -170,7 +170,6 @@ class WriterConfig(BaseModel):
     lead_body_chars: int = Field(default=6000, description="body text shown to the lead writer, cut to this")
     lead_max_tokens: int = 400
     section_max_tokens: int | None = Field(default=700, description="answer cap of a section write call")
-    snippet_chars: int = Field(default=1200, description="each numbered snippet in the section prompt, cut to this")
     prompt_section: str = "ru/writer_section.txt"
     prompt_lead: str = "ru/writer_lead.txt"
 
