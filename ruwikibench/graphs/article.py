@@ -25,7 +25,7 @@ from ruwikibench.nodes import article as nodes
 from ruwikibench.nodes.article import WriterInput, WriterOutput, WriterState
 
 
-def build_article_graph() -> StateGraph:
+def build_article_graph() -> StateGraph[WriterState, StageContext, WriterInput, WriterOutput]:
     """The uncompiled writer graph (input :class:`WriterInput`, output :class:`WriterOutput`)."""
     from ruwikibench.graphs.outline import build_outline_graph
     from ruwikibench.graphs.ranking import build_ranking_graph

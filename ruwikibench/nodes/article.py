@@ -22,7 +22,6 @@ import weakref
 from typing import Annotated, Any, NotRequired, TypedDict
 
 import numpy as np
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 from pydantic import BaseModel, Field
@@ -290,7 +289,7 @@ def assign_snippets(
         Assignment(
             section_id=section.id, query=query, snippet_ids=[sources[i].snippet_id for i in chosen],
             fused=[round(float(fused[row, i]), 6) for i in chosen],
-        )  # fmt: skip
+        )
         for row, (section, query, chosen) in enumerate(zip(sections, queries, picks, strict=True))
     ]
 
@@ -376,7 +375,7 @@ async def ask_lead(context: StageContext, title: str, body: str) -> str:
 # --------------------------------------------------------------------------- nodes (wrappers get their subgraph)
 
 
-async def ranking(state: WriterState, runtime: Runtime[StageContext], *, graph: CompiledStateGraph) -> dict:
+async def ranking(state: WriterState, runtime: Runtime[StageContext], *, graph: Any) -> dict:
     """Stage 1 as a subgraph: query from the title, BM25 over the whole corpus, relevance reranking."""
     context = writer_context(runtime.context)
     data = {"article": safe_name(state["title"]), "title": state["title"], "pool_size": context.config.writer.candidates}
@@ -409,7 +408,7 @@ def route_outline(state: WriterState) -> str:
     return "review_outline" if state.get("user_outline") else "outline"
 
 
-async def outline(state: WriterState, runtime: Runtime[StageContext], *, graph: CompiledStateGraph) -> dict:
+async def outline(state: WriterState, runtime: Runtime[StageContext], *, graph: Any) -> dict:
     """Stage 2 as a subgraph on the selected snippets; no gold headings, k chosen from the data."""
     context = writer_context(runtime.context)
     data = {
@@ -467,7 +466,7 @@ async def assign(state: WriterState, runtime: Runtime[StageContext]) -> dict:
     return {"assignments": assignments, "notes": notes}
 
 
-async def sections(state: WriterState, runtime: Runtime[StageContext], *, graph: CompiledStateGraph) -> dict:
+async def sections(state: WriterState, runtime: Runtime[StageContext], *, graph: Any) -> dict:
     """Stage 3 as a subgraph: every assigned section written from its snippets (fanned out inside)."""
     context = writer_context(runtime.context)
     items = {i.id: i for i in state["outline_items"]}
@@ -478,7 +477,7 @@ async def sections(state: WriterState, runtime: Runtime[StageContext], *, graph:
             "snippets": [
                 {"id": sid, "text": texts[sid].text, "source_id": texts[sid].source_id} for sid in a.snippet_ids
             ],
-        }  # fmt: skip
+        }
         for a in state["assignments"]
         if a.snippet_ids
     ]

@@ -164,10 +164,9 @@ def citation_for(n: int, snippet_id: str, dataset: Dataset | None, text: str | N
             snippet = dataset.snippet(snippet_id)
             source = dataset.source(snippet.source_id)
         except KeyError:
-            snippet = source = None
-        if snippet is not None and source is not None:
-            source_id, url, body = source.id, source.url, text or snippet.text
-            label = _label(dataset, source.article, source.footnote_id)
+            return Citation(n=n, snippet_id=snippet_id, source_id=source_id, text=body)
+        source_id, url, body = source.id, source.url, text or snippet.text
+        label = _label(dataset, source.article, source.footnote_id)
     return Citation(n=n, snippet_id=snippet_id, source_id=source_id, url=url, label=label, text=body)
 
 

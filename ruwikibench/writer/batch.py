@@ -108,8 +108,8 @@ def _append_article_table(rundir: RunDir, metrics: dict[str, Any]) -> None:
     if "article" not in metrics:
         return
     path = rundir.file("report.md")
-    parts = [path.read_text(encoding="utf-8") if path.exists() else "", "## article (writer mode, whole article; "
-             "×100 for shares and scores, mean [95% CI])", ""]
+    parts = [path.read_text(encoding="utf-8") if path.exists() else "", ("## article (writer mode, whole article; "
+             "×100 for shares and scores, mean [95% CI])"), ""]
     for view in ("failures_excluded", "failures_as_zero"):
         parts += [f"*{view.replace('_', ' ')}*", "", markdown_table(article_table(rundir.path.name, metrics, view)), ""]
     path.write_text("\n".join(parts) + "\n", encoding="utf-8")

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, AsyncIterator, Literal
+from typing import Any, Literal
 
+from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
 from ruwikibench.context import StageContext
@@ -66,8 +68,9 @@ def serde_allowlist() -> list[type]:
     import importlib
     import pkgutil
 
-    import ruwikibench
     from pydantic import BaseModel as Base
+
+    import ruwikibench
 
     for module in pkgutil.walk_packages(ruwikibench.__path__, "ruwikibench."):
         if module.name.startswith(("ruwikibench.nodes", "ruwikibench.writer", "ruwikibench.dataset",
@@ -86,10 +89,9 @@ def serde_allowlist() -> list[type]:
 @asynccontextmanager
 async def sqlite_checkpointer(path: Path) -> AsyncIterator[Any]:
     """LangGraph's SQLite checkpointer on ``path``, allowed to rebuild this package's models only."""
+    import aiosqlite
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-    import aiosqlite
 
     serde = JsonPlusSerializer(allowed_msgpack_modules=[(c.__module__, c.__name__) for c in serde_allowlist()])
     async with aiosqlite.connect(str(path)) as conn:
@@ -126,20 +128,23 @@ def _usage_totals(context: StageContext) -> tuple[int, int, int]:
             sum(u["completion_tokens"] for u in usage.values()))
 
 
-async def _stream(app: Any, graph_input: Any, config: dict[str, Any], context: StageContext, out_dir: Path,
+def append_trace(path: Path, record: dict[str, Any]) -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record, ensure_ascii=False, default=_json_default) + "\n")
+
+
+async def _stream(app: Any, graph_input: Any, config: RunnableConfig, context: StageContext, out_dir: Path,
                   name: str) -> None:
     """Run until the end or an interrupt, appending one trace record per finished node (subgraphs included)."""
     capture = NodeCapture("writer", name, "article")
     context.llm.listeners.append(capture.on_completion)
     try:
-        with open(out_dir / TRACE, "a", encoding="utf-8") as trace:
-            async for namespace, mode, data in app.astream(
-                graph_input, config, context=context, stream_mode=["tasks"], subgraphs=True
-            ):
-                record = capture.on_task(namespace, data) if mode == "tasks" else None
-                if record:
-                    trace.write(json.dumps(record, ensure_ascii=False, default=_json_default) + "\n")
-                    trace.flush()
+        async for namespace, mode, data in app.astream(
+            graph_input, config, context=context, stream_mode=["tasks"], subgraphs=True
+        ):
+            record = capture.on_task(namespace, data) if mode == "tasks" else None
+            if record:
+                append_trace(out_dir / TRACE, record)
     finally:
         context.llm.listeners.remove(capture.on_completion)
 
@@ -175,7 +180,7 @@ async def write_article(
             raise WriteError("a title is needed to start writing")
         session = Session(title=title, thread_id=f"{safe_name(title)}-{time.strftime('%Y%m%d-%H%M%S')}")
         (out / TRACE).unlink(missing_ok=True)
-    config = {"configurable": {"thread_id": session.thread_id}, "recursion_limit": 200}
+    config: RunnableConfig = {"configurable": {"thread_id": session.thread_id}, "recursion_limit": 200}
     calls0, prompt0, completion0 = _usage_totals(context)
     started = time.perf_counter()
     async with sqlite_checkpointer(out / CHECKPOINTS) as saver:

@@ -13,6 +13,8 @@ Records use the benchmark's stage names, so a writer run's ``metrics.json`` has 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ruwikibench.context import StageContext
@@ -85,6 +87,7 @@ def score_section_records(article: Article, written: WrittenArticle, context: St
         if not reference.strip():
             records.append(record.model_copy(update={"excluded": "no reference text"}))
             continue
+        info: dict[str, Any]
         if section.level == 1:
             text, info = lead, {"matched": "lead"}
         elif matches:

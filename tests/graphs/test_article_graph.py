@@ -85,7 +85,7 @@ def test_section_prompt_numbers_what_the_writer_is_shown(tmp_path) -> None:
     assert len(prompts) == 3
     for prompt in prompts:
         materials = prompt.split("источников):", 1)[1].split("Требования:")[0]
-        numbers = [int(n) for n in re.findall(r"^\[(\d+)\]", materials, flags=re.M)]
+        numbers = [int(n) for n in re.findall(r"^\[(\d+)\]", materials, flags=re.MULTILINE)]
         assert numbers == list(range(1, len(numbers) + 1)) and numbers
     assert out["assignments"] and all(len(a.snippet_ids) == 3 for a in out["assignments"])
 

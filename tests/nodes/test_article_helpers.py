@@ -131,7 +131,7 @@ def test_memo_embedder_embeds_each_text_once_per_use() -> None:
         def __init__(self) -> None:
             self.seen: list[tuple[str, str]] = []
 
-        def embed(self, texts, use="symmetric"):  # noqa: ANN001
+        def embed(self, texts, use="symmetric"):
             self.seen += [(use, t) for t in texts]
             return super().embed(texts, use)
 

@@ -44,7 +44,7 @@ class _Collector(HTMLParser):
         self.tags: list[str] = []
         self.external: list[str] = []
 
-    def handle_starttag(self, tag, attrs):  # noqa: ANN001
+    def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
         self.tags.append(tag)
         if "id" in attrs:
