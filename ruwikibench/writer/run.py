@@ -219,6 +219,7 @@ async def write_article(
         return WriteResult(status="awaiting_outline", out_dir=out, outline=items, session=session)
     values = state.values
     article: WrittenArticle = values["article"]
+    session.status = "done"
     extra = {
         "session": _jsonable(session.model_dump()),
         "sources": _jsonable(values.get("sources") or []),
@@ -228,7 +229,6 @@ async def write_article(
         "prompts": context.prompts.hashes(),
     }
     texts = {s.snippet_id: s.text for s in values.get("sources") or []}
-    session.status = "done"
     paths = write_exports(article, out, trace=read_trace(out), snippet_texts=texts, extra=extra)
     write_session(out, session)
     return WriteResult(status="done", out_dir=out, article=article, paths=paths, session=session)
