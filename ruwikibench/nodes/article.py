@@ -15,6 +15,7 @@ snippets ``assign`` retrieved for their headings, and the stage configs are forc
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import operator
 import threading
@@ -458,7 +459,7 @@ async def assign(state: WriterState, runtime: Runtime[StageContext]) -> dict:
     """Give each writable section the selected snippets retrieved for its heading (BM25 + embeddings)."""
     cfg = runtime.context.config.writer
     targets = writable_sections(state["outline_items"], cfg.max_level, cfg.parent_text)
-    assignments = assign_snippets(runtime.context, state["title"], targets, state["sources"])
+    assignments = await asyncio.to_thread(assign_snippets, runtime.context, state["title"], targets, state["sources"])
     notes = []
     deeper = sum(1 for i in state["outline_items"] if i.level > cfg.max_level)
     if deeper:
