@@ -110,11 +110,17 @@ def writer_context(context: StageContext) -> StageContext:
 
     Ranking: the writer's query mode ('generated' or 'title', never the stored 'reference' query written from
     gold headings). Outline: centroids chosen from the data. Sections: no oracle filter (it reads the gold
-    text), the write prompt that shows numbered materials and asks for [n] markers, the writer's grouping.
+    text), the write prompt that shows numbered materials and asks for [n] markers, the writer's grouping, a
+    chunk size that fits every assigned snippet into one write prompt.
     """
     config = context.config
     writer = config.writer
-    sections_update: dict[str, Any] = {"oracle_filter": None, "prompt_write": writer.prompt_section}
+    sections_update: dict[str, Any] = {
+        "oracle_filter": None,
+        "prompt_write": writer.prompt_section,
+        # every material of a section in one write prompt (merged descriptions would lose the numbering)
+        "chunk_size": max(config.sections.chunk_size, writer.per_section),
+    }
     if writer.group_threshold is not None:
         sections_update["group_threshold"] = writer.group_threshold
     if writer.section_max_tokens is not None:

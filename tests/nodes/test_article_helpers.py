@@ -109,7 +109,7 @@ def test_writer_context_forces_writer_mode() -> None:
     config = RunConfig(models={"writer": ModelConfig(name="m")})
     config.ranking = config.ranking.model_copy(update={"query_mode": "reference"})
     config.sections = config.sections.model_copy(update={"oracle_filter": 0.5})
-    config.writer = config.writer.model_copy(update={"query_mode": "title", "group_threshold": 1.1})
+    config.writer = config.writer.model_copy(update={"query_mode": "title", "group_threshold": 1.1, "per_section": 8})
 
     from ruwikibench.context import StageContext
 
@@ -119,6 +119,7 @@ def test_writer_context_forces_writer_mode() -> None:
     assert derived.outline.centroids == "data"
     assert derived.sections.oracle_filter is None
     assert derived.sections.group_threshold == 1.1
+    assert derived.sections.chunk_size == 8  # all eight materials in one write prompt
     assert derived.sections.prompt_write == config.writer.prompt_section
     assert context.config.sections.oracle_filter == 0.5  # the run's own config is untouched
 
