@@ -176,6 +176,16 @@ async def rerank(task: RerankTask, runtime: Runtime[StageContext]) -> dict:
     return {"judgements": [await judge(runtime.context, task["title"], task["query"], task["hit"])]}
 
 
+class RerankFailed(RuntimeError):
+    """Every relevance request of an article failed (endpoint down?): the article fails, so a resumed run
+    retries it instead of scoring the BM25 order as the model's."""
+
+
 async def rank(state: RankingState) -> dict:
     """Final order: LLM score, ties keep BM25 order."""
-    return {"candidates": order_candidates(state.get("hits") or [], state.get("judgements") or [])}
+    judgements = state.get("judgements") or []
+    failed = [j for j in judgements if j["source"] == "error"]
+    if judgements and len(failed) == len(judgements):
+        raise RerankFailed(f"article {state['article']!r}: all {len(failed)} relevance requests failed; "
+                           f"first error: {failed[0]['error']}")
+    return {"candidates": order_candidates(state.get("hits") or [], judgements)}

@@ -7,6 +7,7 @@ import pytest
 from ruwikibench.evaluators.ranking import ndcg, r_precision
 from ruwikibench.graphs.ranking import STAGE, build_ranking_graph
 from ruwikibench.models.fake import ScriptedChat, yes_no_completion
+from ruwikibench.nodes.ranking import RerankFailed
 from ruwikibench.retrieval.bm25 import BM25Index
 from ruwikibench.retrieval.queries import ReferenceQueriesError, generate_reference_queries
 from ruwikibench.runner.stage import get_stage
@@ -197,3 +198,12 @@ async def test_article_without_snippets_is_excluded_not_dropped(tmp_path) -> Non
     output = await build_ranking_graph().compile().ainvoke(unit.input, context=context)
     record = STAGE.score(unit, output, context)[0]
     assert record.excluded and "no snippets" in record.excluded and record.metrics == {}
+
+
+async def test_all_requests_failing_fails_the_article(tmp_path) -> None:
+    def down(messages):
+        raise ConnectionError("connection refused")
+
+    context = make_context(DATASET, {"ranking": down}, tmp_path, query_mode="title", max_candidates=3)
+    with pytest.raises(RerankFailed, match="all 3 relevance requests failed.*connection refused"):
+        await run(context)
