@@ -38,7 +38,7 @@ from ruwikibench.runner.stage import GeneratedText, ScoreRecord, Unit
 NAME = "outline"
 
 
-def build_outline_graph() -> StateGraph:
+def build_outline_graph() -> StateGraph[OutlineState, StageContext, OutlineInput, OutlineOutput]:
     """The uncompiled outline graph (input :class:`OutlineInput`, output :class:`OutlineOutput`)."""
     graph = StateGraph(
         OutlineState, context_schema=StageContext, input_schema=OutlineInput, output_schema=OutlineOutput
@@ -57,10 +57,11 @@ def build_outline_graph() -> StateGraph:
     return graph
 
 
-def first_cited_snippet(dataset: Dataset, article: Article, section: Section) -> str | None:
-    """Authors' centroid: the first snippet of the first kept source cited in the block (section + subsections)."""
+def first_cited_snippet(dataset: Dataset, article: Article, section: Section, descend: bool = True) -> str | None:
+    """Authors' centroid: the first snippet of the first kept source cited in the block (section + subsections;
+    ``descend=False``: the section's own paragraphs only, as for the lead)."""
     sources = dataset.sources_of(article.name)
-    for sub in section.walk():
+    for sub in section.walk() if descend else [section]:
         for footnote in sub.cited_footnotes():
             for source in sources:
                 if source.footnote_id != footnote:
@@ -97,20 +98,24 @@ class OutlineStage:
     ]
 
     def build_graph(self) -> StateGraph:
-        return build_outline_graph()
+        return build_outline_graph()  # type: ignore[return-value]
 
     def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]:
-        """One unit per article: title, all the article's snippets, its H2 headings (+ first cited snippets)."""
+        """One unit per article: title, all the article's snippets, its H2 headings (+ first cited snippets).
+
+        With ``centroids="first_snippet"`` (the authors' variant) the lead is a block too when it cites a kept
+        source: their k is the number of h1/h2 blocks, the lead's centroid its first cited snippet.
+        """
         snippets = [
             OutlineSnippet(id=s.id, source_id=s.source_id, index=s.index, text=s.text)
             for s in dataset.snippets_of(article.name)
         ]
-        data = OutlineInput(
-            title=article.title,
-            snippets=snippets,
-            headings=article.h2_titles(),
-            first_snippets=[first_cited_snippet(dataset, article, s) for s in article.root.children],
-        )
+        headings = article.h2_titles()
+        firsts = [first_cited_snippet(dataset, article, s) for s in article.root.children]
+        lead = first_cited_snippet(dataset, article, article.root, descend=False)
+        if config.outline.centroids == "first_snippet" and lead is not None:
+            headings, firsts = [article.title, *headings], [lead, *firsts]
+        data = OutlineInput(title=article.title, snippets=snippets, headings=headings, first_snippets=firsts)
         return [Unit(stage=NAME, article=article.name, unit_id="article", input=data.model_dump(mode="json"))]
 
     def score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[ScoreRecord]:

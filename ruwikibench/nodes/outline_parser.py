@@ -178,15 +178,15 @@ def parse_outline(text: str, *, max_words: int = 14, bullets: BulletPolicy = "au
     for line in text.split("\n"):
         if not line.strip() or _FENCE.match(line) or _RULE.match(line) or line.lstrip().startswith("|"):
             continue
-        candidate = _classify(line, max_words)
-        candidates.append(candidate if candidate else line.strip())
+        found = _classify(line, max_words)
+        candidates.append(found if found else line.strip())
     titled: list[tuple[_Candidate, str] | str] = []
-    for candidate in candidates:
-        if isinstance(candidate, str):
-            titled.append(candidate)
+    for item in candidates:
+        if isinstance(item, str):
+            titled.append(item)
             continue
-        title = _strip_meta(clean_title(candidate.title))
-        titled.append((candidate, title) if title else candidate.line.strip())
+        title = _strip_meta(clean_title(item.title))
+        titled.append((item, title) if title else item.line.strip())
     headings_written = sum(1 for t in titled if not isinstance(t, str) and t[0].kind != "bullet")
     use_bullets = bullets == "headings" or (bullets == "auto" and headings_written < 2)
     bullet_unit = min(
@@ -195,11 +195,11 @@ def parse_outline(text: str, *, max_words: int = 14, bullets: BulletPolicy = "au
     result = ParsedOutline(ended=ended)
     hash_level = 0
     anchor = 0
-    for item in titled:
-        if isinstance(item, str):
-            result.dropped.append(item)
+    for entry in titled:
+        if isinstance(entry, str):
+            result.dropped.append(entry)
             continue
-        candidate, title = item
+        candidate, title = entry
         if candidate.kind == "bullet" and not use_bullets:
             result.dropped.append(candidate.line.strip())
             continue
