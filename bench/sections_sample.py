@@ -110,7 +110,15 @@ def main() -> None:
 
     config = RunConfig(
         models={
-            "writer": ModelConfig(name=args.model, endpoints=[args.endpoint], timeout=600, max_retries=1)
+            "writer": ModelConfig(
+                name=args.model,
+                endpoints=[args.endpoint],
+                timeout=600,
+                max_retries=1,
+                # llama-cpp-python's server ignores the 'max_completion_tokens' that langchain-openai sends;
+                # 'max_tokens' in the body caps every call (until the model layer sends max_tokens itself)
+                extra_body={"max_tokens": max(args.describe_max_tokens, args.write_max_tokens)},
+            )
         },
         sections=SectionsConfig(
             max_snippets=args.max_snippets,
