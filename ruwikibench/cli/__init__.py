@@ -28,6 +28,9 @@ def _register() -> None:
 
     app.add_typer(run_app, name="run")
     app.add_typer(corpus.app, name="corpus")
+    from ruwikibench.cli.models import models_app
+
+    app.add_typer(models_app, name="models")
 
 
 _register()

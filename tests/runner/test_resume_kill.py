@@ -1,0 +1,61 @@
+"""A run killed with SIGKILL and started again finishes without recomputing units or resending requests."""
+
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+
+from tests.models.conftest import StubServer, _handler
+
+JOB = Path(__file__).with_name("resume_job.py")
+
+
+def _serve(stub: StubServer) -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(stub))
+    server.daemon_threads = True
+    stub.port = server.server_address[1]
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    return server
+
+
+def _prompts(stub: StubServer) -> collections.Counter:
+    return collections.Counter(body["messages"][-1]["content"] for body in stub.requests)
+
+
+def test_kill_9_then_resume_sends_no_request_twice(tmp_path: Path) -> None:
+    stub = StubServer(delay=0.4)
+    server = _serve(stub)
+    args = [sys.executable, str(JOB), stub.base_url, str(tmp_path / "runs"), str(tmp_path / "cache")]
+    try:
+        job = subprocess.Popen(args, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while len(stub.requests) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.1)  # let the third answer be in flight
+        os.killpg(job.pid, signal.SIGKILL)
+        job.wait()
+        sent_before = _prompts(stub)
+        assert 3 <= sum(sent_before.values()) < 6, "the job must be killed mid-run"
+        outputs = tmp_path / "runs" / "r" / "outputs.jsonl"
+        finished_before = len(outputs.read_text().splitlines()) if outputs.exists() else 0
+
+        subprocess.run(args, check=True, timeout=120)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    sent = _prompts(stub)
+    assert len(sent) == 6  # every article asked once …
+    resent = sum(sent.values()) - 6
+    assert resent <= 1  # … except at most the one request in flight at the kill (max_concurrency = 1)
+    lines = [json.loads(x) for x in outputs.read_text().splitlines()]
+    assert len(lines) == 6 and len({x["article"] for x in lines}) == 6  # no unit ran twice
+    assert finished_before >= 2
+    results = (tmp_path / "runs" / "r" / "results.jsonl").read_text().splitlines()
+    assert len(results) == 6
