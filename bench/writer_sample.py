@@ -60,7 +60,8 @@ def main(path: Path) -> None:
         data = json.loads((directory / "article.json").read_text(encoding="utf-8"))
         session = data["session"]
         print(f"# {data['title']}  ({directory})")
-        print(f"wall time {session['wall_time_s']} s · LLM calls {session['llm_calls']} · prompt tokens "
+        print(f"wall time {session['wall_time_s']} s · LLM calls {session['llm_calls']} (cache hits "
+              f"{session.get('cache_hits', 0)}) · prompt tokens "
               f"{session['prompt_tokens']} · completion tokens {session['completion_tokens']}")
         print("stats:", {k: v for k, v in data["stats"].items()})
         print("\nnode                                  calls   tokens   seconds")

@@ -63,8 +63,8 @@ def _single(context: Any, title: str | None, out: Path, outline: Path | None, st
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
     session = result.session
-    usage = f"{session.wall_time_s} s · {session.llm_calls} LLM calls · " \
-            f"{session.prompt_tokens + session.completion_tokens} tokens"
+    usage = (f"{session.wall_time_s} s · {session.llm_calls} LLM calls ({session.cache_hits} from the cache) · "
+             f"{session.prompt_tokens + session.completion_tokens} tokens")
     if result.status == "awaiting_outline":
         console.print(f"outline written to {out / 'outline.md'} ({len(result.outline)} headings; {usage}).")
         console.print(f"Edit it, then: ruwikibench write --resume --out {out} --dataset … --config …")

@@ -39,7 +39,8 @@ class Session(BaseModel):
     thread_id: str
     status: Literal["running", "awaiting_outline", "done", "failed"] = "running"
     wall_time_s: float = 0.0
-    llm_calls: int = 0
+    llm_calls: int = Field(default=0, description="LLM requests made by the nodes, cache hits included")
+    cache_hits: int = Field(default=0, description="requests answered by the response cache (not sent)")
     prompt_tokens: int = 0
     completion_tokens: int = 0
     error: str | None = None
@@ -122,10 +123,11 @@ def read_trace(out_dir: Path) -> list[dict[str, Any]]:
     return records
 
 
-def _usage_totals(context: StageContext) -> tuple[int, int, int]:
+def _usage_totals(context: StageContext) -> tuple[int, int, int, int]:
+    """calls, cache hits, prompt tokens, completion tokens so far (all roles)."""
     usage = context.llm.usage.as_dict()
-    return (sum(u["calls"] for u in usage.values()), sum(u["prompt_tokens"] for u in usage.values()),
-            sum(u["completion_tokens"] for u in usage.values()))
+    return tuple(sum(u.get(key, 0) for u in usage.values())  # type: ignore[return-value]
+                 for key in ("calls", "cache_hits", "prompt_tokens", "completion_tokens"))
 
 
 def append_trace(path: Path, record: dict[str, Any]) -> None:
@@ -181,7 +183,7 @@ async def write_article(
         session = Session(title=title, thread_id=f"{safe_name(title)}-{time.strftime('%Y%m%d-%H%M%S')}")
         (out / TRACE).unlink(missing_ok=True)
     config: RunnableConfig = {"configurable": {"thread_id": session.thread_id}, "recursion_limit": 200}
-    calls0, prompt0, completion0 = _usage_totals(context)
+    before = _usage_totals(context)
     started = time.perf_counter()
     async with sqlite_checkpointer(out / CHECKPOINTS) as saver:
         app = build_article_graph().compile(checkpointer=saver)
@@ -205,11 +207,11 @@ async def write_article(
             await _stream(app, graph_input, config, context, out, safe_name(session.title))
         except Exception as exc:
             session.status, session.error = "failed", f"{type(exc).__name__}: {exc}"
-            _account(session, context, started, (calls0, prompt0, completion0))
+            _account(session, context, started, before)
             write_session(out, session)
             raise
         state = await app.aget_state(config)
-    _account(session, context, started, (calls0, prompt0, completion0))
+    _account(session, context, started, before)
     if state.interrupts:
         payload = state.interrupts[0].value
         items = [OutlineItem.model_validate(i) for i in payload["outline"]]
@@ -234,9 +236,10 @@ async def write_article(
     return WriteResult(status="done", out_dir=out, article=article, paths=paths, session=session)
 
 
-def _account(session: Session, context: StageContext, started: float, before: tuple[int, int, int]) -> None:
-    calls, prompt, completion = _usage_totals(context)
+def _account(session: Session, context: StageContext, started: float, before: tuple[int, int, int, int]) -> None:
+    calls, hits, prompt, completion = _usage_totals(context)
     session.wall_time_s = round(session.wall_time_s + time.perf_counter() - started, 2)
     session.llm_calls += calls - before[0]
-    session.prompt_tokens += prompt - before[1]
-    session.completion_tokens += completion - before[2]
+    session.cache_hits += hits - before[1]
+    session.prompt_tokens += prompt - before[2]
+    session.completion_tokens += completion - before[3]

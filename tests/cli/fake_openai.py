@@ -29,12 +29,10 @@ def _body(answer: str | Completion, want_logprobs: bool) -> dict:
 @contextmanager
 def fake_openai_server(responder: Callable[[list[dict[str, str]]], str | Completion]) -> Iterator[str]:
     """Serve until the block ends; yields the base URL (http://127.0.0.1:PORT/v1)."""
-    calls: list[list[dict[str, str]]] = []
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        def do_POST(self) -> None:
             payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            calls.append(payload["messages"])
             data = json.dumps(_body(responder(payload["messages"]), bool(payload.get("logprobs")))).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
