@@ -44,7 +44,6 @@ def batch_run_id(context: StageContext, options: BatchOptions) -> str:
 
 async def write_batch(context: StageContext, dataset_path: str, options: BatchOptions) -> RunDir:
     """Write and score the selected articles (resuming a previous batch in the same run directory)."""
-    from ruwikibench.writer.run import write_article
 
     dataset = context.dataset
     assert dataset is not None, "StageContext.dataset must be set for a batch run"
@@ -64,7 +63,7 @@ async def write_batch(context: StageContext, dataset_path: str, options: BatchOp
         for article in articles:
             progress.update(bar, note=article.title[:40])
             try:
-                result = await write_article(context, article.title, rundir.path / "articles" / article.name)
+                result = await write_or_resume(context, article.title, rundir.path / "articles" / article.name)
                 assert result.article is not None
                 selected = [s["snippet_id"] for s in json.loads(result.paths["json"].read_text("utf-8"))["sources"]]
                 records = score_written(article, result.article, selected, context)
@@ -80,6 +79,18 @@ async def write_batch(context: StageContext, dataset_path: str, options: BatchOp
     metrics = finalize(rundir)
     _append_article_table(rundir, metrics)
     return rundir
+
+
+async def write_or_resume(context: StageContext, title: str, out_dir: Path) -> Any:
+    """Write the article; a session left failed or cut off in ``out_dir`` continues from its last checkpoint
+    (finished nodes are not rerun; the LLM response cache answers repeated requests)."""
+    from ruwikibench.writer.run import read_session, write_article
+
+    if (out_dir / "session.json").exists():
+        session = read_session(out_dir)
+        if session.title == title and session.status in ("failed", "running"):
+            return await write_article(context, title, out_dir, resume=True)
+    return await write_article(context, title, out_dir)
 
 
 def _record(rundir: RunDir, name: str, result: Any, records: list[Any], texts: list[Any]) -> None:

@@ -15,12 +15,14 @@ class OutlineFileError(ValueError):
 
 
 def items_from_headings(headings: list[tuple[int, str]], title: str | None = None) -> list[OutlineItem]:
-    """Outline items from (level, title) pairs: a leading level-1 heading (the article title) is dropped,
-    other level-1 headings become h2, levels are shifted so the top is 2 and never jump by more than one."""
+    """Outline items from (level, title) pairs. A leading level-1 heading is taken for the article title and
+    dropped when it is the title, or when it is the only level-1 heading and deeper headings follow it; other
+    level-1 headings become h2. Levels are shifted so the top is 2 and never jump by more than one."""
     pairs = [(level, text.strip()) for level, text in headings if text.strip()]
-    if pairs and pairs[0][0] == 1 and (title is None or _same(pairs[0][1], title) or
-                                        sum(1 for lv, _ in pairs if lv == 1) == 1):
-        pairs = pairs[1:]
+    if pairs and pairs[0][0] == 1:
+        only_top = sum(1 for level, _ in pairs if level == 1) == 1
+        if (title is not None and _same(pairs[0][1], title)) or (only_top and len(pairs) > 1):
+            pairs = pairs[1:]
     if not pairs:
         return []
     shift = 2 - min(level for level, _ in pairs)

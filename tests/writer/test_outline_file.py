@@ -43,3 +43,10 @@ def test_errors_name_the_file(tmp_path) -> None:
     empty.write_text("# Title only\n\nno headings\n", encoding="utf-8")
     with pytest.raises(OutlineFileError, match="empty.md: no Markdown headings"):
         read_outline_file(empty, "Title only")
+
+
+def test_a_lone_top_heading_is_kept_unless_it_is_the_title() -> None:
+    # a model answered one '# …' heading (not the title): that is the outline, not a title line
+    assert [(i.level, i.title) for i in items_from_headings([(1, "Решение МОК")], "Олимпиада")] == [(2, "Решение МОК")]
+    assert items_from_headings([(1, "Олимпиада")], "Олимпиада") == []
+    assert [i.title for i in items_from_headings([(1, "Любой заголовок"), (2, "A")], "Т")] == ["A"]

@@ -83,3 +83,29 @@ def test_batch_writes_scores_and_resumes(tmp_path) -> None:
     calls = len(chat.calls)
     asyncio.run(write_batch(context, "synthetic", options))  # already written: nothing to do
     assert len(chat.calls) == calls
+
+
+def test_batch_resumes_a_failed_article_from_its_checkpoint(tmp_path) -> None:
+    from tests.graphs.writer_fixture import kind
+
+    context, chat = make_context(tmp_path)
+    answer = chat.responder
+    failing = {"on": True}
+
+    def flaky(messages):  # the outline merge fails in the first session
+        if failing["on"] and kind(messages[-1]["content"]) == "merge":
+            raise RuntimeError("server went away")
+        return answer(messages)
+
+    chat.responder = flaky
+    options = BatchOptions(article_names=[TITLE], out=tmp_path / "runs", run_id="w", progress=False)
+    rundir = asyncio.run(write_batch(context, "synthetic", options))
+    errors = [json.loads(line) for line in (rundir.path / "errors.jsonl").read_text("utf-8").splitlines()]
+    assert {e["stage"] for e in errors} == {"outline", "sections", "article"}
+    assert "server went away" in errors[0]["reason"]
+    judged = sum(kind(m[-1]["content"]) == "relevance" for m in chat.calls)
+    failing["on"] = False
+    rundir = asyncio.run(write_batch(context, "synthetic", options))
+    assert sum(kind(m[-1]["content"]) == "relevance" for m in chat.calls) == judged  # ranking not rerun
+    metrics = json.loads((rundir.path / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["article"]["counts"] == {**metrics["article"]["counts"], "evaluated": 1, "failed_units": 0}
