@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import operator
+import re
 import threading
 import weakref
 from typing import Annotated, Any, NotRequired, TypedDict
@@ -339,7 +340,8 @@ def drafts_from_results(results: list[dict[str, Any]]) -> tuple[list[SectionDraf
         if int(result.get("write_calls") or 0) > 1:
             notes.append(f"section {result['id']!r}: descriptions merged before writing; its markers are removed")
             shown = []
-        drafts.append(SectionDraft(section_id=result["id"], text=result.get("text") or "", shown=shown))
+        drafts.append(SectionDraft(section_id=result["id"], text=flatten_headings(result.get("text") or ""),
+                                   shown=shown))
     return drafts, notes
 
 
@@ -368,7 +370,16 @@ def clean_answer(text: str, title: str) -> str:
             lines.pop(0)
             continue
         break
-    return "\n".join(lines).strip()
+    return flatten_headings("\n".join(lines))
+
+
+_HEADING_LINE = re.compile(r"^[ \t]*#{1,6}[ \t]+(.*?)[ \t#]*$", re.MULTILINE)
+
+
+def flatten_headings(text: str) -> str:
+    """Markdown heading lines inside generated prose become plain paragraphs (the outline owns the headings)."""
+    text = _HEADING_LINE.sub(lambda m: "\n" + m.group(1) + "\n", text)
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
 async def ask_lead(context: StageContext, title: str, body: str) -> str:

@@ -103,6 +103,16 @@ def test_lead_body_and_clean_answer() -> None:
     assert lead_body(sections, 1000) == "## A\none [1]."
     assert lead_body([WrittenSection(id="s", level=2, title="A", text="word " * 100)], 50).endswith(" …")
     assert clean_answer("```\n# Москва\n**Преамбула**\nТекст [1].\n```", "Москва") == "Текст [1]."
+    assert clean_answer("Первое [1].\n#### Дата: 15 июня [2].\nДалее.", "T") == "Первое [1].\n\nДата: 15 июня [2].\n\nДалее."
+
+
+def test_flatten_headings_in_section_texts() -> None:
+    from ruwikibench.nodes.article import flatten_headings
+
+    assert flatten_headings("## A\n\nтекст #1 [2]\n\n\n### Б ###\nещё") == "A\n\nтекст #1 [2]\n\nБ\n\nещё"
+    drafts, _ = drafts_from_results([{"id": "s", "text": "#### Заголовок\nФакт [1].", "write_calls": 1,
+                                      "groups": [{"index": 0, "snippet_ids": ["a"], "description": "d"}]}])
+    assert drafts[0].text == "Заголовок\n\nФакт [1]."
 
 
 def test_writer_context_forces_writer_mode() -> None:
