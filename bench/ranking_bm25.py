@@ -119,7 +119,7 @@ async def rerank(args: argparse.Namespace) -> None:
     directory = dataset_dir(args)
     dataset = load_dataset(directory)
     context = context_for(args, dataset, directory, query_mode=args.mode, max_candidates=args.max_candidates,
-                          top_logprobs=args.top_logprobs)
+                          top_logprobs=args.top_logprobs, snippet_chars=args.snippet_chars)
     graph = build_ranking_graph().compile()
     articles = [a for a in dataset.articles if not args.only or a.name in args.only][: args.articles]
     start = time.perf_counter()
@@ -156,6 +156,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="article names")
     parser.add_argument("--max-candidates", type=int, default=20)
     parser.add_argument("--top-logprobs", type=int, default=10)
+    parser.add_argument("--snippet-chars", type=int, default=2500)
     args = parser.parse_args()
     if args.command == "baseline":
         baseline(args)

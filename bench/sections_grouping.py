@@ -54,7 +54,8 @@ def main() -> None:
             if len(spec.snippets) >= 3:
                 sections.append((article.name, spec))
                 break  # one section per article: variety
-    used, within, counts = 0, [], {t: [] for t in THRESHOLDS}
+    used, within = 0, list[float]()
+    counts: dict[float, list[int]] = {t: [] for t in THRESHOLDS}
     start = time.perf_counter()
     for name, spec in sections:
         snippets = spec.snippets[: args.per_section]

@@ -97,6 +97,7 @@ class RankingConfig(BaseModel):
     prompt_query_en: str = "ru/query_description_en.txt"
     prompt_relevance: str = "ru/relevance.txt"
     prompt_reference_query: str = "ru/reference_query.txt"
+    prompt_reference_query_en: str = "ru/reference_query_en.txt"
 
 
 class OutlineConfig(BaseModel):

@@ -23,14 +23,17 @@ def version() -> None:
 
 def _register() -> None:
     """Attach the command groups (one module each; imported lazily by their commands)."""
-    from ruwikibench.cli import corpus, run  # noqa: F401  (run registers `run …`, `score`, `report`)
+    from ruwikibench.cli import corpus, corpus_build, run  # noqa: F401  (run registers `run …`, `score`, `report`)
     from ruwikibench.cli import write  # noqa: F401  (registers `write`)
+    from ruwikibench.cli.models import models_app
 
     app.add_typer(run_app, name="run")
     app.add_typer(corpus.app, name="corpus")
-    from ruwikibench.cli.models import models_app
-
+    corpus.app.command("build")(corpus_build.build)
     app.add_typer(models_app, name="models")
+    from ruwikibench.cli.judge import judge_app
+
+    app.add_typer(judge_app, name="judge")
 
 
 _register()

@@ -8,7 +8,9 @@ from typing import Annotated
 
 import typer
 
-models_app = typer.Typer(help="Bundled local chat models (llama.cpp): fetch, list, serve.", no_args_is_help=True)
+models_app = typer.Typer(
+    help="Bundled local chat models (llama.cpp): fetch, list, serve.", no_args_is_help=True
+)
 
 ModelOption = Annotated[
     str, typer.Option("--model", "-m", help="qwen2.5-coder-1.5b (default) or qwen2.5-0.5b (fast smoke runs)")
@@ -50,7 +52,9 @@ def serve_local(
     model: ModelOption = "qwen2.5-coder-1.5b",
     port: Annotated[int | None, typer.Option(help="port on 127.0.0.1 (default: a free one)")] = None,
     n_ctx: Annotated[int, typer.Option("--n-ctx", help="context window in tokens")] = 4096,
-    n_threads: Annotated[int | None, typer.Option("--n-threads", help="CPU threads (default: llama.cpp's)")] = None,
+    n_threads: Annotated[
+        int | None, typer.Option("--n-threads", help="CPU threads (default: llama.cpp's)")
+    ] = None,
 ) -> None:
     """Start llama-cpp-python's OpenAI-compatible server with a bundled model; stop it with Ctrl-C."""
     from ruwikibench.models.local_server import LocalServer, LocalServerError

@@ -71,11 +71,12 @@ def _show(rundir: Any, stages: list[str]) -> None:
     console.print(f"run directory: {rundir.path}  (report: {rundir.path / 'report.md'})")
 
 
-def _run(stages: list[str], config_path: Path, dataset: str, articles: int | None, article: list[str] | None,
+def _run(stages: list[str] | None, config_path: Path, dataset: str, articles: int | None, article: list[str] | None,
          out: Path, run_id: str | None, overrides: dict[str, dict[str, Any]] | None = None) -> Any:
     from ruwikibench.runner.execute import RunOptions
 
     config, data, path = _load(config_path, dataset)
+    stages = stages or list(config.stages)
     for section, values in (overrides or {}).items():
         setattr(config, section, getattr(config, section).model_copy(update=values))
     options = RunOptions(stages=stages, articles=articles, article_names=article, out=out, run_id=run_id)
@@ -87,8 +88,8 @@ def _run(stages: list[str], config_path: Path, dataset: str, articles: int | Non
 @run_app.command("all")
 def run_all(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
             out: OutOpt = Path("runs"), run_id: RunIdOpt = None) -> None:
-    """All three stages, each on gold inputs, articles concurrently; resumes an interrupted run."""
-    _run(["ranking", "outline", "sections"], config, dataset, articles, article, out, run_id)
+    """The config's stages (default all three), each on gold inputs, articles concurrently; resumes a run."""
+    _run(None, config, dataset, articles, article, out, run_id)
 
 
 @run_app.command("ranking")

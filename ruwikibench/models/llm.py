@@ -25,7 +25,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from ruwikibench.config import ModelConfig, RunConfig
 from ruwikibench.models.cache import ResponseCache, request_key
@@ -121,7 +121,9 @@ class OpenAIBackend:
         self._identity = {**config.identity(), **(identity_extra or {})}
         self._next = itertools.cycle(range(len(config.endpoints)))
         # one set of clients per event loop: an httpx connection pool cannot outlive the loop it was made in
-        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[Any]] = weakref.WeakKeyDictionary()
+        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[Any]] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def identity(self) -> dict[str, object]:
         """What the response cache keys on: name and every generation parameter (no endpoint, no key)."""
@@ -155,7 +157,9 @@ class OpenAIBackend:
             timeout=cfg.timeout,
             max_retries=0,  # retries are ours: counted, with backoff, rotating over replicas
             extra_body=extra or None,
-            http_async_client=httpx.AsyncClient(timeout=cfg.timeout, limits=httpx.Limits(max_keepalive_connections=32)),
+            http_async_client=httpx.AsyncClient(
+                timeout=cfg.timeout, limits=httpx.Limits(max_keepalive_connections=32)
+            ),
         )
 
     async def generate(self, messages: Messages, *, max_tokens: int | None, top_logprobs: int) -> Completion:
@@ -174,7 +178,7 @@ class OpenAIBackend:
             client = clients[index]
             try:
                 message = await (client.bind(**kwargs) if kwargs else client).ainvoke(messages)
-            except Exception as exc:  # noqa: BLE001 — classified right below
+            except Exception as exc:
                 if not is_retryable(exc) or attempt >= cfg.max_retries:
                     raise LLMRequestError(cfg.name, cfg.endpoints[index], attempt + 1, exc) from exc
                 await asyncio.sleep(backoff_delay(attempt, cfg.retry_base_delay, cfg.retry_max_delay, exc))
@@ -247,7 +251,9 @@ class LLM:
         self.listeners: list[Callable[[str, Completion], None]] = []
         self.cache = cache
         self.servers = list(servers or [])
-        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def _state(self) -> _LoopState:
         """The semaphore and in-flight table of the running event loop (a client may outlive one loop)."""
@@ -280,7 +286,9 @@ class LLM:
                 extra = local_identity(model.local) if model.local else None
                 if model.local and not model.endpoints:
                     if not start_local:
-                        raise ValueError(f"model {model.name!r} of role {role!r} is local but start_local=False")
+                        raise ValueError(
+                            f"model {model.name!r} of role {role!r} is local but start_local=False"
+                        )
                     if model.local not in servers:
                         servers[model.local] = acquire_server(model.local)
                     model = model.model_copy(update={"endpoints": [servers[model.local].base_url]})
@@ -360,13 +368,13 @@ class LLM:
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
 
-    def __enter__(self) -> LLM:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    async def __aenter__(self) -> LLM:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

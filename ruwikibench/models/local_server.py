@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, Self
 
 import httpx
 
@@ -146,7 +146,7 @@ class LocalServer:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent if _pdeathsig_safe() else None,
+            preexec_fn=_die_with_parent if _pdeathsig_safe() else None,  # noqa: PLW1509 — main thread only
         )
         _LIVE.add(self)
 
@@ -168,7 +168,7 @@ class LocalServer:
             f"{self.startup_timeout:.0f}s; log {self.log_path}:\n{tail}"
         )
 
-    def start(self) -> LocalServer:
+    def start(self) -> Self:
         """Start the server (if not running) and block until it answers."""
         self._spawn()
         deadline = time.monotonic() + self.startup_timeout
@@ -182,7 +182,7 @@ class LocalServer:
                     raise self._timed_out()
                 time.sleep(0.25)
 
-    async def astart(self) -> LocalServer:
+    async def astart(self) -> Self:
         """Async :meth:`start` (the process is spawned in the calling thread, the wait does not block)."""
         self._spawn()
         deadline = time.monotonic() + self.startup_timeout
@@ -222,13 +222,13 @@ class LocalServer:
             return ""
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
-    def __enter__(self) -> LocalServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    async def __aenter__(self) -> LocalServer:
+    async def __aenter__(self) -> Self:
         return await self.astart()
 
     async def __aexit__(self, *exc: object) -> None:

@@ -57,4 +57,6 @@ class Completion(BaseModel):
 class ChatBackend(Protocol):
     """Anything that turns messages into a Completion (an OpenAI-compatible endpoint, a scripted fake)."""
 
-    async def generate(self, messages: Messages, *, max_tokens: int | None, top_logprobs: int) -> Completion: ...
+    async def generate(
+        self, messages: Messages, *, max_tokens: int | None, top_logprobs: int
+    ) -> Completion: ...

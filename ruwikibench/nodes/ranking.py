@@ -145,21 +145,30 @@ async def expand_query(state: RankingState, runtime: Runtime[StageContext]) -> d
 
 
 async def retrieve(state: RankingState, runtime: Runtime[StageContext]) -> dict:
-    """Top k snippets of the whole corpus by BM25 (k = pool size, capped by ranking.max_candidates)."""
+    """Top k snippets of the whole corpus by BM25 (k = pool size). With ranking.max_candidates the pool is
+    thinned evenly across BM25 ranks (not cut at the top, which would keep only the easy relevant head)."""
     context = runtime.context
     cfg = context.config.ranking
     dataset = _dataset(runtime)
     query = state.get("query") or ""
     k = state.get("pool_size") or cfg.default_pool
-    if cfg.max_candidates is not None:
-        k = min(k, cfg.max_candidates)
     index = await asyncio.to_thread(get_index, dataset, cfg.normalizer, context.config.cache_path)
-    found = await asyncio.to_thread(index.search, query, k)
+    found = spread_sample(await asyncio.to_thread(index.search, query, k), cfg.max_candidates)
     hits = [Hit(snippet_id=h.snippet_id, bm25_rank=h.rank, bm25_score=h.score) for h in found]
     error = None
     if not hits:
         error = "empty query" if not query.strip() else "BM25 found no snippet sharing a term with the query"
     return {"hits": hits, "pool_size": k, "error": error}
+
+
+def spread_sample(items: list, cap: int | None) -> list:
+    """At most ``cap`` items spread evenly over the list (first and last kept), order preserved."""
+    if cap is None or len(items) <= cap:
+        return items
+    if cap <= 1:
+        return items[:cap]
+    step = (len(items) - 1) / (cap - 1)
+    return [items[round(i * step)] for i in range(cap)]
 
 
 def route_candidates(state: RankingState) -> list[Send] | str:

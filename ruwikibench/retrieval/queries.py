@@ -26,7 +26,6 @@ from ruwikibench.dataset import Article
 from ruwikibench.models.llm import LLM
 
 REFERENCE_QUERIES_FILE = "reference_queries.json"
-LANGUAGES = {"ru": "русском", "en": "английском"}
 
 
 class QueryRecord(BaseModel):
@@ -45,8 +44,7 @@ class ReferenceQueries(BaseModel):
     dataset_id: str
     model: str = Field(description="name of the reference model that wrote them")
     model_identity: dict[str, object] = Field(default_factory=dict)
-    prompt: str = ""
-    prompt_sha256: str = ""
+    prompts: dict[str, str] = Field(default_factory=dict, description="prompt file -> sha256")
     created: str = ""
     queries: dict[str, QueryRecord] = Field(default_factory=dict, description="Article.name -> descriptions")
 
@@ -80,11 +78,11 @@ def headings_block(article: Article) -> str:
 
 async def reference_record(article: Article, context: StageContext) -> QueryRecord:
     """Russian and English reference descriptions of an article from its title and H2 headings."""
-    prompt = context.prompts.get(context.config.ranking.prompt_reference_query)
+    cfg = context.config.ranking
+    fields = {"title": article.title, "headings": headings_block(article)}
     ru, en = await asyncio.gather(*(
-        describe(context.llm, "reference", prompt.format(title=article.title, headings=headings_block(article),
-                                                          language=language))
-        for language in LANGUAGES.values()
+        describe(context.llm, "reference", context.prompts.get(name).format(**fields))
+        for name in (cfg.prompt_reference_query, cfg.prompt_reference_query_en)
     ))
     if not ru and not en:
         raise ReferenceQueriesError(f"article {article.name!r}: the reference model returned two empty descriptions")
@@ -140,6 +138,7 @@ def _write_atomically(path: Path, payload: ReferenceQueries) -> None:
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", dir=path.parent)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(payload.model_dump_json(indent=1))
+    os.chmod(tmp, 0o644)
     os.replace(tmp, path)
 
 
@@ -161,7 +160,8 @@ async def generate_reference_queries(
         raise ValueError("generate_reference_queries needs StageContext.dataset")
     path = Path(dataset_dir) / REFERENCE_QUERIES_FILE
     model = context.config.model_for("reference")
-    prompt = context.prompts.get(context.config.ranking.prompt_reference_query)
+    prompts = [context.prompts.get(name) for name in (context.config.ranking.prompt_reference_query,
+                                                       context.config.ranking.prompt_reference_query_en)]
     stored = None if overwrite or not path.exists() else read_reference_queries(path)
     if stored is not None and (stored.dataset_id != dataset.dataset_id or stored.model != model.name):
         raise ReferenceQueriesError(
@@ -170,7 +170,7 @@ async def generate_reference_queries(
         )
     payload = stored or ReferenceQueries(
         dataset_id=dataset.dataset_id, model=model.name, model_identity=model.identity(),
-        prompt=prompt.name, prompt_sha256=prompt.sha256, created=datetime.now(UTC).isoformat(timespec="seconds"),
+        prompts={p.name: p.sha256 for p in prompts}, created=datetime.now(UTC).isoformat(timespec="seconds"),
     )
     todo = [a for a in dataset.articles if (articles is None or a.name in articles) and a.name not in payload.queries]
     lock = asyncio.Lock()

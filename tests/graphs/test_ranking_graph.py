@@ -97,7 +97,7 @@ async def test_fallbacks_and_failures_are_counted_and_ranked_last(tmp_path) -> N
 
     context = make_context(DATASET, {"ranking": respond}, tmp_path, query_mode="title", max_candidates=8)
     _, output, record = await run(context)
-    assert output["pool_size"] == 8 and len(output["candidates"]) == 8
+    assert output["pool_size"] == 18 and len(output["candidates"]) == 8  # thinned evenly, pool size kept
     counts = {"judged_text": 4, "judged_unparseable": 2, "judged_error": 2, "judged_logprobs": 0}
     assert {key: record.info[key] for key in counts} == counts
     sources = [c["source"] for c in output["candidates"]]
@@ -123,7 +123,7 @@ async def test_generated_mode_writes_ru_and_en_concurrently(tmp_path) -> None:
 
     def describe(messages):
         prompt = messages[-1]["content"]
-        return "Статья о кубитах и квантовых компьютерах." if "русском" in prompt else "About qubits and quantum computing."
+        return "About qubits and quantum computing." if "English" in prompt else "Статья о кубитах и квантовых компьютерах."
 
     query_model = Describer(describe)
     context = make_context(DATASET, {"query": query_model, "ranking": oracle()}, tmp_path, query_mode="generated")
@@ -140,8 +140,9 @@ async def test_reference_mode_needs_stored_queries_then_uses_them(tmp_path) -> N
 
     def reference(messages):
         seen.append(messages[-1]["content"])
-        lang = "ru" if "русском" in messages[-1]["content"] else "en"
-        title = messages[-1]["content"].split("под названием «", 1)[1].split("»", 1)[0]
+        prompt = messages[-1]["content"]
+        lang = "en" if "English" in prompt else "ru"
+        title = prompt.split("«", 1)[1].split("»", 1)[0] if lang == "ru" else prompt.split('"', 2)[1]
         return f"{lang}: описание {title}"
 
     context = make_context(DATASET, {"reference": reference, "ranking": oracle()}, tmp_path, query_mode="reference")
@@ -150,6 +151,7 @@ async def test_reference_mode_needs_stored_queries_then_uses_them(tmp_path) -> N
     path = await generate_reference_queries(tmp_path, context, progress=False)
     stored = json.loads(path.read_text(encoding="utf-8"))
     assert stored["model"] == "fake-reference" and stored["dataset_id"] == DATASET.dataset_id
+    assert set(stored["prompts"]) == {"ru/reference_query.txt", "ru/reference_query_en.txt"}
     assert set(stored["queries"]) == {a.name for a in DATASET.articles} and len(seen) == 2 * len(DATASET.articles)
     assert any(all(h in prompt for h in ARTICLE.h2_titles()) for prompt in seen)  # H2 headings in the prompt
     _, output, record = await run(context)

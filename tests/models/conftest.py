@@ -51,10 +51,18 @@ class StubServer:
             error = {"error": {"message": f"scripted {failure.status}", "type": "server_error"}}
             return failure.status, failure.headers, error, failure.delay
         text = self.answer(body)
-        choice: dict = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        choice: dict = {
+            "index": 0,
+            "message": {"role": "assistant", "content": text},
+            "finish_reason": "stop",
+        }
         if body.get("logprobs"):
             choice["logprobs"] = {"content": _logprobs(text, int(body.get("top_logprobs") or 0))}
-        usage = {"prompt_tokens": 7, "completion_tokens": len(text.split()), "total_tokens": 7 + len(text.split())}
+        usage = {
+            "prompt_tokens": 7,
+            "completion_tokens": len(text.split()),
+            "total_tokens": 7 + len(text.split()),
+        }
         payload = {
             "id": "chatcmpl-stub",
             "object": "chat.completion",
@@ -71,8 +79,12 @@ def _logprobs(text: str, top: int) -> list[dict]:
     out = []
     for token in tokens:
         alternatives = [{"token": token, "logprob": math.log(0.8), "bytes": None}]
-        alternatives += [{"token": f"alt{i}", "logprob": math.log(0.2 / top), "bytes": None} for i in range(top - 1)]
-        out.append({"token": token, "logprob": math.log(0.8), "bytes": None, "top_logprobs": alternatives[:top]})
+        alternatives += [
+            {"token": f"alt{i}", "logprob": math.log(0.2 / top), "bytes": None} for i in range(top - 1)
+        ]
+        out.append(
+            {"token": token, "logprob": math.log(0.8), "bytes": None, "top_logprobs": alternatives[:top]}
+        )
     return out
 
 
@@ -83,7 +95,7 @@ def _handler(stub: StubServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args: object) -> None:
             pass
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             length = int(self.headers.get("content-length", 0))
             body = json.loads(self.rfile.read(length) or b"{}")
             with stub.lock:

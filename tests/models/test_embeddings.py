@@ -139,7 +139,11 @@ def test_sentence_transformers_real_model_with_prefixes(tmp_path) -> None:
 
     path = _minilm_path()
     config = EmbedderConfig(
-        kind="sentence-transformers", name=path, device="cpu", query_prefix="search_query: ", passage_prefix=""
+        kind="sentence-transformers",
+        name=path,
+        device="cpu",
+        query_prefix="search_query: ",
+        passage_prefix="",
     )
     embedder = make_embedder(config, cache_dir=tmp_path)
     assert isinstance(embedder, CachedEmbedder) and isinstance(embedder.inner, SentenceTransformerEmbedder)

@@ -1,5 +1,7 @@
 import asyncio
 
+import pytest
+
 from ruwikibench.models.fake import ScriptedChat, yes_no_completion
 from ruwikibench.models.llm import LLM, strip_thinking
 
@@ -66,7 +68,11 @@ async def test_cache_hits_counted_per_role_and_tokens_only_for_sent_requests(tmp
     assert usage["ranking"] == {
         "calls": 1, "prompt_tokens": 10, "completion_tokens": 1, "cache_hits": 0, "retries": 0, "failures": 0
     }  # fmt: skip
-    assert usage["judge"]["calls"] == 1 and usage["judge"]["cache_hits"] == 1 and usage["judge"]["prompt_tokens"] == 0
+    assert (
+        usage["judge"]["calls"] == 1
+        and usage["judge"]["cache_hits"] == 1
+        and usage["judge"]["prompt_tokens"] == 0
+    )
     assert llm.usage.total()["calls"] == 2
 
 
@@ -79,7 +85,9 @@ async def test_backend_without_identity_is_never_cached() -> None:
 
         async def generate(self, messages, *, max_tokens, top_logprobs):  # type: ignore[no-untyped-def]
             self.calls += 1
-            return await ScriptedChat(lambda m: "ok").generate(messages, max_tokens=max_tokens, top_logprobs=0)
+            return await ScriptedChat(lambda m: "ok").generate(
+                messages, max_tokens=max_tokens, top_logprobs=0
+            )
 
     backend = Anonymous()
     llm = LLM({"writer": backend}, cache=ResponseCache(None))
@@ -125,6 +133,53 @@ def test_request_key_changes_with_every_part() -> None:
 def test_identity_has_generation_parameters_but_no_transport_or_secrets() -> None:
     from ruwikibench.config import ModelConfig
 
-    identity = ModelConfig(name="m", endpoints=["http://h/v1"], api_key_env="KEY", local="qwen2.5-0.5b").identity()
+    identity = ModelConfig(
+        name="m", endpoints=["http://h/v1"], api_key_env="KEY", local="qwen2.5-0.5b"
+    ).identity()
     assert {"name", "temperature", "top_p", "repetition_penalty", "max_tokens", "extra_body"} <= set(identity)
-    assert not {"endpoints", "api_key_env", "timeout", "max_retries", "retry_base_delay", "local"} & set(identity)
+    assert not {"endpoints", "api_key_env", "timeout", "max_retries", "retry_base_delay", "local"} & set(
+        identity
+    )
+
+
+def test_from_config_starts_one_local_server_per_model_and_releases_it(monkeypatch, tmp_path) -> None:
+    from ruwikibench.config import RunConfig
+    from ruwikibench.models import local_server
+
+    started: list[str] = []
+    released: list[object] = []
+
+    class Running:
+        def __init__(self, model: str) -> None:
+            self.model = model
+            self.base_url = f"http://127.0.0.1:{40000 + len(started)}/v1"
+
+    def acquire(model: str) -> Running:
+        started.append(model)
+        return Running(model)
+
+    monkeypatch.setattr(local_server, "acquire_server", acquire)
+    monkeypatch.setattr(local_server, "release_server", released.append)
+    config = RunConfig.model_validate(
+        {
+            "models": {
+                "ranking": {"name": "q", "local": "qwen2.5-0.5b"},
+                "writer": {"name": "q", "local": "qwen2.5-0.5b", "max_tokens": 64},
+                "judge": {"name": "big", "local": "qwen2.5-coder-1.5b"},
+                "query": {"name": "q", "local": "qwen2.5-0.5b", "endpoints": ["http://127.0.0.1:9/v1"]},
+            },
+            "cache_dir": str(tmp_path),
+        }
+    )
+    llm = LLM.from_config(config)
+    assert started == ["qwen2.5-0.5b", "qwen2.5-coder-1.5b"]  # one per local model, shared by roles
+    ranking, writer, judge, query = (llm.backends[r] for r in ("ranking", "writer", "judge", "query"))
+    assert ranking.config.endpoints == writer.config.endpoints != judge.config.endpoints  # type: ignore[attr-defined]
+    assert query.config.endpoints == ["http://127.0.0.1:9/v1"]  # given endpoints win: nothing started
+    assert ranking.identity()["gguf_sha256"] != judge.identity()["gguf_sha256"]  # type: ignore[attr-defined]
+    llm.close()
+    assert [s.model for s in released] == ["qwen2.5-0.5b", "qwen2.5-coder-1.5b"]  # type: ignore[attr-defined]
+    assert llm.servers == []
+
+    with pytest.raises(ValueError, match="start_local=False"):
+        LLM.from_config(config, start_local=False)

@@ -54,7 +54,9 @@ async def test_request_body_carries_paper_parameters_and_logprobs(stub_server: S
 
 async def test_max_completion_tokens_field_for_openai_reasoning_models(stub_server: StubServer) -> None:
     await _llm(stub_server, max_tokens_field="max_completion_tokens").complete("writer", "x", max_tokens=9)
-    assert stub_server.requests[0]["max_completion_tokens"] == 9 and "max_tokens" not in stub_server.requests[0]
+    assert (
+        stub_server.requests[0]["max_completion_tokens"] == 9 and "max_tokens" not in stub_server.requests[0]
+    )
 
 
 async def test_default_max_tokens_and_no_think_switches(stub_server: StubServer) -> None:
@@ -72,7 +74,9 @@ async def test_thinking_removed_from_text_kept_in_raw(stub_server: StubServer) -
     assert completion.text == "Да" and completion.raw_text.startswith("<think>")
 
 
-async def test_api_key_read_from_named_env_var(stub_server: StubServer, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_api_key_read_from_named_env_var(
+    stub_server: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("RWB_TEST_KEY", "sekret-123")
     await _llm(stub_server, api_key_env="RWB_TEST_KEY").complete("writer", "x")
     headers = {k.lower(): v for k, v in stub_server.headers[0].items()}
@@ -120,7 +124,11 @@ async def test_client_errors_are_not_retried(stub_server: StubServer) -> None:
     with pytest.raises(LLMRequestError) as err:
         await llm.complete("judge", "x")
     assert len(stub_server.requests) == 1
-    assert err.value.status_code == 400 and "stub-model" in str(err.value) and stub_server.base_url in str(err.value)
+    assert (
+        err.value.status_code == 400
+        and "stub-model" in str(err.value)
+        and stub_server.base_url in str(err.value)
+    )
     assert llm.usage.as_dict()["judge"]["failures"] == 1
 
 
@@ -177,7 +185,9 @@ async def test_cache_sends_no_duplicate_request_across_runs(stub_server: StubSer
     assert rerun.usage.as_dict()["ranking"]["cache_hits"] == 4
     assert rerun.usage.as_dict()["ranking"]["prompt_tokens"] == 0
 
-    await rerun.complete("ranking", "первый", max_tokens=6, top_logprobs=2)  # another max_tokens: a new request
+    await rerun.complete(
+        "ranking", "первый", max_tokens=6, top_logprobs=2
+    )  # another max_tokens: a new request
     await rerun.complete("ranking", "первый", max_tokens=5, top_logprobs=3)  # another top_logprobs: new
     assert len(stub_server.requests) == 5
 

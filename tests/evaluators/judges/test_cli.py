@@ -1,0 +1,100 @@
+"""End to end through the CLI and the real OpenAI-compatible client, against a tiny server on 127.0.0.1."""
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ruwikibench.cli import app
+from tests.evaluators.judges.helpers import section, write_run
+
+
+def reply(prompt: str) -> str:
+    if "### Критерий оценки:" in prompt:
+        return "[FEEDBACK] Ошибок нет. [RESULT] 2 [END]" if "Грамотность" in prompt else "[RESULT] 0 [END]"
+    first = prompt.split("[Начало ответа ассистента A]\n", 1)[1]
+    return "[[4 8]]" if first.startswith("Короткий") else "[[8 4]]"  # prefers the longer text, in both orders
+
+
+class Handler(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        text = reply(body["messages"][-1]["content"])
+        payload = {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+        data = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def endpoint() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+def test_criteria_and_pairwise_commands(tmp_path: Path, endpoint: str) -> None:
+    config = {
+        "name": "t",
+        "models": {"judge": {"name": "served-judge", "endpoints": [endpoint], "max_retries": 0}},
+    }
+    texts_a = [section(f"s{i}", "Короткий текст.") for i in range(3)]
+    texts_b = [section(f"s{i}", "Длинный текст, " + "много слов " * 20) for i in range(3)]
+    run_a = write_run(tmp_path / "a", "run-a", texts_a, config=config)
+    run_b = write_run(tmp_path / "b", "run-b", texts_b, config=None)
+    runner = CliRunner()
+
+    result = runner.invoke(app, ["judge", "criteria", str(run_a), "--only", "literacy", "--only", "refusal"])
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in (run_a / "judge_criteria.jsonl").read_text().splitlines()]
+    assert len(records) == 6 and {r["judge"] for r in records} == {"served-judge"}
+    assert {(r["criterion"], r["score"]) for r in records} == {("literacy", 2), ("refusal", 0)}
+    assert "overall" in result.output
+
+    # run B records no config: the judge comes from --judge-config
+    result = runner.invoke(app, ["judge", "criteria", str(run_b), "--only", "literacy"])
+    assert result.exit_code == 2 and "pass --judge-config" in result.output
+    cfg = tmp_path / "judge.yaml"
+    cfg.write_text(json.dumps(config), encoding="utf-8")  # JSON is YAML
+    result = runner.invoke(
+        app, ["judge", "criteria", str(run_b), "--only", "literacy", "--judge-config", str(cfg)]
+    )
+    assert result.exit_code == 0, result.output
+
+    result = runner.invoke(app, ["judge", "pairwise", str(run_a), str(run_b), "--order", "both"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((run_b / "judge_pairwise_run-a_vs_run-b.json").read_text())
+    assert summary["delta"]["mean"] == 4.0 and summary["position_consistency"] == 1.0
+    assert (run_b / "judge_pairwise_run-a_vs_run-b.png").exists()
+
+    # --reference RUN_B makes B the reference: results go to A's folder, delta A − B
+    result = runner.invoke(
+        app, ["judge", "pairwise", str(run_a), str(run_b), "--reference", "run-b", "--judge-config", str(cfg)]
+    )
+    assert result.exit_code == 0, result.output
+    swapped = json.loads((run_a / "judge_pairwise_run-b_vs_run-a.json").read_text())
+    assert swapped["delta"]["mean"] == -4.0 and swapped["reference_run"] == "run-b"
+
+    result = runner.invoke(app, ["judge", "pairwise", str(run_a), str(run_b), "--reference", "run-c"])
+    assert result.exit_code == 2 and "neither RUN_A" in result.output
