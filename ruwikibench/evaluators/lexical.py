@@ -4,7 +4,8 @@ ROUGE-L is rouge-score's LCS F-measure (``rougeL``, the whole text as one sequen
 razdel word tokens, lowercased, punctuation dropped, optionally pymorphy3 lemmas. rouge-score's default tokenizer
 keeps only ``[a-z0-9]`` and scores every Russian pair 0.
 
-BLEU is sacrebleu's (0–100) with the ``intl`` tokenizer by default (splits Unicode punctuation such as «» and —,
+BLEU is sacrebleu's (0–100 from ``sentence_bleu``/``corpus_bleu``; 0–1 in :func:`lexical_scores`, the record
+metric, because the runner prints every metric ×100) with the ``intl`` tokenizer by default (splits Unicode punctuation such as «» and —,
 which ``13a`` leaves glued to Russian words); sentence BLEU uses sacrebleu's defaults for single segments
 (``exp`` smoothing, effective order), corpus BLEU pools n-gram counts over all segments.
 """
@@ -79,13 +80,14 @@ def corpus_bleu(
 def lexical_scores(
     generated: str, reference: str, *, tokenize: str = "intl", lemmatize: bool = False
 ) -> dict[str, float]:
-    """ROUGE-L F (``rouge_l``), its P and R, sentence BLEU (``bleu``); ``rouge_l_lemma`` when asked."""
+    """Per-section record metrics, all on 0–1 like every metric the runner reports (its tables print ×100):
+    ROUGE-L F (``rouge_l``), its P and R, sentence BLEU / 100 (``bleu``), ``rouge_l_lemma`` when asked."""
     rouge = rouge_l(generated, reference)
     scores = {
         "rouge_l": rouge["f"],
         "rouge_l_p": rouge["p"],
         "rouge_l_r": rouge["r"],
-        "bleu": sentence_bleu(generated, reference, tokenize=tokenize),
+        "bleu": sentence_bleu(generated, reference, tokenize=tokenize) / 100.0,
     }
     if lemmatize:
         scores["rouge_l_lemma"] = rouge_l(generated, reference, lemmatize=True)["f"]

@@ -281,8 +281,7 @@ def test_scores_exclusions_and_texts_through_the_compiled_graph() -> None:
         "rouge_l"
     ] == pytest.approx(1.0)
     assert (
-        records["s1"].metrics["bleu"] == pytest.approx(100.0)
-        and records["s1"].metrics["rouge_l_lemma"] == 1.0
+        records["s1"].metrics["bleu"] == pytest.approx(1.0) and records["s1"].metrics["rouge_l_lemma"] == 1.0
     )
     assert 0 <= records["s0"].metrics["f1"] < 1 and records["s0"].excluded is None
     assert records["s2"].excluded == "no source snippet" and records["s2"].metrics == {}
@@ -304,3 +303,21 @@ def test_empty_generation_scores_zero_not_excluded() -> None:
     assert output["results"][0]["status"] == "empty_output"
     assert record.excluded is None and record.metrics["f1"] == 0.0 and record.info["empty_output"] is True
     assert STAGE.texts(unit, output) == []
+
+
+def test_runs_under_a_checkpointer_and_the_output_is_json() -> None:
+    import json
+
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    context, _ = make_context(writer())
+    section = {
+        "id": "s1",
+        "title": "История",
+        "snippets": [{"id": "a#0", "text": RAW}, {"id": "b#0", "text": "гамма"}],
+    }
+    graph = build_sections_graph().compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t1"}}
+    out = asyncio.run(graph.ainvoke({"article": "Мон-Пеле", "sections": [section]}, config, context=context))
+    assert json.loads(json.dumps(out, ensure_ascii=False)) == out
+    assert out["results"][0]["status"] == "ok" and len(out["results"][0]["groups"]) == 2
