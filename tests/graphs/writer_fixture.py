@@ -85,22 +85,35 @@ class HashEmbedder:
 MERGED_OUTLINE = "# Москва\n## История\n## География\n### Климат\n## Экономика\n**END**"
 
 
+PROMPT_FILES = {
+    "relevance": "ru/relevance.txt",
+    "query_ru": "ru/query_description_ru.txt",
+    "query_en": "ru/query_description_en.txt",
+    "merge": "ru/outline_merge.txt",
+    "mini": "ru/outline_mini_description.txt",
+    "mini_direct": "ru/outline_mini_direct.txt",
+    "outline_describe": "ru/outline_describe.txt",
+    "extend": "ru/section_extend.txt",
+    "describe": "ru/section_describe.txt",
+    "write_section": "ru/writer_section.txt",
+    "lead": "ru/writer_lead.txt",
+}
+
+
+def _fragments(text: str) -> list[str]:
+    """The fixed parts of a template (the text between its {fields}), long enough to be telling."""
+    return [part.strip() for part in re.split(r"\{[a-z_]+\}", text) if len(part.strip()) >= 12]
+
+
+_TEMPLATES = {name: _fragments(PromptLibrary().get(path).text) for name, path in PROMPT_FILES.items()}
+
+
 def kind(prompt: str) -> str:
-    """Which prompt file a prompt came from (by a phrase only that file has)."""
-    for phrase, name in [
-        ("Относится ли этот фрагмент", "relevance"),
-        ("Напиши краткое описание статьи", "query_ru"),
-        ("Write a short description", "query_en"),
-        ("Объедини их в один план", "merge"),
-        ("Составь план этой части", "mini"),
-        ("Опиши в 2–5 предложениях", "outline_describe"),
-        ("Дополни описание", "extend"),
-        ("Кратко опиши", "describe"),
-        ("пронумерованные описания источников", "write_section"),
-        ("Напиши вводную часть (преамбулу) этой статьи", "lead"),
-    ]:
-        if phrase in prompt:
-            return name
+    """Which prompt file a prompt was formatted from: the one whose fixed parts it all contains (most parts
+    first, so a template contained in another is not mistaken for it)."""
+    for name, parts in sorted(_TEMPLATES.items(), key=lambda item: -sum(map(len, item[1]))):
+        if parts and all(part in prompt for part in parts):
+            return "mini" if name == "mini_direct" else name
     return "other"
 
 
