@@ -155,6 +155,43 @@ class SectionsConfig(BaseModel):
     rouge_lemmatize: bool = Field(default=False, description="also report ROUGE-L over pymorphy3 lemmas")
 
 
+class WriterConfig(BaseModel):
+    """The STORM-like writer (``ruwikibench write``): ranking -> outline -> assignment -> sections -> lead."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query_mode: Literal["generated", "title"] = Field(
+        default="generated", description="ranking query in writer mode ('reference' would need gold headings)"
+    )
+    candidates: int = Field(default=60, description="BM25 pool reranked by the relevance model")
+    min_relevance: float = Field(default=0.5, description="select_sources: keep snippets with P(relevant) >= this")
+    max_sources: int = Field(default=30, description="select_sources: at most this many snippets")
+    min_sources: int = Field(
+        default=5, description="select_sources: if fewer pass the threshold, take this many top-ranked anyway"
+    )
+    per_section: int = Field(default=5, description="assign: snippets given to each section")
+    exclusive: bool = Field(default=False, description="assign: each snippet to its best-matching section only")
+    rrf_k: int = Field(default=60, description="assign: reciprocal rank fusion constant (BM25 + embeddings)")
+    bm25_weight: float = Field(default=1.0, description="assign: weight of the BM25 ranking in the fusion")
+    embedding_weight: float = Field(default=1.0, description="assign: weight of the embedding ranking in the fusion")
+    max_level: int = Field(default=3, description="outline headings deeper than this are dropped")
+    parent_text: bool = Field(default=False, description="headings with subheadings get text of their own too")
+    group_threshold: float | None = Field(
+        default=1.01, description="sections grouping threshold in writer mode: above 1 every snippet is described "
+        "alone, so each [n] marker cites exactly one snippet; None = sections.group_threshold (a marker then "
+        "cites every snippet of a similarity group)"
+    )
+    review_outline: bool = Field(default=False, description="stop after the outline for a human edit (interrupt)")
+    lead_citations: bool = Field(
+        default=True, description="keep [n] markers in the lead that the body shown to the lead writer carries"
+    )
+    lead_body_chars: int = Field(default=6000, description="body text shown to the lead writer, cut to this")
+    lead_max_tokens: int = 400
+    section_max_tokens: int | None = Field(default=700, description="answer cap of a section write call")
+    prompt_section: str = "ru/writer_section.txt"
+    prompt_lead: str = "ru/writer_lead.txt"
+
+
 class RunConfig(BaseModel):
     """Everything a run needs besides the dataset. Loaded from YAML (configs/*.yaml)."""
 
@@ -166,6 +203,7 @@ class RunConfig(BaseModel):
     ranking: RankingConfig = Field(default_factory=RankingConfig)
     outline: OutlineConfig = Field(default_factory=OutlineConfig)
     sections: SectionsConfig = Field(default_factory=SectionsConfig)
+    writer: WriterConfig = Field(default_factory=WriterConfig)
     stages: list[Literal["ranking", "outline", "sections"]] = Field(
         default_factory=lambda: ["ranking", "outline", "sections"]
     )

@@ -1,0 +1,152 @@
+"""`ruwikibench write`: the STORM-like writer — one article from a title, or a scored batch over a dataset."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from ruwikibench.cli import app
+
+console = Console()
+
+
+def _context(config_path: Path, dataset_spec: str, overrides: dict[str, Any]) -> tuple[Any, Path]:
+    from ruwikibench.config import ConfigError, load_config
+    from ruwikibench.runner.datasets import DatasetError, resolve_dataset
+    from ruwikibench.runner.setup import build_context
+
+    try:
+        config = load_config(config_path)
+        dataset, path = resolve_dataset(dataset_spec)
+    except (ConfigError, DatasetError, FileNotFoundError, ValueError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    if overrides:
+        config.writer = config.writer.model_copy(update=overrides)
+    context = build_context(config, dataset)
+    if hasattr(context, "dataset_dir"):
+        context.dataset_dir = path
+    return context, path
+
+
+async def _close(context: Any) -> None:
+    close = getattr(context.llm, "aclose", None)
+    if close is not None:
+        await close()
+
+
+def _single(context: Any, title: str | None, out: Path, outline: Path | None, stop: bool, resume: bool) -> None:
+    from ruwikibench.writer.outline_file import OutlineFileError, read_outline_file
+    from ruwikibench.writer.run import WriteError, write_article
+
+    try:
+        user_outline = read_outline_file(outline, title) if outline and not resume else None
+        edited = read_outline_file(outline) if outline and resume else None
+    except OutlineFileError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+
+    async def go() -> Any:
+        try:
+            return await write_article(context, title, out, user_outline=user_outline, review=stop, resume=resume,
+                                       edited_outline=edited)
+        finally:
+            await _close(context)
+
+    try:
+        result = asyncio.run(go())
+    except (WriteError, OutlineFileError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    session = result.session
+    usage = (f"{session.wall_time_s} s · {session.llm_calls} LLM calls ({session.cache_hits} from the cache) · "
+             f"{session.prompt_tokens + session.completion_tokens} tokens")
+    if result.status == "awaiting_outline":
+        console.print(f"outline written to {out / 'outline.md'} ({len(result.outline)} headings; {usage}).")
+        console.print(f"Edit it, then: ruwikibench write --resume --out {out} --dataset … --config …")
+        return
+    assert result.article is not None
+    stats = result.article.stats
+    console.print(
+        f"[bold]{result.article.title}[/bold]: {int(stats['sections_with_text'])} sections with text, "
+        f"{int(stats['references'])} references, {int(stats['markers_removed'])} markers removed; {usage}"
+    )
+    for kind, path in result.paths.items():
+        console.print(f"  {kind}: {path}")
+
+
+def _batch(context: Any, dataset_path: Path, out: Path, articles: int | None, article: list[str] | None,
+           run_id: str | None) -> None:
+    from ruwikibench.cli.run import print_table
+    from ruwikibench.runner.report import stage_table
+    from ruwikibench.writer.batch import BatchOptions, article_table, write_batch
+
+    options = BatchOptions(articles=articles, article_names=article, out=out, run_id=run_id)
+
+    async def go() -> Any:
+        try:
+            return await write_batch(context, str(dataset_path), options)
+        finally:
+            await _close(context)
+
+    rundir = asyncio.run(go())
+    metrics = rundir.read_json("metrics.json")
+    for stage in ("outline", "sections"):
+        if stage in metrics:
+            print_table(f"{stage} — writer mode (×100, mean [95% CI])", stage_table(stage, [(rundir.path.name,
+                                                                                             metrics[stage])]))
+    if "article" in metrics:
+        print_table("article — writer mode, whole article (×100, mean [95% CI])",
+                    article_table(rundir.path.name, metrics))
+    console.print(f"run directory: {rundir.path}  (report: {rundir.path / 'report.md'})")
+
+
+@app.command("write")
+def write(
+    title: Annotated[str | None, typer.Argument(help="article title (not with --batch)")] = None,
+    dataset: Annotated[str, typer.Option("--dataset", "-d", help="processed dataset dir or RuWikiBench .json: "
+                                         "the corpus (every article's sources)")] = "",
+    config: Annotated[Path, typer.Option("--config", "-c", help="run config YAML")] = Path("configs/local.yaml"),
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="output dir (batch: parent of run dirs)")] = None,
+    outline: Annotated[Path | None, typer.Option(help="Markdown outline file: the outline to write to (skips "
+                                                 "outline generation), or with --resume the edited outline")] = None,
+    stop_after_outline: Annotated[bool, typer.Option("--stop-after-outline",
+                                                     help="stop after the outline so it can be edited")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="continue the session in --out (after the outline "
+                                         "review: with --outline FILE or the edited outline.md)")] = False,
+    batch: Annotated[bool, typer.Option("--batch", help="write every selected dataset article from its title and "
+                                        "score it against the reference")] = False,
+    articles: Annotated[int | None, typer.Option("--articles", "-n", help="batch: the first N articles")] = None,
+    article: Annotated[list[str] | None, typer.Option("--article", "-a", help="batch: an article name")] = None,
+    run_id: Annotated[str | None, typer.Option("--run-id", help="batch: run directory name")] = None,
+    candidates: Annotated[int | None, typer.Option(help="BM25 pool reranked (writer.candidates)")] = None,
+    max_sources: Annotated[int | None, typer.Option(help="snippets kept (writer.max_sources)")] = None,
+    per_section: Annotated[int | None, typer.Option(help="snippets per section (writer.per_section)")] = None,
+) -> None:
+    """Write a cited article from a title and a corpus (STORM-like), or (--batch) write and score many."""
+    if not dataset:
+        raise typer.BadParameter("--dataset is required", param_hint="--dataset")
+    overrides = {k: v for k, v in {"candidates": candidates, "max_sources": max_sources,
+                                   "per_section": per_section}.items() if v is not None}
+    if batch:
+        if title or outline or stop_after_outline or resume:
+            raise typer.BadParameter("--batch takes no TITLE, --outline, --stop-after-outline or --resume")
+        context, path = _context(config, dataset, overrides)
+        _batch(context, path, out or Path("runs"), articles, article, run_id)
+        return
+    if not title and not resume:
+        raise typer.BadParameter("give a TITLE (or --resume, or --batch)")
+    if stop_after_outline and resume:
+        raise typer.BadParameter("--stop-after-outline starts a session; --resume continues one")
+    if out is None:
+        if not title:
+            raise typer.BadParameter("--resume needs --out (the session directory) or the TITLE")
+        from ruwikibench.dataset import safe_name
+
+        out = Path("articles") / safe_name(title or "article")
+    context, _ = _context(config, dataset, overrides)
+    _single(context, title, out, outline, stop_after_outline, resume)

@@ -1,0 +1,566 @@
+"""Writer nodes: the STORM-like article writer around the three stage graphs.
+
+::
+
+    ranking (subgraph) -> select_sources -> outline (subgraph, skipped for a user outline) -> review_outline
+    -> assign -> sections (subgraph) -> cite -> write_lead -> assemble
+
+The stage graphs are invoked as subgraphs from the nodes ``ranking``, ``outline`` and ``sections``, which map the
+writer state into each stage's input schema and its output back (the graphs' own nodes run unchanged, under
+their own checkpoint namespace, captured like any node). No gold data is used: the ranking query is generated
+from the title (or is the title), the outline's cluster count is chosen from the data, the sections get the
+snippets ``assign`` retrieved for their headings, and the stage configs are forced into writer mode by
+:func:`writer_context` (no oracle filter, no reference query, data-chosen centroids, the citing write prompt).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import operator
+import re
+import threading
+import weakref
+from typing import Annotated, Any, NotRequired, TypedDict
+
+import numpy as np
+from langgraph.runtime import Runtime
+from langgraph.types import interrupt
+from pydantic import BaseModel, Field
+
+from ruwikibench.context import StageContext
+from ruwikibench.dataset import Dataset, Snippet, safe_name
+from ruwikibench.models.embeddings import Embedder, Use
+from ruwikibench.nodes.citations import (
+    Citation,
+    MarkerStats,
+    Numbering,
+    SectionDraft,
+    Shown,
+    cited_numbers,
+    restrict_markers,
+    strip_markers,
+)
+from ruwikibench.writer.models import OutlineItem, WrittenArticle, WrittenSection
+from ruwikibench.writer.outline_file import items_from_headings, outline_markdown, parse_outline_markdown
+
+ROLE = "writer"
+
+# --------------------------------------------------------------------------- typed values and states
+
+
+class SourceSnippet(BaseModel):
+    """A snippet chosen by select_sources: its text, where it comes from, and how the ranking scored it."""
+
+    snippet_id: str
+    source_id: str
+    index: int = 0
+    text: str
+    rank: int = Field(description="position in the reranked pool, 1-based")
+    score: float | None = Field(description="P(relevant) from the ranking model; None = no usable judgement")
+    topped_up: bool = Field(default=False, description="below the relevance threshold, taken to reach min_sources")
+
+
+class Assignment(BaseModel):
+    """The snippets retrieved for one outline section (BM25 + embeddings, fused by reciprocal rank)."""
+
+    section_id: str
+    query: str
+    snippet_ids: list[str]
+    fused: list[float] = Field(default_factory=list, description="fused score of each assigned snippet")
+
+
+class WriterInput(TypedDict):
+    title: str
+    user_outline: NotRequired[list[OutlineItem] | str | None]  # a user outline: items or Markdown headings
+    review: NotRequired[bool | None]  # stop after the outline for a human edit (None = config.writer)
+
+
+class WriterOutput(TypedDict):
+    article: WrittenArticle
+    sources: list[SourceSnippet]
+    assignments: list[Assignment]
+    notes: list[str]
+
+
+class WriterState(TypedDict, total=False):
+    title: str
+    user_outline: list[OutlineItem] | str | None
+    review: bool | None
+    ranked: dict[str, Any]
+    sources: list[SourceSnippet]
+    outline_stage: dict[str, Any]
+    outline_items: list[OutlineItem]
+    outline_edited: bool
+    assignments: list[Assignment]
+    section_results: list[dict[str, Any]]
+    written: list[WrittenSection]
+    references: list[Citation]
+    lead: str
+    lead_cited: list[int]
+    lead_markers: MarkerStats
+    article: WrittenArticle
+    notes: Annotated[list[str], operator.add]
+
+
+# --------------------------------------------------------------------------- writer-mode context
+
+
+def writer_context(context: StageContext) -> StageContext:
+    """The context handed to the stage subgraphs: their configs switched to writer mode (no gold data).
+
+    Ranking: the writer's query mode ('generated' or 'title', never the stored 'reference' query written from
+    gold headings). Outline: centroids chosen from the data. Sections: no oracle filter (it reads the gold
+    text), the write prompt that shows numbered materials and asks for [n] markers, the writer's grouping, a
+    chunk size that fits every assigned snippet into one write prompt.
+    """
+    config = context.config
+    writer = config.writer
+    sections_update: dict[str, Any] = {
+        "oracle_filter": None,
+        "prompt_write": writer.prompt_section,
+        # every material of a section in one write prompt (merged descriptions would lose the numbering)
+        "chunk_size": max(config.sections.chunk_size, writer.per_section),
+    }
+    if writer.group_threshold is not None:
+        sections_update["group_threshold"] = writer.group_threshold
+    if writer.section_max_tokens is not None:
+        sections_update["write_max_tokens"] = writer.section_max_tokens
+    sections_fields = type(config.sections).model_fields
+    sections_update = {k: v for k, v in sections_update.items() if k in sections_fields}
+    new_config = config.model_copy(
+        update={
+            "ranking": config.ranking.model_copy(update={"query_mode": writer.query_mode}),
+            "outline": config.outline.model_copy(update={"centroids": "data"}),
+            "sections": config.sections.model_copy(update=sections_update),
+        }
+    )
+    return dataclasses.replace(context, config=new_config, embedder=memo_embedder(context.embedder))
+
+
+class MemoEmbedder:
+    """Remembers every (use, text) vector, so the snippets the outline embeds are not embedded again by
+    ``assign`` (the writer embeds the same selected snippets in several stages)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.id = inner.id
+        self.memo: dict[tuple[str, str], np.ndarray] = {}
+        self.lock = threading.Lock()
+
+    def embed(self, texts: list[str], use: Use = "symmetric") -> np.ndarray:
+        with self.lock:
+            todo = list(dict.fromkeys(t for t in texts if (use, t) not in self.memo))
+        if todo:
+            vectors = self.inner.embed(todo, use)
+            with self.lock:
+                self.memo.update(((use, t), v) for t, v in zip(todo, np.asarray(vectors), strict=True))
+        if not texts:
+            return self.inner.embed([], use)
+        with self.lock:
+            return np.stack([self.memo[(use, t)] for t in texts])
+
+
+_MEMOS: weakref.WeakKeyDictionary[Any, MemoEmbedder] = weakref.WeakKeyDictionary()
+
+
+def memo_embedder(embedder: Embedder) -> Embedder:
+    """The one :class:`MemoEmbedder` of an embedder (the embedder itself if it cannot be weakly referenced)."""
+    if isinstance(embedder, MemoEmbedder):
+        return embedder
+    try:
+        weakref.ref(embedder)
+    except TypeError:
+        return embedder
+    if embedder not in _MEMOS:
+        _MEMOS[embedder] = MemoEmbedder(embedder)
+    return _MEMOS[embedder]
+
+
+# --------------------------------------------------------------------------- pure helpers
+
+
+def choose_sources(
+    candidates: list[dict[str, Any]], min_relevance: float, max_sources: int, min_sources: int
+) -> list[tuple[dict[str, Any], bool]]:
+    """Candidates (in reranked order) with score >= threshold, at most ``max_sources``; if fewer than
+    ``min_sources`` pass, the best-ranked others (scored first, then unscored) are added, flagged True."""
+    ordered = sorted(candidates, key=lambda c: c.get("rank") or 0)
+    passed = [c for c in ordered if c.get("llm_score") is not None and c["llm_score"] >= min_relevance]
+    chosen = [(c, False) for c in passed[:max_sources]]
+    wanted = min(min_sources, max_sources)
+    if len(chosen) < wanted:
+        taken = {c["snippet_id"] for c, _ in chosen}
+        rest = [c for c in ordered if c["snippet_id"] not in taken]
+        rest.sort(key=lambda c: (c.get("llm_score") is None, c.get("rank") or 0))
+        chosen += [(c, True) for c in rest[: wanted - len(chosen)]]
+    return chosen
+
+
+def source_snippet(dataset: Dataset, candidate: dict[str, Any], topped_up: bool) -> SourceSnippet:
+    snippet: Snippet = dataset.snippet(candidate["snippet_id"])
+    return SourceSnippet(
+        snippet_id=snippet.id, source_id=snippet.source_id, index=snippet.index, text=snippet.text,
+        rank=int(candidate.get("rank") or 0), score=candidate.get("llm_score"), topped_up=topped_up,
+    )  # fmt: skip
+
+
+def writable_sections(items: list[OutlineItem], max_level: int, parent_text: bool) -> list[OutlineItem]:
+    """The headings that get text: within ``max_level``; with ``parent_text`` False only those without children."""
+    kept = [item for item in items if item.level <= max_level]
+    if parent_text:
+        return kept
+    has_child = {
+        kept[i].id for i in range(len(kept) - 1) if kept[i + 1].level > kept[i].level
+    }
+    return [item for item in kept if item.id not in has_child]
+
+
+def section_query(title: str, item: OutlineItem) -> str:
+    """The retrieval query of a section: article title, enclosing headings, the heading."""
+    return ". ".join([title, *item.parents, item.title])
+
+
+def rank_positions(scores: np.ndarray, positive_only: bool) -> np.ndarray:
+    """1-based rank of each entry by descending score (stable); 0 where ``positive_only`` and score <= 0."""
+    order = np.argsort(-scores, kind="stable")
+    ranks = np.empty(len(scores), dtype=np.int64)
+    ranks[order] = np.arange(1, len(scores) + 1)
+    if positive_only:
+        ranks[scores <= 0] = 0
+    return ranks
+
+
+def fuse(bm25: np.ndarray, cosine: np.ndarray, k: int, w_bm25: float, w_emb: float) -> np.ndarray:
+    """Reciprocal rank fusion of two score matrices (sections × snippets): Σ w / (k + rank).
+
+    A snippet sharing no term with a section's query gets no BM25 contribution for it.
+    """
+    fused = np.zeros(bm25.shape, dtype=np.float64)
+    for row in range(bm25.shape[0]):
+        b_rank = rank_positions(bm25[row], positive_only=True)
+        e_rank = rank_positions(cosine[row], positive_only=False)
+        fused[row] += np.where(b_rank > 0, w_bm25 / (k + np.maximum(b_rank, 1)), 0.0)
+        fused[row] += w_emb / (k + e_rank)
+    return fused
+
+
+def pick(fused: np.ndarray, per_section: int, exclusive: bool) -> list[list[int]]:
+    """Snippet indices per section by descending fused score, ``per_section`` each; ``exclusive`` gives each
+    snippet only to the section where it scores highest (ties: the earlier section)."""
+    n_sections, n_snippets = fused.shape
+    allowed = np.ones(fused.shape, dtype=bool)
+    if exclusive and n_sections:
+        best = np.argmax(fused, axis=0)
+        allowed[:] = False
+        allowed[best, np.arange(n_snippets)] = True
+    picks = []
+    for row in range(n_sections):
+        order = [int(i) for i in np.argsort(-fused[row], kind="stable") if allowed[row, i]]
+        picks.append(order[:per_section])
+    return picks
+
+
+def bm25_matrix(queries: list[str], texts: list[str], normalizer: str) -> np.ndarray:
+    """BM25 scores (queries × texts) over an index of just these texts (the stage-1 normaliser and index)."""
+    from ruwikibench.retrieval.bm25 import BM25Index
+
+    pool = Dataset(
+        articles=[],
+        sources=[],
+        snippets=[
+            Snippet(id=f"t{i}", article="", source_id="", index=i, text=t, word_start=0, word_end=0)
+            for i, t in enumerate(texts)
+        ],
+    )
+    index = BM25Index.build(pool, normalizer)  # type: ignore[arg-type]
+    return np.stack([index.scores(q) for q in queries]) if queries else np.zeros((0, len(texts)))
+
+
+def assign_snippets(
+    context: StageContext, title: str, sections: list[OutlineItem], sources: list[SourceSnippet]
+) -> list[Assignment]:
+    """Retrieve snippets for every section: BM25 and embedding cosine against title + heading, RRF-fused."""
+    cfg = context.config.writer
+    queries = [section_query(title, s) for s in sections]
+    if not sections or not sources:
+        return [Assignment(section_id=s.id, query=q, snippet_ids=[]) for s, q in zip(sections, queries, strict=True)]
+    texts = [s.text for s in sources]
+    bm25 = bm25_matrix(queries, texts, context.config.ranking.normalizer)
+    embedder = memo_embedder(context.embedder)
+    query_vectors = embedder.embed(queries, "query")
+    text_vectors = embedder.embed(texts, "passage")
+    cosine = np.asarray(query_vectors, dtype=np.float64) @ np.asarray(text_vectors, dtype=np.float64).T
+    fused = fuse(bm25, cosine, cfg.rrf_k, cfg.bm25_weight, cfg.embedding_weight)
+    picks = pick(fused, cfg.per_section, cfg.exclusive)
+    return [
+        Assignment(
+            section_id=section.id, query=query, snippet_ids=[sources[i].snippet_id for i in chosen],
+            fused=[round(float(fused[row, i]), 6) for i in chosen],
+        )
+        for row, (section, query, chosen) in enumerate(zip(sections, queries, picks, strict=True))
+    ]
+
+
+def coerce_outline(value: Any, title: str, origin: str = "outline") -> list[OutlineItem]:
+    """A user outline from Markdown text, a list of items/dicts, or (level, title) pairs; ids renumbered."""
+    if isinstance(value, str):
+        return parse_outline_markdown(value, title, origin=origin)
+    if not isinstance(value, list) or not value:
+        raise ValueError(f"{origin}: expected Markdown headings or a non-empty list of headings, got {value!r:.80}")
+    pairs: list[tuple[int, str]] = []
+    for index, entry in enumerate(value):
+        if isinstance(entry, OutlineItem):
+            pairs.append((entry.level, entry.title))
+        elif isinstance(entry, dict) and "title" in entry:
+            pairs.append((int(entry.get("level", 2)), str(entry["title"])))
+        elif isinstance(entry, (list, tuple)) and len(entry) == 2:
+            pairs.append((int(entry[0]), str(entry[1])))
+        else:
+            raise ValueError(f"{origin}: heading {index} is not a heading (level, title): {entry!r:.80}")
+    items = items_from_headings(pairs, title)
+    if not items:
+        raise ValueError(f"{origin}: no headings below the title")
+    return items
+
+
+def drafts_from_results(results: list[dict[str, Any]]) -> tuple[list[SectionDraft], list[str]]:
+    """What each section writer was shown: its group descriptions, numbered as the write prompt numbers them.
+
+    The sections stage's write prompt shows the non-empty group descriptions as [1], [2], … (group order), each
+    standing for the snippets of its group. When the descriptions had to be merged first (more groups than
+    ``sections.chunk_size``: several write calls), the final numbering no longer maps to groups, so that
+    section's markers are all removed (counted) rather than guessed.
+    """
+    drafts, notes = [], []
+    for result in results:
+        groups = sorted(result.get("groups") or [], key=lambda g: g["index"])
+        shown_groups = [g for g in groups if (g.get("description") or "").strip()]
+        shown = [Shown(n=i, snippet_ids=list(g["snippet_ids"])) for i, g in enumerate(shown_groups, start=1)]
+        if int(result.get("write_calls") or 0) > 1:
+            notes.append(f"section {result['id']!r}: descriptions merged before writing; its markers are removed")
+            shown = []
+        drafts.append(SectionDraft(section_id=result["id"], text=flatten_headings(result.get("text") or ""),
+                                   shown=shown))
+    return drafts, notes
+
+
+def lead_body(sections: list[WrittenSection], chars: int) -> str:
+    """The body shown to the lead writer: headings and texts with global markers, cut to ``chars``."""
+    parts = []
+    for section in sections:
+        if section.text.strip():
+            parts.append(f"{'#' * min(section.level, 6)} {section.title}\n{section.text.strip()}")
+    body = "\n\n".join(parts)
+    if len(body) <= chars:
+        return body
+    cut = body[:chars]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > chars * 0.6 else cut) + " …"
+
+
+def clean_answer(text: str, title: str) -> str:
+    """Model prose -> plain text: fences, headings and a repeated title on the first lines removed."""
+    lines = text.strip().replace("```", "").splitlines()
+    wanted = title.strip().lower()
+    while lines:
+        head = lines[0].strip()
+        bare = head.strip("#*« »\"'").strip().rstrip(":").lower()
+        if not head or head.startswith("#") or bare == wanted or bare in {"преамбула", "введение", "вводная часть"}:
+            lines.pop(0)
+            continue
+        break
+    return flatten_headings("\n".join(lines))
+
+
+_HEADING_LINE = re.compile(r"^[ \t]*#{1,6}[ \t]+(.*?)[ \t#]*$", re.MULTILINE)
+
+
+def flatten_headings(text: str) -> str:
+    """Markdown heading lines inside generated prose become plain paragraphs (the outline owns the headings)."""
+    text = _HEADING_LINE.sub(lambda m: "\n" + m.group(1) + "\n", text)
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+async def ask_lead(context: StageContext, title: str, body: str) -> str:
+    """One LLM call: the lead written from the body (as STORM writes it, last)."""
+    cfg = context.config.writer
+    prompt = context.prompts.get(cfg.prompt_lead).format(title=title, body=body)
+    completion = await context.llm.complete(ROLE, prompt, max_tokens=cfg.lead_max_tokens)
+    return clean_answer(completion.text, title)
+
+
+# --------------------------------------------------------------------------- nodes (wrappers get their subgraph)
+
+
+async def ranking(state: WriterState, runtime: Runtime[StageContext], *, graph: Any) -> dict:
+    """Stage 1 as a subgraph: query from the title, BM25 over the whole corpus, relevance reranking."""
+    context = writer_context(runtime.context)
+    data = {"article": safe_name(state["title"]), "title": state["title"], "pool_size": context.config.writer.candidates}
+    output = await graph.ainvoke(data, context=context)
+    return {"ranked": dict(output)}
+
+
+async def select_sources(state: WriterState, runtime: Runtime[StageContext]) -> dict:
+    """The top-ranked snippets above the relevance threshold (capped; topped up to ``min_sources``)."""
+    context = runtime.context
+    cfg = context.config.writer
+    if context.dataset is None:
+        raise ValueError("the writer needs StageContext.dataset (the corpus)")
+    candidates = state["ranked"].get("candidates") or []
+    chosen = choose_sources(candidates, cfg.min_relevance, cfg.max_sources, cfg.min_sources)
+    sources = [source_snippet(context.dataset, c, topped) for c, topped in chosen]
+    notes = []
+    if not sources:
+        reason = state["ranked"].get("error") or "the ranking returned no candidate"
+        raise ValueError(f"article {state['title']!r}: no source snippet to write from ({reason})")
+    topped = sum(s.topped_up for s in sources)
+    if topped:
+        notes.append(f"select_sources: {topped} snippet(s) below relevance {cfg.min_relevance} taken to reach "
+                     f"{min(cfg.min_sources, cfg.max_sources)}")
+    return {"sources": sources, "notes": notes}
+
+
+def route_outline(state: WriterState) -> str:
+    """A user outline skips outline generation."""
+    return "review_outline" if state.get("user_outline") else "outline"
+
+
+async def outline(state: WriterState, runtime: Runtime[StageContext], *, graph: Any) -> dict:
+    """Stage 2 as a subgraph on the selected snippets; no gold headings, k chosen from the data."""
+    context = writer_context(runtime.context)
+    data = {
+        "title": state["title"],
+        "snippets": [
+            {"id": s.snippet_id, "source_id": s.source_id, "index": s.index, "text": s.text} for s in state["sources"]
+        ],
+        "headings": None,
+    }
+    output = dict(await graph.ainvoke(data, context=context))
+    headings = [_heading_pair(h) for h in output.get("outline") or []]
+    items = items_from_headings(headings, state["title"])
+    if not items:
+        raise ValueError(
+            f"article {state['title']!r}: the outline stage produced no heading "
+            f"(model answer: {str(output.get('merged_text', ''))[:200]!r})"
+        )
+    return {"outline_stage": output, "outline_items": items}
+
+
+def _heading_pair(heading: Any) -> tuple[int, str]:
+    if isinstance(heading, dict):
+        return int(heading["level"]), str(heading["title"])
+    return int(heading.level), str(heading.title)
+
+
+async def review_outline(state: WriterState, runtime: Runtime[StageContext]) -> dict:
+    """Human in the loop: with review on, stop here (``interrupt``) until resumed with an edited outline.
+
+    Resume with ``Command(resume=outline)``: Markdown headings, a list of {level, title}, or OutlineItems.
+    """
+    title = state["title"]
+    items = coerce_outline(state["user_outline"], title, "input outline") if state.get("user_outline") else state["outline_items"]
+    review = state.get("review")
+    if review is None:
+        review = runtime.context.config.writer.review_outline
+    if not review:
+        return {"outline_items": items}
+    edited = interrupt(
+        {"title": title, "outline": [i.model_dump() for i in items], "markdown": outline_markdown(title, items)}
+    )
+    new_items = coerce_outline(edited, title, "edited outline")
+    return {"outline_items": new_items, "outline_edited": True, "notes": [f"outline edited: {len(new_items)} headings"]}
+
+
+async def assign(state: WriterState, runtime: Runtime[StageContext]) -> dict:
+    """Give each writable section the selected snippets retrieved for its heading (BM25 + embeddings)."""
+    cfg = runtime.context.config.writer
+    targets = writable_sections(state["outline_items"], cfg.max_level, cfg.parent_text)
+    assignments = await asyncio.to_thread(assign_snippets, runtime.context, state["title"], targets, state["sources"])
+    notes = []
+    deeper = sum(1 for i in state["outline_items"] if i.level > cfg.max_level)
+    if deeper:
+        notes.append(f"assign: {deeper} heading(s) deeper than level {cfg.max_level} dropped")
+    return {"assignments": assignments, "notes": notes}
+
+
+async def sections(state: WriterState, runtime: Runtime[StageContext], *, graph: Any) -> dict:
+    """Stage 3 as a subgraph: every assigned section written from its snippets (fanned out inside)."""
+    context = writer_context(runtime.context)
+    items = {i.id: i for i in state["outline_items"]}
+    texts = {s.snippet_id: s for s in state["sources"]}
+    specs = [
+        {
+            "id": a.section_id, "title": items[a.section_id].title, "level": items[a.section_id].level,
+            "snippets": [
+                {"id": sid, "text": texts[sid].text, "source_id": texts[sid].source_id} for sid in a.snippet_ids
+            ],
+        }
+        for a in state["assignments"]
+        if a.snippet_ids
+    ]
+    output = await graph.ainvoke({"article": state["title"], "sections": specs}, context=context)
+    empty = [a.section_id for a in state["assignments"] if not a.snippet_ids]
+    notes = [f"sections: {len(empty)} section(s) got no snippet: {', '.join(empty)}"] if empty else []
+    return {"section_results": list(output.get("results") or []), "notes": notes}
+
+
+async def cite(state: WriterState, runtime: Runtime[StageContext]) -> dict:
+    """Global citation numbering: each section's markers resolved against what its writer was shown."""
+    drafts, notes = drafts_from_results(state.get("section_results") or [])
+    by_id = {d.section_id: d for d in drafts}
+    numbering = Numbering()
+    written: list[WrittenSection] = []
+    for item in state["outline_items"]:
+        if item.level > runtime.context.config.writer.max_level:
+            continue
+        draft = by_id.get(item.id)
+        section = WrittenSection(id=item.id, level=item.level, title=item.title)
+        if draft is not None:
+            numbered = numbering.section(draft)
+            section = section.model_copy(
+                update={"text": numbered.text, "cited": numbered.cited, "shown_snippets": numbered.shown_snippets,
+                        "markers": numbered.markers}
+            )  # fmt: skip
+        written.append(section)
+    texts = {s.snippet_id: s.text for s in state["sources"]}
+    return {"written": written, "references": numbering.references(runtime.context.dataset, texts), "notes": notes}
+
+
+async def write_lead(state: WriterState, runtime: Runtime[StageContext]) -> dict:
+    """The lead, written last from the body; it keeps only [n] markers the body it saw carries."""
+    context = runtime.context
+    body = lead_body(state["written"], context.config.writer.lead_body_chars)
+    if not body:
+        return {"lead": "", "lead_cited": [], "lead_markers": MarkerStats(), "notes": ["write_lead: empty body"]}
+    text = await ask_lead(context, state["title"], body)
+    allowed = set(cited_numbers(body)) if context.config.writer.lead_citations else set()
+    text, stats = restrict_markers(text, allowed) if allowed else strip_markers(text)
+    return {"lead": text, "lead_cited": cited_numbers(text), "lead_markers": stats}
+
+
+async def assemble(state: WriterState) -> dict:
+    """The article: outline, lead, sections with text, the reference list of everything cited, and counts."""
+    sections_ = state["written"]
+    cited = {n for s in sections_ for n in s.cited} | set(state.get("lead_cited") or [])
+    references = [c for c in state.get("references") or [] if c.n in cited]
+    lead_markers = state.get("lead_markers") or MarkerStats()
+    stats = {
+        "sources_selected": float(len(state.get("sources") or [])),
+        "sections": float(len(sections_)),
+        "sections_with_text": float(sum(1 for s in sections_ if s.text.strip())),
+        "references": float(len(references)),
+        "markers_kept": float(sum(s.markers.kept for s in sections_) + lead_markers.kept),
+        "markers_removed": float(sum(s.markers.removed for s in sections_) + lead_markers.removed),
+        "lead_markers_removed": float(lead_markers.removed),
+        "outline_edited": float(bool(state.get("outline_edited"))),
+    }
+    article = WrittenArticle(
+        title=state["title"], lead=state.get("lead") or "", lead_cited=state.get("lead_cited") or [],
+        outline=state["outline_items"], sections=sections_, references=references, stats=stats,
+    )  # fmt: skip
+    return {"article": article}
+
+
+def snippet_texts(sources: list[SourceSnippet]) -> dict[str, str]:
+    return {s.snippet_id: s.text for s in sources}

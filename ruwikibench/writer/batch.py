@@ -1,0 +1,126 @@
+"""Batch mode: write every selected dataset article from its title alone, score it against the reference.
+
+The run directory has the benchmark runner's layout (``spec.json``, ``outputs.jsonl``, ``results.jsonl``,
+``generated.jsonl``, ``errors.jsonl``, ``metrics.json``/``.csv``, ``report.md``) plus ``articles/<name>/`` with
+each written article and its writer session. Scores use the stage names ``outline`` and ``sections`` (so
+``ruwikibench report BENCHMARK_RUN WRITER_RUN`` shows writer-mode figures beside benchmark-mode figures) and
+``article`` (whole-article figures, in this run's report.md). A rerun skips the articles already written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ruwikibench.context import StageContext
+from ruwikibench.runner.execute import RunOptions, build_spec, finalize, select_articles
+from ruwikibench.runner.report import markdown_table
+from ruwikibench.runner.rundir import RunDir
+from ruwikibench.writer.score import ARTICLE_COLUMNS, generated_texts, score_written
+
+STAGES = ("outline", "sections", "article")
+
+
+class BatchOptions(BaseModel):
+    articles: int | None = Field(default=None, description="first N articles of the dataset")
+    article_names: list[str] | None = None
+    out: Path = Path("runs")
+    run_id: str | None = None
+    progress: bool = True
+
+
+def batch_run_id(context: StageContext, options: BatchOptions) -> str:
+    assert context.dataset is not None
+    key = json.dumps([context.config.model_dump(mode="json"), context.dataset.dataset_id, options.articles,
+                      options.article_names], sort_keys=True, default=str)
+    return f"{context.config.name}-writer-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+
+
+async def write_batch(context: StageContext, dataset_path: str, options: BatchOptions) -> RunDir:
+    """Write and score the selected articles (resuming a previous batch in the same run directory)."""
+
+    dataset = context.dataset
+    assert dataset is not None, "StageContext.dataset must be set for a batch run"
+    run_options = RunOptions(stages=list(STAGES), articles=options.articles, article_names=options.article_names,
+                             out=options.out, run_id=options.run_id, progress=options.progress)
+    rundir = RunDir(options.out / (options.run_id or batch_run_id(context, options)))
+    rundir.create()
+    spec = build_spec(rundir.path.name, context.config, dataset, dataset_path, run_options)
+    spec["mode"] = "writer"
+    done = {o["article"] for o in rundir.read("outputs.jsonl") if o["stage"] == "article"}
+    articles = [a for a in select_articles(dataset, run_options) if a.name not in done]
+    started = time.perf_counter()
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), TextColumn("{task.fields[note]}"), disable=not options.progress)
+    with progress:
+        bar = progress.add_task("write", total=len(articles), note="")
+        for article in articles:
+            progress.update(bar, note=article.title[:40])
+            try:
+                result = await write_or_resume(context, article.title, rundir.path / "articles" / article.name)
+                assert result.article is not None
+                selected = [s["snippet_id"] for s in json.loads(result.paths["json"].read_text("utf-8"))["sources"]]
+                records = score_written(article, result.article, selected, context)
+                _record(rundir, article.name, result, records, generated_texts(article, result.article, records))
+            except Exception as exc:  # noqa: BLE001 - counted as a failure of the article in every stage
+                for stage in STAGES:
+                    rundir.append("errors.jsonl", {"stage": stage, "article": article.name, "unit": "article",
+                                                   "reason": f"{type(exc).__name__}: {exc}", "attempts": 1})
+            progress.advance(bar)
+    spec["prompts"] = context.prompts.hashes()
+    spec["last_session"] = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": context.llm.usage.as_dict()}
+    rundir.write_json("spec.json", spec)
+    metrics = finalize(rundir)
+    _append_article_table(rundir, metrics)
+    return rundir
+
+
+async def write_or_resume(context: StageContext, title: str, out_dir: Path) -> Any:
+    """Write the article; a session left failed or cut off in ``out_dir`` continues from its last checkpoint
+    (finished nodes are not rerun; the LLM response cache answers repeated requests)."""
+    from ruwikibench.writer.run import read_session, write_article
+
+    if (out_dir / "session.json").exists():
+        session = read_session(out_dir)
+        if session.title == title and session.status in ("failed", "running"):
+            return await write_article(context, title, out_dir, resume=True)
+    return await write_article(context, title, out_dir)
+
+
+def _record(rundir: RunDir, name: str, result: Any, records: list[Any], texts: list[Any]) -> None:
+    for record in records:
+        rundir.append("results.jsonl", record.model_dump(mode="json"))
+    for text in texts:
+        rundir.append("generated.jsonl", text.model_dump(mode="json"))
+    output = {"dir": str(result.out_dir), "stats": result.article.stats, "session": result.session.model_dump()}
+    for stage in STAGES:
+        rundir.append("outputs.jsonl", {"stage": stage, "article": name, "unit": "article", "output": output})
+
+
+def article_table(run: str, metrics: dict[str, Any], view: str = "failures_excluded") -> list[list[str]]:
+    """The whole-article figures of a writer run as table rows (header first)."""
+    from ruwikibench.runner.report import _cell
+
+    data = metrics.get("article", {})
+    counts = data.get("counts", {})
+    header = ["run", *[title for title, _ in ARTICLE_COLUMNS], "n", "failed"]
+    row = [run, *[_cell(data, key, view) for _, key in ARTICLE_COLUMNS], str(counts.get("evaluated", 0)),
+           str(counts.get("failed_units", 0))]
+    return [header, row]
+
+
+def _append_article_table(rundir: RunDir, metrics: dict[str, Any]) -> None:
+    if "article" not in metrics:
+        return
+    path = rundir.file("report.md")
+    parts = [path.read_text(encoding="utf-8") if path.exists() else "", ("## article (writer mode, whole article; "
+             "×100 for shares and scores, mean [95% CI])"), ""]
+    for view in ("failures_excluded", "failures_as_zero"):
+        parts += [f"*{view.replace('_', ' ')}*", "", markdown_table(article_table(rundir.path.name, metrics, view)), ""]
+    path.write_text("\n".join(parts) + "\n", encoding="utf-8")

@@ -1,0 +1,174 @@
+"""Score a written article against the dataset's reference article with the stage evaluators.
+
+Records use the benchmark's stage names, so a writer run's ``metrics.json`` has the same ``outline`` and
+``sections`` keys (and columns) as a benchmark run and ``ruwikibench report`` can put them side by side:
+
+- ``outline``: heading P/R/F1 of the written outline against the reference outline (stage-2 evaluator);
+- ``sections``: each reference section with text against the best-matching written section (cosine of whole-text
+  embeddings; the reference lead against the written lead), sentence-embedding P/R/F1, ROUGE-L, BLEU (stage-3
+  evaluators);
+- ``article``: the whole written text against the whole reference text (sentence-embedding P/R/F1, ROUGE-L), and
+  how much of what was selected and cited comes from the article's own sources.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ruwikibench.context import StageContext
+from ruwikibench.dataset import Article, Dataset
+from ruwikibench.runner.stage import GeneratedText, ScoreRecord
+from ruwikibench.writer.models import WrittenArticle
+
+ARTICLE_COLUMNS = [
+    ("Article F1", "f1"),
+    ("Article ROUGE-L", "rouge_l"),
+    ("P", "p"),
+    ("R", "r"),
+    ("Source precision", "source_precision"),
+    ("Source recall", "source_recall"),
+    ("Citation precision", "citation_precision"),
+]
+
+
+def reference_text(article: Article) -> str:
+    return "\n\n".join(s.text() for s in article.sections() if s.text().strip())
+
+
+def score_outline_record(article: Article, written: WrittenArticle, context: StageContext) -> ScoreRecord:
+    from ruwikibench.evaluators.outline import score_outline
+    from ruwikibench.graphs.outline import selection
+
+    record = ScoreRecord(stage="outline", article=article.name, item="article", info={"mode": "writer"})
+    if not article.root.children:
+        return record.model_copy(update={"excluded": "reference outline has no sections"})
+    scored = score_outline(
+        article, [(i.level, i.title) for i in written.outline], context.embedder, selection(context.config.outline)
+    )
+    return record.model_copy(update={"metrics": scored.metrics, "info": {**record.info, **scored.info}})
+
+
+def best_matches(reference: list[str], generated: list[str], context: StageContext) -> list[tuple[int, float]]:
+    """For each reference text, the index of the most similar generated text (whole-text cosine) and the cosine."""
+    if not reference or not generated:
+        return []
+    vectors = context.embedder.embed(reference + generated, "symmetric")
+    sims = np.asarray(vectors[: len(reference)], dtype=np.float64) @ np.asarray(vectors[len(reference) :]).T
+    return [(int(np.argmax(row)), float(np.max(row))) for row in sims]
+
+
+def text_metrics(text: str, reference: str, context: StageContext) -> dict[str, float]:
+    from ruwikibench.evaluators.lexical import lexical_scores
+    from ruwikibench.evaluators.similarity import sentence_prf
+
+    if not text.strip():
+        return {"p": 0.0, "r": 0.0, "f1": 0.0, "rouge_l": 0.0, "bleu": 0.0}
+    metrics = sentence_prf(text, reference, context.embedder)
+    lexical = lexical_scores(text, reference, tokenize=context.config.sections.bleu_tokenize)
+    metrics.update({"rouge_l": lexical["rouge_l"], "bleu": lexical["bleu"]})
+    return metrics
+
+
+def score_section_records(article: Article, written: WrittenArticle, context: StageContext) -> list[ScoreRecord]:
+    """Every reference section against its best-matching written section (lead against lead)."""
+    from ruwikibench.nodes.citations import strip_markers
+
+    bodies = [(s, strip_markers(s.text)[0]) for s in written.sections if s.text.strip()]
+    lead = strip_markers(written.lead)[0]
+    refs = [s for s in article.sections() if s.level > 1 and s.text().strip()]
+    matches = best_matches([s.text() for s in refs], [b for _, b in bodies], context)
+    records: list[ScoreRecord] = []
+    for section in article.sections():
+        record = ScoreRecord(stage="sections", article=article.name, item=section.id,
+                             info={"mode": "writer", "title": section.title, "level": section.level})
+        reference = section.text()
+        if not reference.strip():
+            records.append(record.model_copy(update={"excluded": "no reference text"}))
+            continue
+        info: dict[str, Any]
+        if section.level == 1:
+            text, info = lead, {"matched": "lead"}
+        elif matches:
+            index, cosine = matches[refs.index(section)]
+            text = bodies[index][1]
+            info = {"matched": bodies[index][0].id, "matched_title": bodies[index][0].title,
+                    "match_cosine": round(cosine, 4)}
+        else:
+            text, info = "", {"matched": None}
+        metrics = text_metrics(text, reference, context)
+        records.append(record.model_copy(update={"metrics": metrics, "info": {**record.info, **info}}))
+    return records
+
+
+def source_metrics(article: Article, written: WrittenArticle, selected: list[str], dataset: Dataset) -> dict[str, float]:
+    """Share of selected / cited snippets from the article's own sources, and share of its snippets selected."""
+    own = {s.id for s in dataset.snippets_of(article.name)}
+    cited = [c.snippet_id for c in written.references]
+    metrics = {"source_recall": len(own & set(selected)) / len(own) if own else 0.0}
+    if selected:
+        metrics["source_precision"] = sum(1 for s in selected if s in own) / len(selected)
+    if cited:
+        metrics["citation_precision"] = sum(1 for s in cited if s in own) / len(cited)
+    return metrics
+
+
+def score_article_record(article: Article, written: WrittenArticle, selected: list[str],
+                         context: StageContext) -> ScoreRecord:
+    from ruwikibench.evaluators.lexical import rouge_l
+    from ruwikibench.evaluators.similarity import sentence_prf
+
+    record = ScoreRecord(stage="article", article=article.name, item="article", info={"mode": "writer"})
+    reference = reference_text(article)
+    if not reference.strip():
+        return record.model_copy(update={"excluded": "no reference text"})
+    text = written.plain_text()
+    metrics: dict[str, float] = {"p": 0.0, "r": 0.0, "f1": 0.0, "rouge_l": 0.0}
+    if text.strip():
+        metrics = sentence_prf(text, reference, context.embedder)
+        metrics["rouge_l"] = rouge_l(text, reference)["f"]
+    assert context.dataset is not None
+    metrics.update(source_metrics(article, written, selected, context.dataset))
+    for key in ("markers_kept", "markers_removed", "references", "sections_with_text", "sources_selected"):
+        if key in written.stats:
+            metrics[key] = float(written.stats[key])
+    return record.model_copy(update={"metrics": metrics})
+
+
+def score_written(article: Article, written: WrittenArticle, selected: list[str],
+                  context: StageContext) -> list[ScoreRecord]:
+    return [
+        score_outline_record(article, written, context),
+        *score_section_records(article, written, context),
+        score_article_record(article, written, selected, context),
+    ]
+
+
+def generated_texts(article: Article, written: WrittenArticle, records: list[ScoreRecord]) -> list[GeneratedText]:
+    """The written texts paired with the reference texts they were scored against (for reports and judges)."""
+    from ruwikibench.nodes.citations import strip_markers
+    from ruwikibench.writer.outline_file import outline_markdown
+
+    by_id = {s.id: s for s in written.sections}
+    texts = [
+        GeneratedText(stage="outline", article=article.name, item="article", title=article.title,
+                      text=outline_markdown(article.title, written.outline),
+                      reference="\n".join(f"{'#' * s.level} {s.title}" for s in article.sections() if s.level > 1)),
+    ]
+    for record in records:
+        if record.stage != "sections" or record.excluded:
+            continue
+        matched = record.info.get("matched")
+        if matched == "lead":
+            text = written.lead
+        elif matched in by_id:
+            text = by_id[matched].text
+        else:
+            continue
+        section = article.section(record.item)
+        texts.append(GeneratedText(stage="sections", article=article.name, item=record.item, title=section.title,
+                                   text=strip_markers(text)[0], reference=section.text()))
+    texts.append(GeneratedText(stage="article", article=article.name, item="article", title=article.title,
+                               text=written.plain_text(), reference=reference_text(article)))
+    return texts
