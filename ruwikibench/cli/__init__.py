@@ -34,6 +34,9 @@ def _register() -> None:
     from ruwikibench.cli.judge import judge_app
 
     app.add_typer(judge_app, name="judge")
+    from ruwikibench.cli.ranking import ranking_app
+
+    app.add_typer(ranking_app, name="ranking")
 
 
 _register()

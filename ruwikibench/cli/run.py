@@ -14,7 +14,7 @@ from ruwikibench.cli import app, run_app
 
 console = Console()
 
-DatasetOpt = Annotated[str, typer.Option("--dataset", "-d", help="processed dir, RuWikiBench .json, or hf://OWNER/NAME[/FILE]")]
+DatasetOpt = Annotated[str, typer.Option("--dataset", "-d", help="processed dir, RuWikiBench .json, or hf://OWNER/NAME\\[/FILE]")]
 ConfigOpt = Annotated[Path, typer.Option("--config", "-c", help="run config YAML (configs/local.yaml …)")]
 ArticlesOpt = Annotated[int | None, typer.Option("--articles", "-n", help="only the first N articles")]
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="parent directory of run directories")]
@@ -49,7 +49,7 @@ def _execute(config: Any, dataset: Any, path: Path, options: Any) -> Any:
     from ruwikibench.runner.setup import build_context
 
     async def go() -> Any:
-        context = build_context(config, dataset)
+        context = build_context(config, dataset, path)
         try:
             return await execute(context, str(path), options)
         finally:
@@ -150,8 +150,8 @@ def score(run_dir: Annotated[Path, typer.Argument(help="a run directory")]) -> N
     rundir = RunDir(run_dir)
     spec = rundir.read_json("spec.json")
     config = RunConfig.model_validate(spec["config"])
-    dataset, _ = resolve_dataset(spec["dataset"]["path"])
-    rescore(rundir, build_context(config, dataset, with_llm=False))
+    dataset, path = resolve_dataset(spec["dataset"]["path"])
+    rescore(rundir, build_context(config, dataset, path, with_llm=False))
     _show(rundir, list(spec["options"]["stages"]))
 
 

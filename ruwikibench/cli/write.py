@@ -27,9 +27,7 @@ def _context(config_path: Path, dataset_spec: str, overrides: dict[str, Any]) ->
         raise typer.Exit(2) from exc
     if overrides:
         config.writer = config.writer.model_copy(update=overrides)
-    context = build_context(config, dataset)
-    if hasattr(context, "dataset_dir"):
-        context.dataset_dir = path
+    context = build_context(config, dataset, path)
     return context, path
 
 

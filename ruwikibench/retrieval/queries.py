@@ -54,8 +54,8 @@ class ReferenceQueriesError(RuntimeError):
 
 
 HOW_TO = (
-    "create them once with the reference model: `asyncio.run(ruwikibench.retrieval.queries."
-    "generate_reference_queries(dataset_dir, context))` (config role 'reference'), or choose "
+    "create them once with the reference model: `ruwikibench ranking reference-queries --dataset DATA "
+    "--config CONFIG` (config role 'reference'), or choose "
     "ranking.query_mode 'generated' or 'title'"
 )
 
@@ -149,8 +149,9 @@ async def generate_reference_queries(
     articles: list[str] | None = None,
     overwrite: bool = False,
     progress: bool = True,
+    file: str | Path | None = None,
 ) -> Path:
-    """Write ``<dataset_dir>/reference_queries.json`` with the ``reference`` model; returns the path.
+    """Write ``<dataset_dir>/reference_queries.json`` (or ``file``) with the ``reference`` model; returns the path.
 
     Resumable: articles already stored (by the same model, for the same dataset) are kept; the file is
     rewritten after every article. ``overwrite`` regenerates everything (needed to switch models).
@@ -158,7 +159,7 @@ async def generate_reference_queries(
     dataset = context.dataset
     if dataset is None:
         raise ValueError("generate_reference_queries needs StageContext.dataset")
-    path = Path(dataset_dir) / REFERENCE_QUERIES_FILE
+    path = Path(file) if file is not None else Path(dataset_dir) / REFERENCE_QUERIES_FILE
     model = context.config.model_for("reference")
     prompts = [context.prompts.get(name) for name in (context.config.ranking.prompt_reference_query,
                                                        context.config.ranking.prompt_reference_query_en)]

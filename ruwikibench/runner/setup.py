@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ruwikibench.config import RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Dataset
@@ -10,8 +12,13 @@ from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
 
 
-def build_context(config: RunConfig, dataset: Dataset | None, *, with_llm: bool = True) -> StageContext:
-    """Live services for a run. ``with_llm=False`` gives an LLM with no backend (re-scoring makes no call)."""
+def build_context(
+    config: RunConfig, dataset: Dataset | None, dataset_dir: Path | None = None, *, with_llm: bool = True
+) -> StageContext:
+    """Live services for a run. ``with_llm=False`` gives an LLM with no backend (re-scoring makes no call).
+
+    ``dataset_dir`` is the processed dataset directory: stored reference queries are read from it.
+    """
     llm = LLM.from_config(config) if with_llm else LLM({}, config.max_concurrency)
     return StageContext(
         config=config,
@@ -19,4 +26,5 @@ def build_context(config: RunConfig, dataset: Dataset | None, *, with_llm: bool 
         embedder=make_embedder(config.embedder),
         prompts=PromptLibrary(config.prompts_dir),
         dataset=dataset,
+        dataset_dir=dataset_dir,
     )
