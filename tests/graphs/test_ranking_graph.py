@@ -146,7 +146,7 @@ async def test_reference_mode_needs_stored_queries_then_uses_them(tmp_path) -> N
         return f"{lang}: описание {title}"
 
     context = make_context(DATASET, {"reference": reference, "ranking": oracle()}, tmp_path, query_mode="reference")
-    with pytest.raises(ReferenceQueriesError, match="generate_reference_queries"):
+    with pytest.raises(ReferenceQueriesError, match="ruwikibench ranking reference-queries"):
         await run(context)
     path = await generate_reference_queries(tmp_path, context, progress=False)
     stored = json.loads(path.read_text(encoding="utf-8"))
