@@ -23,8 +23,12 @@ def version() -> None:
 
 def _register() -> None:
     """Attach the command groups (one module each; imported lazily by their commands)."""
-    from ruwikibench.cli import corpus, corpus_build, run  # noqa: F401  (run registers `run …`, `score`, `report`)
-    from ruwikibench.cli import write  # noqa: F401  (registers `write`)
+    from ruwikibench.cli import (  # noqa: F401  (run registers `run …`, `score`, `report`)
+        corpus,
+        corpus_build,
+        run,
+        write,
+    )
     from ruwikibench.cli.models import models_app
 
     app.add_typer(run_app, name="run")

@@ -7,14 +7,15 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from ruwikibench.cli.console import make_console
 
 judge_app = typer.Typer(
     help="LLM judges: criteria (POLLUX), pairwise (rulm-sbs2), agreement with humans.", no_args_is_help=True
 )
-console = Console()
+console = make_console()
 
 ModeOpt = Annotated[
     str, typer.Option("--mode", help="free: reference-free; guided: the judge also sees the reference")

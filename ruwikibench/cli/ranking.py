@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
+from ruwikibench.cli.console import make_console
 from ruwikibench.cli.run import ArticleOpt, ArticlesOpt, ConfigOpt, DatasetOpt, _load
 
-console = Console()
+console = make_console()
 ranking_app = typer.Typer(help="Stage-1 data made once per dataset.", no_args_is_help=True)
 
 

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from ruwikibench.cli import app, run_app
+from ruwikibench.cli.console import make_console
 
-console = Console()
+console = make_console()
 
 DatasetOpt = Annotated[str, typer.Option("--dataset", "-d", help="processed dir, RuWikiBench .json, or hf://OWNER/NAME\\[/FILE]")]
 ConfigOpt = Annotated[Path, typer.Option("--config", "-c", help="run config YAML (configs/local.yaml …)")]

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from ruwikibench.cli import app
+from ruwikibench.cli.console import make_console
 
-console = Console()
+console = make_console()
 
 
 def _context(config_path: Path, dataset_spec: str, overrides: dict[str, Any]) -> tuple[Any, Path]:

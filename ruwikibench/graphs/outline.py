@@ -96,6 +96,7 @@ class OutlineStage:
         ("Ref max depth", "ref_max_depth"),
         ("Ref share > 3", "ref_deep_share"),
     ]
+    count_keys: ClassVar[frozenset[str]] = frozenset({"gen_headings", "gen_max_depth", "ref_headings", "ref_max_depth"})
 
     def build_graph(self) -> StateGraph:
         return build_outline_graph()  # type: ignore[return-value]

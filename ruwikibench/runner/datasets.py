@@ -66,8 +66,7 @@ def download_from_hub(repo_and_file: str, timeout: float = 60.0) -> Path:
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_suffix(target.suffix + ".part")
             with open(tmp, "wb") as handle:
-                for chunk in response.iter_bytes():
-                    handle.write(chunk)
+                handle.writelines(response.iter_bytes())
             tmp.replace(target)
     except httpx.HTTPError as exc:
         raise DatasetError(

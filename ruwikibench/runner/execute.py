@@ -66,7 +66,7 @@ def run_id_for(config: RunConfig, dataset: Dataset, options: RunOptions) -> str:
 def git_commit() -> str | None:
     try:
         root = Path(__file__).resolve().parents[2]
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], check=False, capture_output=True, text=True, timeout=5)
         return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None
@@ -126,7 +126,7 @@ class Runner:
                 output = await asyncio.wait_for(coro, self.options.unit_timeout)
                 self._finish(unit, output)
                 return
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 last_error = f"timeout: unit exceeded {self.options.unit_timeout} s"
             except Exception as exc:  # noqa: BLE001 - recorded with its reason, the run goes on
                 last_error = f"{type(exc).__name__}: {exc}"

@@ -24,23 +24,31 @@ def stage_columns(stage: str, metrics: dict[str, Any]) -> list[tuple[str, str]]:
         return [(key, key) for key in sorted(metrics.get("metrics", {}))]
 
 
-def _cell(metrics: dict[str, Any], key: str, view: str) -> str:
+def count_keys(stage: str) -> frozenset[str]:
+    """Metrics the stage declares as counts (headings, depth): shown as they are, never ×100."""
+    try:
+        return frozenset(getattr(get_stage(stage), "count_keys", ()))
+    except Exception:  # noqa: BLE001
+        return frozenset()
+
+
+def _cell(metrics: dict[str, Any], key: str, view: str, scale: float = SCALE) -> str:
     est = metrics.get("metrics", {}).get(key, {}).get(view)
     if not est or not est.get("n"):
         return "—"
-    scale = SCALE if abs(est["mean"]) <= 1.0 else 1.0
     return f"{est['mean'] * scale:.2f} [{est['low'] * scale:.2f}, {est['high'] * scale:.2f}]"
 
 
 def stage_table(stage: str, runs: list[tuple[str, dict[str, Any]]], view: str = "failures_excluded") -> list[list[str]]:
     """Rows (header first): one row per run, the stage's columns, then n / excluded / failed."""
     columns = stage_columns(stage, runs[0][1] if runs else {})
+    counts_only = count_keys(stage)
     header = ["run", *[title for title, _ in columns], "n", "excluded", "failed"]
     rows = [header]
     for name, metrics in runs:
         counts = metrics.get("counts", {})
         rows.append(
-            [name, *[_cell(metrics, key, view) for _, key in columns],
+            [name, *[_cell(metrics, key, view, 1.0 if key in counts_only else SCALE) for _, key in columns],
              str(counts.get("evaluated", 0)), str(counts.get("excluded", 0)), str(counts.get("failed_units", 0))]
         )
     return rows
@@ -130,13 +138,14 @@ def plot_stage(stage: str, runs: list[tuple[str, dict[str, Any]]], path: Path, v
     import numpy as np
 
     columns = stage_columns(stage, runs[0][1])
+    counts_only = count_keys(stage)
     width = 0.8 / max(1, len(runs))
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(columns)), 4))
     for index, (name, metrics) in enumerate(runs):
         means, lows, highs = [], [], []
         for _, key in columns:
             est = metrics.get("metrics", {}).get(key, {}).get(view) or {"mean": np.nan, "low": np.nan, "high": np.nan}
-            scale = SCALE if abs(est["mean"] or 0) <= 1.0 else 1.0
+            scale = 1.0 if key in counts_only else SCALE
             means.append(est["mean"] * scale)
             lows.append((est["mean"] - est["low"]) * scale)
             highs.append((est["high"] - est["mean"]) * scale)

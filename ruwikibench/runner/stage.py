@@ -13,6 +13,8 @@ A stage module (``ruwikibench/graphs/<stage>.py``) exposes ``STAGE``, an object 
 - ``texts(unit, output)``: generated texts for judges and reports (:class:`GeneratedText`)
 - ``columns``: the paper's table layout for this stage as (column header, metric key) pairs; the runner
   aggregates every metric key over items (mean, bootstrap 95% CI) and prints one row per run with these columns
+- ``count_keys`` (optional): the metric keys that are counts (headings, depth); reports print them as they are,
+  every other metric is a fraction shown ×100
 """
 
 from __future__ import annotations

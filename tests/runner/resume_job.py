@@ -8,13 +8,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from ruwikibench.config import RunConfig  # noqa: E402
-from ruwikibench.context import StageContext  # noqa: E402
-from ruwikibench.dataset import Article, Dataset, Section  # noqa: E402
-from ruwikibench.models.llm import LLM  # noqa: E402
-from ruwikibench.prompts import PromptLibrary  # noqa: E402
-from ruwikibench.runner.execute import RunOptions, execute  # noqa: E402
-from tests.runner.toy_stage import install  # noqa: E402
+from ruwikibench.config import RunConfig
+from ruwikibench.context import StageContext
+from ruwikibench.dataset import Article, Dataset, Section
+from ruwikibench.models.llm import LLM
+from ruwikibench.prompts import PromptLibrary
+from ruwikibench.runner.execute import RunOptions, execute
+from tests.runner.toy_stage import install
 
 TITLES = [f"Статья номер {i}" for i in range(6)]
 

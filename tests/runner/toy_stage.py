@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import types
-from typing import Any, TypedDict
+from typing import Any, ClassVar, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -34,7 +34,7 @@ async def ask(state: ToyState, runtime: Runtime[StageContext]) -> dict[str, Any]
 
 class ToyStage:
     name = "toy"
-    columns = [("Overlap", "overlap")]
+    columns: ClassVar[list[tuple[str, str]]] = [("Overlap", "overlap")]
 
     def build_graph(self) -> StateGraph:
         graph = StateGraph(ToyState, context_schema=StageContext, input_schema=ToyIn, output_schema=ToyOut)
