@@ -48,6 +48,13 @@ def _import_json(path: Path) -> tuple[Dataset, Path]:
     return result.dataset, target
 
 
+def hub_endpoint() -> str:
+    """The hub's address: ``HF_ENDPOINT`` (the variable huggingface_hub reads; a mirror) or huggingface.co."""
+    import os
+
+    return os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+
+
 def download_from_hub(repo_and_file: str, timeout: float = 60.0) -> Path:
     """Fetch ``REPO[/FILE]`` (a Hugging Face dataset repository) into the cache; clear error when unreachable."""
     import httpx
@@ -59,7 +66,7 @@ def download_from_hub(repo_and_file: str, timeout: float = 60.0) -> Path:
     target = cache_root() / "hub" / repo.replace("/", "__") / filename
     if target.exists():
         return target
-    url = f"https://huggingface.co/datasets/{repo}/resolve/main/{filename}"
+    url = f"{hub_endpoint()}/datasets/{repo}/resolve/main/{filename}"
     try:
         with httpx.stream("GET", url, follow_redirects=True, timeout=timeout) as response:
             response.raise_for_status()
@@ -68,9 +75,14 @@ def download_from_hub(repo_and_file: str, timeout: float = 60.0) -> Path:
             with open(tmp, "wb") as handle:
                 handle.writelines(response.iter_bytes())
             tmp.replace(target)
+    except httpx.HTTPStatusError as exc:
+        raise DatasetError(
+            f"cannot download {url}: the hub answered HTTP {exc.response.status_code}; check OWNER/NAME and the "
+            "file name, or download the file elsewhere and pass its path with --dataset"
+        ) from exc
     except httpx.HTTPError as exc:
         raise DatasetError(
-            f"cannot download {url}: {exc}. The hub is unreachable from here: download the file elsewhere and pass "
-            "its path with --dataset"
+            f"cannot download {url}: {type(exc).__name__}: {exc}. The hub is unreachable from here: download the "
+            "file elsewhere and pass its path with --dataset"
         ) from exc
     return target
