@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import csv
 import html
 import json
@@ -39,7 +40,9 @@ def _cell(metrics: dict[str, Any], key: str, view: str, scale: float = SCALE) ->
     return f"{est['mean'] * scale:.2f} [{est['low'] * scale:.2f}, {est['high'] * scale:.2f}]"
 
 
-def stage_table(stage: str, runs: list[tuple[str, dict[str, Any]]], view: str = "failures_excluded") -> list[list[str]]:
+def stage_table(
+    stage: str, runs: list[tuple[str, dict[str, Any]]], view: str = "failures_excluded"
+) -> list[list[str]]:
     """Rows (header first): one row per run, the stage's columns, then n / excluded / failed."""
     columns = stage_columns(stage, runs[0][1] if runs else {})
     counts_only = count_keys(stage)
@@ -48,8 +51,13 @@ def stage_table(stage: str, runs: list[tuple[str, dict[str, Any]]], view: str = 
     for name, metrics in runs:
         counts = metrics.get("counts", {})
         rows.append(
-            [name, *[_cell(metrics, key, view, 1.0 if key in counts_only else SCALE) for _, key in columns],
-             str(counts.get("evaluated", 0)), str(counts.get("excluded", 0)), str(counts.get("failed_units", 0))]
+            [
+                name,
+                *[_cell(metrics, key, view, 1.0 if key in counts_only else SCALE) for _, key in columns],
+                str(counts.get("evaluated", 0)),
+                str(counts.get("excluded", 0)),
+                str(counts.get("failed_units", 0)),
+            ]
         )
     return rows
 
@@ -67,14 +75,24 @@ def write_run_report(rundir: RunDir, metrics: dict[str, Any]) -> None:
         data = metrics[stage]
         parts += [f"## {stage} ({PAPER_TABLE.get(stage, '')}; ×100, mean [95% CI])", ""]
         for view in ("failures_excluded", "failures_as_zero"):
-            parts += [f"*{view.replace('_', ' ')}*", "", markdown_table(stage_table(stage, [(rundir.path.name, data)], view)), ""]
+            parts += [
+                f"*{view.replace('_', ' ')}*",
+                "",
+                markdown_table(stage_table(stage, [(rundir.path.name, data)], view)),
+                "",
+            ]
         if data.get("excluded_reasons"):
             parts += ["Excluded: " + ", ".join(f"{k} × {v}" for k, v in data["excluded_reasons"].items()), ""]
         if data.get("failure_reasons"):
-            parts += ["Failed units: " + ", ".join(f"{k} × {v}" for k, v in data["failure_reasons"].items()), ""]
+            parts += [
+                "Failed units: " + ", ".join(f"{k} × {v}" for k, v in data["failure_reasons"].items()),
+                "",
+            ]
     errors = list(rundir.read("errors.jsonl"))
     if errors:
-        parts += ["## Errors", ""] + [f"- {e['stage']} / {e['article']} / {e['unit']}: {e['reason']}" for e in errors[-50:]]
+        parts += ["## Errors", ""] + [
+            f"- {e['stage']} / {e['article']} / {e['unit']}: {e['reason']}" for e in errors[-50:]
+        ]
     rundir.file("report.md").write_text("\n".join(parts) + "\n", encoding="utf-8")
 
 
@@ -103,49 +121,124 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded") 
     """Write report.md, one CSV and one PNG per stage, and report.html comparing the runs; returns report.md."""
     out.mkdir(parents=True, exist_ok=True)
     runs = [load_run(p) for p in paths]
-    parts = ["# RuWikiBench comparison", "", f"Runs: {', '.join(name for name, _, _ in runs)}. ×100, mean [95% CI].", ""]
+    parts = [
+        "# RuWikiBench comparison",
+        "",
+        markdown_table(settings_table(runs)),
+        "",
+        "×100, mean [95% CI].",
+        "",
+    ]
+    charts: list[Path] = []
     for stage in list(STAGE_MODULES):
         present = [(name, m[stage]) for name, m, _ in runs if stage in m]
         if not present:
             continue
         rows = stage_table(stage, present, view)
-        parts += [f"## {stage} ({PAPER_TABLE.get(stage, '')})", "", markdown_table(rows), "", f"![{stage}]({stage}.png)", ""]
+        parts += [
+            f"## {stage} ({PAPER_TABLE.get(stage, '')})",
+            "",
+            markdown_table(rows),
+            "",
+            f"![{stage}]({stage}.png)",
+            "",
+        ]
         with open(out / f"{stage}.csv", "w", newline="", encoding="utf-8") as handle:
             csv.writer(handle).writerows(rows)
         plot_stage(stage, present, out / f"{stage}.png", view)
-    parts += _judge_sections(runs)
+        charts.append(out / f"{stage}.png")
+    parts += _judge_sections(runs, out)
     (out / "report.md").write_text("\n".join(parts) + "\n", encoding="utf-8")
-    (out / "report.html").write_text(html_page(runs, "\n".join(parts)), encoding="utf-8")
+    (out / "report.html").write_text(html_page(runs, "\n".join(parts), charts), encoding="utf-8")
     return out / "report.md"
 
 
-def _judge_sections(runs: list[tuple[str, dict[str, Any], RunDir]]) -> list[str]:
+IGNORED_SETTINGS = ("name", "cache_dir", "options.out", "options.run_id")
+
+
+def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(data, dict):
+        flat: dict[str, Any] = {}
+        for key, value in data.items():
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        return flat
+    return {prefix.rstrip("."): data}
+
+
+def settings_table(runs: list[tuple[str, dict[str, Any], RunDir]]) -> list[list[str]]:
+    """Rows (header first): each run's config name and the settings in which the runs differ."""
+    specs = [
+        rundir.read_json("spec.json") if rundir.file("spec.json").exists() else {} for _, _, rundir in runs
+    ]
+    flat = [_flatten(spec.get("config", {})) | _flatten(spec.get("options", {}), "options.") for spec in specs]
+    keys = sorted({k for f in flat for k in f if not k.startswith(IGNORED_SETTINGS)})
+    differing = [k for k in keys if len({json.dumps(f.get(k), sort_keys=True) for f in flat}) > 1]
+    rows = [["run", "config", "dataset", "differs in"]]
+    for (name, _, _), spec, settings in zip(runs, specs, flat, strict=True):
+        diff = "; ".join(f"{k}={json.dumps(settings.get(k), ensure_ascii=False)}" for k in differing)
+        rows.append([name, str(settings.get("name", "")), str(spec.get("dataset", {}).get("id", "")), diff or "—"])
+    return rows
+
+
+def _judge_sections(runs: list[tuple[str, dict[str, Any], RunDir]], out: Path) -> list[str]:
+    from ruwikibench.evaluators.judges import judge_tables
+
     parts: list[str] = []
     for name, _, rundir in runs:
-        path = rundir.file("judge_criteria.json")
-        if path.exists():
-            data = json.loads(path.read_text(encoding="utf-8"))
-            parts += [f"## Criteria judge: {name}", "", "```json", json.dumps(data, ensure_ascii=False, indent=1)[:4000],
-                      "```", ""]
+        for title, rows in judge_tables(rundir.path).items():
+            header = list(rows[0])
+            parts += [
+                f"## {title} — {name}",
+                "",
+                markdown_table([header, *[[r[h] for h in header] for r in rows]]),
+                "",
+            ]
+        for chart in sorted(rundir.path.glob("judge_pairwise_*.png")):
+            target = out / f"{name}__{chart.name}"
+            target.write_bytes(chart.read_bytes())
+            parts += [f"![{chart.stem}]({target.name})", ""]
     return parts
 
 
 def plot_stage(stage: str, runs: list[tuple[str, dict[str, Any]]], path: Path, view: str) -> None:
+    """Grouped bars with CI whiskers: scores (×100) in one panel, counts (headings, depth) in a second one."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
 
     columns = stage_columns(stage, runs[0][1])
     counts_only = count_keys(stage)
+    panels = [[c for c in columns if c[1] not in counts_only], [c for c in columns if c[1] in counts_only]]
+    panels = [p for p in panels if p]
+    widths = [max(3.0, 1.6 * len(p)) for p in panels]
+    fig, axes = plt.subplots(
+        1, len(panels), figsize=(max(6.0, sum(widths)), 4), width_ratios=widths, squeeze=False
+    )
+    for ax, panel in zip(axes[0], panels, strict=True):
+        _bars(ax, panel, runs, view, 1.0 if panel[0][1] in counts_only else SCALE)
+        ax.set_ylabel("count" if panel[0][1] in counts_only else "×100")
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle(f"{stage} ({PAPER_TABLE.get(stage, '')}), mean with 95% CI")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _bars(
+    ax: Any, columns: list[tuple[str, str]], runs: list[tuple[str, dict[str, Any]]], view: str, scale: float
+) -> None:
+    import numpy as np
+
     width = 0.8 / max(1, len(runs))
-    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(columns)), 4))
     for index, (name, metrics) in enumerate(runs):
         means, lows, highs = [], [], []
         for _, key in columns:
-            est = metrics.get("metrics", {}).get(key, {}).get(view) or {"mean": np.nan, "low": np.nan, "high": np.nan}
-            scale = 1.0 if key in counts_only else SCALE
+            est = metrics.get("metrics", {}).get(key, {}).get(view) or {
+                "mean": np.nan,
+                "low": np.nan,
+                "high": np.nan,
+            }
             means.append(est["mean"] * scale)
             lows.append((est["mean"] - est["low"]) * scale)
             highs.append((est["high"] - est["mean"]) * scale)
@@ -153,16 +246,18 @@ def plot_stage(stage: str, runs: list[tuple[str, dict[str, Any]]], path: Path, v
         ax.bar(x, means, width, yerr=[lows, highs], capsize=3, label=name)
     ax.set_xticks(np.arange(len(columns)) + width * (len(runs) - 1) / 2)
     ax.set_xticklabels([title for title, _ in columns], rotation=20, ha="right")
-    ax.set_title(f"{stage} ({PAPER_TABLE.get(stage, '')}), mean with 95% CI")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
-def html_page(runs: list[tuple[str, dict[str, Any], RunDir]], markdown: str) -> str:
-    """Self-contained page: the tables, then per article the reference and generated texts side by side."""
+def html_page(
+    runs: list[tuple[str, dict[str, Any], RunDir]], markdown: str, charts: list[Path] | None = None
+) -> str:
+    """Self-contained page: the tables, the charts inlined, then per article reference and generated side by side."""
     body = [f"<pre class='md'>{html.escape(markdown)}</pre>"]
+    for chart in charts or []:
+        data = base64.b64encode(chart.read_bytes()).decode()
+        body.append(
+            f"<img alt='{html.escape(chart.stem)}' src='data:image/png;base64,{data}' style='max-width:100%'>"
+        )
     for name, _, rundir in runs:
         body.append(f"<h2>{html.escape(name)}</h2>")
         body.append(_run_articles_html(rundir))
@@ -181,7 +276,9 @@ def _run_articles_html(rundir: RunDir) -> str:
     parts = []
     for text in rundir.read("generated.jsonl"):
         metric = scores.get((text["stage"], text["article"], text["item"]), {})
-        summary = ", ".join(f"{k}={v:.3f}" for k, v in list(metric.items())[:6] if isinstance(v, (int, float)))
+        summary = ", ".join(
+            f"{k}={v:.3f}" for k, v in list(metric.items())[:6] if isinstance(v, (int, float))
+        )
         parts.append(
             f"<details><summary>{html.escape(text['stage'])} · {html.escape(text['article'])} · "
             f"{html.escape(text['title'])} <small>{html.escape(summary)}</small></summary>"

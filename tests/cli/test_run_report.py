@@ -1,0 +1,109 @@
+"""End to end through the CLI with a fake OpenAI-compatible model on 127.0.0.1: `run all` (three stages) for two
+configs that differ in one setting, `score` (no LLM call), then `report` comparing them."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from ruwikibench.cli import app
+from ruwikibench.corpus_builder.store import save_dataset
+from ruwikibench.prompts import PromptLibrary
+from tests.cli.fake_openai import fake_openai_server
+from tests.graphs.writer_fixture import TAG, TITLE, FakeWriterModel, HashEmbedder, _fragments, make_dataset
+
+runner = CliRunner()
+WRITE = [
+    _fragments(PromptLibrary().get(f"ru/{name}.txt").text) for name in ("section_write", "section_write_lead")
+]
+
+
+class BenchModel(FakeWriterModel):
+    """The writer fixture's answers, plus the benchmark's section-write prompts; counts requests."""
+
+    def __init__(self) -> None:
+        super().__init__(make_dataset())
+        self.requests = 0
+
+    def __call__(self, messages):
+        self.requests += 1
+        prompt = messages[-1]["content"]
+        if any(parts and all(p in prompt for p in parts) for parts in WRITE):
+            return "Раздел о теме: " + " ".join(sorted(set(TAG.findall(prompt)))) + "."
+        return super().__call__(messages)
+
+
+@pytest.fixture()
+def setup(tmp_path, monkeypatch):
+    monkeypatch.setattr("ruwikibench.runner.setup.make_embedder", lambda config: HashEmbedder())
+    save_dataset(make_dataset(), tmp_path / "data")
+    model = BenchModel()
+    with fake_openai_server(model) as url:
+        endpoint = {"name": "fake", "endpoints": [url], "max_retries": 0, "timeout": 20}
+        configs = []
+        for name, mode in (("base", "description"), ("direct", "direct")):
+            config = {
+                "name": name,
+                "models": {"writer": endpoint},
+                "cache_dir": str(tmp_path / "cache"),
+                "ranking": {"query_mode": "generated"},
+                "outline": {"mode": mode},
+                "max_concurrency": 2,
+            }
+            path = tmp_path / f"{name}.yaml"
+            path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+            configs.append(path)
+        yield tmp_path, configs, model
+
+
+def _run(tmp, config) -> str:
+    result = runner.invoke(
+        app,
+        ["run", "all", "--dataset", str(tmp / "data"), "--config", str(config), "--out", str(tmp / "runs")],
+    )
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    return result.output.split("run directory: ")[1].split()[0]
+
+
+def test_run_all_score_and_report(setup) -> None:
+    tmp, (base, direct), model = setup
+    base_dir, direct_dir = _run(tmp, base), _run(tmp, direct)
+    metrics = json.loads(
+        (tmp / "runs" / base_dir.split("/")[-1] / "metrics.json").read_text(encoding="utf-8")
+    )
+    assert set(metrics) >= {"ranking", "outline", "sections"}
+    assert (
+        metrics["ranking"]["counts"]["evaluated"] == 3 and metrics["sections"]["counts"]["failed_units"] == 0
+    )
+    results = [
+        json.loads(x)
+        for x in (tmp / "runs" / base_dir.split("/")[-1] / "results.jsonl").open(encoding="utf-8")
+    ]
+    moscow = next(r for r in results if r["stage"] == "ranking" and r["article"] == TITLE)
+    assert moscow["metrics"]["rerank_ndcg"] == pytest.approx(1.0)  # the fake judge knows only this article
+
+    sent = model.requests
+    rescored = runner.invoke(app, ["score", base_dir])
+    assert rescored.exit_code == 0, rescored.output
+    assert model.requests == sent  # re-scoring sends nothing
+    again = runner.invoke(
+        app, ["run", "all", "--dataset", str(tmp / "data"), "--config", str(base), "--out", str(tmp / "runs")]
+    )
+    assert again.exit_code == 0 and model.requests == sent  # a finished run resumes to nothing
+
+    report = runner.invoke(app, ["report", base_dir, direct_dir, "--out", str(tmp / "cmp")])
+    assert report.exit_code == 0, report.output + repr(report.exception)
+    md = (tmp / "cmp" / "report.md").read_text(encoding="utf-8")
+    for heading in ("## ranking (Tables 3/4)", "## outline (Table 5)", "## sections (Table 7)"):
+        assert heading in md
+    assert 'outline.mode="description"' in md and 'outline.mode="direct"' in md  # what the runs differ in
+    rows = list(csv.reader((tmp / "cmp" / "outline.csv").open(encoding="utf-8")))
+    assert rows[0][:2] == ["run", "Mean F1"] and len(rows) == 3
+    assert all(row[1] != "—" for row in rows[1:])
+    page = (tmp / "cmp" / "report.html").read_text(encoding="utf-8")
+    assert page.count("data:image/png;base64,") == 3  # the three stage charts, inlined
+    assert "<details>" in page and "ЗОЛОТО" in page  # reference texts beside generated ones
