@@ -37,6 +37,7 @@ from ruwikibench.nodes.citations import (
     Numbering,
     SectionDraft,
     Shown,
+    attach_lone_markers,
     cited_numbers,
     restrict_markers,
     strip_markers,
@@ -340,7 +341,7 @@ def drafts_from_results(results: list[dict[str, Any]]) -> tuple[list[SectionDraf
         if int(result.get("write_calls") or 0) > 1:
             notes.append(f"section {result['id']!r}: descriptions merged before writing; its markers are removed")
             shown = []
-        drafts.append(SectionDraft(section_id=result["id"], text=flatten_headings(result.get("text") or ""),
+        drafts.append(SectionDraft(section_id=result["id"], text=attach_lone_markers(flatten_headings(result.get("text") or "")),
                                    shown=shown))
     return drafts, notes
 
@@ -533,7 +534,7 @@ async def write_lead(state: WriterState, runtime: Runtime[StageContext]) -> dict
     body = lead_body(state["written"], context.config.writer.lead_body_chars)
     if not body:
         return {"lead": "", "lead_cited": [], "lead_markers": MarkerStats(), "notes": ["write_lead: empty body"]}
-    text = await ask_lead(context, state["title"], body)
+    text = attach_lone_markers(await ask_lead(context, state["title"], body))
     allowed = set(cited_numbers(body)) if context.config.writer.lead_citations else set()
     text, stats = restrict_markers(text, allowed) if allowed else strip_markers(text)
     return {"lead": text, "lead_cited": cited_numbers(text), "lead_markers": stats}

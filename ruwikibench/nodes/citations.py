@@ -71,6 +71,28 @@ def cited_numbers(text: str) -> list[int]:
     return list(seen)
 
 
+def attach_lone_markers(text: str) -> str:
+    """Marker-only lines ("[1]", "[1][2]") joined to a sentence: small models often write the material number
+    on a line of its own before the paragraph it sources, so it goes to the end of the next text line (or of
+    the previous one when none follows); numbers the target line already cites are not repeated."""
+    lines = text.split("\n")
+    lone = [bool(line.strip()) and not MARKER.sub("", line).strip(" ,;.") for line in lines]
+    out = list(lines)
+    for index, line in enumerate(lines):
+        if not lone[index]:
+            continue
+        after = [j for j in range(index + 1, len(lines)) if lines[j].strip() and not lone[j]]
+        before = [j for j in range(index - 1, -1, -1) if lines[j].strip() and not lone[j]]
+        target = after[0] if after else before[0] if before else None
+        if target is None:
+            continue
+        marker = "".join(m.group(0) for m in MARKER.finditer(line))
+        if not set(cited_numbers(marker)) <= set(cited_numbers(out[target])):
+            out[target] = out[target].rstrip() + " " + marker
+        out[index] = ""
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip()
+
+
 def _render(numbers: Iterable[int]) -> str:
     return "".join(f"[{n}]" for n in numbers)
 

@@ -45,12 +45,18 @@ def test_restrict_and_strip() -> None:
 def test_numbering_is_global_in_first_citation_order() -> None:
     numbering = Numbering()
     first = numbering.section(
-        SectionDraft(section_id="s1", text="A [2]. B [1]. C [2]. D [5].",
-                     shown=[Shown(n=1, snippet_ids=["x#0"]), Shown(n=2, snippet_ids=["y#0", "y#1"])])
+        SectionDraft(
+            section_id="s1",
+            text="A [2]. B [1]. C [2]. D [5].",
+            shown=[Shown(n=1, snippet_ids=["x#0"]), Shown(n=2, snippet_ids=["y#0", "y#1"])],
+        )
     )
     second = numbering.section(
-        SectionDraft(section_id="s2", text="E [1]. F [2].",
-                     shown=[Shown(n=1, snippet_ids=["z#0"]), Shown(n=2, snippet_ids=["x#0"])])
+        SectionDraft(
+            section_id="s2",
+            text="E [1]. F [2].",
+            shown=[Shown(n=1, snippet_ids=["z#0"]), Shown(n=2, snippet_ids=["x#0"])],
+        )
     )
     # s1: local 2 -> y#0, y#1 -> 1, 2; local 1 -> x#0 -> 3; local 5 was never shown -> removed
     assert first.text == "A [1][2]. B [3]. C [1][2]. D."
@@ -64,8 +70,13 @@ def test_numbering_is_global_in_first_citation_order() -> None:
 def test_same_input_same_numbers() -> None:
     def run() -> dict[str, int]:
         numbering = Numbering()
-        numbering.section(SectionDraft(section_id="s", text="[2] [1]", shown=[Shown(n=1, snippet_ids=["a"]),
-                                                                             Shown(n=2, snippet_ids=["b"])]))
+        numbering.section(
+            SectionDraft(
+                section_id="s",
+                text="[2] [1]",
+                shown=[Shown(n=1, snippet_ids=["a"]), Shown(n=2, snippet_ids=["b"])],
+            )
+        )
         return numbering.number_of
 
     assert run() == run() == {"b": 1, "a": 2}
@@ -73,22 +84,36 @@ def test_same_input_same_numbers() -> None:
 
 def _dataset() -> Dataset:
     root = Section(id="s0", level=1, title="T")
-    article = Article(title="T", name="T", root=root,
-                      references=[Reference(id="cite_note-1", urls=["https://e.x/a"], label="Автор. Книга")])
+    article = Article(
+        title="T",
+        name="T",
+        root=root,
+        references=[Reference(id="cite_note-1", urls=["https://e.x/a"], label="Автор. Книга")],
+    )
     source = Source(id="T/1", article="T", footnote_id="cite_note-1", text="x" * 10, url="https://e.x/a")
-    snippet = Snippet(id="T/1#2", article="T", source_id="T/1", index=2, text="текст фрагмента", word_start=0,
-                      word_end=2)
+    snippet = Snippet(
+        id="T/1#2", article="T", source_id="T/1", index=2, text="текст фрагмента", word_start=0, word_end=2
+    )
     return Dataset(articles=[article], sources=[source], snippets=[snippet])
 
 
 def test_references_carry_url_label_and_text() -> None:
     numbering = Numbering()
-    numbering.section(SectionDraft(section_id="s", text="x [1] y [2]",
-                                   shown=[Shown(n=1, snippet_ids=["T/1#2"]), Shown(n=2, snippet_ids=["other#0"])]))
+    numbering.section(
+        SectionDraft(
+            section_id="s",
+            text="x [1] y [2]",
+            shown=[Shown(n=1, snippet_ids=["T/1#2"]), Shown(n=2, snippet_ids=["other#0"])],
+        )
+    )
     refs = numbering.references(_dataset())
     assert [r.n for r in refs] == [1, 2]
     assert (refs[0].url, refs[0].label, refs[0].text, refs[0].source_id) == (
-        "https://e.x/a", "Автор. Книга", "текст фрагмента", "T/1")
+        "https://e.x/a",
+        "Автор. Книга",
+        "текст фрагмента",
+        "T/1",
+    )
     assert (refs[1].url, refs[1].label, refs[1].source_id) == (None, "", "other")
 
 
@@ -97,3 +122,17 @@ def test_numbered_block() -> None:
     lines = block.split("\n\n")
     assert lines[0] == "[1] первый текст"
     assert lines[1].startswith("[2] второй") and lines[1].endswith("…") and len(lines[1]) <= 4 + 30 + 2
+
+
+def test_lone_marker_lines_join_the_next_text_line_or_the_previous_one() -> None:
+    from ruwikibench.nodes.citations import attach_lone_markers
+
+    # the local model's real pattern: the material number on its own line before the item it sources
+    text = "[1]\n\n2. Компьютер купила «Гугл».\n\n[1]\n\n3. Он стоил 10 млн долларов.\n\n[2]"
+    assert attach_lone_markers(text) == (
+        "2. Компьютер купила «Гугл». [1]\n\n3. Он стоил 10 млн долларов. [1] [2]"
+    )
+    assert attach_lone_markers("Факт [3].\n[3]") == "Факт [3]."  # nothing after; the previous line has it
+    assert attach_lone_markers("[1][2]\nТекст.") == "Текст. [1][2]"
+    assert attach_lone_markers("Текст без маркеров.\n\nЕщё [4].") == "Текст без маркеров.\n\nЕщё [4]."
+    assert attach_lone_markers("[5]") == "[5]"  # no text to attach to: left as it is
