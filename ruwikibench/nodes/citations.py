@@ -76,14 +76,14 @@ def attach_lone_markers(text: str) -> str:
     on a line of its own before the paragraph it sources, so it goes to the end of the next text line (or of
     the previous one when none follows); numbers the target line already cites are not repeated."""
     lines = text.split("\n")
-    lone = [bool(line.strip()) and not MARKER.sub("", line).strip(" ,;.") for line in lines]
+    lone = [bool(MARKER.search(line)) and not MARKER.sub("", line).strip(" ,;.") for line in lines]
+    prose = [j for j, line in enumerate(lines) if line.strip() and not lone[j]]
     out = list(lines)
     for index, line in enumerate(lines):
         if not lone[index]:
             continue
-        after = [j for j in range(index + 1, len(lines)) if lines[j].strip() and not lone[j]]
-        before = [j for j in range(index - 1, -1, -1) if lines[j].strip() and not lone[j]]
-        target = after[0] if after else before[0] if before else None
+        after = next((j for j in prose if j > index), None)
+        target = after if after is not None else next((j for j in reversed(prose) if j < index), None)
         if target is None:
             continue
         marker = "".join(m.group(0) for m in MARKER.finditer(line))
@@ -160,7 +160,11 @@ class Numbering:
         text, stats = rewrite_markers(draft.text, mapping)
         shown = list(dict.fromkeys(s for item in draft.shown for s in item.snippet_ids))
         return NumberedSection(
-            section_id=draft.section_id, text=text, cited=cited_numbers(text), shown_snippets=shown, markers=stats
+            section_id=draft.section_id,
+            text=text,
+            cited=cited_numbers(text),
+            shown_snippets=shown,
+            markers=stats,
         )
 
     def references(self, dataset: Dataset | None, texts: dict[str, str] | None = None) -> list[Citation]:

@@ -33,6 +33,11 @@ def count_keys(stage: str) -> frozenset[str]:
         return frozenset()
 
 
+def metric_scale(key: str, counts: frozenset[str]) -> float:
+    """×100 for fractions, 1 for the stage's count metrics."""
+    return 1.0 if key in counts else SCALE
+
+
 def _cell(metrics: dict[str, Any], key: str, view: str, scale: float = SCALE) -> str:
     est = metrics.get("metrics", {}).get(key, {}).get(view)
     if not est or not est.get("n"):
@@ -53,7 +58,7 @@ def stage_table(
         rows.append(
             [
                 name,
-                *[_cell(metrics, key, view, 1.0 if key in counts_only else SCALE) for _, key in columns],
+                *[_cell(metrics, key, view, metric_scale(key, counts_only)) for _, key in columns],
                 str(counts.get("evaluated", 0)),
                 str(counts.get("excluded", 0)),
                 str(counts.get("failed_units", 0)),
@@ -170,13 +175,17 @@ def settings_table(runs: list[tuple[str, dict[str, Any], RunDir]]) -> list[list[
     specs = [
         rundir.read_json("spec.json") if rundir.file("spec.json").exists() else {} for _, _, rundir in runs
     ]
-    flat = [_flatten(spec.get("config", {})) | _flatten(spec.get("options", {}), "options.") for spec in specs]
+    flat = [
+        _flatten(spec.get("config", {})) | _flatten(spec.get("options", {}), "options.") for spec in specs
+    ]
     keys = sorted({k for f in flat for k in f if not k.startswith(IGNORED_SETTINGS)})
     differing = [k for k in keys if len({json.dumps(f.get(k), sort_keys=True) for f in flat}) > 1]
     rows = [["run", "config", "dataset", "differs in"]]
     for (name, _, _), spec, settings in zip(runs, specs, flat, strict=True):
         diff = "; ".join(f"{k}={json.dumps(settings.get(k), ensure_ascii=False)}" for k in differing)
-        rows.append([name, str(settings.get("name", "")), str(spec.get("dataset", {}).get("id", "")), diff or "—"])
+        rows.append(
+            [name, str(settings.get("name", "")), str(spec.get("dataset", {}).get("id", "")), diff or "—"]
+        )
     return rows
 
 
@@ -216,8 +225,9 @@ def plot_stage(stage: str, runs: list[tuple[str, dict[str, Any]]], path: Path, v
         1, len(panels), figsize=(max(6.0, sum(widths)), 4), width_ratios=widths, squeeze=False
     )
     for ax, panel in zip(axes[0], panels, strict=True):
-        _bars(ax, panel, runs, view, 1.0 if panel[0][1] in counts_only else SCALE)
-        ax.set_ylabel("count" if panel[0][1] in counts_only else "×100")
+        scale = metric_scale(panel[0][1], counts_only)
+        _bars(ax, panel, runs, view, scale)
+        ax.set_ylabel("×100" if scale == SCALE else "count")
     axes[0][0].legend(fontsize=8)
     fig.suptitle(f"{stage} ({PAPER_TABLE.get(stage, '')}), mean with 95% CI")
     fig.tight_layout()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -72,17 +73,12 @@ def _run(tmp, config) -> str:
 def test_run_all_score_and_report(setup) -> None:
     tmp, (base, direct), model = setup
     base_dir, direct_dir = _run(tmp, base), _run(tmp, direct)
-    metrics = json.loads(
-        (tmp / "runs" / base_dir.split("/")[-1] / "metrics.json").read_text(encoding="utf-8")
-    )
+    metrics = json.loads((Path(base_dir) / "metrics.json").read_text(encoding="utf-8"))
     assert set(metrics) >= {"ranking", "outline", "sections"}
     assert (
         metrics["ranking"]["counts"]["evaluated"] == 3 and metrics["sections"]["counts"]["failed_units"] == 0
     )
-    results = [
-        json.loads(x)
-        for x in (tmp / "runs" / base_dir.split("/")[-1] / "results.jsonl").open(encoding="utf-8")
-    ]
+    results = [json.loads(x) for x in (Path(base_dir) / "results.jsonl").open(encoding="utf-8")]
     moscow = next(r for r in results if r["stage"] == "ranking" and r["article"] == TITLE)
     assert moscow["metrics"]["rerank_ndcg"] == pytest.approx(1.0)  # the fake judge knows only this article
 

@@ -136,3 +136,4 @@ def test_lone_marker_lines_join_the_next_text_line_or_the_previous_one() -> None
     assert attach_lone_markers("[1][2]\nТекст.") == "Текст. [1][2]"
     assert attach_lone_markers("Текст без маркеров.\n\nЕщё [4].") == "Текст без маркеров.\n\nЕщё [4]."
     assert attach_lone_markers("[5]") == "[5]"  # no text to attach to: left as it is
+    assert attach_lone_markers("Текст\n.\nЕщё.") == "Текст\n.\nЕщё."  # punctuation without a marker stays
