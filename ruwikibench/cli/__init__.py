@@ -23,9 +23,10 @@ def version() -> None:
 
 def _register() -> None:
     """Attach the command groups (one module each; imported lazily by their commands)."""
-    from ruwikibench.cli import (  # noqa: F401  (run registers `run …`, `score`, `report`)
+    from ruwikibench.cli import (  # noqa: F401  (run registers `run …`, `score`, `report`; external `score-outputs`)
         corpus,
         corpus_build,
+        external,
         run,
         write,
     )

@@ -1,0 +1,335 @@
+"""Score outputs produced elsewhere into a normal run directory.
+
+Each external row becomes what the native graph would have output for the same unit (the stage's own
+``units()`` build the unit from gold data), and the stage's own ``score()``/``texts()`` score it; whole
+articles go through the writer's batch scoring. The run directory has the runner's layout (``spec.json`` with
+``external`` = the file and its sha256, ``outputs.jsonl``, ``results.jsonl``, ``generated.jsonl``,
+``errors.jsonl``, ``metrics.json``/``.csv`` with both failure views, ``report.md``), so ``ruwikibench report``
+puts an external system beside native runs. A selected article with no row is a failed unit (scored 0 in the
+``failures_as_zero`` view), never dropped; a row for an article the dataset lacks is an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ruwikibench.context import StageContext
+from ruwikibench.dataset import Article, Dataset
+from ruwikibench.external.formats import (
+    ArticleRow,
+    ExternalFormatError,
+    OutlineRow,
+    RankingRow,
+    SectionsRow,
+    read_rows,
+)
+from ruwikibench.runner.execute import RunOptions, build_spec, finalize, select_articles
+from ruwikibench.runner.rundir import RunDir
+from ruwikibench.runner.stage import Unit, get_stage
+
+FORMAT_VERSION = 1
+COPY = "external_outputs.jsonl"
+RUN_FILES = ("outputs.jsonl", "results.jsonl", "generated.jsonl", "errors.jsonl", "nodes.jsonl")
+
+
+class ExternalOptions(BaseModel):
+    stage: str
+    outputs: Path
+    out: Path = Path("runs")
+    name: str | None = Field(default=None, description="run directory name (default: derived from the inputs)")
+    articles: int | None = None
+    article_names: list[str] | None = None
+    system: str | None = Field(default=None, description="what produced the outputs (shown in spec.json)")
+    origin: dict[str, Any] = Field(default_factory=dict, description="extra provenance (e.g. the STORM folder)")
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def resolve_articles(dataset: Dataset, rows: list[tuple[int, Any]], path: Path) -> dict[int, Article]:
+    """The dataset article of every row (by title or name); an unknown one is an error naming it."""
+    found: dict[int, Article] = {}
+    for line, row in rows:
+        try:
+            found[line] = dataset.article(row.article)
+        except KeyError:
+            raise ExternalFormatError(
+                f"{path}:{line}: field 'article': {row.article!r} is not an article of the dataset"
+            ) from None
+    return found
+
+
+class ExternalScorer:
+    """Scores one stage's external rows for the selected articles into ``rundir``."""
+
+    def __init__(self, context: StageContext, rundir: RunDir, options: ExternalOptions) -> None:
+        assert context.dataset is not None, "scoring external outputs needs StageContext.dataset"
+        self.context = context
+        self.dataset: Dataset = context.dataset
+        self.rundir = rundir
+        self.options = options
+        self.path = options.outputs
+
+    # ------------------------------------------------------------------ shared
+
+    def fail(self, stage: str, article: str, unit: str, reason: str) -> None:
+        self.rundir.append("errors.jsonl", {"stage": stage, "article": article, "unit": unit,
+                                            "reason": reason, "attempts": 0})
+
+    def missing(self, stage: str, article: Article, unit: str = "article", what: str = "") -> None:
+        self.fail(stage, article.name, unit, f"missing: {self.path.name} has no row for {article.title!r}{what}")
+
+    def score_unit(self, unit: Unit, output: dict[str, Any], line: int,
+                   adjust: Callable[[list[dict[str, Any]]], None] | None = None) -> None:
+        """Append the unit's output and its scores (the stage's own score()/texts(); ``adjust`` edits the
+        records before they are written)."""
+        stage = get_stage(unit.stage)
+        self.rundir.append("outputs.jsonl", {"stage": unit.stage, "article": unit.article, "unit": unit.unit_id,
+                                             "input": unit.input, "output": output, "external_line": line})
+        try:
+            records = [r.model_dump(mode="json") for r in stage.score(unit, output, self.context)]
+            texts = [t.model_dump(mode="json") for t in stage.texts(unit, output)]
+        except Exception as exc:  # noqa: BLE001 - recorded like a native scoring failure
+            self.fail(unit.stage, unit.article, unit.unit_id, f"score: {type(exc).__name__}: {exc}")
+            return
+        if adjust is not None:
+            adjust(records)
+        for record in records:
+            self.rundir.append("results.jsonl", record)
+        for text in texts:
+            self.rundir.append("generated.jsonl", text)
+
+    def one_per_article(self, rows: list[tuple[int, Any]], articles: dict[int, Article]) -> dict[str, tuple[int, Any]]:
+        by_article: dict[str, tuple[int, Any]] = {}
+        for line, row in rows:
+            name = articles[line].name
+            if name in by_article:
+                raise ExternalFormatError(
+                    f"{self.path}:{line}: field 'article': a second row for {articles[line].title!r} "
+                    f"(the first is line {by_article[name][0]})"
+                )
+            by_article[name] = (line, row)
+        return by_article
+
+    def check(self, stage: str, rows: list[tuple[int, Any]], articles: dict[int, Article]) -> dict[Any, Any]:
+        """Validate every row against the dataset; returns the rows keyed by article (by article and section)."""
+        if stage == "sections":
+            return self._section_texts(rows, articles)
+        by_article = self.one_per_article(rows, articles)
+        if stage == "ranking":
+            known = {s.id for s in self.dataset.snippets}
+            for line, row in by_article.values():
+                check_ranking_row(row, known, self.path, line)
+        return by_article
+
+    # ------------------------------------------------------------------ stages
+
+    def ranking(self, selected: list[Article], by_article: dict[str, tuple[int, RankingRow]]) -> None:
+        stage = get_stage("ranking")
+        for article in selected:
+            if article.name not in by_article:
+                self.missing("ranking", article)
+                continue
+            line, row = by_article[article.name]
+            unit = stage.units(self.dataset, article, self.context.config)[0]
+            output = ranking_output(article, row)
+            self.score_unit(unit, output, line, None if row.pool is not None else drop_first_stage_metrics)
+
+    def outline(self, selected: list[Article], by_article: dict[str, tuple[int, OutlineRow]]) -> None:
+        from ruwikibench.nodes.outline_parser import parse_outline
+
+        stage = get_stage("outline")
+        for article in selected:
+            if article.name not in by_article:
+                self.missing("outline", article)
+                continue
+            line, row = by_article[article.name]
+            parsed = parse_outline(row.outline, bullets=self.context.config.outline.bullets)
+            output = {"k": 0, "k_method": "external", "outline": [h.model_dump() for h in parsed.headings],
+                      "outline_markdown": parsed.markdown(), "dropped": parsed.dropped, "ended": True,
+                      "notes": ["external"], "merged_text": row.outline}
+            for unit in stage.units(self.dataset, article, self.context.config):
+                self.score_unit(unit, output, line)
+
+    def sections(self, selected: list[Article], texts: dict[tuple[str, str], tuple[int, str]]) -> None:
+        stage = get_stage("sections")
+        for article in selected:
+            for unit in stage.units(self.dataset, article, self.context.config):
+                results, missing, lines = [], [], []
+                for spec in unit.input["sections"]:
+                    found = texts.get((article.name, spec["id"]))
+                    scorable = bool((spec.get("reference") or "").strip() and spec.get("snippets"))
+                    if found is None and scorable:
+                        missing.append(spec["id"])
+                    lines.append(found[0] if found else 0)
+                    results.append(section_result(spec, found[1] if found else ""))
+                if missing:
+                    self.missing("sections", article, unit.unit_id, f", section {', '.join(missing)}")
+                    continue
+                output = {"article": article.title, "results": results}
+                self.score_unit(unit, output, max(lines))
+
+    def _section_texts(self, rows: list[tuple[int, SectionsRow]],
+                       articles: dict[int, Article]) -> dict[tuple[str, str], tuple[int, str]]:
+        texts: dict[tuple[str, str], tuple[int, str]] = {}
+        for line, row in rows:
+            article = articles[line]
+            section_id = self._section_id(article, row.section, line)
+            if (article.name, section_id) in texts:
+                raise ExternalFormatError(
+                    f"{self.path}:{line}: field 'section': a second row for {article.title!r} section "
+                    f"{section_id!r} (the first is line {texts[(article.name, section_id)][0]})"
+                )
+            texts[(article.name, section_id)] = (line, row.text)
+        return texts
+
+    def _section_id(self, article: Article, given: str, line: int) -> str:
+        sections = article.sections()
+        if any(s.id == given for s in sections):
+            return given
+        titled = [s for s in sections if s.title.strip() == given.strip()]
+        if len(titled) == 1:
+            return titled[0].id
+        reason = "names several sections; use the section id" if titled else "is neither a section id nor a heading"
+        raise ExternalFormatError(f"{self.path}:{line}: field 'section': {given!r} {reason} of {article.title!r}")
+
+    def article(self, selected: list[Article], by_article: dict[str, tuple[int, ArticleRow]]) -> None:
+        from ruwikibench.external.article import SourceIndex, selected_snippets, written_article
+        from ruwikibench.writer.score import generated_texts, score_written
+
+        index = SourceIndex(self.dataset)
+        for article in selected:
+            if article.name not in by_article:
+                for stage in ARTICLE_STAGES:
+                    self.missing(stage, article)
+                continue
+            line, row = by_article[article.name]
+            matches = [index.match(int(n), value, article) for n, value in row.sources.items()]
+            written = written_article(article, row.markdown, matches, row.outline)
+            selected_ids = selected_snippets(matches)
+            written.stats["sources_selected"] = float(len(selected_ids))
+            records = score_written(article, written, selected_ids, self.context)
+            unmatched = [m.given for m in matches if m.source_id is None]
+            for record in records:
+                if record.stage == "article" and not record.excluded:
+                    for key in ("sources_unmatched", "markers_unresolved"):
+                        record.metrics[key] = written.stats[key]
+                    record.info.update({"sources_given": len(matches), "unmatched_sources": unmatched,
+                                        "matched_by": {m.n: m.how for m in matches}})
+            for record in records:
+                self.rundir.append("results.jsonl", record.model_dump(mode="json"))
+            for text in generated_texts(article, written, records):
+                self.rundir.append("generated.jsonl", text.model_dump(mode="json"))
+            output = {"external_line": line, "written": written.model_dump(mode="json"),
+                      "matches": [m.model_dump() for m in matches]}
+            for stage in ARTICLE_STAGES:
+                self.rundir.append("outputs.jsonl", {"stage": stage, "article": article.name, "unit": "article",
+                                                     "output": output})
+
+
+ARTICLE_STAGES = ("outline", "sections", "article")
+
+
+def drop_first_stage_metrics(records: list[dict[str, Any]]) -> None:
+    """Without a ``pool`` order there is no first-stage ranking: its metrics would only copy the final order's."""
+    for record in records:
+        for key in [k for k in record["metrics"] if k.startswith("bm25_")]:
+            del record["metrics"][key]
+        record["info"]["first_stage_order"] = False
+
+
+def check_ranking_row(row: RankingRow, known: set[str], path: Path, line: int) -> None:
+    """Every id a snippet of the dataset; ``pool``, when given, the same ids as ``ranking``."""
+    for field in ("ranking", "pool"):
+        unknown = [s for s in getattr(row, field) or [] if s not in known]
+        if unknown:
+            raise ExternalFormatError(f"{path}:{line}: field {field!r}: unknown snippet id {unknown[0]!r}")
+    if row.pool is not None and set(row.pool) != set(row.ranking):
+        raise ExternalFormatError(f"{path}:{line}: field 'pool': must hold exactly the ids of 'ranking'")
+
+
+def ranking_output(article: Article, row: RankingRow) -> dict[str, Any]:
+    """The ranking graph's output shape for an external ranked list (first-stage order from ``pool``)."""
+    first = {s: i + 1 for i, s in enumerate(row.pool or row.ranking)}
+    candidates = [
+        {"snippet_id": s, "bm25_rank": first[s], "bm25_score": 0.0, "llm_score": None, "p_yes": None, "p_no": None,
+         "p_yes_norm": None, "answer": None, "source": "external", "reply": "", "error": None, "rank": i + 1}
+        for i, s in enumerate(row.ranking)
+    ]
+    return {"article": article.name, "title": article.title, "query": row.query or "", "query_mode": "external",
+            "pool_size": len(candidates), "candidates": candidates, "error": None if candidates else "empty ranking"}
+
+
+def section_result(spec: dict[str, Any], text: str) -> dict[str, Any]:
+    """The section graph's result shape for an external text (no snippets given -> the paper's exclusion)."""
+    return {"id": spec["id"], "title": spec["title"], "level": spec["level"], "text": text,
+            "status": "ok" if spec.get("snippets") else "no_snippets", "snippets_total": len(spec.get("snippets", [])),
+            "snippet_ids": [], "oracle_filter": None, "oracle_dropped": [], "groups": [], "write_calls": 0,
+            "calls": 0}
+
+
+def external_run_id(stage: str, sha: str, dataset: Dataset, options: ExternalOptions) -> str:
+    key = json.dumps([stage, sha, dataset.dataset_id, options.articles, options.article_names], sort_keys=True)
+    return f"external-{stage}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+
+
+def score_outputs(context: StageContext, dataset_path: str, options: ExternalOptions) -> RunDir:
+    """Read, check and score an external outputs file; writes the whole run directory and returns it."""
+    dataset = context.dataset
+    assert dataset is not None
+    stage = options.stage
+    rows = read_rows(options.outputs, stage)
+    articles = resolve_articles(dataset, rows, options.outputs)
+    sha = file_sha256(options.outputs)
+    stages = list(ARTICLE_STAGES) if stage == "article" else [stage]
+    run_options = RunOptions(stages=stages, articles=options.articles, article_names=options.article_names,
+                             out=options.out, run_id=options.name, progress=False)
+    try:
+        selected = select_articles(dataset, run_options)
+    except KeyError as exc:
+        raise ExternalFormatError(f"--article: {exc.args[0]}") from None
+    rundir = RunDir(options.out / (options.name or external_run_id(stage, sha, dataset, options)))
+    scorer = ExternalScorer(context, rundir, options)
+    checked = scorer.check(stage, rows, articles)  # every row checked before the run directory is touched
+    spec = build_spec(rundir.path.name, context.config, dataset, dataset_path, run_options)
+    spec["mode"] = "external"
+    selected_names = {a.name for a in selected}
+    spec["external"] = {"stage": stage, "file": str(options.outputs), "sha256": sha, "rows": len(rows),
+                        "rows_outside_selection": sum(1 for a in articles.values() if a.name not in selected_names),
+                        "copy": COPY, "format_version": FORMAT_VERSION, "system": options.system, **options.origin}
+    _prepare(rundir, spec)
+    shutil.copyfile(options.outputs, rundir.file(COPY))
+    started = time.perf_counter()
+    getattr(scorer, stage)(selected, checked)
+    spec["last_session"] = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": {}}
+    rundir.write_json("spec.json", spec)
+    finalize(rundir)
+    if stage == "article":
+        from ruwikibench.writer.batch import _append_article_table
+
+        _append_article_table(rundir, rundir.read_json("metrics.json"))
+    return rundir
+
+
+def _prepare(rundir: RunDir, spec: dict[str, Any]) -> None:
+    """A fresh run directory, or the same external run scored again (its files are rewritten, not appended)."""
+    if rundir.file("spec.json").exists():
+        old = rundir.read_json("spec.json")
+        if old.get("mode") != "external" or old.get("external", {}).get("sha256") != spec["external"]["sha256"] \
+                or old.get("dataset", {}).get("id") != spec["dataset"]["id"]:
+            raise ExternalFormatError(
+                f"{rundir.path}: holds another run (other outputs file or dataset); choose another --name"
+            )
+    rundir.create()
+    for name in RUN_FILES:
+        rundir.rewrite(name, [])
+    rundir.write_json("spec.json", spec)
