@@ -1,0 +1,62 @@
+"""An external system in one `ruwikibench report` table with a native run (fake OpenAI-compatible model)."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from ruwikibench.cli import app
+from ruwikibench.corpus_builder.store import save_dataset
+from tests.cli.fake_openai import fake_openai_server
+from tests.cli.test_run_report import BenchModel
+from tests.external.conftest import write_jsonl
+from tests.external.storm_fixture import make_storm_dir
+from tests.graphs.writer_fixture import HashEmbedder, make_dataset
+
+runner = CliRunner()
+
+
+@pytest.fixture()
+def native(tmp_path, monkeypatch):
+    monkeypatch.setattr("ruwikibench.runner.setup.make_embedder", lambda config: HashEmbedder())
+    save_dataset(make_dataset(), tmp_path / "data")
+    with fake_openai_server(BenchModel()) as url:
+        endpoint = {"name": "fake", "endpoints": [url], "max_retries": 0, "timeout": 20}
+        config = {"name": "native", "models": {"writer": endpoint}, "cache_dir": str(tmp_path / "cache"),
+                  "stages": ["outline", "sections"], "max_concurrency": 2}
+        path = tmp_path / "native.yaml"
+        path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+        result = runner.invoke(app, ["run", "all", "--dataset", str(tmp_path / "data"), "--config", str(path),
+                                     "--out", str(tmp_path / "runs")])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    return tmp_path, path, result.output.split("run directory: ")[1].split()[0]
+
+
+def test_external_runs_beside_native_in_one_report(native) -> None:
+    tmp, config, native_dir = native
+    outline = write_jsonl(tmp / "outline.jsonl", [{"article": "Москва", "outline": "## История\n## Экономика"}])
+    common = ["--dataset", str(tmp / "data"), "--out", str(tmp / "runs"), "--config", str(config)]
+    first = runner.invoke(app, ["score-outputs", "--stage", "outline", "--outputs", str(outline), "--name",
+                                "other-outline", *common])
+    assert first.exit_code == 0, first.output + repr(first.exception)
+    storm = make_storm_dir(tmp / "storm")
+    (storm / "Инновационный_центр_Сколково").rename(storm / "Сколково")  # the plain dataset's title
+    second = runner.invoke(app, ["score-outputs", "--stage", "article", "--storm", str(storm), "--name", "storm",
+                                 *common])
+    assert second.exit_code == 0, second.output + repr(second.exception)
+
+    runs = [native_dir, str(tmp / "runs" / "other-outline"), str(tmp / "runs" / "storm")]
+    report = runner.invoke(app, ["report", *runs, "--out", str(tmp / "cmp"), "--view", "failures_as_zero"])
+    assert report.exit_code == 0, report.output + repr(report.exception)
+    rows = list(csv.reader((tmp / "cmp" / "outline.csv").open(encoding="utf-8")))
+    assert [r[0] for r in rows[1:]] == [native_dir.rstrip("/").split("/")[-1], "other-outline", "storm"]
+    assert all(r[1] != "—" for r in rows[1:])  # every run has an outline F1
+    failed = {r[0]: r[-1] for r in rows[1:]}
+    assert failed["other-outline"] == "2" and failed["storm"] == "1"  # articles without output are counted
+    sections = list(csv.reader((tmp / "cmp" / "sections.csv").open(encoding="utf-8")))
+    assert [r[0] for r in sections[1:]][1:] == ["storm"]
+    md = (tmp / "cmp" / "report.md").read_text(encoding="utf-8")
+    assert "| storm |" in md and "| other-outline |" in md
