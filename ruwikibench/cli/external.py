@@ -64,14 +64,17 @@ def score_outputs(
     cfg, data, path = _load(dataset, config)
     with tempfile.TemporaryDirectory() as tmp:
         origin: dict[str, Any] = {}
+        label = None
         try:
             if storm is not None:
                 outputs = write_rows(storm_rows(storm, data), Path(tmp) / "storm.jsonl")
                 origin = {"file": None, "storm_dir": str(storm.resolve())}
                 system = system or "STORM"
+                label = f"the STORM directory {storm}"
             assert outputs is not None
             options = ExternalOptions(stage=stage, outputs=outputs, out=out, name=name, articles=articles,
-                                      article_names=article, system=system, origin=origin)
+                                      article_names=article, system=system, origin=origin,
+                                      label=label)
             rundir = score(build_context(cfg, data, path, with_llm=False), str(path), options)
         except ExternalFormatError as exc:
             raise _fail(exc) from exc

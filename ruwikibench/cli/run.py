@@ -151,7 +151,13 @@ def score(run_dir: Annotated[Path, typer.Argument(help="a run directory")]) -> N
     spec = rundir.read_json("spec.json")
     config = RunConfig.model_validate(spec["config"])
     dataset, path = resolve_dataset(spec["dataset"]["path"])
-    rescore(rundir, build_context(config, dataset, path, with_llm=False))
+    context = build_context(config, dataset, path, with_llm=False)
+    if spec.get("mode") == "external":  # outputs of another system: scored again from the run's copy of them
+        from ruwikibench.external.score import rescore_external
+
+        rescore_external(rundir, context, str(path))
+    else:
+        rescore(rundir, context)
     _show(rundir, list(spec["options"]["stages"]))
 
 

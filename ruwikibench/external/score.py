@@ -49,6 +49,7 @@ class ExternalOptions(BaseModel):
     article_names: list[str] | None = None
     system: str | None = Field(default=None, description="what produced the outputs (shown in spec.json)")
     origin: dict[str, Any] = Field(default_factory=dict, description="extra provenance (e.g. the STORM folder)")
+    label: str | None = Field(default=None, description="how errors name the input (default: the file name)")
 
 
 def file_sha256(path: Path) -> str:
@@ -86,7 +87,8 @@ class ExternalScorer:
                                             "reason": reason, "attempts": 0})
 
     def missing(self, stage: str, article: Article, unit: str = "article", what: str = "") -> None:
-        self.fail(stage, article.name, unit, f"missing: {self.path.name} has no row for {article.title!r}{what}")
+        label = self.options.label or self.path.name
+        self.fail(stage, article.name, unit, f"missing: {label} has no row for {article.title!r}{what}")
 
     def score_unit(self, unit: Unit, output: dict[str, Any], line: int,
                    adjust: Callable[[list[dict[str, Any]]], None] | None = None) -> None:
@@ -305,9 +307,11 @@ def score_outputs(context: StageContext, dataset_path: str, options: ExternalOpt
     selected_names = {a.name for a in selected}
     spec["external"] = {"stage": stage, "file": str(options.outputs), "sha256": sha, "rows": len(rows),
                         "rows_outside_selection": sum(1 for a in articles.values() if a.name not in selected_names),
-                        "copy": COPY, "format_version": FORMAT_VERSION, "system": options.system, **options.origin}
+                        "copy": COPY, "format_version": FORMAT_VERSION, "system": options.system,
+                        "label": options.label, **options.origin}
     _prepare(rundir, spec)
-    shutil.copyfile(options.outputs, rundir.file(COPY))
+    if options.outputs.resolve() != rundir.file(COPY).resolve():
+        shutil.copyfile(options.outputs, rundir.file(COPY))
     started = time.perf_counter()
     getattr(scorer, stage)(selected, checked)
     spec["last_session"] = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": {}}
@@ -317,7 +321,31 @@ def score_outputs(context: StageContext, dataset_path: str, options: ExternalOpt
         from ruwikibench.writer.batch import _append_article_table
 
         _append_article_table(rundir, rundir.read_json("metrics.json"))
+        _append_unmatched(rundir)
     return rundir
+
+
+def _append_unmatched(rundir: RunDir) -> None:
+    """One line under the article table: cited sources the dataset does not hold."""
+    records = [r for r in rundir.read("results.jsonl") if r["stage"] == "article" and not r.get("excluded")]
+    given = sum(r["info"].get("sources_given", 0) for r in records)
+    unmatched = sum(len(r["info"].get("unmatched_sources", [])) for r in records)
+    with open(rundir.file("report.md"), "a", encoding="utf-8") as handle:
+        handle.write(f"Cited sources not in the dataset: {unmatched} of {given} (per article: `unmatched_sources` "
+                     "in results.jsonl).\n")
+
+
+def rescore_external(rundir: RunDir, context: StageContext, dataset_path: str) -> RunDir:
+    """Score an external run again from its copy of the outputs (what `ruwikibench score` does for it)."""
+    spec = rundir.read_json("spec.json")
+    external, options = spec["external"], spec.get("options", {})
+    extra = {k: v for k, v in external.items() if k not in ("stage", "file", "sha256", "rows", "rows_outside_selection",
+                                                            "copy", "format_version", "system", "label")}
+    again = ExternalOptions(stage=external["stage"], outputs=rundir.file(COPY), out=rundir.path.parent,
+                            name=rundir.path.name, articles=options.get("articles"),
+                            article_names=options.get("article_names"), system=external.get("system"),
+                            label=external.get("label"), origin={"file": external.get("file"), **extra})
+    return score_outputs(context, dataset_path, again)
 
 
 def _prepare(rundir: RunDir, spec: dict[str, Any]) -> None:

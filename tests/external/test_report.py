@@ -60,3 +60,20 @@ def test_external_runs_beside_native_in_one_report(native) -> None:
     assert [r[0] for r in sections[1:]][1:] == ["storm"]
     md = (tmp / "cmp" / "report.md").read_text(encoding="utf-8")
     assert "| storm |" in md and "| other-outline |" in md
+
+
+def test_score_command_rescores_an_external_run_the_same_way(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr("ruwikibench.runner.setup.make_embedder", lambda config: HashEmbedder())
+    save_dataset(make_dataset(), tmp_path / "data")
+    moscow = [f"Москва/src{s}#{k}" for s in range(3) for k in range(2)]
+    rows = write_jsonl(tmp_path / "r.jsonl", [{"article": "Москва", "ranking": moscow[::-1]}])
+    first = runner.invoke(app, ["score-outputs", "--stage", "ranking", "--outputs", str(rows), "--dataset",
+                                str(tmp_path / "data"), "--out", str(tmp_path / "runs"), "--name", "ext"])
+    assert first.exit_code == 0, first.output + repr(first.exception)
+    run = tmp_path / "runs" / "ext"
+    before = (run / "results.jsonl").read_text(encoding="utf-8")
+    rows.unlink()  # the run holds its own copy of what it scored
+    again = runner.invoke(app, ["score", str(run)])
+    assert again.exit_code == 0, again.output + repr(again.exception)
+    assert (run / "results.jsonl").read_text(encoding="utf-8") == before
+    assert "bm25_ndcg" not in before and '"rerank_ndcg": 1.0' in before
