@@ -80,7 +80,11 @@ def score_outputs(
             raise _fail(exc) from exc
     _show(rundir, ["outline", "sections"] if stage == "article" else [stage])
     if stage == "article":
-        console.print(f"whole-article figures: {rundir.path / 'report.md'}")
+        from ruwikibench.cli.run import print_table
+        from ruwikibench.writer.batch import article_table
+
+        rows = article_table(rundir.path.name, rundir.read_json("metrics.json"))
+        print_table("article — whole article (×100, mean [95% CI], failures excluded)", rows)
 
 
 @app.command("import-storm")

@@ -165,3 +165,16 @@ def test_normalize_url() -> None:
     assert normalize_url("HTTPS://www.Example.org/а/") == normalize_url("http://example.org/%D0%B0#x")
     assert normalize_url("https://example.org/a?b=1") != normalize_url("https://example.org/a?b=2")
     assert normalize_url("https://example.org:8080/a") != normalize_url("https://example.org/a")
+
+
+def test_sections_with_article_units(context, dataset, tmp_path) -> None:
+    context.config.sections.unit = "article"  # one unit per article: a missing section fails the whole unit
+    moscow = dataset.article("Москва")
+    rows = [{"article": "Москва", "section": s, "text": moscow.section(s).text()} for s in ("s1", "s2", "s3")]
+    rows.append({"article": "Python", "section": "s1", "text": "Python — язык программирования."})
+    rundir, results, metrics = _score(context, tmp_path, "sections", rows)
+    assert {r["item"] for r in results if r["article"] == "Москва" and not r["excluded"]} == {"s1", "s2", "s3"}
+    assert metrics["sections"]["counts"]["failed_units"] == 2  # Python (s2 missing) and Сколково, one unit each
+    assert _mean(metrics, "sections", "f1") == pytest.approx(1.0)
+    errors = read_jsonl(rundir.file("errors.jsonl"))
+    assert any(e["article"] == "Python" and e["unit"] == "article" and "section s2" in e["reason"] for e in errors)
