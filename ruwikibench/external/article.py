@@ -95,15 +95,30 @@ def split_markdown(text: str) -> tuple[str, list[tuple[int, str, str]]]:
     return "\n".join(head).strip(), [(level, title, "\n".join(body).strip()) for level, title, body in blocks]
 
 
+def _same(a: str, b: str) -> bool:
+    return " ".join(a.casefold().replace("ё", "е").split()) == " ".join(b.casefold().replace("ё", "е").split())
+
+
+def is_title_heading(blocks: list[tuple[int, str, str]], lead: str, title: str) -> bool:
+    """Is the first heading the article's title line? Yes when it is a level-1 heading that repeats the title,
+    or — with no text before it — the only level-1 heading with deeper headings after it."""
+    level, heading, _ = blocks[0]
+    if level != 1:
+        return False
+    lone_top = sum(1 for b in blocks if b[0] == 1) == 1 and len(blocks) > 1
+    return _same(heading, title) or (not lead and lone_top)
+
+
 def written_article(article: Article, markdown: str, matches: list[SourceMatch],
                     outline: str | None = None) -> WrittenArticle:
     """The external article as a WrittenArticle: lead, outline, sections (markers kept), reference list.
     ``outline`` (Markdown headings), when given, is the outline scored instead of the article's headings."""
     lead, blocks = split_markdown(markdown)
-    items = items_from_headings([(level, title) for level, title, _ in blocks], article.title)
-    if len(items) < len(blocks):  # the leading '# Title' heading was taken for the title: its text is the lead
+    if blocks and is_title_heading(blocks, lead, article.title):  # its text is the lead
         lead = "\n\n".join(t for t in (lead, blocks[0][2]) if t)
         blocks = blocks[1:]
+    top = min((level for level, _, _ in blocks), default=2)
+    items = items_from_headings([(level + 2 - top, title) for level, title, _ in blocks])
     sections = [
         WrittenSection(id=item.id, level=item.level, title=item.title, text=body, cited=cited_numbers(body),
                        markers=MarkerStats(kept=len(cited_numbers(body))))

@@ -178,3 +178,19 @@ def test_sections_with_article_units(context, dataset, tmp_path) -> None:
     assert _mean(metrics, "sections", "f1") == pytest.approx(1.0)
     errors = read_jsonl(rundir.file("errors.jsonl"))
     assert any(e["article"] == "Python" and e["unit"] == "article" and "section s2" in e["reason"] for e in errors)
+
+
+def test_article_sources_by_snippet_id_and_unresolved_markers(context, tmp_path) -> None:
+    markdown = ("Москва — столица.[1]\n\n# История\n\nМосква упомянута в 1147 году.[2][7]\n\n## Основание\n\n"
+                "Юрий Долгорукий.[1]")  # '#' sections (as STORM writes them): levels shifted to 2 and 3
+    rows = [{"article": "Москва", "markdown": markdown, "sources": {"1": "Москва/src0#1", "2": "Москва/src1"}}]
+    rundir, results, _ = _score(context, tmp_path, "article", rows, article_names=["Москва"])
+    article = next(r for r in results if r["stage"] == "article")
+    assert article["info"]["matched_by"] == {"1": "snippet_id", "2": "source_id"}
+    assert article["metrics"]["markers_unresolved"] == 1  # [7] is not in the sources map
+    assert article["metrics"]["citation_precision"] == pytest.approx(1.0)
+    assert article["metrics"]["source_recall"] == pytest.approx(3 / 6)  # one snippet + the two of src1
+    outputs = read_jsonl(rundir.file("outputs.jsonl"))
+    written = outputs[0]["output"]["written"]
+    assert written["lead"] == "Москва — столица.[1]"
+    assert [(s["level"], s["title"]) for s in written["sections"]] == [(2, "История"), (3, "Основание")]
