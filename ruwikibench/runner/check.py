@@ -106,7 +106,7 @@ def section_items(
     ``sentences`` sentences to keep embedding cheap); the wrong section is one of the next article."""
     chosen = []
     for article in dataset.articles:
-        texts = [(s.id, _cut(s.text(), sentences)) for s in article.sections() if len(split_sentences(s.text())) >= 2]
+        texts = [(s.id, _cut(s.text(), sentences)) for s in article.sections() if split_sentences(s.text())]
         if texts:
             chosen.append((article, texts[:per_article]))
         if len(chosen) == articles:
