@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from ruwikibench.cli import app
 from ruwikibench.cli.run import ConfigOpt, DatasetOpt, _load, console, print_table
@@ -46,7 +46,7 @@ def check_metrics(
         for name in stages:
             task = progress.add_task(f"{name}: embedding and scoring", total=1)
 
-            def advance(done: int, total: int, task: int = task) -> None:
+            def advance(done: int, total: int, task: TaskID = task) -> None:
                 progress.update(task, completed=done, total=total)
 
             checks += check_stage(name, items[name], context, progress=advance)
