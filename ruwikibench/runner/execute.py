@@ -222,7 +222,8 @@ async def execute(context: StageContext, dataset_path: str, options: RunOptions)
             progress.update(bars[unit.stage], advance=1, usage=_usage_line(context))
 
         await asyncio.gather(*(one(u) for u in units))
-    await asyncio.to_thread(compute_floors, rundir, context)
+    if units or not rundir.file(FLOORS_FILE).exists():
+        await asyncio.to_thread(compute_floors, rundir, context)
     spec["prompts"] = context.prompts.hashes()
     spec["units"] = {"total": total, "run_now": len(units)}
     spec["last_session"] = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": context.llm.usage.as_dict()}

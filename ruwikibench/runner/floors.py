@@ -3,8 +3,9 @@
 A stage takes part by declaring ``floor_keys`` (its embedding metric keys), ``floor_sides(unit, output,
 context)`` (each scored item's generated side and reference side) and ``cross_score(generated, reference,
 context)`` (the metric of any generated side against any reference side — the stage scores its own pairs with
-the same code). A stage may offer ``reference_pool(context)`` (e.g. every dataset article's outline); by
-default the pool is the references of the run's own scored items.
+the same code). The pool of references is the run's own scored items; a stage may offer
+``reference_pool(context)`` (the outline stage: every dataset article's outline) to draw from instead when the
+run holds no more than ``per_item`` articles.
 
 The pairs reuse the texts the metric already embedded (the context's embedder caches vectors by text), so the
 floor costs lookups and small matrix products, plus the few reference texts of a pool outside the run.
@@ -51,7 +52,8 @@ def stage_floors(
         except Exception as exc:  # noqa: BLE001 - an output that cannot be scored is listed in errors.jsonl
             log.info("no floor for %s/%s: %s", record["article"], record["unit"], exc)
     pool_of = getattr(stage, "reference_pool", None)
-    pool = list(pool_of(context)) if pool_of is not None else sides
+    small = len({s.article for s in sides}) <= per_item  # too few other articles in the run to draw from
+    pool = list(pool_of(context)) if pool_of is not None and small else sides
     draws = draw_others([(s.article, s.item) for s in sides], [(p.article, p.item) for p in pool], per_item, seed)
     rows = []
     for done, (side, drawn) in enumerate(zip(sides, draws, strict=True), start=1):
