@@ -23,7 +23,8 @@ def version() -> None:
 
 def _register() -> None:
     """Attach the command groups (one module each; imported lazily by their commands)."""
-    from ruwikibench.cli import (  # noqa: F401  (run registers `run …`, `score`, `report`; external `score-outputs`)
+    from ruwikibench.cli import (  # noqa: F401  (each module registers its commands)
+        check,
         corpus,
         corpus_build,
         external,

@@ -134,22 +134,30 @@ class OutlineScore(BaseModel):
     info: dict[str, object]
 
 
-def score_outline(
-    article: Article,
-    generated: Sequence[tuple[int, str]],
+SIMILARITY_KEYS = ("precision", "recall", "f1", "soft_recall", "precision_authors", "recall_authors", "f1_authors")
+
+
+class Similarity(BaseModel):
+    """The embedding metrics of one outline against one reference outline, and how many headings took part."""
+
+    metrics: dict[str, float]
+    generated_scored: int
+    reference_scored: int
+
+
+def outline_similarity(
+    titles: Sequence[str],
+    own_title: str,
+    reference: Article,
     embedder: Embedder,
     selection: HeadingSelection = DEFAULT,
-) -> OutlineScore:
-    """Score (level, title) headings against the article's reference outline.
-
-    Metrics: ``precision``/``recall``/``f1`` and ``soft_recall`` under ``selection``; ``*_authors`` under
-    the authors' variant; structure stats ``gen_*`` (all generated headings, levels as written) and ``ref_*``
-    (every reference heading, the title counted as level 1).
-    """
-    titles = [t for _, t in generated]
+) -> Similarity:
+    """Heading P/R/F1 under ``selection`` and the authors' variant, and soft recall, of generated heading
+    ``titles`` (written for the article titled ``own_title``, whose echoes are dropped) against the outline of
+    ``reference`` — the article's own for the metric, another article's for its permutation floor."""
     variants = {"": selection, "_authors": AUTHORS}
     sides = {
-        suffix: (generated_headings(titles, article.title, sel), reference_headings(article, sel))
+        suffix: (generated_headings(titles, own_title, sel), reference_headings(reference, sel))
         for suffix, sel in variants.items()
     }
     texts = list(dict.fromkeys(t for gen, ref in sides.values() for t in (*gen, *ref)))
@@ -165,14 +173,32 @@ def score_outline(
         metrics.update({f"precision{suffix}": prf.precision, f"recall{suffix}": prf.recall, f"f1{suffix}": prf.f1})
     gen, ref = sides[""]
     metrics["soft_recall"] = heading_soft_recall(ref, gen, embed)
+    return Similarity(metrics=metrics, generated_scored=len(gen), reference_scored=len(ref))
+
+
+def score_outline(
+    article: Article,
+    generated: Sequence[tuple[int, str]],
+    embedder: Embedder,
+    selection: HeadingSelection = DEFAULT,
+) -> OutlineScore:
+    """Score (level, title) headings against the article's reference outline.
+
+    Metrics: ``precision``/``recall``/``f1`` and ``soft_recall`` under ``selection``; ``*_authors`` under
+    the authors' variant (see :func:`outline_similarity`); structure stats ``gen_*`` (all generated headings,
+    levels as written) and ``ref_*`` (every reference heading, the title counted as level 1).
+    """
+    titles = [t for _, t in generated]
+    similarity = outline_similarity(titles, article.title, article, embedder, selection)
+    metrics = dict(similarity.metrics)
     for key, value in structure_stats([level for level, _ in generated]).items():
         metrics[f"gen_{key}"] = value
     for key, value in structure_stats([s.level for s in article.sections()]).items():
         metrics[f"ref_{key}"] = value
     info: dict[str, object] = {
         "selection": selection.model_dump(),
-        "generated_scored": len(gen),
-        "reference_scored": len(ref),
+        "generated_scored": similarity.generated_scored,
+        "reference_scored": similarity.reference_scored,
         "empty_outline": not titles,
     }
     return OutlineScore(metrics=metrics, info=info)

@@ -19,7 +19,14 @@ from langgraph.graph import END, START, StateGraph
 from ruwikibench.config import OutlineConfig, RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Article, Dataset, Section
-from ruwikibench.evaluators.outline import HeadingSelection, score_outline
+from ruwikibench.evaluators.floor import FloorSide
+from ruwikibench.evaluators.outline import (
+    SIMILARITY_KEYS,
+    HeadingSelection,
+    outline_similarity,
+    reference_headings,
+    score_outline,
+)
 from ruwikibench.nodes.outline import (
     OutlineInput,
     OutlineOutput,
@@ -97,6 +104,7 @@ class OutlineStage:
         ("Ref share > 3", "ref_deep_share"),
     ]
     count_keys: ClassVar[frozenset[str]] = frozenset({"gen_headings", "gen_max_depth", "ref_headings", "ref_max_depth"})
+    floor_keys: ClassVar[tuple[str, ...]] = SIMILARITY_KEYS
 
     def build_graph(self) -> StateGraph:
         return build_outline_graph()  # type: ignore[return-value]
@@ -136,6 +144,37 @@ class OutlineStage:
         info = {**scored.info, "k": result.k, "k_method": result.k_method, "ended": result.ended}
         info["notes"] = result.notes
         return [record.model_copy(update={"metrics": scored.metrics, "info": info})]
+
+    def floor_sides(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[FloorSide]:
+        """The scored outline (title + generated headings) with its article as reference; none when the article
+        is excluded or the outline is empty (its metrics are 0 by convention, not a similarity)."""
+        if context.dataset is None or not unit.input.get("snippets"):
+            return []
+        article = context.dataset.article(unit.article)
+        titles = [h.title for h in OutlineOutput.model_validate(output).outline]
+        if not article.root.children or not titles:
+            return []
+        return [FloorSide(article=article.name, item=unit.unit_id, generated=(article.title, titles),
+                          reference=article.name)]
+
+    def reference_pool(self, context: StageContext) -> list[FloorSide]:
+        """Every dataset article with reference headings (a few short strings each, cheap to embed)."""
+        if context.dataset is None:
+            return []
+        chosen = selection(context.config.outline)
+        return [
+            FloorSide(article=a.name, item="article", generated=None, reference=a.name)
+            for a in context.dataset.articles
+            if a.root.children and reference_headings(a, chosen)
+        ]
+
+    def cross_score(self, generated: tuple[str, list[str]], reference: str, context: StageContext) -> dict[str, float]:
+        """The outline metrics of generated headings against the outline of the article named ``reference``."""
+        assert context.dataset is not None
+        own_title, titles = generated
+        return outline_similarity(
+            titles, own_title, context.dataset.article(reference), context.embedder, selection(context.config.outline)
+        ).metrics
 
     def texts(self, unit: Unit, output: dict[str, Any]) -> list[GeneratedText]:
         """The generated outline as Markdown; the reference given is the article's H2 headings."""

@@ -23,6 +23,7 @@ from ruwikibench.nodes.ranking import (
     RankingInput,
     RankingOutput,
     RankingState,
+    RerankFailed,
     RerankTask,
     expand_query,
     rank,
@@ -105,6 +106,14 @@ class RankingStage:
         reranked = [int(c["snippet_id"] in relevant) for c in sorted(candidates, key=lambda c: c["rank"])]
         metrics = ranking_metrics(bm25, reranked, len(relevant), context.config.ranking.ndcg_at)
         return [ScoreRecord(stage=self.name, article=unit.article, item=unit.unit_id, metrics=metrics, info=info)]
+
+    def failure_keys(self, reason: str, keys: list[str]) -> list[str]:
+        """What a failed unit takes away in the failures-as-zero view: a failed rerank (every relevance request
+        failed) leaves the query, the BM25 pool and its order standing, so only the rerank metrics are zeroed;
+        any other failure zeroes every metric."""
+        if reason.startswith(RerankFailed.__name__):
+            return [key for key in keys if key.startswith("rerank_")]
+        return list(keys)
 
     def texts(self, unit: Unit, output: dict[str, Any]) -> list[GeneratedText]:
         return []

@@ -22,6 +22,7 @@ from langgraph.graph import END, START, StateGraph
 from ruwikibench.config import RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Article, Dataset
+from ruwikibench.evaluators.floor import FloorSide
 from ruwikibench.evaluators.lexical import lexical_scores
 from ruwikibench.evaluators.similarity import sentence_prf
 from ruwikibench.nodes.sections import (
@@ -169,6 +170,7 @@ class SectionsStage:
         ("P", "p"),
         ("R", "r"),
     ]
+    floor_keys: ClassVar[tuple[str, ...]] = ("p", "r", "f1")
 
     def build_graph(self) -> StateGraph[SectionsState, StageContext, SectionsInput, SectionsOutput]:
         return build_sections_graph()
@@ -197,6 +199,18 @@ class SectionsStage:
 
     def score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[ScoreRecord]:
         return [score_section(unit, spec, result, context) for spec, result in _pairs(unit, output)]
+
+    def floor_sides(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[FloorSide]:
+        """Each scored, non-empty section: its text and its reference text (the floor's pool: the run's sections)."""
+        return [
+            FloorSide(article=unit.article, item=result["id"], generated=result["text"], reference=spec["reference"])
+            for spec, result in _pairs(unit, output)
+            if exclusion(spec, result) is None and result["text"].strip()
+        ]
+
+    def cross_score(self, generated: str, reference: str, context: StageContext) -> dict[str, float]:
+        """Sentence P/R/F1 of a section text against a reference text (the metric, on another pair)."""
+        return sentence_prf(generated, reference, context.embedder)
 
     def texts(self, unit: Unit, output: dict[str, Any]) -> list[GeneratedText]:
         """Each written section with its gold text and the snippet texts it was written from."""

@@ -24,6 +24,7 @@ from ruwikibench.config import RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.runner.capture import NodeCapture
+from ruwikibench.runner.floors import FLOORS_FILE, compute_floors
 from ruwikibench.runner.metrics import aggregate, metrics_rows
 from ruwikibench.runner.rundir import RunDir
 from ruwikibench.runner.stage import Stage, Unit, get_stage
@@ -221,6 +222,8 @@ async def execute(context: StageContext, dataset_path: str, options: RunOptions)
             progress.update(bars[unit.stage], advance=1, usage=_usage_line(context))
 
         await asyncio.gather(*(one(u) for u in units))
+    if units or not rundir.file(FLOORS_FILE).exists():
+        await asyncio.to_thread(compute_floors, rundir, context)
     spec["prompts"] = context.prompts.hashes()
     spec["units"] = {"total": total, "run_now": len(units)}
     spec["last_session"] = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": context.llm.usage.as_dict()}
@@ -242,7 +245,7 @@ def finalize(rundir: RunDir) -> dict[str, Any]:
     results = list(rundir.read("results.jsonl"))
     done = {(o["stage"], o["article"], o["unit"]) for o in rundir.read("outputs.jsonl")}
     errors = _open_errors(list(rundir.read("errors.jsonl")), done)
-    metrics = aggregate(results, errors)
+    metrics = aggregate(results, errors, list(rundir.read(FLOORS_FILE)))
     rundir.write_json("metrics.json", metrics)
     _write_csv(rundir.file("metrics.csv"), metrics_rows(rundir.path.name, metrics))
     write_run_report(rundir, metrics)

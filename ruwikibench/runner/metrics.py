@@ -1,8 +1,15 @@
 """Aggregate per-item scores into run metrics: means with bootstrap 95% CIs, two views of failures.
 
 View ``failures_excluded``: failed items are left out. View ``failures_as_zero``: every failed unit counts as one
-item scoring 0 on each metric of its stage. Paper exclusions (e.g. a section with no source snippet) are
-excluded in both views and counted by reason. Nothing is dropped silently: counts say what happened to every item.
+item scoring 0 on each metric that its failure took away — every metric of its stage, unless the stage's
+``failure_keys(reason, keys)`` narrows it (a failed rerank leaves the BM25 baseline and the pool recall
+standing: only the rerank metrics are zeroed). Paper exclusions (e.g. a section with no source snippet) are
+excluded in both views and counted by reason. Nothing is dropped silently: counts say what happened to every
+item (``evaluated``: items scored; ``zeroed``: per metric, the failures counted as 0 in ``failures_as_zero``).
+
+Embedding metrics with a permutation floor (rows of floors.jsonl, see :mod:`ruwikibench.runner.floors`) get two
+more keys: ``<key>_floor`` (mean of the item floors, bootstrap CI) and ``<key>_rescaled``
+((mean − floor) / (1 − floor), bootstrap CI resampling items and floors; failures count as raw 0).
 """
 
 from __future__ import annotations
@@ -10,45 +17,89 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
+from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX, rescaled_estimate
 from ruwikibench.evaluators.stats import bootstrap_ci
 
 VIEWS = ("failures_excluded", "failures_as_zero")
 
 
-def aggregate(results: list[dict[str, Any]], errors: list[dict[str, Any]]) -> dict[str, Any]:
-    """``results``: ScoreRecord dicts; ``errors``: unit failures ({stage, article, unit, reason}) -> metrics dict."""
+def aggregate(
+    results: list[dict[str, Any]], errors: list[dict[str, Any]], floors: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """``results``: ScoreRecord dicts; ``errors``: unit failures ({stage, article, unit, reason}); ``floors``: rows
+    of floors.jsonl ({stage, article, item, metrics, against}) -> metrics dict."""
     by_stage: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for record in results:
         by_stage[record["stage"]].append(record)
     failed: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for error in errors:
         failed[error["stage"]].append(error)
-    return {stage: _stage_metrics(by_stage[stage], failed[stage]) for stage in sorted(set(by_stage) | set(failed))}
+    floor_rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in floors or []:
+        floor_rows[row["stage"]].append(row)
+    return {
+        stage: _stage_metrics(stage, by_stage[stage], failed[stage], floor_rows[stage])
+        for stage in sorted(set(by_stage) | set(failed))
+    }
 
 
-def _stage_metrics(records: list[dict[str, Any]], failures: list[dict[str, Any]]) -> dict[str, Any]:
+def zeroed_keys(stage: str, reason: str, keys: list[str]) -> list[str]:
+    """The metric keys a failure takes away: the stage's ``failure_keys(reason, keys)``, else all of them."""
+    from ruwikibench.runner.stage import get_stage
+
+    try:
+        narrow = getattr(get_stage(stage), "failure_keys", None)
+    except Exception:  # noqa: BLE001 - a stage module that is not importable here: zero everything
+        narrow = None
+    return list(narrow(reason, keys)) if narrow is not None else list(keys)
+
+
+def _stage_metrics(
+    stage: str, records: list[dict[str, Any]], failures: list[dict[str, Any]], floors: list[dict[str, Any]]
+) -> dict[str, Any]:
     scored = [r for r in records if not r.get("excluded")]
     keys = sorted({key for r in scored for key in r["metrics"]})
+    zeros = Counter(key for f in failures for key in zeroed_keys(stage, str(f.get("reason", "")), keys))
     metrics: dict[str, Any] = {}
     for key in keys:
         values = [r["metrics"][key] for r in scored if key in r["metrics"] and r["metrics"][key] is not None]
+        with_zeros = values + [0.0] * zeros[key]
         metrics[key] = {
             "failures_excluded": bootstrap_ci(values).model_dump(),
-            "failures_as_zero": bootstrap_ci(values + [0.0] * len(failures)).model_dump(),
+            "failures_as_zero": bootstrap_ci(with_zeros).model_dump(),
         }
+        floor = [row["metrics"][key] for row in floors if key in row["metrics"]]
+        if floor:
+            estimate = bootstrap_ci(floor).model_dump()
+            metrics[key + FLOOR_SUFFIX] = {"failures_excluded": estimate, "failures_as_zero": estimate}
+            metrics[key + RESCALED_SUFFIX] = {
+                "failures_excluded": rescaled_estimate(values, floor).model_dump(),
+                "failures_as_zero": rescaled_estimate(with_zeros, floor).model_dump(),
+            }
     reasons = Counter(str(r["excluded"]) for r in records if r.get("excluded"))
     failure_reasons = Counter(str(f.get("reason", "error")).split(":")[0] for f in failures)
-    return {
+    data: dict[str, Any] = {
         "counts": {
             "evaluated": len(scored),
             "excluded": sum(reasons.values()),
             "failed_units": len(failures),
             "articles": len({r["article"] for r in records} | {f["article"] for f in failures}),
+            "zeroed": {key: zeros[key] for key in keys if zeros[key]},
         },
         "excluded_reasons": dict(reasons),
         "failure_reasons": dict(failure_reasons),
         "metrics": metrics,
     }
+    if floors:
+        data["floor"] = {
+            "method": "permutation: each output against the references of other articles (other items of the "
+            "same article when the pool has no other article)",
+            "items": len(floors),
+            "pairs": sum(len(row.get("against", [])) for row in floors),
+            "per_item_max": max(len(row.get("against", [])) for row in floors),
+            "seed": floors[0].get("seed"),
+        }
+    return data
 
 
 def metrics_rows(run_id: str, metrics: dict[str, Any]) -> list[dict[str, Any]]:

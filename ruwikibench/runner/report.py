@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
 from ruwikibench.runner.rundir import RunDir
 from ruwikibench.runner.stage import STAGE_MODULES, get_stage
 
@@ -18,11 +19,23 @@ PAPER_TABLE = {"ranking": "Tables 3/4", "outline": "Table 5", "sections": "Table
 
 
 def stage_columns(stage: str, metrics: dict[str, Any]) -> list[tuple[str, str]]:
-    """The stage's declared layout, or every metric key if the stage module is unavailable."""
+    """The stage's declared layout, each embedding metric followed by its floor and rescaled columns
+    (or every metric key if the stage module is unavailable)."""
     try:
-        return list(get_stage(stage).columns)
+        declared = get_stage(stage)
     except Exception:  # noqa: BLE001
         return [(key, key) for key in sorted(metrics.get("metrics", {}))]
+    return with_floor_columns(list(declared.columns), tuple(getattr(declared, "floor_keys", ())))
+
+
+def with_floor_columns(columns: list[tuple[str, str]], floor_keys: tuple[str, ...]) -> list[tuple[str, str]]:
+    """After each column whose key has a permutation floor: '<title> floor' and '<title> rescaled'."""
+    out: list[tuple[str, str]] = []
+    for title, key in columns:
+        out.append((title, key))
+        if key in floor_keys:
+            out += [(f"{title} floor", key + FLOOR_SUFFIX), (f"{title} rescaled", key + RESCALED_SUFFIX)]
+    return out
 
 
 def count_keys(stage: str) -> frozenset[str]:
@@ -48,23 +61,42 @@ def _cell(metrics: dict[str, Any], key: str, view: str, scale: float = SCALE) ->
 def stage_table(
     stage: str, runs: list[tuple[str, dict[str, Any]]], view: str = "failures_excluded"
 ) -> list[list[str]]:
-    """Rows (header first): one row per run, the stage's columns, then n / excluded / failed."""
+    """Rows (header first): one row per run, the stage's columns, then the counts: ``scored`` (items that were
+    scored: the n of the failures-excluded means), ``excluded`` (paper exclusions), ``failed`` (failed units) and,
+    in the failures-as-zero view, ``zeroed`` (failures averaged in as 0, and in which columns when not all)."""
     columns = stage_columns(stage, runs[0][1] if runs else {})
     counts_only = count_keys(stage)
-    header = ["run", *[title for title, _ in columns], "n", "excluded", "failed"]
+    header = ["run", *[title for title, _ in columns], "scored", "excluded", "failed"]
+    if view == "failures_as_zero":
+        header.append("zeroed")
     rows = [header]
     for name, metrics in runs:
         counts = metrics.get("counts", {})
-        rows.append(
-            [
-                name,
-                *[_cell(metrics, key, view, metric_scale(key, counts_only)) for _, key in columns],
-                str(counts.get("evaluated", 0)),
-                str(counts.get("excluded", 0)),
-                str(counts.get("failed_units", 0)),
-            ]
-        )
+        row = [
+            name,
+            *[_cell(metrics, key, view, metric_scale(key, counts_only)) for _, key in columns],
+            str(counts.get("evaluated", 0)),
+            str(counts.get("excluded", 0)),
+            str(counts.get("failed_units", 0)),
+        ]
+        if view == "failures_as_zero":
+            row.append(_zeroed(columns, counts))
+        rows.append(row)
     return rows
+
+
+def _zeroed(columns: list[tuple[str, str]], counts: dict[str, Any]) -> str:
+    """'1' when every failure was zeroed in every metric column, else which columns got how many zeros."""
+    zeroed = counts.get("zeroed")
+    if zeroed is None:  # metrics.json written before per-metric zeroing: every failure zeroed everywhere
+        return str(counts.get("failed_units", 0))
+    metric = [(title, key) for title, key in columns if not key.endswith(FLOOR_SUFFIX)]
+    base = [(title, key.removesuffix(RESCALED_SUFFIX)) for title, key in metric]
+    per_column = {title: int(zeroed.get(key, 0)) for title, key in base}
+    values = set(per_column.values())
+    if len(values) == 1:
+        return str(values.pop())
+    return ", ".join(f"{n} in {title}" for title, n in per_column.items() if n) or "0"
 
 
 def markdown_table(rows: list[list[str]]) -> str:
@@ -86,6 +118,8 @@ def write_run_report(rundir: RunDir, metrics: dict[str, Any]) -> None:
                 markdown_table(stage_table(stage, [(rundir.path.name, data)], view)),
                 "",
             ]
+        if data.get("floor"):
+            parts += [floor_note(data["floor"]), ""]
         if data.get("excluded_reasons"):
             parts += ["Excluded: " + ", ".join(f"{k} × {v}" for k, v in data["excluded_reasons"].items()), ""]
         if data.get("failure_reasons"):
@@ -99,6 +133,15 @@ def write_run_report(rundir: RunDir, metrics: dict[str, Any]) -> None:
             f"- {e['stage']} / {e['article']} / {e['unit']}: {e['reason']}" for e in errors[-50:]
         ]
     rundir.file("report.md").write_text("\n".join(parts) + "\n", encoding="utf-8")
+
+
+def floor_note(floor: dict[str, Any]) -> str:
+    """One line saying how the floor columns were measured and what the rescaled columns are."""
+    return (
+        f"Floor: the metric of each output against the references of other articles ({floor.get('items')} items, "
+        f"{floor.get('pairs')} pairs, up to {floor.get('per_item_max')} per item, seed {floor.get('seed')}); "
+        "rescaled = (score − floor) / (1 − floor): 0 is chance level, 100 a perfect match."
+    )
 
 
 def _spec_summary(spec: dict[str, Any]) -> str:
@@ -131,7 +174,10 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded") 
         "",
         markdown_table(settings_table(runs)),
         "",
-        "×100, mean [95% CI].",
+        (
+            "×100, mean [95% CI]. *floor*: the embedding metric of each output against the references of other "
+            "articles (chance level for this embedder); *rescaled* = (score − floor) / (1 − floor)."
+        ),
         "",
     ]
     charts: list[Path] = []

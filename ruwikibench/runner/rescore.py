@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ruwikibench.context import StageContext
 from ruwikibench.runner.execute import finalize
+from ruwikibench.runner.floors import compute_floors
 from ruwikibench.runner.rundir import RunDir
 from ruwikibench.runner.stage import Unit, get_stage
 
@@ -25,4 +26,5 @@ def rescore(rundir: RunDir, context: StageContext) -> dict:
     rundir.rewrite("results.jsonl", results)
     rundir.rewrite("generated.jsonl", texts)
     rundir.rewrite("errors.jsonl", errors)
+    compute_floors(rundir, context)
     return finalize(rundir)

@@ -15,6 +15,11 @@ A stage module (``ruwikibench/graphs/<stage>.py``) exposes ``STAGE``, an object 
   aggregates every metric key over items (mean, bootstrap 95% CI) and prints one row per run with these columns
 - ``count_keys`` (optional): the metric keys that are counts (headings, depth); reports print them as they are,
   every other metric is a fraction shown ×100
+- ``floor_keys``, ``floor_sides(unit, output, context)``, ``cross_score(generated, reference, context)`` and
+  ``reference_pool(context)`` (all optional): the embedding metrics that get a permutation floor and a rescaled
+  score, see :mod:`ruwikibench.runner.floors`
+- ``failure_keys(reason, keys)`` (optional): the metric keys a failed unit zeroes in the failures-as-zero view
+  (default: all)
 """
 
 from __future__ import annotations

