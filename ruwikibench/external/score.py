@@ -32,12 +32,13 @@ from ruwikibench.external.formats import (
     read_rows,
 )
 from ruwikibench.runner.execute import RunOptions, build_spec, finalize, select_articles
+from ruwikibench.runner.floors import FLOORS_FILE, compute_floors
 from ruwikibench.runner.rundir import RunDir
 from ruwikibench.runner.stage import Unit, get_stage
 
 FORMAT_VERSION = 1
 COPY = "external_outputs.jsonl"
-RUN_FILES = ("outputs.jsonl", "results.jsonl", "generated.jsonl", "errors.jsonl", "nodes.jsonl")
+RUN_FILES = ("outputs.jsonl", "results.jsonl", "generated.jsonl", "errors.jsonl", "nodes.jsonl", FLOORS_FILE)
 
 
 class ExternalOptions(BaseModel):
@@ -316,6 +317,8 @@ def score_outputs(context: StageContext, dataset_path: str, options: ExternalOpt
     getattr(scorer, stage)(selected, checked)
     spec["last_session"] = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": {}}
     rundir.write_json("spec.json", spec)
+    if stage != "article":  # the permutation floor of the embedding metrics, as for native runs
+        compute_floors(rundir, context)
     finalize(rundir)
     if stage == "article":
         from ruwikibench.writer.batch import _append_article_table

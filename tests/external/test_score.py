@@ -91,6 +91,8 @@ def test_reference_outline_scores_f1_1(context, dataset, tmp_path) -> None:
     assert by_article["Python"]["metrics"]["f1"] < 0.9
     assert by_article["Python"]["metrics"]["gen_max_depth"] == 3  # levels as written, title counted as 1
     assert metrics["outline"]["counts"]["failed_units"] == 1  # Сколково
+    assert "f1_floor" in metrics["outline"]["metrics"] and "f1_rescaled" in metrics["outline"]["metrics"]
+    assert rundir.file("floors.jsonl").exists()  # the permutation floor, as for native runs
     generated = read_jsonl(rundir.file("generated.jsonl"))
     assert any("## ЗОЛОТО история" in g["text"] for g in generated)
 
