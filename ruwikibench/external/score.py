@@ -111,6 +111,14 @@ class ExternalScorer:
         for text in texts:
             self.rundir.append("generated.jsonl", text)
 
+    def units(self, name: str, article: Article) -> list[Unit]:
+        """The stage's units of the article from gold data; bad gold data is a failed unit, as in native runs."""
+        try:
+            return get_stage(name).units(self.dataset, article, self.context.config)
+        except Exception as exc:  # noqa: BLE001 - recorded, the other articles are scored
+            self.fail(name, article.name, "*", f"input: {exc}")
+            return []
+
     def one_per_article(self, rows: list[tuple[int, Any]], articles: dict[int, Article]) -> dict[str, tuple[int, Any]]:
         by_article: dict[str, tuple[int, Any]] = {}
         for line, row in rows:
@@ -137,20 +145,18 @@ class ExternalScorer:
     # ------------------------------------------------------------------ stages
 
     def ranking(self, selected: list[Article], by_article: dict[str, tuple[int, RankingRow]]) -> None:
-        stage = get_stage("ranking")
         for article in selected:
             if article.name not in by_article:
                 self.missing("ranking", article)
                 continue
             line, row = by_article[article.name]
-            unit = stage.units(self.dataset, article, self.context.config)[0]
-            output = ranking_output(article, row)
-            self.score_unit(unit, output, line, None if row.pool is not None else drop_first_stage_metrics)
+            for unit in self.units("ranking", article):
+                output = ranking_output(article, row)
+                self.score_unit(unit, output, line, None if row.pool is not None else drop_first_stage_metrics)
 
     def outline(self, selected: list[Article], by_article: dict[str, tuple[int, OutlineRow]]) -> None:
         from ruwikibench.nodes.outline_parser import parse_outline
 
-        stage = get_stage("outline")
         for article in selected:
             if article.name not in by_article:
                 self.missing("outline", article)
@@ -160,13 +166,12 @@ class ExternalScorer:
             output = {"k": 0, "k_method": "external", "outline": [h.model_dump() for h in parsed.headings],
                       "outline_markdown": parsed.markdown(), "dropped": parsed.dropped, "ended": True,
                       "notes": ["external"], "merged_text": row.outline}
-            for unit in stage.units(self.dataset, article, self.context.config):
+            for unit in self.units("outline", article):
                 self.score_unit(unit, output, line)
 
     def sections(self, selected: list[Article], texts: dict[tuple[str, str], tuple[int, str]]) -> None:
-        stage = get_stage("sections")
         for article in selected:
-            for unit in stage.units(self.dataset, article, self.context.config):
+            for unit in self.units("sections", article):
                 results, missing, lines = [], [], []
                 for spec in unit.input["sections"]:
                     found = texts.get((article.name, spec["id"]))
@@ -220,7 +225,12 @@ class ExternalScorer:
             written = written_article(article, row.markdown, matches, row.outline)
             selected_ids = selected_snippets(matches)
             written.stats["sources_selected"] = float(len(selected_ids))
-            records = score_written(article, written, selected_ids, self.context)
+            try:
+                records = score_written(article, written, selected_ids, self.context)
+            except Exception as exc:  # noqa: BLE001 - a failure of the article in every stage, as in the batch
+                for stage in ARTICLE_STAGES:
+                    self.fail(stage, article.name, "article", f"score: {type(exc).__name__}: {exc}")
+                continue
             unmatched = [m.given for m in matches if m.source_id is None]
             for record in records:
                 if record.stage == "article" and not record.excluded:

@@ -196,3 +196,19 @@ def test_article_sources_by_snippet_id_and_unresolved_markers(context, tmp_path)
     written = outputs[0]["output"]["written"]
     assert written["lead"] == "Москва — столица.[1]"
     assert [(s["level"], s["title"]) for s in written["sections"]] == [(2, "История"), (3, "Основание")]
+
+
+def test_a_scoring_error_fails_the_article_and_the_run_goes_on(context, tmp_path) -> None:
+    class Broken:
+        id = "broken"
+
+        def embed(self, texts, use="symmetric"):
+            raise RuntimeError("embedder down")
+
+    context.embedder = Broken()
+    rows = [{"article": "Москва", "markdown": "# Москва\n\nТекст.[1]", "sources": {"1": "Москва/src0"}}]
+    rundir, results, metrics = _score(context, tmp_path, "article", rows, article_names=["Москва"])
+    errors = read_jsonl(rundir.file("errors.jsonl"))
+    assert [(e["stage"], e["reason"]) for e in errors] == [
+        (stage, "score: RuntimeError: embedder down") for stage in ("outline", "sections", "article")]
+    assert results == [] and metrics["article"]["counts"]["failed_units"] == 1
