@@ -137,6 +137,11 @@ class SectionsConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     group_threshold: float = 0.8
+    snippet_use: Literal["passage", "symmetric"] = Field(
+        default="passage",
+        description="how snippets are embedded for grouping: 'passage' shares the vectors the outline stage "
+        "computes (each snippet embedded once); 'symmetric' is the embedder's paraphrase mode",
+    )
     chunk_size: int = 5
     compression: Literal["iterative", "tree"] = "iterative"
     oracle_filter: float | None = Field(default=None, description="authors' filter: cosine to gold text (oracle)")
@@ -223,6 +228,15 @@ class RunConfig(BaseModel):
     @property
     def cache_path(self) -> Path:
         return Path(self.cache_dir).expanduser()
+
+    def identity(self) -> dict[str, object]:
+        """What changes a run's answers or scores: the run id hashes this. Where and how fast the models are
+        reached (endpoints, timeouts, retries, concurrency, cache folder) is left out, so the same run on
+        another endpoint or port resumes the same run directory and reuses its cached answers."""
+        data = self.model_dump(mode="json", exclude={"max_concurrency", "cache_dir"})
+        data["models"] = {role: model.identity() for role, model in self.models.items()}
+        data["embedder"] = self.embedder.model_dump(mode="json", exclude={"cache", "batch_size", "device"})
+        return data
 
 
 class ConfigError(ValueError):

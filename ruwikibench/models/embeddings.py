@@ -17,7 +17,6 @@ use, sha256 of the text), so no text is embedded twice — not within a call, no
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from ruwikibench.config import EmbedderConfig
+from ruwikibench.executors import call_on_model_lane, run_cpu, run_on_model_lane
 from ruwikibench.models.cache import EmbeddingCache, stable_hash
 
 Use = Literal["query", "passage", "symmetric"]
@@ -215,26 +215,51 @@ class CachedEmbedder:
         }
         self.namespace = f"{inner.id}#{stable_hash(fingerprint)[:16]}"
         self.embedded = 0  # texts actually sent to the model (a test and progress aid)
-        self._lock = threading.Lock()
 
     @property
     def dim(self) -> int:
         return int(self.inner.dim)  # type: ignore[attr-defined]
 
     def embed(self, texts: list[str], use: Use = "symmetric") -> np.ndarray:
+        """Vectors of ``texts``: looked up in this thread, missing ones computed on the model lane."""
         _check_use(use)
         if not texts:
             return self.inner.embed([], use)
+        hashes, found, missing = self._lookup(texts, use)
+        if missing:
+            found.update(call_on_model_lane(self._compute, missing, use))
+        return self._stack(hashes, found)
+
+    async def aembed(self, texts: list[str], use: Use = "symmetric") -> np.ndarray:
+        """:meth:`embed` for async code: the lookup on the CPU pool, the model on the model lane."""
+        _check_use(use)
+        if not texts:
+            return self.inner.embed([], use)
+        hashes, found, missing = await run_cpu(self._lookup, texts, use)
+        if missing:
+            found.update(await run_on_model_lane(self._compute, missing, use))
+        return self._stack(hashes, found)
+
+    def _lookup(self, texts: list[str], use: Use) -> tuple[list[str], dict[str, np.ndarray], dict[str, str]]:
         hashes = [EmbeddingCache.text_hash(t) for t in texts]
-        with self._lock:
-            found = self.cache.get_many(self.namespace, use, sorted(set(hashes)))
-            missing = {h: t for h, t in zip(hashes, texts, strict=True) if h not in found}
-            if missing:
-                vectors = self.inner.embed(list(missing.values()), use)
-                fresh = dict(zip(missing, vectors, strict=True))
-                self.cache.put_many(self.namespace, use, fresh)
-                found.update(fresh)
-                self.embedded += len(missing)
+        found = self.cache.get_many(self.namespace, use, sorted(set(hashes)))
+        missing = {h: t for h, t in zip(hashes, texts, strict=True) if h not in found}
+        return hashes, found, missing
+
+    def _compute(self, missing: dict[str, str], use: Use) -> dict[str, np.ndarray]:
+        """On the model lane (one job at a time): texts another job stored meanwhile are not embedded again."""
+        found = self.cache.get_many(self.namespace, use, sorted(missing))
+        todo = {h: t for h, t in missing.items() if h not in found}
+        if todo:
+            vectors = self.inner.embed(list(todo.values()), use)
+            fresh = dict(zip(todo, vectors, strict=True))
+            self.cache.put_many(self.namespace, use, fresh)
+            found.update(fresh)
+            self.embedded += len(todo)
+        return found
+
+    @staticmethod
+    def _stack(hashes: list[str], found: dict[str, np.ndarray]) -> np.ndarray:
         return np.stack([found[h] for h in hashes]).astype(np.float32, copy=False)
 
 

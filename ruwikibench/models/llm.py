@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from ruwikibench.config import ModelConfig, RunConfig
+from ruwikibench.executors import run_cpu
 from ruwikibench.models.cache import ResponseCache, request_key
 from ruwikibench.models.retry import LLMRequestError, backoff_delay, is_retryable
 from ruwikibench.models.types import ChatBackend, Completion, Messages, TokenLogprob, TopLogprob
@@ -124,16 +125,29 @@ class OpenAIBackend:
         self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[Any]] = (
             weakref.WeakKeyDictionary()
         )
+        self._building: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Future[list[Any]]] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def identity(self) -> dict[str, object]:
         """What the response cache keys on: name and every generation parameter (no endpoint, no key)."""
         return self._identity
 
-    def _clients(self) -> list[Any]:
+    async def _clients(self) -> list[Any]:
+        """This loop's clients, made once on the CPU pool (importing langchain-openai and building httpx
+        clients takes seconds of CPU: on the loop it would stall every other request)."""
         loop = asyncio.get_running_loop()
         clients = self._by_loop.get(loop)
-        if clients is None:
-            clients = self._by_loop[loop] = [self._client(url) for url in self.config.endpoints]
+        if clients is not None:
+            return clients
+        building = self._building.get(loop)
+        if building is None:
+            building = self._building[loop] = asyncio.ensure_future(
+                run_cpu(lambda: [self._client(url) for url in self.config.endpoints])
+            )
+        clients = await asyncio.shield(building)
+        self._by_loop[loop] = clients
+        self._building.pop(loop, None)
         return clients
 
     def _client(self, base_url: str) -> Any:  # ChatOpenAI
@@ -172,7 +186,7 @@ class OpenAIBackend:
             messages = with_no_think_suffix(messages)
         cfg = self.config
         attempt = 0
-        clients = self._clients()
+        clients = await self._clients()
         while True:
             index = next(self._next)
             client = clients[index]

@@ -15,7 +15,6 @@ snippets ``assign`` retrieved for their headings, and the stage configs are forc
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import operator
 import re
@@ -29,6 +28,7 @@ from langgraph.types import interrupt
 from pydantic import BaseModel, Field
 
 from ruwikibench.context import StageContext
+from ruwikibench.executors import run_on_model_lane
 from ruwikibench.dataset import Dataset, Snippet, safe_name
 from ruwikibench.models.embeddings import Embedder, Use
 from ruwikibench.nodes.citations import (
@@ -477,7 +477,7 @@ async def assign(state: WriterState, runtime: Runtime[StageContext]) -> dict:
     """Give each writable section the selected snippets retrieved for its heading (BM25 + embeddings)."""
     cfg = runtime.context.config.writer
     targets = writable_sections(state["outline_items"], cfg.max_level, cfg.parent_text)
-    assignments = await asyncio.to_thread(assign_snippets, runtime.context, state["title"], targets, state["sources"])
+    assignments = await run_on_model_lane(assign_snippets, runtime.context, state["title"], targets, state["sources"])
     notes = []
     deeper = sum(1 for i in state["outline_items"] if i.level > cfg.max_level)
     if deeper:

@@ -24,6 +24,7 @@ from typing_extensions import TypedDict
 
 from ruwikibench.config import OutlineConfig
 from ruwikibench.context import StageContext
+from ruwikibench.executors import embed_async, run_cpu
 from ruwikibench.nodes.outline_parser import Heading, parse_outline, to_markdown
 
 
@@ -263,15 +264,20 @@ async def _ask(context: StageContext, prompt_name: str, max_tokens: int, **field
 
 
 async def cluster(state: OutlineState, runtime: Runtime[StageContext]) -> dict[str, Any]:
-    """Embed the snippets as passages and cluster them."""
+    """Embed the snippets as passages and cluster them (embedding on the model lane, KMeans on the CPU pool)."""
     context = runtime.context
     data = OutlineInput.model_validate(
         {key: state.get(key) for key in ("title", "snippets", "headings", "first_snippets")}
     )
-    vectors = context.embedder.embed([s.text for s in data.snippets], "passage")
-    clusters, method, notes = cluster_snippets(
-        data, vectors, context.config.outline, lambda hs: context.embedder.embed(hs, "query")
-    )
+    vectors = await embed_async(context.embedder, [s.text for s in data.snippets], "passage")
+    headings = [h for h in (data.headings or []) if h.strip()] if context.config.outline.centroids != "data" else []
+    heading_vectors = await embed_async(context.embedder, headings, "query") if headings else None
+
+    def embed_headings(wanted: list[str]) -> np.ndarray:
+        assert heading_vectors is not None and wanted == headings
+        return heading_vectors
+
+    clusters, method, notes = await run_cpu(cluster_snippets, data, vectors, context.config.outline, embed_headings)
     return {"clusters": clusters, "k": len(clusters), "k_method": method, "notes": notes}
 
 

@@ -13,6 +13,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from ruwikibench.context import StageContext
+from ruwikibench.executors import run_cpu
 from ruwikibench.models.llm import LLM
 from ruwikibench.models.yesno import score_yes_no
 from ruwikibench.retrieval.bm25 import get_index
@@ -152,8 +153,8 @@ async def retrieve(state: RankingState, runtime: Runtime[StageContext]) -> dict:
     dataset = _dataset(runtime)
     query = state.get("query") or ""
     k = state.get("pool_size") or cfg.default_pool
-    index = await asyncio.to_thread(get_index, dataset, cfg.normalizer, context.config.cache_path)
-    found = spread_sample(await asyncio.to_thread(index.search, query, k), cfg.max_candidates)
+    index = await run_cpu(get_index, dataset, cfg.normalizer, context.config.cache_path)
+    found = spread_sample(await run_cpu(index.search, query, k), cfg.max_candidates)
     hits = [Hit(snippet_id=h.snippet_id, bm25_rank=h.rank, bm25_score=h.score) for h in found]
     error = None
     if not hits:

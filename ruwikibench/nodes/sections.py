@@ -12,10 +12,8 @@ prompt is called even for a single group, so raw snippet text is never returned 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import operator
 import re
-import weakref
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -29,7 +27,8 @@ from scipy.sparse.csgraph import connected_components
 from ruwikibench.config import SectionsConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Dataset
-from ruwikibench.models.embeddings import Embedder
+from ruwikibench.executors import embed_async, run_cpu
+from ruwikibench.models.embeddings import Embedder, Use
 
 ROLE = "writer"
 
@@ -242,36 +241,27 @@ def clean_text(text: str, title: str = "") -> str:
     return _LABEL.sub("", "\n".join(lines).strip(), count=1).strip()
 
 
-# --------------------------------------------------------------------------- embeddings (cached per embedder)
-
-_EMBED_CACHE: weakref.WeakKeyDictionary[Any, dict[str, np.ndarray]] = weakref.WeakKeyDictionary()
+# --------------------------------------------------------------------------- embeddings
 
 
-async def embed_texts(embedder: Embedder, texts: list[str]) -> np.ndarray:
-    """Symmetric embeddings of ``texts`` in a worker thread, memoised per embedder instance by text hash."""
-    try:
-        cache = _EMBED_CACHE.setdefault(embedder, {})
-    except TypeError:  # not weak-referenceable: no cache
-        cache = {}
-    keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
-    todo = list(dict.fromkeys(k for k in keys if k not in cache))
-    if todo:
-        by_key = dict(zip(keys, texts, strict=True))
-        vectors = await asyncio.to_thread(embedder.embed, [by_key[k] for k in todo], "symmetric")
-        cache.update(zip(todo, np.asarray(vectors, dtype=np.float32), strict=True))
+async def embed_texts(embedder: Embedder, texts: list[str], use: Use) -> np.ndarray:
+    """Embeddings of ``texts`` off the event loop (the embedder's disk cache keeps each text's vector)."""
     if not texts:
         return np.zeros((0, 1), dtype=np.float32)
-    return np.stack([cache[k] for k in keys])
+    return np.asarray(await embed_async(embedder, texts, use), dtype=np.float32)
 
 
 async def oracle_filter(
-    snippets: list[SnippetText], reference: str, embedder: Embedder, threshold: float
+    snippets: list[SnippetText], reference: str, embedder: Embedder, threshold: float, use: Use = "passage"
 ) -> tuple[list[SnippetText], list[str]]:
-    """The authors' ORACLE filter: keep snippets with cosine >= threshold to the gold section text."""
+    """The authors' ORACLE filter: keep snippets with cosine >= threshold to the gold section text.
+
+    Snippets are embedded as ``use`` (the stage's snippet embedding); the gold text as a query when snippets are
+    passages, else symmetrically."""
     if not snippets:
         return [], []
-    vectors = await embed_texts(embedder, [reference] + [s.text for s in snippets])
-    sims = vectors[1:] @ vectors[0]
+    reference_vector = (await embed_texts(embedder, [reference], "query" if use == "passage" else use))[0]
+    sims = (await embed_texts(embedder, [s.text for s in snippets], use)) @ reference_vector
     kept = [s for s, sim in zip(snippets, sims, strict=True) if sim >= threshold]
     dropped = [s.id for s, sim in zip(snippets, sims, strict=True) if sim < threshold]
     return kept, dropped
@@ -401,7 +391,9 @@ async def collect(state: SectionInput, runtime: Runtime[StageContext]) -> dict[s
             raise ValueError(
                 f"article {article!r}, section {spec.id!r}: the oracle filter needs the gold text ('reference')"
             )
-        snippets, dropped = await oracle_filter(snippets, spec.reference, context.embedder, cfg.oracle_filter)
+        snippets, dropped = await oracle_filter(
+            snippets, spec.reference, context.embedder, cfg.oracle_filter, cfg.snippet_use
+        )
     snippets = cap_snippets(snippets, cfg.max_snippets)
     return {
         "snippets": [s.model_dump() for s in snippets],
@@ -415,8 +407,9 @@ async def group(state: SectionState, runtime: Runtime[StageContext]) -> dict[str
     snippets = state.get("snippets", [])
     if not snippets:
         return {"groups": []}
-    vectors = await embed_texts(runtime.context.embedder, [s["text"] for s in snippets])
-    components = similarity_groups(vectors, runtime.context.config.sections.group_threshold)
+    cfg = runtime.context.config.sections
+    vectors = await embed_texts(runtime.context.embedder, [s["text"] for s in snippets], cfg.snippet_use)
+    components = await run_cpu(similarity_groups, vectors, cfg.group_threshold)
     return {"groups": [[snippets[i]["id"] for i in members] for members in components]}
 
 

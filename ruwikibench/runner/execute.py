@@ -23,6 +23,7 @@ from ruwikibench import __version__
 from ruwikibench.config import RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Article, Dataset
+from ruwikibench.executors import freeze_heap, run_cpu, run_on_model_lane
 from ruwikibench.runner.capture import NodeCapture
 from ruwikibench.runner.floors import FLOORS_FILE, compute_floors
 from ruwikibench.runner.metrics import aggregate, metrics_rows
@@ -55,9 +56,10 @@ def select_articles(dataset: Dataset, options: RunOptions) -> list[Article]:
 
 
 def run_id_for(config: RunConfig, dataset: Dataset, options: RunOptions) -> str:
-    """Deterministic id: the same command on the same data resumes the same run directory."""
+    """Deterministic id: the same command on the same data resumes the same run directory (whatever endpoint,
+    timeout or concurrency it uses: :meth:`RunConfig.identity`)."""
     key = json.dumps(
-        [config.model_dump(mode="json"), dataset.dataset_id, options.stages, options.articles, options.article_names],
+        [config.identity(), dataset.dataset_id, options.stages, options.articles, options.article_names],
         sort_keys=True,
         default=str,
     )
@@ -125,7 +127,7 @@ class Runner:
             try:
                 coro = self._attempt(unit)
                 output = await asyncio.wait_for(coro, self.options.unit_timeout)
-                self._finish(unit, output)
+                await self._finish(unit, output)
                 return
             except TimeoutError:
                 last_error = f"timeout: unit exceeded {self.options.unit_timeout} s"
@@ -154,17 +156,17 @@ class Runner:
             self.context.llm.listeners.remove(capture.on_completion)
         return {k: v for k, v in final.items() if not output_keys or k in output_keys}
 
-    def _finish(self, unit: Unit, output: dict[str, Any]) -> None:
+    async def _finish(self, unit: Unit, output: dict[str, Any]) -> None:
         stage = self.stages[unit.stage]
         output = json.loads(json.dumps(output, ensure_ascii=False, default=_jsonable))
         self.rundir.append("outputs.jsonl", {"stage": unit.stage, "article": unit.article, "unit": unit.unit_id,
                                              "input": unit.input, "output": output})
-        self.score_output(stage, unit, output)
+        await self.score_output(stage, unit, output)
 
-    def score_output(self, stage: Stage, unit: Unit, output: dict[str, Any]) -> None:
+    async def score_output(self, stage: Stage, unit: Unit, output: dict[str, Any]) -> None:
+        """Score on the model lane (scoring embeds), write the records here."""
         try:
-            records = stage.score(unit, output, self.context)
-            texts = stage.texts(unit, output)
+            records, texts = await run_on_model_lane(_score, stage, unit, output, self.context)
         except Exception as exc:  # noqa: BLE001
             self.record_error(unit.stage, unit.article, unit.unit_id, f"score: {type(exc).__name__}: {exc}", 0)
             return
@@ -172,6 +174,10 @@ class Runner:
             self.rundir.append("results.jsonl", record.model_dump(mode="json"))
         for text in texts:
             self.rundir.append("generated.jsonl", text.model_dump(mode="json"))
+
+
+def _score(stage: Stage, unit: Unit, output: dict[str, Any], context: StageContext) -> tuple[list, list]:
+    return stage.score(unit, output, context), stage.texts(unit, output)
 
 
 def _jsonable(obj: Any) -> Any:
@@ -202,12 +208,13 @@ async def execute(context: StageContext, dataset_path: str, options: RunOptions)
     run_id = options.run_id or run_id_for(context.config, dataset, options)
     rundir = RunDir(options.out / run_id)
     rundir.create()
-    spec = build_spec(run_id, context.config, dataset, dataset_path, options)
+    spec = await run_cpu(build_spec, run_id, context.config, dataset, dataset_path, options)  # runs git
     if rundir.file("spec.json").exists():
         _check_same_run(rundir, spec)
-    runner = Runner(context, rundir, options)
+    runner = await run_cpu(Runner, context, rundir, options)  # compiling graphs: CPU, off the loop
     articles = select_articles(dataset, options)
-    units, total = runner.pending_units(articles)
+    units, total = await run_cpu(runner.pending_units, articles)
+    freeze_heap()
     semaphore = asyncio.Semaphore(max(2, context.config.max_concurrency * 2))
     started = time.perf_counter()
     with _progress(options.progress) as progress:
@@ -223,19 +230,26 @@ async def execute(context: StageContext, dataset_path: str, options: RunOptions)
 
         await asyncio.gather(*(one(u) for u in units))
     if units or not rundir.file(FLOORS_FILE).exists():
-        await asyncio.to_thread(compute_floors, rundir, context)
+        await run_on_model_lane(compute_floors, rundir, context)
     spec["prompts"] = context.prompts.hashes()
     spec["units"] = {"total": total, "run_now": len(units)}
     spec["last_session"] = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": context.llm.usage.as_dict()}
     rundir.write_json("spec.json", spec)
-    finalize(rundir)
+    await run_cpu(finalize, rundir)
     return rundir
 
 
 def _check_same_run(rundir: RunDir, spec: dict[str, Any]) -> None:
     old = rundir.read_json("spec.json")
-    if old.get("config") != spec["config"] or old.get("dataset", {}).get("id") != spec["dataset"]["id"]:
+    if _identity(old.get("config")) != _identity(spec["config"]) or old.get("dataset", {}).get("id") != spec["dataset"]["id"]:
         raise ValueError(f"{rundir.path}: holds a run with another config or dataset; choose another --run-id")
+
+
+def _identity(config: Any) -> Any:
+    try:
+        return RunConfig.model_validate(config).identity()
+    except ValueError:  # a spec written by another version: compare as stored
+        return config
 
 
 def finalize(rundir: RunDir) -> dict[str, Any]:

@@ -23,7 +23,7 @@ def build_context(
     return StageContext(
         config=config,
         llm=llm,
-        embedder=make_embedder(config.embedder),
+        embedder=make_embedder(config.embedder, config.cache_path),
         prompts=PromptLibrary(config.prompts_dir),
         dataset=dataset,
         dataset_dir=dataset_dir,

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ruwikibench.context import StageContext
+from ruwikibench.executors import run_on_model_lane
 from ruwikibench.runner.execute import RunOptions, build_spec, finalize, select_articles
 from ruwikibench.runner.report import markdown_table
 from ruwikibench.runner.rundir import RunDir
@@ -37,7 +38,7 @@ class BatchOptions(BaseModel):
 
 def batch_run_id(context: StageContext, options: BatchOptions) -> str:
     assert context.dataset is not None
-    key = json.dumps([context.config.model_dump(mode="json"), context.dataset.dataset_id, options.articles,
+    key = json.dumps([context.config.identity(), context.dataset.dataset_id, options.articles,
                       options.article_names], sort_keys=True, default=str)
     return f"{context.config.name}-writer-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
 
@@ -66,7 +67,7 @@ async def write_batch(context: StageContext, dataset_path: str, options: BatchOp
                 result = await write_or_resume(context, article.title, rundir.path / "articles" / article.name)
                 assert result.article is not None
                 selected = [s["snippet_id"] for s in json.loads(result.paths["json"].read_text("utf-8"))["sources"]]
-                records = score_written(article, result.article, selected, context)
+                records = await run_on_model_lane(score_written, article, result.article, selected, context)
                 _record(rundir, article.name, result, records, generated_texts(article, result.article, records))
             except Exception as exc:  # noqa: BLE001 - counted as a failure of the article in every stage
                 for stage in STAGES:

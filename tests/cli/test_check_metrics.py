@@ -13,7 +13,7 @@ runner = CliRunner()
 
 
 def test_check_metrics_prints_floor_and_separation(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr("ruwikibench.runner.setup.make_embedder", lambda config: HashEmbedder())
+    monkeypatch.setattr("ruwikibench.runner.setup.make_embedder", lambda config, *_: HashEmbedder())
     save_dataset(make_dataset(), tmp_path / "data")
     config = tmp_path / "c.yaml"
     config.write_text(yaml.safe_dump({"name": "c", "models": {"writer": {"name": "fake"}}}), encoding="utf-8")

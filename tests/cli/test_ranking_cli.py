@@ -34,7 +34,7 @@ class Model(FakeWriterModel):
 
 @pytest.fixture()
 def setup(tmp_path, monkeypatch):
-    monkeypatch.setattr("ruwikibench.runner.setup.make_embedder", lambda config: HashEmbedder())
+    monkeypatch.setattr("ruwikibench.runner.setup.make_embedder", lambda config, *_: HashEmbedder())
     save_dataset(make_dataset(), tmp_path / "data")
     model = Model()
     with fake_openai_server(model) as url:

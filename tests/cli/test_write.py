@@ -31,7 +31,7 @@ class Recorder:
 @pytest.fixture()
 def setup(tmp_path, monkeypatch):
     """A processed dataset, a config pointing every role at the fake server, a hash embedder (fast)."""
-    monkeypatch.setattr("ruwikibench.runner.setup.make_embedder", lambda config: HashEmbedder())
+    monkeypatch.setattr("ruwikibench.runner.setup.make_embedder", lambda config, *_: HashEmbedder())
     save_dataset(make_dataset(), tmp_path / "data")
     recorder = Recorder()
     with fake_openai_server(recorder) as url:

@@ -21,7 +21,7 @@ runner = CliRunner()
 
 @pytest.fixture()
 def native(tmp_path, monkeypatch):
-    monkeypatch.setattr("ruwikibench.runner.setup.make_embedder", lambda config: HashEmbedder())
+    monkeypatch.setattr("ruwikibench.runner.setup.make_embedder", lambda config, *_: HashEmbedder())
     save_dataset(make_dataset(), tmp_path / "data")
     with fake_openai_server(BenchModel()) as url:
         endpoint = {"name": "fake", "endpoints": [url], "max_retries": 0, "timeout": 20}
@@ -63,7 +63,7 @@ def test_external_runs_beside_native_in_one_report(native) -> None:
 
 
 def test_score_command_rescores_an_external_run_the_same_way(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr("ruwikibench.runner.setup.make_embedder", lambda config: HashEmbedder())
+    monkeypatch.setattr("ruwikibench.runner.setup.make_embedder", lambda config, *_: HashEmbedder())
     save_dataset(make_dataset(), tmp_path / "data")
     moscow = [f"Москва/src{s}#{k}" for s in range(3) for k in range(2)]
     rows = write_jsonl(tmp_path / "r.jsonl", [{"article": "Москва", "ranking": moscow[::-1]}])

@@ -1,0 +1,107 @@
+"""Where CPU work runs, so the event loop only ever waits on I/O.
+
+Two executors, both created on first use and shared by the whole process:
+
+* the **CPU pool** (:func:`run_cpu`): threads sized to the machine (``os.cpu_count()``, at least 2) for short
+  CPU steps — BM25 build and search, KMeans and grouping, lemmatisation, similarity matrices. numpy, sklearn
+  and bm25s release the GIL in their inner loops, so these overlap with the event loop.
+* the **model lane** (:func:`run_on_model_lane`): one thread for the embedding model and for work that embeds
+  (scoring, floors). One thread because one model uses every core on its own; queued embedding jobs wait
+  here, in their own queue, instead of filling the CPU pool or asyncio's default executor (which httpx's DNS
+  lookups and other libraries share).
+
+:func:`call_on_model_lane` lets synchronous code (an embedder's ``embed`` called from a CPU-pool thread)
+hand model work to the lane and wait for it; on the lane itself it simply calls the function.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_LOCK = threading.Lock()
+_CPU: ThreadPoolExecutor | None = None
+_LANE: ThreadPoolExecutor | None = None
+_LANE_THREAD = "ruwikibench-model-lane"
+
+
+def cpu_workers() -> int:
+    """Threads of the CPU pool: the machine's cores (at least 2)."""
+    return max(2, os.cpu_count() or 2)
+
+
+def cpu_pool() -> ThreadPoolExecutor:
+    global _CPU
+    with _LOCK:
+        if _CPU is None:
+            _CPU = ThreadPoolExecutor(max_workers=cpu_workers(), thread_name_prefix="ruwikibench-cpu")
+        return _CPU
+
+
+def model_lane() -> ThreadPoolExecutor:
+    global _LANE
+    with _LOCK:
+        if _LANE is None:
+            _LANE = ThreadPoolExecutor(max_workers=1, thread_name_prefix=_LANE_THREAD)
+        return _LANE
+
+
+def on_model_lane() -> bool:
+    return threading.current_thread().name.startswith(_LANE_THREAD)
+
+
+async def run_cpu(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` on the CPU pool, awaited without blocking the loop."""
+    return await asyncio.get_running_loop().run_in_executor(cpu_pool(), partial(fn, *args, **kwargs))
+
+
+async def run_on_model_lane(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` on the model lane (embedding, and work that embeds), awaited."""
+    return await asyncio.get_running_loop().run_in_executor(model_lane(), partial(fn, *args, **kwargs))
+
+
+def call_on_model_lane(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Synchronous: run ``fn`` on the model lane and wait (directly when already on it)."""
+    if on_model_lane():
+        return fn(*args, **kwargs)
+    return model_lane().submit(fn, *args, **kwargs).result()
+
+
+async def embed_async(embedder: Any, texts: list[str], use: str = "symmetric") -> Any:
+    """``embedder.embed(texts, use)`` without blocking the loop.
+
+    A :class:`~ruwikibench.models.embeddings.CachedEmbedder` looks vectors up on the CPU pool and sends only
+    missing texts to the model lane; any other embedder runs wholly on the model lane.
+    """
+    aembed = getattr(embedder, "aembed", None)
+    if aembed is not None:
+        return await aembed(texts, use)
+    return await run_on_model_lane(embedder.embed, texts, use)
+
+
+def freeze_heap() -> None:
+    """Exclude every object alive now (imported modules, compiled graphs, the dataset) from garbage collection.
+
+    A full collection walks the whole heap while holding the GIL — with langchain, pydantic and sklearn loaded
+    that is 0.2–0.5 s during which the event loop (and every thread) stands still, at random moments of a run.
+    Frozen objects are never scanned again, so the collections left are short. Call it once the run is set up.
+    """
+    gc.freeze()
+
+
+def shutdown() -> None:
+    """Stop both executors (tests; a process exits without this)."""
+    global _CPU, _LANE
+    with _LOCK:
+        for pool in (_CPU, _LANE):
+            if pool is not None:
+                pool.shutdown(wait=True)
+        _CPU = _LANE = None

@@ -1,0 +1,37 @@
+"""The run id names what changes a run's answers, not where or how fast the models are reached."""
+
+from __future__ import annotations
+
+from ruwikibench.config import RunConfig
+from ruwikibench.dataset import Dataset
+from ruwikibench.runner.execute import RunOptions, _check_same_run, run_id_for
+from ruwikibench.runner.rundir import RunDir
+
+
+def _config(**model: object) -> RunConfig:
+    base = {"name": "fake", "endpoints": ["http://127.0.0.1:8000/v1"], **model}
+    return RunConfig.model_validate({"name": "r", "models": {"writer": base}})
+
+
+def test_run_id_ignores_endpoint_timeout_and_concurrency() -> None:
+    dataset, options = Dataset(articles=[], sources=[], snippets=[]), RunOptions()
+    base = run_id_for(_config(), dataset, options)
+    moved = _config(endpoints=["http://127.0.0.1:9999/v1"], timeout=5.0, max_retries=0)
+    assert run_id_for(moved, dataset, options) == base
+    assert run_id_for(_config().model_copy(update={"max_concurrency": 64, "cache_dir": "/x"}), dataset, options) == base
+    assert run_id_for(_config(temperature=0.5), dataset, options) != base
+    assert run_id_for(_config(name="other"), dataset, options) != base
+
+
+def test_resume_on_another_port_is_the_same_run(tmp_path) -> None:
+    rundir = RunDir(tmp_path)
+    rundir.write_json("spec.json", {"config": _config().model_dump(mode="json"), "dataset": {"id": "d"}})
+    moved = _config(endpoints=["http://127.0.0.1:9999/v1"])
+    _check_same_run(rundir, {"config": moved.model_dump(mode="json"), "dataset": {"id": "d"}})
+    other = _config(temperature=0.7)
+    try:
+        _check_same_run(rundir, {"config": other.model_dump(mode="json"), "dataset": {"id": "d"}})
+    except ValueError as exc:
+        assert "another config" in str(exc)
+    else:
+        raise AssertionError("a run with another temperature must not resume this one")

@@ -1,0 +1,59 @@
+"""CPU pool and model lane: where work runs, and the embedder's split of lookup and model work."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ruwikibench.config import EmbedderConfig
+from ruwikibench.executors import call_on_model_lane, cpu_workers, embed_async, run_cpu, run_on_model_lane
+from ruwikibench.models.cache import EmbeddingCache
+from ruwikibench.models.embeddings import CachedEmbedder
+
+
+class RecordingEmbedder:
+    id = "rec"
+    dim = 3
+
+    def __init__(self) -> None:
+        self.threads: list[str] = []
+        self.texts: list[str] = []
+        self.config = EmbedderConfig()
+
+    def embed(self, texts: list[str], use: str = "symmetric") -> np.ndarray:
+        self.threads.append(threading.current_thread().name)
+        self.texts += texts
+        return np.asarray([[len(t), 1.0, 0.0] for t in texts], dtype=np.float32)
+
+
+async def test_cpu_pool_and_model_lane_are_separate_threads() -> None:
+    loop_thread = threading.current_thread().name
+    cpu = await run_cpu(lambda: threading.current_thread().name)
+    lane = await run_on_model_lane(lambda: threading.current_thread().name)
+    assert cpu.startswith("ruwikibench-cpu") and lane.startswith("ruwikibench-model-lane")
+    assert loop_thread not in (cpu, lane)
+    assert cpu_workers() >= 2
+    # from a CPU-pool thread, model work hops to the lane; on the lane it runs in place
+    assert (await run_cpu(call_on_model_lane, lambda: threading.current_thread().name)).startswith(
+        "ruwikibench-model-lane"
+    )
+    assert await run_on_model_lane(call_on_model_lane, lambda: threading.current_thread().name) == lane
+
+
+async def test_cached_embedder_embeds_on_the_lane_and_only_once(tmp_path) -> None:
+    inner = RecordingEmbedder()
+    embedder = CachedEmbedder(inner, EmbeddingCache(tmp_path / "e.sqlite"))
+    first = await embed_async(embedder, ["a", "bb", "a"], "passage")
+    assert inner.texts == ["a", "bb"] and all(t.startswith("ruwikibench-model-lane") for t in inner.threads)
+    again = await run_cpu(embedder.embed, ["bb", "a"], "passage")  # sync use from a worker thread: cached
+    assert inner.texts == ["a", "bb"]
+    np.testing.assert_array_equal(again, first[[1, 0]])
+    await embed_async(embedder, ["a"], "query")  # another use is another vector
+    assert inner.texts == ["a", "bb", "a"]
+
+
+async def test_embed_async_runs_plain_embedders_on_the_lane() -> None:
+    inner = RecordingEmbedder()
+    vectors = await embed_async(inner, ["xyz"], "symmetric")
+    assert vectors.shape == (1, 3) and inner.threads[0].startswith("ruwikibench-model-lane")
