@@ -166,3 +166,44 @@ def export(
         raise _fail(str(exc)) from None
     export_ruwikibench_json(dataset, out)
     typer.echo(f"wrote {out}: {len(dataset.articles)} articles, {len(dataset.sources)} sources")
+
+
+@app.command()
+def embed(
+    dataset: Annotated[str, typer.Option("--dataset", "-d", help="processed dir, RuWikiBench .json, or hf://…")],
+    config: Annotated[Path, typer.Option("--config", "-c", help="run config: its embedder and cache_dir")],
+    article: Annotated[
+        list[str] | None, typer.Option("--article", help="only this article's snippets (repeatable)")
+    ] = None,
+    batch: Annotated[int, typer.Option(help="texts per embedding call")] = 32,
+    bm25: Annotated[bool, typer.Option(help="also build the BM25 index")] = True,
+) -> None:
+    """Precompute what runs reuse: every snippet's embedding (as a passage, the mode the outline and sections
+    stages share) into <cache_dir>/embeddings.sqlite, and the BM25 index into <cache_dir>/bm25/. Resumable:
+    what is cached already is skipped."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ruwikibench.config import ConfigError, load_config
+    from ruwikibench.models.embeddings import make_embedder
+    from ruwikibench.runner.datasets import DatasetError, resolve_dataset
+    from ruwikibench.runner.precompute import build_bm25, embed_snippets, snippets_to_embed
+
+    try:
+        cfg = load_config(config)
+        data, _ = resolve_dataset(dataset)
+        snippets = snippets_to_embed(data, article)
+    except (ConfigError, DatasetError) as exc:
+        raise _fail(str(exc)) from None
+    except KeyError as exc:
+        raise _fail(f"{dataset}: {exc.args[0]}") from None
+    embedder = make_embedder(cfg.embedder, cfg.cache_path)
+    console = Console(stderr=True)
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console) as progress:
+        bar = progress.add_task(f"embed ({cfg.embedder.id})", total=len(snippets))
+        fresh = embed_snippets(embedder, snippets, max(1, batch), lambda n: progress.advance(bar, n))
+    console.print(f"{len(snippets)} snippets: {fresh} embedded now, {len(snippets) - fresh} from the cache "
+                  f"({cfg.cache_path / 'embeddings.sqlite'})")
+    if bm25:
+        documents = build_bm25(data, cfg)
+        console.print(f"BM25 index ({cfg.ranking.normalizer}): {documents} snippets, in {cfg.cache_path / 'bm25'}")

@@ -16,6 +16,7 @@ import asyncio
 import atexit
 import contextlib
 import importlib.util
+import os
 import signal
 import socket
 import subprocess
@@ -122,8 +123,8 @@ class LocalServer:
             "--n_ctx", str(self.n_ctx),
             "--logits_all", "true",
         ]  # fmt: skip
-        if self.n_threads:
-            command += ["--n_threads", str(self.n_threads)]
+        threads = str(self.n_threads or os.cpu_count() or 1)  # llama_cpp.server's default decodes on half the cores
+        command += ["--n_threads", threads, "--n_threads_batch", threads]
         return command
 
     def _spawn(self) -> None:

@@ -28,8 +28,8 @@ from langgraph.types import interrupt
 from pydantic import BaseModel, Field
 
 from ruwikibench.context import StageContext
-from ruwikibench.executors import run_on_model_lane
 from ruwikibench.dataset import Dataset, Snippet, safe_name
+from ruwikibench.executors import run_on_model_lane
 from ruwikibench.models.embeddings import Embedder, Use
 from ruwikibench.nodes.citations import (
     Citation,

@@ -31,6 +31,7 @@ from ruwikibench.runner.floors import FLOORS_FILE, compute_floors
 from ruwikibench.runner.metrics import aggregate, metrics_rows
 from ruwikibench.runner.rundir import RunDir, scored_units
 from ruwikibench.runner.stage import Stage, Unit, get_stage
+from ruwikibench.runner.warmup import warm_up
 
 
 class RunOptions(BaseModel):
@@ -236,6 +237,7 @@ async def _execute_locked(
     unscored = await run_cpu(runner.unscored_outputs)
     for unit, output in unscored:
         await runner.score_output(runner.stages[unit.stage], unit, output)
+    await run_cpu(warm_up, list(runner.stages), context.config)  # lazy imports now, not mid-run
     freeze_heap()
     semaphore = asyncio.Semaphore(max(2, context.config.max_concurrency * 2))
     started = time.perf_counter()
