@@ -19,7 +19,7 @@ import numpy as np
 
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Article, Dataset
-from ruwikibench.runner.stage import GeneratedText, ScoreRecord
+from ruwikibench.contract import GeneratedText, ScoreRecord
 from ruwikibench.writer.models import WrittenArticle
 
 ARTICLE_COLUMNS = [

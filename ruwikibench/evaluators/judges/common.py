@@ -11,7 +11,7 @@ from ruwikibench.config import RunConfig, load_config
 from ruwikibench.evaluators.judges.rundir import Run, RunError, clip
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
-from ruwikibench.runner.stage import GeneratedText
+from ruwikibench.contract import GeneratedText
 
 Mode = Literal["free", "guided"]
 """``free``: reference-free (the judge sees the task, the text and, where a criterion needs them, the sources);

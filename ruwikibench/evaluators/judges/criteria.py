@@ -33,7 +33,7 @@ from ruwikibench.evaluators.judges.rundir import (
 from ruwikibench.evaluators.stats import Estimate, bootstrap_ci
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
-from ruwikibench.runner.stage import GeneratedText
+from ruwikibench.contract import GeneratedText
 
 CRITERIA_DIR = Path(__file__).parent / "criteria"
 DEFAULT_CRITERIA = CRITERIA_DIR / "default_ru.yaml"

@@ -38,7 +38,7 @@ from ruwikibench.evaluators.judges.rundir import (
 from ruwikibench.evaluators.stats import Estimate, bootstrap_ci
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
-from ruwikibench.runner.stage import GeneratedText
+from ruwikibench.contract import GeneratedText
 
 Order = Literal["random", "both"]
 Shown = Literal["reference_first", "candidate_first"]

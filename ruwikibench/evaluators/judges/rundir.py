@@ -12,7 +12,7 @@ from typing import Any, Self
 from pydantic import BaseModel, ValidationError
 
 from ruwikibench.config import RunConfig
-from ruwikibench.runner.stage import GeneratedText
+from ruwikibench.contract import GeneratedText
 
 SPEC = "spec.json"
 GENERATED = "generated.jsonl"
