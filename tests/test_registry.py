@@ -6,6 +6,7 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -70,7 +71,7 @@ def test_decorator_registers_an_instance_and_checks_the_contract() -> None:
     @register_stage
     class Tiny:
         name = "tiny_test_stage"
-        columns: list[tuple[str, str]] = []
+        columns: ClassVar[list[tuple[str, str]]] = []
 
         def build_graph(self): ...
         def units(self, dataset, article, config): ...
@@ -93,7 +94,7 @@ def test_decorator_registers_an_instance_and_checks_the_contract() -> None:
 def test_a_name_taken_by_another_class_is_refused() -> None:
     class Impostor:
         name = "outline"
-        columns: list[tuple[str, str]] = []
+        columns: ClassVar[list[tuple[str, str]]] = []
 
         def build_graph(self): ...
         def units(self, dataset, article, config): ...

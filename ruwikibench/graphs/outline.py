@@ -18,6 +18,7 @@ from langgraph.graph import END, START, StateGraph
 
 from ruwikibench.config import OutlineConfig, RunConfig
 from ruwikibench.context import StageContext
+from ruwikibench.contract import GeneratedText, ScoreRecord, Unit
 from ruwikibench.dataset import Article, Dataset, Section
 from ruwikibench.evaluators.floor import FloorSide
 from ruwikibench.evaluators.outline import (
@@ -40,7 +41,6 @@ from ruwikibench.nodes.outline import (
     parse,
     select,
 )
-from ruwikibench.contract import GeneratedText, ScoreRecord, Unit
 from ruwikibench.registry import instance_of, register_stage
 
 NAME = "outline"

@@ -17,6 +17,7 @@ from langgraph.graph import END, START, StateGraph
 
 from ruwikibench.config import RunConfig
 from ruwikibench.context import StageContext
+from ruwikibench.contract import GeneratedText, ScoreRecord, Unit
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.evaluators.ranking import ranking_metrics
 from ruwikibench.nodes.ranking import (
@@ -31,7 +32,6 @@ from ruwikibench.nodes.ranking import (
     retrieve,
     route_candidates,
 )
-from ruwikibench.contract import GeneratedText, ScoreRecord, Unit
 from ruwikibench.registry import instance_of, register_stage
 
 COLUMNS = [

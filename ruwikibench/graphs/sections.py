@@ -21,6 +21,7 @@ from langgraph.graph import END, START, StateGraph
 
 from ruwikibench.config import RunConfig
 from ruwikibench.context import StageContext
+from ruwikibench.contract import GeneratedText, ScoreRecord, Unit
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.evaluators.floor import FloorSide
 from ruwikibench.evaluators.lexical import lexical_scores
@@ -44,7 +45,6 @@ from ruwikibench.nodes.sections import (
     route_sections,
     write,
 )
-from ruwikibench.contract import GeneratedText, ScoreRecord, Unit
 from ruwikibench.registry import instance_of, register_stage
 
 NAME = "sections"
