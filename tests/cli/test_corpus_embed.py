@@ -3,6 +3,8 @@ the stages (which embed snippets in the same 'passage' mode)."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 import yaml
 from typer.testing import CliRunner
@@ -17,7 +19,7 @@ runner = CliRunner()
 
 
 class CountingEmbedder(HashEmbedder):
-    texts: list[str] = []
+    texts: ClassVar[list[str]] = []
 
     def __init__(self, config: EmbedderConfig | None = None) -> None:
         self.config = config or EmbedderConfig()
