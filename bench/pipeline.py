@@ -5,6 +5,7 @@ articles' snippets ahead of time (``ruwikibench corpus embed``, not timed), then
 in this process and prints:
 
 * wall time, requests, distinct prompts;
+* the CPU time of the run (all threads), and per request;
 * the critical-path ideal: max(longest chain of dependent calls × latency, ⌈calls / concurrency⌉ × latency),
   the chain read from the run's captured outputs, and wall / ideal;
 * time to first request, the longest wait of a request beyond the endpoint's latency (send to answer handled),
@@ -133,6 +134,11 @@ def run_cli(args: list[str]) -> str:
     return text.split("run directory: ")[1].split()[0]
 
 
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _rounds(n: int, chunk: int) -> int:
     rounds = 0
     while n > chunk:
@@ -201,9 +207,11 @@ def main() -> None:
     run_args = ["run", "all", "--dataset", args.dataset, "--config", str(config), "--out", str(work / "runs"),
                 *articles]
     before = stats(url)
+    cpu_before = _cpu_seconds()
     started_wall, started = time.time(), time.perf_counter()
     rundir = Path(run_cli(run_args))
     wall = time.perf_counter() - started
+    cpu = _cpu_seconds() - cpu_before
     after = stats(url)
     requests = after["requests"] - before["requests"]
     first = min(after["arrivals"][before["requests"]:], default=started_wall) - started_wall
@@ -229,6 +237,8 @@ def main() -> None:
     print(f"critical path: longest chain {chain} calls ({where}) × {args.latency} s = {ideal_chain:.1f} s; "
           f"⌈{requests}/{args.concurrency}⌉ × {args.latency} s = {ideal_throughput:.1f} s; ideal {ideal:.1f} s")
     print(f"wall / ideal {wall / ideal:.2f}" if ideal else "wall / ideal: no requests")
+    print(f"CPU time of the run (all threads of this process): {cpu:.1f} s = {1000 * cpu / max(requests, 1):.0f} ms "
+          f"per request (less sensitive to other load than the wall time)")
     print(f"first request after {first:.1f} s · max wait beyond latency {max(waits, default=0):.2f} s "
           f"(median {sorted(waits)[len(waits) // 2] if waits else 0:.2f} s) · peak memory {peak_mb:.0f} MB")
     print(f"rerun: {rerun} requests (same run directory: {rerun_dir == rundir}) · "
