@@ -166,12 +166,11 @@ def report(run_dirs: Annotated[list[Path], typer.Argument(help="run directories 
            out: Annotated[Path, typer.Option("--out", "-o")] = Path("runs/report"),
            view: Annotated[str, typer.Option(help="failures_excluded | failures_as_zero")] = "failures_excluded") -> None:
     """Compare runs in the paper's table layouts: Markdown, CSV, PNG charts with CIs, one HTML page."""
-    from ruwikibench.runner.report import STAGE_MODULES, compare_runs, load_run, stage_table
+    from ruwikibench.runner.report import compare_runs, load_run, report_stages, stage_table
 
     path = compare_runs(run_dirs, out, view)
     runs = [load_run(p) for p in run_dirs]
-    for stage in STAGE_MODULES:
+    for stage in report_stages([m for _, m, _ in runs]):
         present = [(name, m[stage]) for name, m, _ in runs if stage in m]
-        if present:
-            print_table(f"{stage} (×100, mean [95% CI], {view})", stage_table(stage, present, view))
-    console.print(f"written: {path}, {out / 'report.html'}")
+        print_table(f"{stage} (×100, mean [95% CI], {view})", stage_table(stage, present, view))
+    console.print(f"written: {path}, {out / 'report.html'} (articles: {out / 'articles'})")

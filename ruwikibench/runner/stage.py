@@ -20,6 +20,8 @@ A stage module (``ruwikibench/graphs/<stage>.py``) exposes ``STAGE``, an object 
   score, see :mod:`ruwikibench.runner.floors`
 - ``failure_keys(reason, keys)`` (optional): the metric keys a failed unit zeroes in the failures-as-zero view
   (default: all)
+- ``headline_key`` (optional): the metric the HTML report's article index and per-article deltas show
+  (default: the first column's)
 """
 
 from __future__ import annotations

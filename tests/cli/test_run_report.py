@@ -109,4 +109,7 @@ def test_run_all_score_and_report(setup) -> None:
     assert {f["stage"] for f in floors} == {"outline", "sections"}
     page = (tmp / "cmp" / "report.html").read_text(encoding="utf-8")
     assert page.count("data:image/png;base64,") == 3  # the three stage charts, inlined
-    assert "<details>" in page and "ЗОЛОТО" in page  # reference texts beside generated ones
+    assert page.count('<table class="sortable stage-table">') == 3
+    assert 'href="articles/a0002.html"' in page and "Per-article deltas" in page
+    article = (tmp / "cmp" / "articles" / "a0002.html").read_text(encoding="utf-8")  # Москва: 2nd by name
+    assert "ЗОЛОТО" in article and "Node trace" in article  # reference texts beside generated ones, the trace
