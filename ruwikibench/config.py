@@ -1,7 +1,8 @@
 """The run config: one pydantic model, loaded from YAML, passed to graphs as LangGraph context.
 
 Roles: ``query`` (query expansion), ``ranking`` (relevance yes/no), ``outline``, ``writer`` (sections, lead),
-``judge`` (LLM-as-judge evaluators) and ``reference`` (writes the stored reference queries once).
+``judge`` (LLM-as-judge evaluators), ``support`` (does a cited snippet support a sentence; falls back to
+``judge``) and ``reference`` (writes the stored reference queries once).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-ROLES = ("query", "ranking", "outline", "writer", "judge", "reference")
-Role = Literal["query", "ranking", "outline", "writer", "judge", "reference"]
+ROLES = ("query", "ranking", "outline", "writer", "judge", "support", "reference")
+Role = Literal["query", "ranking", "outline", "writer", "judge", "support", "reference"]
+ROLE_FALLBACKS: dict[str, tuple[str, ...]] = {"support": ("judge",)}
+"""Roles tried before the general fallback (writer, outline, ranking, query) when a role is not configured."""
 
 
 _NOT_IDENTITY = {
@@ -192,6 +195,20 @@ class WriterConfig(BaseModel):
     prompt_lead: str = "ru/writer_lead.txt"
 
 
+class CitationsConfig(BaseModel):
+    """Citation faithfulness (``ruwikibench judge citations``): the ``support`` role answers yes/no per check."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    threshold: float = Field(default=0.5, description="a check is 'supported' when P(yes) >= this")
+    window_chars: int = Field(default=1200, description="a long snippet is judged through its best window of "
+                              "at most this many characters")
+    min_claim_words: int = Field(default=4, description="an uncited sentence shorter than this is no claim")
+    top_logprobs: int = Field(default=10, ge=0, le=20, description="alternatives per token for the yes/no score")
+    max_tokens: int = Field(default=8, description="answer cap of a support check (raise for thinking models)")
+    prompt: str = "ru/citation_support.txt"
+
+
 class RunConfig(BaseModel):
     """Everything a run needs besides the dataset. Loaded from YAML (configs/*.yaml)."""
 
@@ -204,6 +221,7 @@ class RunConfig(BaseModel):
     outline: OutlineConfig = Field(default_factory=OutlineConfig)
     sections: SectionsConfig = Field(default_factory=SectionsConfig)
     writer: WriterConfig = Field(default_factory=WriterConfig)
+    citations: CitationsConfig = Field(default_factory=CitationsConfig)
     stages: list[Literal["ranking", "outline", "sections"]] = Field(
         default_factory=lambda: ["ranking", "outline", "sections"]
     )
@@ -212,10 +230,11 @@ class RunConfig(BaseModel):
     prompts_dir: str | None = Field(default=None, description="extra prompt folder searched before the package's")
 
     def model_for(self, role: Role) -> ModelConfig:
-        """The model of a role; roles not named fall back to ``writer``, then to any configured model."""
+        """The model of a role; roles not named fall back to their own fallbacks (``support`` -> ``judge``), then to
+        ``writer``, then to any configured model."""
         if role in self.models:
             return self.models[role]
-        for fallback in ("writer", "outline", "ranking", "query"):
+        for fallback in (*ROLE_FALLBACKS.get(role, ()), "writer", "outline", "ranking", "query"):
             if fallback in self.models:
                 return self.models[fallback]  # type: ignore[index]
         raise KeyError(f"config names no model for role {role!r}")
