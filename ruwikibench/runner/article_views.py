@@ -111,7 +111,7 @@ def sections_view(records: ArticleRecords) -> dict[str, Any]:
 
 
 def texts_view(records: ArticleRecords) -> dict[str, Any]:
-    return {"kind": "texts", "texts": [
+    return {"kind": "texts", "problem": "", "texts": [
         {"item": t["item"], "title": t.get("title", ""), "reference": t.get("reference", ""),
          "generated": segments(t.get("text", ""))}
         for t in records.texts
@@ -126,5 +126,14 @@ VIEWS: dict[str, Callable[[ArticleRecords], dict[str, Any]]] = {
 
 
 def article_view(records: ArticleRecords) -> dict[str, Any]:
-    """The stage's view, or its generated texts for a stage without one."""
-    return VIEWS.get(records.stage, texts_view)(records)
+    """The stage's view when the outputs are the stage's units (input + output), else the generated texts (a stage
+    without a view, outputs of another system scored as whole articles); a view that cannot read the outputs
+    says why above the generated texts."""
+    view = VIEWS.get(records.stage)
+    if view is None or not records.outputs or not all("input" in o for o in records.outputs):
+        return texts_view(records)
+    try:
+        return view(records)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        return texts_view(records) | {"problem": f"the {records.stage} view could not read the outputs: "
+                                                 f"{type(exc).__name__}: {exc}"}

@@ -321,7 +321,7 @@ def article_context(data: list[RunData], stages: list[str], article: str, articl
             outputs = output_records[run.name].get(stage, [])
             records = ArticleRecords(stage, article, outputs, run.results.get((stage, article), []),
                                      run.texts.get((stage, article), []), run.dataset)
-            title = next((str(o["input"]["title"]) for o in outputs if "title" in o.get("input", {})), title)
+            title = next((str(o["input"]["title"]) for o in outputs if "title" in (o.get("input") or {})), title)
             runs.append({
                 "name": run.name,
                 "view": article_view(records),
