@@ -21,6 +21,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from ruwikibench.dataset import Dataset
 from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
+from ruwikibench.jsonl import latest, unit_key
 from ruwikibench.runner.article_views import ArticleRecords, article_view
 from ruwikibench.runner.jsonl_index import JsonlIndex
 from ruwikibench.runner.report import (
@@ -94,19 +95,19 @@ class RunData:
 
     @classmethod
     def load(cls, run: Run, datasets: dict[str, tuple[Dataset | None, str]]) -> RunData:
-        from ruwikibench.runner.execute import _open_errors
+        from ruwikibench.runner.rundir import open_errors
 
         name, metrics, rundir = run
         spec = rundir.read_json("spec.json") if rundir.file("spec.json").exists() else {}
         data = cls(name, metrics, rundir, spec)
-        for record in rundir.read("results.jsonl"):
+        results = rundir.results()
+        for record in results:
             data.results.setdefault((record["stage"], record["article"]), []).append(record)
-        for text in rundir.read("generated.jsonl"):
+        for text in rundir.generated():
             data.texts.setdefault((text["stage"], text["article"]), []).append(text)
         data.outputs = JsonlIndex(rundir.file("outputs.jsonl"))
         data.nodes = JsonlIndex(rundir.file("nodes.jsonl"))
-        done = {(o["stage"], o["article"], o["unit"]) for a in data.outputs.articles() for o in data.outputs.records(a)}
-        data.errors = _open_errors(list(rundir.read("errors.jsonl")), done)
+        data.errors = open_errors(list(rundir.read("errors.jsonl")), data.outputs.units(), results)
         data.dataset, data.dataset_note = _dataset_of(spec, datasets)
         return data
 
@@ -312,7 +313,9 @@ def article_context(data: list[RunData], stages: list[str], article: str, articl
     title = article
     blocks = []
     node_records = {run.name: _by_stage(run.nodes.records(article) if run.nodes else []) for run in data}
-    output_records = {run.name: _by_stage(run.outputs.records(article) if run.outputs else []) for run in data}
+    output_records = {
+        run.name: _by_stage(latest(run.outputs.records(article), unit_key) if run.outputs else []) for run in data
+    }
     for stage in stages:
         runs = []
         for run in data:

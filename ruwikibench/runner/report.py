@@ -111,7 +111,8 @@ def markdown_table(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def write_run_report(rundir: RunDir, metrics: dict[str, Any]) -> None:
+def write_run_report(rundir: RunDir, metrics: dict[str, Any], errors: list[dict[str, Any]] | None = None) -> None:
+    """report.md of one run; ``errors``: the failures still open (default: :meth:`RunDir.open_errors`)."""
     spec = rundir.read_json("spec.json") if rundir.file("spec.json").exists() else {}
     parts = [f"# Run {rundir.path.name}", "", _spec_summary(spec), ""]
     for stage in report_stages([metrics]):
@@ -133,7 +134,7 @@ def write_run_report(rundir: RunDir, metrics: dict[str, Any]) -> None:
                 "Failed units: " + ", ".join(f"{k} × {v}" for k, v in data["failure_reasons"].items()),
                 "",
             ]
-    errors = list(rundir.read("errors.jsonl"))
+    errors = rundir.open_errors() if errors is None else errors
     if errors:
         parts += ["## Errors", ""] + [
             f"- {e['stage']} / {e['article']} / {e['unit']}: {e['reason']}" for e in errors[-50:]

@@ -69,10 +69,10 @@ def test_item_scores_scale_fractions_not_counts() -> None:
 def test_jsonl_index_reads_one_article_at_a_time(tmp_path: Path) -> None:
     path = tmp_path / "nodes.jsonl"
     lines = [
-        {"stage": "outline", "article": 'Кавычки "в" имени', "node": "n1"},
-        {"stage": "outline", "article": "Python", "node": "n2"},
-        {"node": "n3", "article": "Python", "stage": "sections"},  # another key order: parsed in full
-        {"stage": "outline", "article": 'Кавычки "в" имени', "node": "n4"},
+        {"stage": "outline", "article": 'Кавычки "в" имени', "unit": "article", "node": "n1"},
+        {"stage": "outline", "article": "Python", "unit": "article", "node": "n2"},
+        {"node": "n3", "article": "Python", "stage": "sections", "unit": "s1"},  # another key order: parsed in full
+        {"stage": "outline", "article": 'Кавычки "в" имени', "unit": "article", "node": "n4"},
     ]
     text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines) + '{"stage": "x", "arti'
     path.write_text(text, encoding="utf-8")
@@ -81,6 +81,11 @@ def test_jsonl_index_reads_one_article_at_a_time(tmp_path: Path) -> None:
     assert [r["node"] for r in index.records("Python")] == ["n2", "n3"]
     assert [r["node"] for r in index.records('Кавычки "в" имени')] == ["n1", "n4"]
     assert list(index.records("missing")) == []
+    assert index.units() == [
+        {"stage": "outline", "article": "Python", "unit": "article"},
+        {"stage": "outline", "article": 'Кавычки "в" имени', "unit": "article"},
+        {"stage": "sections", "article": "Python", "unit": "s1"},
+    ]
     assert JsonlIndex(tmp_path / "absent.jsonl").articles() == []
 
 
