@@ -67,7 +67,7 @@ def _show(rundir: Any, stages: list[str]) -> None:
     for stage in stages:
         if stage in metrics:
             rows = stage_table(stage, [(rundir.path.name, metrics[stage])])
-            print_table(f"{stage} — paper {PAPER_TABLE[stage]} layout (×100, mean [95% CI])", rows)
+            print_table(f"{stage} — paper {PAPER_TABLE.get(stage, '-')} layout (×100, mean [95% CI])", rows)
     console.print(f"run directory: {rundir.path}  (report: {rundir.path / 'report.md'})")
 
 
@@ -136,6 +136,34 @@ def run_sections(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt =
     """Stage 3: group -> iterative summarisation -> section text (paper Table 7)."""
     update = {"max_snippets": max_snippets} if max_snippets is not None else {}
     _run(["sections"], config, dataset, articles, article, out, run_id, {"sections": update})
+
+
+@run_app.command("stage")
+def run_stage(name: Annotated[str, typer.Argument(help="a registered stage (`ruwikibench stages` lists them)")],
+              dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
+              out: OutOpt = Path("runs"), run_id: RunIdOpt = None) -> None:
+    """One stage by its registered name: a built-in one or a stage from an installed plug-in package."""
+    from ruwikibench.registry import StageRegistryError, get_stage
+
+    try:
+        get_stage(name)
+    except StageRegistryError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    _run([name], config, dataset, articles, article, out, run_id)
+
+
+@app.command("stages")
+def stages() -> None:
+    """The registered stages (built in, and from installed packages' `ruwikibench.stages` entry points)."""
+    from ruwikibench.registry import known_stages, plugin_errors
+
+    rows = [["stage", "defined in", "columns"]]
+    for name, stage in known_stages().items():
+        rows.append([name, type(stage).__module__, ", ".join(title for title, _ in stage.columns)])
+    print_table("stages", rows)
+    for name, error in plugin_errors().items():
+        console.print(f"[red]not loaded:[/red] {name}: {error}")
 
 
 @app.command("score")

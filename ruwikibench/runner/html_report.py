@@ -69,7 +69,7 @@ def headline(stage: str, metrics: dict[str, Any]) -> tuple[str, str]:
     one, else its first column."""
     columns = [c for c in stage_columns(stage, metrics) if not c[1].endswith((FLOOR_SUFFIX, RESCALED_SUFFIX))]
     try:
-        from ruwikibench.runner.report import get_stage
+        from ruwikibench.registry import get_stage
 
         key = getattr(get_stage(stage), "headline_key", None)
     except Exception:  # noqa: BLE001 - a stage module that cannot be imported: first column

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
+from ruwikibench.registry import get_stage, stage_names
 from ruwikibench.runner.rundir import RunDir
-from ruwikibench.runner.stage import STAGE_MODULES, get_stage
 
 SCALE = 100.0
 PAPER_TABLE = {"ranking": "Tables 3/4", "outline": "Table 5", "sections": "Table 7"}
@@ -20,7 +20,7 @@ PAPER_TABLE = {"ranking": "Tables 3/4", "outline": "Table 5", "sections": "Table
 def report_stages(metrics: list[dict[str, Any]]) -> list[str]:
     """The stages present in any of the runs' metrics, in the registry's order, then any other stage by name."""
     present = set().union(*(m.keys() for m in metrics)) if metrics else set()
-    known = [s for s in STAGE_MODULES if s in present]
+    known = [s for s in stage_names() if s in present]
     return known + sorted(present - set(known))
 
 
