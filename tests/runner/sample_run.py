@@ -16,7 +16,7 @@ from ruwikibench.runner.execute import RunOptions, execute
 from ruwikibench.runner.rundir import RunDir
 from ruwikibench.runner.setup import build_context
 from tests.cli.fake_openai import fake_openai_server
-from tests.cli.test_run_report import BenchModel
+from tests.cli.small_runs import BenchModel
 from tests.graphs.writer_fixture import HashEmbedder, make_dataset
 
 
