@@ -224,3 +224,70 @@ def _confusion(labels: list[int], matrix: list[list[int]]) -> None:
     for label, row in zip(labels, matrix):
         table.add_row(str(label), *map(str, row))
     console.print(table)
+
+
+@judge_app.command("citations-meta")
+def citations_meta_command(
+    config: Annotated[
+        list[Path] | None,
+        typer.Option("--config", help="run config whose 'support' model (else 'judge') is measured; repeatable"),
+    ] = None,
+    pairs: Annotated[Path | None, typer.Option("--pairs", help="labelled pairs JSONL (default: bundled)")] = None,
+    sample: Annotated[
+        Path | None, typer.Option("--sample", help="the shared Ruwiki sample (folder or JSON) the pairs point into")
+    ] = None,
+    limit: LimitOpt = None,
+    baseline: Annotated[bool, typer.Option(help="also score the embedding-cosine baseline (no LLM)")] = True,
+    cosine_threshold: Annotated[
+        float, typer.Option("--cosine-threshold", help="baseline: 'supported' when cosine >= this")
+    ] = 0.85,
+    out: Annotated[Path | None, typer.Option("--out", help="write the figures and probabilities as JSON")] = None,
+) -> None:
+    """Agreement of the citation support judge with hand-labelled pairs: accuracy, precision, recall, F1, AUC."""
+    from ruwikibench.config import ConfigError, EmbedderConfig, load_config
+    from ruwikibench.evaluators.judges.citations_meta import FixtureError, agreement_row, load_pairs
+
+    try:
+        labelled = load_pairs(pairs, sample)
+        configs = [load_config(path) for path in config or []]
+    except (FixtureError, ConfigError) as exc:
+        _fail(str(exc))
+        return
+    labelled = labelled[:limit] if limit is not None else labelled
+    console.print(f"{len(labelled)} labelled pairs")
+    results = [_measure_llm(labelled, cfg) for cfg in configs]
+    if baseline:
+        embedder = configs[0].embedder if configs else EmbedderConfig()
+        cache = configs[0].cache_path if configs else None
+        results.append(_measure_cosine(labelled, embedder, cache, cosine_threshold))
+    _table([agreement_row(r) for r in results], "citation support judge vs hand labels (positive = supported)")
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(
+            __import__("json").dumps([r.model_dump() for r in results], ensure_ascii=False, indent=1) + "\n",
+            encoding="utf-8",
+        )
+        console.print(f"written: {out}")
+
+
+def _measure_llm(labelled, config):  # type: ignore[no-untyped-def]
+    from ruwikibench.evaluators.judges.citations import support_llm
+    from ruwikibench.evaluators.judges.citations_meta import agreement, llm_probabilities
+    from ruwikibench.prompts import PromptLibrary
+
+    llm, name = support_llm(config)
+    try:
+        options = config.citations
+        probabilities = asyncio.run(llm_probabilities(labelled, llm, options, PromptLibrary(config.prompts_dir)))
+    finally:
+        llm.close()
+    console.print(f"{name}: usage {llm.usage.as_dict()}")
+    return agreement(f"LLM {name}", labelled, probabilities, options.threshold)
+
+
+def _measure_cosine(labelled, embedder_config, cache, threshold):  # type: ignore[no-untyped-def]
+    from ruwikibench.evaluators.judges.citations_meta import agreement, cosine_probabilities
+    from ruwikibench.models.embeddings import make_embedder
+
+    probabilities = cosine_probabilities(labelled, make_embedder(embedder_config, cache))
+    return agreement(f"cosine {embedder_config.id}", labelled, probabilities, threshold)
