@@ -226,6 +226,89 @@ def _confusion(labels: list[int], matrix: list[list[int]]) -> None:
     console.print(table)
 
 
+@judge_app.command("citations")
+def citations_command(
+    run_dir: Annotated[Path, typer.Argument(help="run directory (write --batch, write --out, or an external "
+                                            "article run)")],
+    judge_config: Annotated[
+        Path | None,
+        typer.Option("--judge-config", help="run config YAML naming the support model (role 'support', else "
+                     "'judge'); default: the run's own config"),
+    ] = None,
+    dataset: Annotated[
+        str | None, typer.Option("--dataset", help="dataset with the texts of an external article's sources")
+    ] = None,
+    threshold: Annotated[
+        float | None, typer.Option("--threshold", help="P(supported) needed (default: config citations.threshold)")
+    ] = None,
+) -> None:
+    """Citation faithfulness: is each cited sentence supported by the snippets it cites (ALCE-style)?"""
+    from ruwikibench.evaluators.judges.citations_run import summarize_citations
+    from ruwikibench.evaluators.judges.rundir import RunError
+    from ruwikibench.runner.datasets import DatasetError
+
+    try:
+        config = _citations_config(run_dir, judge_config)
+        loaded = _dataset(dataset)
+    except (RunError, DatasetError, ValueError) as exc:
+        _fail(str(exc))
+        return
+    if threshold is not None:
+        config.citations.threshold = threshold
+    try:
+        summary = asyncio.run(_judge_citations(run_dir, config, loaded))
+    except RunError as exc:
+        _fail(str(exc))
+        return
+    console.print(f"support checks asked now: {summary['checks_now']}; usage: {summary['usage']}")
+    _table(summarize_citations(run_dir), f"citation faithfulness — {run_dir} (×100, mean [95% CI])")
+    console.print(f"written: {run_dir / 'citations.json'}")
+
+
+def _citations_config(run_dir: Path, judge_config: Path | None):  # type: ignore[no-untyped-def]
+    """The config naming the support model: --judge-config, else the run's spec.json, else the article's."""
+    import json
+
+    from ruwikibench.config import RunConfig, load_config
+    from ruwikibench.evaluators.judges.rundir import RunError
+
+    if judge_config is not None:
+        return load_config(judge_config)
+    for name in ("spec.json", "article.json"):
+        path = run_dir / name
+        if path.is_file():
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(data.get("config"), dict):
+                return RunConfig.model_validate(data["config"])
+    raise RunError(f"{run_dir}: no config recorded (spec.json or article.json); pass --judge-config CONFIG")
+
+
+def _dataset(spec: str | None):  # type: ignore[no-untyped-def]
+    if spec is None:
+        return None
+    from ruwikibench.runner.datasets import resolve_dataset
+
+    return resolve_dataset(spec)[0]
+
+
+async def _judge_citations(run_dir: Path, config, dataset):  # type: ignore[no-untyped-def]
+    from tqdm import tqdm
+
+    from ruwikibench.evaluators.judges.citations import support_llm
+    from ruwikibench.evaluators.judges.citations_run import judge_run_citations
+    from ruwikibench.prompts import PromptLibrary
+
+    llm, name = support_llm(config)
+    try:
+        with tqdm(desc="support checks", unit="check") as bar:
+            return await judge_run_citations(
+                run_dir, llm, judge=name, options=config.citations, prompts=PromptLibrary(config.prompts_dir),
+                dataset=dataset, on_record=lambda _: bar.update(),
+            )
+    finally:
+        await llm.aclose()
+
+
 @judge_app.command("citations-meta")
 def citations_meta_command(
     config: Annotated[
