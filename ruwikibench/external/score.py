@@ -313,34 +313,35 @@ def score_outputs(context: StageContext, dataset_path: str, options: ExternalOpt
     rundir = RunDir(options.out / (options.name or external_run_id(stage, sha, dataset, options)))
     scorer = ExternalScorer(context, rundir, options)
     checked = scorer.check(stage, rows, articles)  # every row checked before the run directory is touched
-    spec = build_spec(rundir.path.name, context.config, dataset, dataset_path, run_options)
-    spec["mode"] = "external"
-    selected_names = {a.name for a in selected}
-    spec["external"] = {"stage": stage, "file": str(options.outputs), "sha256": sha, "rows": len(rows),
-                        "rows_outside_selection": sum(1 for a in articles.values() if a.name not in selected_names),
-                        "copy": COPY, "format_version": FORMAT_VERSION, "system": options.system,
-                        "label": options.label, **options.origin}
-    _prepare(rundir, spec)
-    if options.outputs.resolve() != rundir.file(COPY).resolve():
-        shutil.copyfile(options.outputs, rundir.file(COPY))
-    started = time.perf_counter()
-    getattr(scorer, stage)(selected, checked)
-    spec["last_session"] = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": {}}
-    rundir.write_json("spec.json", spec)
-    if stage != "article":  # the permutation floor of the embedding metrics, as for native runs
-        compute_floors(rundir, context)
-    finalize(rundir)
-    if stage == "article":
-        from ruwikibench.writer.batch import _append_article_table
+    with rundir.lock():  # nobody else writes the run directory meanwhile
+        spec = build_spec(rundir.path.name, context.config, dataset, dataset_path, run_options)
+        spec["mode"] = "external"
+        selected_names = {a.name for a in selected}
+        spec["external"] = {"stage": stage, "file": str(options.outputs), "sha256": sha, "rows": len(rows),
+                            "rows_outside_selection": sum(1 for a in articles.values() if a.name not in selected_names),
+                            "copy": COPY, "format_version": FORMAT_VERSION, "system": options.system,
+                            "label": options.label, **options.origin}
+        _prepare(rundir, spec)
+        if options.outputs.resolve() != rundir.file(COPY).resolve():
+            shutil.copyfile(options.outputs, rundir.file(COPY))
+        started = time.perf_counter()
+        getattr(scorer, stage)(selected, checked)
+        spec["last_session"] = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": {}}
+        rundir.write_json("spec.json", spec)
+        if stage != "article":  # the permutation floor of the embedding metrics, as for native runs
+            compute_floors(rundir, context)
+        finalize(rundir)
+        if stage == "article":
+            from ruwikibench.writer.batch import _append_article_table
 
-        _append_article_table(rundir, rundir.read_json("metrics.json"))
-        _append_unmatched(rundir)
+            _append_article_table(rundir, rundir.read_json("metrics.json"))
+            _append_unmatched(rundir)
     return rundir
 
 
 def _append_unmatched(rundir: RunDir) -> None:
     """One line under the article table: cited sources the dataset does not hold."""
-    records = [r for r in rundir.read("results.jsonl") if r["stage"] == "article" and not r.get("excluded")]
+    records = [r for r in rundir.results() if r["stage"] == "article" and not r.get("excluded")]
     given = sum(r["info"].get("sources_given", 0) for r in records)
     unmatched = sum(len(r["info"].get("unmatched_sources", [])) for r in records)
     with open(rundir.file("report.md"), "a", encoding="utf-8") as handle:

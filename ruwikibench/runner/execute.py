@@ -3,7 +3,8 @@
 Units of all stages and articles run concurrently; the only limit on LLM traffic is the LLM client's one
 global semaphore (``RunConfig.max_concurrency``), so there are no batches and no barriers. A unit whose
 output is already in ``outputs.jsonl`` is not run again; LLM requests of a unit cut off mid-way are answered
-by the response cache when the unit is rerun.
+by the response cache when the unit is rerun. A finished output without score records (a run killed between
+writing the two) is scored when the run resumes. The run directory is locked (``run.lock``) while a run writes it.
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from ruwikibench import __version__
 from ruwikibench.config import RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Article, Dataset
+from ruwikibench.jsonl import unit_key
 from ruwikibench.runner.capture import NodeCapture
 from ruwikibench.runner.floors import FLOORS_FILE, compute_floors
 from ruwikibench.runner.metrics import aggregate, metrics_rows
-from ruwikibench.runner.rundir import RunDir
+from ruwikibench.runner.rundir import RunDir, scored_units
 from ruwikibench.runner.stage import Stage, Unit, get_stage
 
 
@@ -99,7 +101,7 @@ class Runner:
         self.graphs = {name: stage.build_graph().compile() for name, stage in self.stages.items()}
 
     def pending_units(self, articles: list[Article]) -> tuple[list[Unit], int]:
-        done = {(o["stage"], o["article"], o["unit"]) for o in self.rundir.read("outputs.jsonl")}
+        done = {unit_key(o) for o in self.rundir.outputs()}
         units: list[Unit] = []
         total = 0
         assert self.context.dataset is not None
@@ -113,6 +115,16 @@ class Runner:
                 total += len(article_units)
                 units += [u for u in article_units if (u.stage, u.article, u.unit_id) not in done]
         return units, total
+
+    def unscored_outputs(self) -> list[tuple[Unit, dict[str, Any]]]:
+        """Finished outputs of this run's stages that have no score records (cut off before scoring, or their
+        scoring failed): scored again by :meth:`score_output` when the run resumes."""
+        scored = scored_units(self.rundir.results())
+        return [
+            (Unit(stage=o["stage"], article=o["article"], unit_id=o["unit"], input=o.get("input", {})), o["output"])
+            for o in self.rundir.outputs()
+            if o["stage"] in self.stages and unit_key(o) not in scored
+        ]
 
     def record_error(self, stage: str, article: str, unit: str, reason: str, attempts: int) -> None:
         self.rundir.append(
@@ -168,10 +180,9 @@ class Runner:
         except Exception as exc:  # noqa: BLE001
             self.record_error(unit.stage, unit.article, unit.unit_id, f"score: {type(exc).__name__}: {exc}", 0)
             return
-        for record in records:
-            self.rundir.append("results.jsonl", record.model_dump(mode="json"))
-        for text in texts:
-            self.rundir.append("generated.jsonl", text.model_dump(mode="json"))
+        tag = {"unit": unit.unit_id}
+        self.rundir.append_many("generated.jsonl", [text.model_dump(mode="json") | tag for text in texts])
+        self.rundir.append_many("results.jsonl", [record.model_dump(mode="json") | tag for record in records])
 
 
 def _jsonable(obj: Any) -> Any:
@@ -202,12 +213,23 @@ async def execute(context: StageContext, dataset_path: str, options: RunOptions)
     run_id = options.run_id or run_id_for(context.config, dataset, options)
     rundir = RunDir(options.out / run_id)
     rundir.create()
+    with rundir.lock():
+        return await _execute_locked(context, rundir, dataset, dataset_path, options)
+
+
+async def _execute_locked(
+    context: StageContext, rundir: RunDir, dataset: Dataset, dataset_path: str, options: RunOptions
+) -> RunDir:
+    run_id = rundir.path.name
     spec = build_spec(run_id, context.config, dataset, dataset_path, options)
     if rundir.file("spec.json").exists():
         _check_same_run(rundir, spec)
     runner = Runner(context, rundir, options)
     articles = select_articles(dataset, options)
     units, total = runner.pending_units(articles)
+    unscored = runner.unscored_outputs()
+    for unit, output in unscored:
+        await asyncio.to_thread(runner.score_output, runner.stages[unit.stage], unit, output)
     semaphore = asyncio.Semaphore(max(2, context.config.max_concurrency * 2))
     started = time.perf_counter()
     with _progress(options.progress) as progress:
@@ -222,10 +244,10 @@ async def execute(context: StageContext, dataset_path: str, options: RunOptions)
             progress.update(bars[unit.stage], advance=1, usage=_usage_line(context))
 
         await asyncio.gather(*(one(u) for u in units))
-    if units or not rundir.file(FLOORS_FILE).exists():
+    if units or unscored or not rundir.file(FLOORS_FILE).exists():
         await asyncio.to_thread(compute_floors, rundir, context)
     spec["prompts"] = context.prompts.hashes()
-    spec["units"] = {"total": total, "run_now": len(units)}
+    spec["units"] = {"total": total, "run_now": len(units), "scored_on_resume": len(unscored)}
     spec["last_session"] = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": context.llm.usage.as_dict()}
     rundir.write_json("spec.json", spec)
     finalize(rundir)
@@ -239,25 +261,15 @@ def _check_same_run(rundir: RunDir, spec: dict[str, Any]) -> None:
 
 
 def finalize(rundir: RunDir) -> dict[str, Any]:
-    """Recompute metrics.json/.csv and report.md from results.jsonl and errors.jsonl."""
+    """Recompute metrics.json/.csv and report.md from the latest score records and the errors still open."""
     from ruwikibench.runner.report import write_run_report
 
-    results = list(rundir.read("results.jsonl"))
-    done = {(o["stage"], o["article"], o["unit"]) for o in rundir.read("outputs.jsonl")}
-    errors = _open_errors(list(rundir.read("errors.jsonl")), done)
-    metrics = aggregate(results, errors, list(rundir.read(FLOORS_FILE)))
+    errors = rundir.open_errors()
+    metrics = aggregate(rundir.results(), errors, list(rundir.read(FLOORS_FILE)))
     rundir.write_json("metrics.json", metrics)
     _write_csv(rundir.file("metrics.csv"), metrics_rows(rundir.path.name, metrics))
-    write_run_report(rundir, metrics)
+    write_run_report(rundir, metrics, errors)
     return metrics
-
-
-def _open_errors(errors: list[dict[str, Any]], done: set[tuple[str, str, str]]) -> list[dict[str, Any]]:
-    """Failures still standing: the last error per unit, unless a later session finished that unit."""
-    latest: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for error in errors:
-        latest[(error["stage"], error["article"], error["unit"])] = error
-    return [e for key, e in latest.items() if key not in done or e["reason"].startswith("score:")]
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:

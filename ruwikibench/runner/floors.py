@@ -70,7 +70,7 @@ def stage_floors(
 def compute_floors(rundir: RunDir, context: StageContext, *, per_item: int = PER_ITEM, seed: int = SEED) -> list[dict]:
     """Recompute floors.jsonl from outputs.jsonl for every stage that declares ``floor_keys``."""
     by_stage: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for record in rundir.read("outputs.jsonl"):
+    for record in rundir.outputs():
         by_stage[record["stage"]].append(record)
     rows: list[dict[str, Any]] = []
     for name, saved in by_stage.items():

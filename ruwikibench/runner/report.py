@@ -105,7 +105,8 @@ def markdown_table(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def write_run_report(rundir: RunDir, metrics: dict[str, Any]) -> None:
+def write_run_report(rundir: RunDir, metrics: dict[str, Any], errors: list[dict[str, Any]] | None = None) -> None:
+    """report.md of one run; ``errors``: the failures still open (default: :meth:`RunDir.open_errors`)."""
     spec = rundir.read_json("spec.json") if rundir.file("spec.json").exists() else {}
     parts = [f"# Run {rundir.path.name}", "", _spec_summary(spec), ""]
     for stage in [s for s in STAGE_MODULES if s in metrics]:
@@ -127,7 +128,7 @@ def write_run_report(rundir: RunDir, metrics: dict[str, Any]) -> None:
                 "Failed units: " + ", ".join(f"{k} × {v}" for k, v in data["failure_reasons"].items()),
                 "",
             ]
-    errors = list(rundir.read("errors.jsonl"))
+    errors = rundir.open_errors() if errors is None else errors
     if errors:
         parts += ["## Errors", ""] + [
             f"- {e['stage']} / {e['article']} / {e['unit']}: {e['reason']}" for e in errors[-50:]
@@ -344,10 +345,10 @@ def html_page(
 
 def _run_articles_html(rundir: RunDir) -> str:
     scores: dict[tuple[str, str, str], dict[str, float]] = {}
-    for record in rundir.read("results.jsonl"):
+    for record in rundir.results():
         scores[(record["stage"], record["article"], record["item"])] = record.get("metrics", {})
     parts = []
-    for text in rundir.read("generated.jsonl"):
+    for text in rundir.generated():
         metric = scores.get((text["stage"], text["article"], text["item"]), {})
         summary = ", ".join(
             f"{k}={v:.3f}" for k, v in list(metric.items())[:6] if isinstance(v, (int, float))

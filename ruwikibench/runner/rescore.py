@@ -10,16 +10,23 @@ from ruwikibench.runner.stage import Unit, get_stage
 
 
 def rescore(rundir: RunDir, context: StageContext) -> dict:
-    """Rewrite results.jsonl and generated.jsonl from outputs.jsonl, then metrics and report."""
+    """Rewrite results.jsonl and generated.jsonl from the latest output of each unit, then metrics and report
+    (holding the run directory's lock)."""
+    with rundir.lock():
+        return _rescore(rundir, context)
+
+
+def _rescore(rundir: RunDir, context: StageContext) -> dict:
     results: list[dict] = []
     texts: list[dict] = []
     errors = [e for e in rundir.read("errors.jsonl") if not e["reason"].startswith("score:")]
-    for saved in rundir.read("outputs.jsonl"):
+    for saved in rundir.outputs():
         stage = get_stage(saved["stage"])
         unit = Unit(stage=saved["stage"], article=saved["article"], unit_id=saved["unit"], input=saved["input"])
+        tag = {"unit": unit.unit_id}
         try:
-            results += [r.model_dump(mode="json") for r in stage.score(unit, saved["output"], context)]
-            texts += [t.model_dump(mode="json") for t in stage.texts(unit, saved["output"])]
+            results += [r.model_dump(mode="json") | tag for r in stage.score(unit, saved["output"], context)]
+            texts += [t.model_dump(mode="json") | tag for t in stage.texts(unit, saved["output"])]
         except Exception as exc:  # noqa: BLE001
             errors.append({"stage": unit.stage, "article": unit.article, "unit": unit.unit_id,
                            "reason": f"score: {type(exc).__name__}: {exc}", "attempts": 0})

@@ -1,22 +1,67 @@
 """The run directory: spec.json, nodes.jsonl, outputs.jsonl, results.jsonl, errors.jsonl, metrics, report.
 
-Every JSONL file is appended line by line as work finishes (flushed and fsynced), so a run killed at any point
-(kill -9 included) keeps everything already computed; a torn last line is ignored on reading.
+JSONL files are written by :mod:`ruwikibench.jsonl` (one write + flush + fsync per record or batch; a torn last
+line is skipped on reading and cut off before the next append), so a run killed at any point (``kill -9``
+included) keeps everything already computed. Records are de-duplicated on reading where it matters: the latest
+output per unit (stage, article, unit) and the latest score / generated text per item (stage, article, item).
+
+Commands that write a run directory hold ``run.lock`` (:func:`run_lock`): a second process on the same
+directory stops with :class:`RunDirLocked` naming the holder's pid. The lock is an ``flock`` on the file, so the
+kernel releases it when its holder dies: the lock of a killed run is taken over by the next command.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ruwikibench.jsonl import append_jsonl, item_key, latest, read_records, rewrite_jsonl, unit_key
+
 FILES = ("spec.json", "nodes.jsonl", "outputs.jsonl", "results.jsonl", "errors.jsonl", "generated.jsonl")
+LOCK = "run.lock"
 
 
-def _json(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, default=str)
+class RunDirLocked(RuntimeError):
+    """Another live process is writing this run directory."""
+
+    def __init__(self, path: Path, pid: int | None) -> None:
+        self.path, self.pid = path, pid
+        holder = f"process {pid}" if pid else "another process"
+        super().__init__(f"{path}: in use by {holder} ({LOCK}); wait for it to finish or choose another --run-id")
+
+
+@contextmanager
+def run_lock(directory: str | Path) -> Iterator[None]:
+    """Hold ``directory/run.lock`` for the duration (created with the directory if needed)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    fd = os.open(directory / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = _pid_in(fd)
+        os.close(fd)
+        raise RunDirLocked(directory, holder) from None
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.ftruncate(fd, 0)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _pid_in(fd: int) -> int | None:
+    try:
+        return int(os.pread(fd, 32, 0).decode().strip())
+    except (OSError, ValueError):
+        return None
 
 
 class RunDir:
@@ -29,26 +74,37 @@ class RunDir:
     def create(self) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
 
+    def lock(self) -> Any:
+        """``with rundir.lock(): …`` — see :func:`run_lock`."""
+        return run_lock(self.path)
+
     def append(self, name: str, record: dict[str, Any]) -> None:
-        with open(self.file(name), "a", encoding="utf-8") as handle:
-            handle.write(_json(record) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        append_jsonl(self.file(name), [record])
+
+    def append_many(self, name: str, records: list[dict[str, Any]]) -> None:
+        append_jsonl(self.file(name), records)
 
     def rewrite(self, name: str, records: list[dict[str, Any]]) -> None:
-        tmp = self.file(name + ".tmp")
-        tmp.write_text("".join(_json(r) + "\n" for r in records), encoding="utf-8")
-        tmp.replace(self.file(name))
+        rewrite_jsonl(self.file(name), records)
 
     def read(self, name: str) -> Iterator[dict[str, Any]]:
-        path = self.file(name)
-        if not path.exists():
-            return
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a torn last line from a killed run
+        return read_records(self.file(name))
+
+    def outputs(self) -> list[dict[str, Any]]:
+        """The latest output of each unit."""
+        return latest(self.read("outputs.jsonl"), unit_key)
+
+    def results(self) -> list[dict[str, Any]]:
+        """The latest score record of each item (a unit scored again replaces its records)."""
+        return latest(self.read("results.jsonl"), item_key)
+
+    def generated(self) -> list[dict[str, Any]]:
+        """The latest generated text of each item."""
+        return latest(self.read("generated.jsonl"), item_key)
+
+    def open_errors(self) -> list[dict[str, Any]]:
+        """Failures still standing: see :func:`open_errors`."""
+        return open_errors(list(self.read("errors.jsonl")), self.outputs(), self.results())
 
     def write_json(self, name: str, data: Any) -> None:
         tmp = self.file(name + ".tmp")
@@ -60,3 +116,38 @@ class RunDir:
         if not path.exists():
             raise FileNotFoundError(f"{path}: not found — is {self.path} a run directory?")
         return json.loads(path.read_text(encoding="utf-8"))
+
+
+def scored_units(results: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    """Units with score records. Records name their unit; older ones (no 'unit') name their article's units."""
+    keys: set[tuple[str, str, str]] = set()
+    for record in results:
+        stage, article = str(record["stage"]), str(record["article"])
+        if "unit" in record:
+            keys.add((stage, article, str(record["unit"])))
+        else:
+            keys |= {(stage, article, str(record["item"])), (stage, article, "article")}
+    return keys
+
+
+def open_errors(
+    errors: list[dict[str, Any]], outputs: list[dict[str, Any]], results: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The last error of each unit, unless a later session fixed it: a run error is fixed once the unit has an
+    output, a scoring error ('score: …') once the unit has score records, an input error (unit '*') once any unit
+    of that stage and article has an output."""
+    done = {unit_key(o) for o in outputs}
+    started = {(stage, article) for stage, article, _ in done}
+    scored = scored_units(results)
+    still: list[dict[str, Any]] = []
+    for error in latest(errors, unit_key):
+        key = unit_key(error)
+        if str(error.get("reason", "")).startswith("score:"):
+            fixed = key in scored
+        elif key[2] == "*":
+            fixed = key[:2] in started
+        else:
+            fixed = key in done
+        if not fixed:
+            still.append(error)
+    return still

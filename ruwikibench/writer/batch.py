@@ -52,9 +52,18 @@ async def write_batch(context: StageContext, dataset_path: str, options: BatchOp
                              out=options.out, run_id=options.run_id, progress=options.progress)
     rundir = RunDir(options.out / (options.run_id or batch_run_id(context, options)))
     rundir.create()
+    with rundir.lock():
+        return await _write_batch(context, rundir, dataset_path, options, run_options)
+
+
+async def _write_batch(
+    context: StageContext, rundir: RunDir, dataset_path: str, options: BatchOptions, run_options: RunOptions
+) -> RunDir:
+    dataset = context.dataset
+    assert dataset is not None
     spec = build_spec(rundir.path.name, context.config, dataset, dataset_path, run_options)
     spec["mode"] = "writer"
-    done = {o["article"] for o in rundir.read("outputs.jsonl") if o["stage"] == "article"}
+    done = {o["article"] for o in rundir.outputs() if o["stage"] == "article"}
     articles = [a for a in select_articles(dataset, run_options) if a.name not in done]
     started = time.perf_counter()
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -114,13 +123,12 @@ async def write_or_resume(context: StageContext, title: str, out_dir: Path) -> A
 
 
 def _record(rundir: RunDir, name: str, result: Any, records: list[Any], texts: list[Any]) -> None:
-    for record in records:
-        rundir.append("results.jsonl", record.model_dump(mode="json"))
-    for text in texts:
-        rundir.append("generated.jsonl", text.model_dump(mode="json"))
+    tag = {"unit": "article"}
+    rundir.append_many("results.jsonl", [record.model_dump(mode="json") | tag for record in records])
+    rundir.append_many("generated.jsonl", [text.model_dump(mode="json") | tag for text in texts])
     output = {"dir": str(result.out_dir), "stats": result.article.stats, "session": result.session.model_dump()}
-    for stage in STAGES:
-        rundir.append("outputs.jsonl", {"stage": stage, "article": name, "unit": "article", "output": output})
+    rundir.append_many("outputs.jsonl", [{"stage": stage, "article": name, "unit": "article", "output": output}
+                                         for stage in STAGES])
 
 
 def article_table(run: str, metrics: dict[str, Any], view: str = "failures_excluded") -> list[list[str]]:

@@ -20,7 +20,9 @@ from pydantic import BaseModel, Field
 
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import safe_name
+from ruwikibench.jsonl import append_jsonl, read_records
 from ruwikibench.runner.capture import NodeCapture
+from ruwikibench.runner.rundir import run_lock
 from ruwikibench.writer.export import write_exports
 from ruwikibench.writer.models import OutlineItem, WrittenArticle
 
@@ -111,16 +113,8 @@ def write_session(out_dir: Path, session: Session) -> None:
 
 
 def read_trace(out_dir: Path) -> list[dict[str, Any]]:
-    path = out_dir / TRACE
-    if not path.exists():
-        return []
-    records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return records
+    """The trace records (a torn last line from an interrupted run is skipped)."""
+    return list(read_records(out_dir / TRACE))
 
 
 def _usage_totals(context: StageContext) -> tuple[int, int, int, int]:
@@ -131,8 +125,7 @@ def _usage_totals(context: StageContext) -> tuple[int, int, int, int]:
 
 
 def append_trace(path: Path, record: dict[str, Any]) -> None:
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(record, ensure_ascii=False, default=_json_default) + "\n")
+    append_jsonl(path, [_jsonable(record)])
 
 
 async def _stream(app: Any, graph_input: Any, config: RunnableConfig, context: StageContext, out_dir: Path,
@@ -166,6 +159,21 @@ async def write_article(
     ``resume`` continues the session in ``out_dir``: with an ``edited_outline`` when it awaits one (default:
     the session's ``outline.md`` as the user left it), else from its last checkpoint.
     """
+    with run_lock(Path(out_dir)):
+        return await _write_article(context, title, out_dir, user_outline=user_outline, review=review,
+                                    resume=resume, edited_outline=edited_outline)
+
+
+async def _write_article(
+    context: StageContext,
+    title: str | None,
+    out_dir: str | Path,
+    *,
+    user_outline: list[OutlineItem] | str | None = None,
+    review: bool = False,
+    resume: bool = False,
+    edited_outline: list[OutlineItem] | str | None = None,
+) -> WriteResult:
     from langgraph.types import Command
 
     from ruwikibench.graphs.article import build_article_graph

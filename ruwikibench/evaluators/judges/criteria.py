@@ -33,6 +33,7 @@ from ruwikibench.evaluators.judges.rundir import (
 from ruwikibench.evaluators.stats import Estimate, bootstrap_ci
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
+from ruwikibench.runner.rundir import run_lock
 from ruwikibench.runner.stage import GeneratedText
 
 CRITERIA_DIR = Path(__file__).parent / "criteria"
@@ -312,7 +313,22 @@ async def judge_run(
     prompts: PromptLibrary | None = None,
     progress: bool = True,
 ) -> dict[str, object]:
-    """Judge every (text, criterion) of a run not judged yet; append verdicts as they arrive; write aggregates."""
+    """Judge every (text, criterion) of a run not judged yet; append verdicts as they arrive; write aggregates
+    (holding the run directory's lock)."""
+    with run_lock(run.path):
+        return await _judge_run(run, llm, criteria, judge=judge, options=options, prompts=prompts, progress=progress)
+
+
+async def _judge_run(
+    run: Run,
+    llm: LLM,
+    criteria: CriteriaSet,
+    *,
+    judge: str,
+    options: CriteriaOptions | None,
+    prompts: PromptLibrary | None,
+    progress: bool,
+) -> dict[str, object]:
     options = options or CriteriaOptions()
     prompts = prompts or PromptLibrary(run.config.prompts_dir if run.config else None)
     path = run.path / RESULTS_JSONL

@@ -38,6 +38,7 @@ from ruwikibench.evaluators.judges.rundir import (
 from ruwikibench.evaluators.stats import Estimate, bootstrap_ci
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
+from ruwikibench.runner.rundir import run_lock
 from ruwikibench.runner.stage import GeneratedText
 
 Order = Literal["random", "both"]
@@ -217,10 +218,27 @@ async def judge_runs(
     prompts: PromptLibrary | None = None,
     progress: bool = True,
 ) -> PairwiseSummary:
-    """Judge every item of two runs (resuming), write the JSONL, the JSON summary and the PNG."""
+    """Judge every item of two runs (resuming), write the JSONL, the JSON summary and the PNG (holding the lock
+    of the directory written: ``out_dir``, default the candidate run's)."""
+    out_dir = out_dir or candidate.path
+    with run_lock(out_dir):
+        return await _judge_runs(reference, candidate, llm, judge=judge, out_dir=out_dir, options=options,
+                                 prompts=prompts, progress=progress)
+
+
+async def _judge_runs(
+    reference: Run,
+    candidate: Run,
+    llm: LLM,
+    *,
+    judge: str,
+    out_dir: Path,
+    options: PairwiseOptions | None,
+    prompts: PromptLibrary | None,
+    progress: bool,
+) -> PairwiseSummary:
     options = options or PairwiseOptions()
     prompts = prompts or PromptLibrary(candidate.config.prompts_dir if candidate.config else None)
-    out_dir = out_dir or candidate.path
     stem = file_stem(reference.run_id, candidate.run_id)
     path = out_dir / f"{stem}.jsonl"
     pairs, missing = pair_items(reference, candidate)

@@ -7,10 +7,11 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ruwikibench import jsonl
 from ruwikibench.config import RunConfig
 from ruwikibench.runner.stage import GeneratedText
 
@@ -83,54 +84,16 @@ def _read_texts(path: Path) -> Iterator[GeneratedText]:
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-empty line; a truncated last line (interrupted write) is skipped."""
-    if not path.exists():
-        return
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if number == len(lines):
-                continue  # the last line of an interrupted run
-            raise RunError(f"{path}:{number}: invalid JSON: {exc}") from exc
-        if not isinstance(row, dict):
-            raise RunError(f"{path}:{number}: expected a JSON object")
-        yield number, row
+    """(line number, object) for each non-empty line (:func:`ruwikibench.jsonl.read_jsonl`: a torn last line is
+    skipped); a bad line is a :class:`RunError` naming the file and the line."""
+    try:
+        yield from jsonl.read_jsonl(path)
+    except jsonl.JsonlError as exc:
+        raise RunError(str(exc)) from None
 
 
-class JsonlWriter:
-    """Appends one JSON object per line and flushes, so every verdict survives an interruption."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._repair_tail()
-        self._file = path.open("a", encoding="utf-8")
-
-    def _repair_tail(self) -> None:
-        """Drop a last line cut off by an interruption (its verdict is simply judged again)."""
-        if not self.path.exists() or not self.path.stat().st_size:
-            return
-        data = self.path.read_bytes()
-        if not data.endswith(b"\n"):
-            self.path.write_bytes(data[: data.rfind(b"\n") + 1])
-
-    def write(self, record: BaseModel | dict[str, Any]) -> None:
-        data = record.model_dump(mode="json") if isinstance(record, BaseModel) else record
-        self._file.write(json.dumps(data, ensure_ascii=False) + "\n")
-        self._file.flush()
-
-    def close(self) -> None:
-        self._file.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+class JsonlWriter(jsonl.JsonlAppender):
+    """Appends verdicts under the package's one durability rule (flush + fsync per record; torn tail cut off)."""
 
 
 def write_json(path: Path, data: Any) -> None:
