@@ -319,7 +319,7 @@ def citations_meta_command(
     sample: Annotated[
         Path | None, typer.Option("--sample", help="the shared Ruwiki sample (folder or JSON) the pairs point into")
     ] = None,
-    limit: LimitOpt = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="only N pairs, taken round-robin over the labels")] = None,
     baseline: Annotated[bool, typer.Option(help="also score the embedding-cosine baseline (no LLM)")] = True,
     cosine_threshold: Annotated[
         float, typer.Option("--cosine-threshold", help="baseline: 'supported' when cosine >= this")
@@ -327,8 +327,10 @@ def citations_meta_command(
     out: Annotated[Path | None, typer.Option("--out", help="write the figures and probabilities as JSON")] = None,
 ) -> None:
     """Agreement of the citation support judge with hand-labelled pairs: accuracy, precision, recall, F1, AUC."""
+    from collections import Counter
+
     from ruwikibench.config import ConfigError, EmbedderConfig, load_config
-    from ruwikibench.evaluators.judges.citations_meta import FixtureError, agreement_row, load_pairs
+    from ruwikibench.evaluators.judges.citations_meta import FixtureError, agreement_row, balanced, load_pairs
 
     try:
         labelled = load_pairs(pairs, sample)
@@ -336,8 +338,8 @@ def citations_meta_command(
     except (FixtureError, ConfigError) as exc:
         _fail(str(exc))
         return
-    labelled = labelled[:limit] if limit is not None else labelled
-    console.print(f"{len(labelled)} labelled pairs")
+    labelled = balanced(labelled, limit)
+    console.print(f"{len(labelled)} labelled pairs " + str(dict(Counter(p.label for p in labelled))))
     results = [_measure_llm(labelled, cfg) for cfg in configs]
     if baseline:
         embedder = configs[0].embedder if configs else EmbedderConfig()

@@ -117,6 +117,20 @@ def _read_pairs(path: Path) -> list[SupportPair]:
     return pairs
 
 
+def balanced(pairs: Sequence[SupportPair], limit: int | None) -> list[SupportPair]:
+    """The first ``limit`` pairs taken round-robin over the labels (each label in file order), so a small
+    measurement keeps every label; all pairs in file order when ``limit`` is None."""
+    if limit is None:
+        return list(pairs)
+    queues = {label: [p for p in pairs if p.label == label] for label in LABELS}
+    out: list[SupportPair] = []
+    while len(out) < limit and any(queues.values()):
+        for label in LABELS:
+            if queues[label] and len(out) < limit:
+                out.append(queues[label].pop(0))
+    return out
+
+
 class Agreement(BaseModel):
     """One scorer's agreement with the labels."""
 

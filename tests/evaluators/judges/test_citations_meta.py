@@ -19,6 +19,7 @@ from ruwikibench.evaluators.judges.citations_meta import (
     SampleMissing,
     SupportPair,
     agreement,
+    balanced,
     load_pairs,
     roc_auc,
 )
@@ -60,6 +61,13 @@ def test_agreement_hand_computed_with_unparsed_pairs() -> None:
     assert result.auc == pytest.approx(0.75)  # 0.9 beats both negatives (0.8, 0.1), 0.4 beats one: 3 / 4
     assert result.per_label == {"supported": 0.5, "partial": 0.0, "unrelated": 1.0}
     assert roc_auc([True, False], [0.5, 0.5]) == 0.5 and roc_auc([True], [0.2]) is None
+
+
+def test_limit_takes_pairs_round_robin_over_labels() -> None:
+    pairs = [_pair(i, label) for i, label in enumerate(["supported"] * 3 + ["partial"] * 2 + ["unrelated"])]
+    assert [p.id for p in balanced(pairs, 4)] == ["p0", "p3", "p5", "p1"]
+    assert [p.id for p in balanced(pairs, None)] == [p.id for p in pairs]
+    assert len(balanced(pairs, 100)) == 6
 
 
 def _tiny_sample(tmp_path: Path) -> tuple[Path, Path]:

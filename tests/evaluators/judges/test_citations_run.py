@@ -10,12 +10,12 @@ import pytest
 from typer.testing import CliRunner
 
 from ruwikibench.cli import app
+from ruwikibench.models.fake import yes_no_completion
 from ruwikibench.nodes.citations import Citation
 from ruwikibench.runner.report import compare_runs
 from ruwikibench.writer.export import write_exports
 from ruwikibench.writer.models import WrittenArticle, WrittenSection
 from tests.cli.fake_openai import fake_openai_server
-from ruwikibench.models.fake import yes_no_completion
 
 KEYS = ("язык программирования", "Россум", "1991")
 
