@@ -15,8 +15,8 @@ from langgraph.types import Send
 from ruwikibench.context import StageContext
 from ruwikibench.models.llm import LLM
 from ruwikibench.models.yesno import score_yes_no
+from ruwikibench.nodes.queries import describe, join_query, reference_query
 from ruwikibench.retrieval.bm25 import get_index
-from ruwikibench.retrieval.queries import describe, join_query, reference_query
 
 JudgementSource = Literal["logprobs", "text", "unparseable", "error"]
 
