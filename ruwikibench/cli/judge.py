@@ -243,7 +243,7 @@ def citations_command(
     ] = None,
 ) -> None:
     """Citation faithfulness: is each cited sentence supported by the snippets it cites (ALCE-style)?"""
-    from ruwikibench.evaluators.judges.citations_run import summarize_citations
+    from ruwikibench.evaluators.judges.citations import summarize_citations
     from ruwikibench.evaluators.judges.rundir import RunError
     from ruwikibench.runner.datasets import DatasetError
 
@@ -295,8 +295,8 @@ async def _judge_citations(run_dir: Path, config, dataset):  # type: ignore[no-u
     from tqdm import tqdm
 
     from ruwikibench.evaluators.judges.citations import support_llm
-    from ruwikibench.evaluators.judges.citations_run import judge_run_citations
     from ruwikibench.prompts import PromptLibrary
+    from ruwikibench.writer.citations import judge_run_citations
 
     llm, name = support_llm(config)
     try:

@@ -80,7 +80,7 @@ def _single(context: Any, title: str | None, out: Path, outline: Path | None, st
 def _batch(context: Any, dataset_path: Path, out: Path, articles: int | None, article: list[str] | None,
            run_id: str | None, citations: bool = True) -> None:
     from ruwikibench.cli.run import print_table
-    from ruwikibench.evaluators.judges.citations_run import summarize_citations
+    from ruwikibench.evaluators.judges.citations import summarize_citations
     from ruwikibench.runner.report import stage_table
     from ruwikibench.writer.batch import BatchOptions, article_table, write_batch
 

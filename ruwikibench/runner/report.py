@@ -239,7 +239,7 @@ def settings_table(runs: list[tuple[str, dict[str, Any], RunDir]]) -> list[list[
 
 def citation_section(runs: list[tuple[str, dict[str, Any], RunDir]]) -> list[str]:
     """One table of the runs judged by ``judge citations``: recall, precision, unsupported share with CIs."""
-    from ruwikibench.evaluators.judges.citations_run import summarize_citations
+    from ruwikibench.evaluators.judges.citations import summarize_citations
 
     rows = [{"run": name, **row} for name, _, rundir in runs for row in summarize_citations(rundir.path)]
     if not rows:

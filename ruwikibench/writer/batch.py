@@ -96,7 +96,8 @@ async def _write_batch(
 async def judge_batch_citations(context: StageContext, rundir: RunDir) -> None:
     """Citation faithfulness of every written article (the ``support`` role, else ``judge``), then its table in
     report.md; checks already in citations.jsonl are not asked again."""
-    from ruwikibench.evaluators.judges.citations_run import judge_run_citations, summarize_citations
+    from ruwikibench.evaluators.judges.citations import summarize_citations
+    from ruwikibench.writer.citations import judge_run_citations
 
     config = context.config
     await judge_run_citations(rundir.path, context.llm, judge=config.model_for("support").name,

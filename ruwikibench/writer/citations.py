@@ -27,6 +27,8 @@ from ruwikibench.config import CitationsConfig
 from ruwikibench.dataset import Dataset
 from ruwikibench.evaluators.citations import CitationScores, combine
 from ruwikibench.evaluators.judges.citations import (
+    RESULTS_JSON,
+    RESULTS_JSONL,
     CheckRecord,
     CitedText,
     TextScore,
@@ -40,8 +42,6 @@ from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
 from ruwikibench.writer.models import WrittenArticle
 
-RESULTS_JSONL = "citations.jsonl"
-RESULTS_JSON = "citations.json"
 ARTICLE_JSON = "article.json"
 
 
@@ -179,27 +179,6 @@ def summarize(scores: list[TextScore], *, judge: str, options: CitationsConfig) 
         "articles": {name: block(group) for name, group in by_article.items()},
         "texts": [s.model_dump(mode="json") for s in scores],
     }
-
-
-def summarize_citations(run_dir: str | Path) -> list[dict[str, str]]:
-    """Report rows (one per run): judge, sentences, citation recall / precision / unsupported share ×100 with
-    95% CIs, unjudged sentences, markers with no source. Empty when the run has not been judged."""
-    path = Path(run_dir) / RESULTS_JSON
-    if not path.exists():
-        return []
-    data = json.loads(path.read_text(encoding="utf-8"))
-    counts, est = data["overall"]["counts"], data["overall"]["estimates"]
-    return [{
-        "judge": data["judge"],
-        "threshold": f"{data['options']['threshold']:g}",
-        "sentences": str(counts["sentences"]),
-        "cited": str(counts["cited"]),
-        "citation recall": Estimate(**est["citation_recall"]).fmt(100),
-        "citation precision": Estimate(**est["citation_precision"]).fmt(100),
-        "unsupported share": Estimate(**est["unsupported_share"]).fmt(100),
-        "unjudged": str(counts["unjudged"]),
-        "no source": str(counts["missing_citations"]),
-    }]
 
 
 def render_marked_html(articles: list[CitedArticle], scores: list[TextScore]) -> None:
