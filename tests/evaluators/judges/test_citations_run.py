@@ -86,6 +86,8 @@ def test_judge_citations_command(tmp_path: Path) -> None:
 
     report = compare_runs([run], tmp_path / "cmp")
     assert "## Citation faithfulness" in report.read_text(encoding="utf-8")
+    page = (tmp_path / "cmp" / "report.html").read_text(encoding="utf-8")
+    assert "Citation faithfulness" in page and "0.00 [0.00, 0.00]" in page
 
 
 def test_judge_citations_on_a_folder_without_articles_is_one_line(tmp_path: Path) -> None:
