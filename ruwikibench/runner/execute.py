@@ -83,6 +83,7 @@ def build_spec(run_id: str, config: RunConfig, dataset: Dataset, dataset_path: s
         "dataset": {"id": dataset.dataset_id, "path": dataset_path, "params": dataset.params},
         "models": {role: m.identity() for role, m in config.models.items()},
         "embedder": config.embedder.id,
+        "profile": config.profile,
         "config": config.model_dump(mode="json"),
         "options": options.model_dump(mode="json", exclude={"progress"}),
         "prompts": {},

@@ -43,7 +43,9 @@ def batch_run_id(context: StageContext, options: BatchOptions) -> str:
 
 
 async def write_batch(context: StageContext, dataset_path: str, options: BatchOptions) -> RunDir:
-    """Write and score the selected articles (resuming a previous batch in the same run directory)."""
+    """Write and score the selected articles (resuming a previous batch in the same run directory), under the
+    config's ``writer`` profile."""
+    context = context.with_profile("writer")
 
     dataset = context.dataset
     assert dataset is not None, "StageContext.dataset must be set for a batch run"

@@ -157,8 +157,10 @@ async def write_article(
     """Write one article into ``out_dir``; stop for review after the outline, or resume a stopped/failed run.
 
     ``resume`` continues the session in ``out_dir``: with an ``edited_outline`` when it awaits one (default:
-    the session's ``outline.md`` as the user left it), else from its last checkpoint.
+    the session's ``outline.md`` as the user left it), else from its last checkpoint. The config runs under its
+    ``writer`` profile (stage settings that use no gold data; recorded in spec.json).
     """
+    context = context.with_profile("writer")
     with run_lock(Path(out_dir)):
         return await _write_article(context, title, out_dir, user_outline=user_outline, review=review,
                                     resume=resume, edited_outline=edited_outline)
