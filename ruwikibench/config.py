@@ -232,6 +232,12 @@ class RunConfig(BaseModel):
         default_factory=lambda: ["ranking", "outline", "sections"],
         description="stages run by `ruwikibench run`, by registered name (ruwikibench.registry)",
     )
+    overrides: dict[str, str] = Field(
+        default_factory=dict,
+        description="replace a node ('stage.node': 'pkg.module:function') or a whole stage graph "
+        "('stage': 'pkg.module:build_graph') with your own code; checked when a command loads the config "
+        "(ruwikibench.runner.overrides)",
+    )
     max_concurrency: int = Field(default=4, description="global limit on in-flight LLM requests")
     cache_dir: str = Field(default="~/.cache/ruwikibench", description="LLM and embedding caches")
     prompts_dir: str | None = Field(default=None, description="extra prompt folder searched before the package's")

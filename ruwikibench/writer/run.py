@@ -22,6 +22,7 @@ from ruwikibench.context import StageContext
 from ruwikibench.dataset import safe_name
 from ruwikibench.jsonl import append_jsonl, read_records
 from ruwikibench.runner.capture import NodeCapture
+from ruwikibench.runner.overrides import check_overrides, spec_records
 from ruwikibench.runner.rundir import run_lock
 from ruwikibench.writer.export import write_exports
 from ruwikibench.writer.models import OutlineItem, WrittenArticle
@@ -178,7 +179,8 @@ async def _write_article(
 ) -> WriteResult:
     from langgraph.types import Command
 
-    from ruwikibench.graphs.article import build_article_graph
+    from ruwikibench.registry import get_stage
+    from ruwikibench.runner.overrides import stage_graph
     from ruwikibench.writer.outline_file import outline_markdown, read_outline_file
 
     out = Path(out_dir)
@@ -196,7 +198,8 @@ async def _write_article(
     before = _usage_totals(context)
     started = time.perf_counter()
     async with sqlite_checkpointer(out / CHECKPOINTS) as saver:
-        app = build_article_graph().compile(checkpointer=saver)
+        graph = stage_graph(get_stage("article"), check_overrides(context.config))
+        app = graph.compile(checkpointer=saver)
         graph_input: Any
         if resume:
             state = await app.aget_state(config)
@@ -238,6 +241,7 @@ async def _write_article(
         "assignments": _jsonable(values.get("assignments") or []),
         "notes": list(values.get("notes") or []),
         "config": context.config.model_dump(mode="json"),
+        "overrides": spec_records(check_overrides(context.config)),
         "prompts": context.prompts.hashes(),
     }
     texts = {s.snippet_id: s.text for s in values.get("sources") or []}

@@ -29,15 +29,16 @@ class ArticleStage:
     order = 4
     profiles = ("writer",)
     columns: ClassVar[list[tuple[str, str]]] = ARTICLE_COLUMNS
+    subgraph_stages = ("ranking", "outline", "sections")  # overrides of these stages reach the writer too
 
     def __init__(self) -> None:
         self._texts: dict[tuple[str, str], list[GeneratedText]] = {}  # filled by score(), handed out by texts()
         self._lock = threading.Lock()
 
-    def build_graph(self) -> StateGraph:
+    def build_graph(self, subgraphs: dict[str, StateGraph] | None = None) -> StateGraph:
         from ruwikibench.graphs.article import build_article_graph
 
-        return build_article_graph()  # type: ignore[return-value]
+        return build_article_graph(subgraphs)  # type: ignore[return-value]
 
     def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]:
         return [Unit(stage=self.name, article=article.name, unit_id="article", input={"title": article.title})]

@@ -40,3 +40,24 @@ def test_the_article_stage_needs_the_writer_profile(tmp_path: Path) -> None:
         load_config(path)
     path.write_text("profile: writer\nmodels:\n  writer: {name: m}\nstages: [article]\n", encoding="utf-8")
     assert load_config(path).stages == ["article"]
+
+
+async def test_overrides_reach_the_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An 'outline.merge' node override (a stage node) changes the outline `ruwikibench write` produces; the spec
+    of the written article records it."""
+    import json
+
+    from ruwikibench.writer.run import write_article
+
+    (tmp_path / "my_merge.py").write_text(
+        "async def merge(state, runtime):\n    return {'merged_text': '## Своё начало\\n## Свой конец'}\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    context, _ = make_context(tmp_path)
+    context.config.overrides = {"outline.merge": "my_merge:merge"}
+    result = await write_article(context, TITLE, tmp_path / "out")
+    assert result.article is not None
+    assert [item.title for item in result.article.outline] == ["Своё начало", "Свой конец"]
+    saved = json.loads(result.paths["json"].read_text(encoding="utf-8"))
+    assert saved["overrides"]["outline.merge"]["target"] == "my_merge:merge"
