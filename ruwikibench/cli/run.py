@@ -61,13 +61,15 @@ def _execute(config: Any, dataset: Any, path: Path, options: Any) -> Any:
 
 
 def _show(rundir: Any, stages: list[str]) -> None:
-    from ruwikibench.runner.report import PAPER_TABLE, stage_table
+    from ruwikibench.runner.report import PAPER_TABLE, judgements_line, stage_table
 
     metrics = rundir.read_json("metrics.json")
     for stage in stages:
         if stage in metrics:
             rows = stage_table(stage, [(rundir.path.name, metrics[stage])])
             print_table(f"{stage} — paper {PAPER_TABLE[stage]} layout (×100, mean [95% CI])", rows)
+            if judgements_line(metrics[stage]):
+                console.print(f"{stage}: {judgements_line(metrics[stage])}", markup=False, highlight=False)
     console.print(f"run directory: {rundir.path}  (report: {rundir.path / 'report.md'})")
 
 

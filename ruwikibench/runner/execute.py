@@ -101,7 +101,7 @@ class Runner:
         self.graphs = {name: stage.build_graph().compile() for name, stage in self.stages.items()}
 
     def pending_units(self, articles: list[Article]) -> tuple[list[Unit], int]:
-        done = {unit_key(o) for o in self.rundir.outputs()}
+        done = {unit_key(o) for o in self.rundir.outputs() if not self.retry_reason(o)}
         units: list[Unit] = []
         total = 0
         assert self.context.dataset is not None
@@ -115,6 +115,12 @@ class Runner:
                 total += len(article_units)
                 units += [u for u in article_units if (u.stage, u.article, u.unit_id) not in done]
         return units, total
+
+    def retry_reason(self, saved: dict[str, Any]) -> str | None:
+        """Why a finished output is run again on resume (the stage's optional ``retry_reason(output)``)."""
+        stage = self.stages.get(saved["stage"])
+        check = getattr(stage, "retry_reason", None)
+        return check(saved["output"]) if check is not None else None
 
     def unscored_outputs(self) -> list[tuple[Unit, dict[str, Any]]]:
         """Finished outputs of this run's stages that have no score records (cut off before scoring, or their
