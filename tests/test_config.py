@@ -38,3 +38,12 @@ def test_environment_expansion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.delenv("BASE")
     with pytest.raises(ConfigError, match="BASE"):
         load_config(path)
+
+
+def test_stages_are_checked_against_the_registry(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("models:\n  writer: {name: m, endpoints: ['http://127.0.0.1:9/v1']}\nstages: [ranking, nope]\n",
+                    encoding="utf-8")
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    assert str(error.value).startswith(f"{path}: stages.1: unknown stage 'nope'; known: ranking, outline, sections")

@@ -29,7 +29,7 @@ def reference_queries(
     resumable: articles already stored are kept.
     """
     from ruwikibench.models.retry import LLMRequestError
-    from ruwikibench.retrieval.queries import (
+    from ruwikibench.nodes.queries import (
         ReferenceQueriesError,
         generate_reference_queries,
         read_reference_queries,

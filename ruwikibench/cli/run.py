@@ -67,7 +67,7 @@ def _show(rundir: Any, stages: list[str]) -> None:
     for stage in stages:
         if stage in metrics:
             rows = stage_table(stage, [(rundir.path.name, metrics[stage])])
-            print_table(f"{stage} — paper {PAPER_TABLE[stage]} layout (×100, mean [95% CI])", rows)
+            print_table(f"{stage} — paper {PAPER_TABLE.get(stage, '-')} layout (×100, mean [95% CI])", rows)
             if judgements_line(metrics[stage]):
                 console.print(f"{stage}: {judgements_line(metrics[stage])}", markup=False, highlight=False)
     console.print(f"run directory: {rundir.path}  (report: {rundir.path / 'report.md'})")
@@ -140,6 +140,34 @@ def run_sections(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt =
     _run(["sections"], config, dataset, articles, article, out, run_id, {"sections": update})
 
 
+@run_app.command("stage")
+def run_stage(name: Annotated[str, typer.Argument(help="a registered stage (`ruwikibench stages` lists them)")],
+              dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
+              out: OutOpt = Path("runs"), run_id: RunIdOpt = None) -> None:
+    """One stage by its registered name: a built-in one or a stage from an installed plug-in package."""
+    from ruwikibench.registry import StageRegistryError, get_stage
+
+    try:
+        get_stage(name)
+    except StageRegistryError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    _run([name], config, dataset, articles, article, out, run_id)
+
+
+@app.command("stages")
+def stages() -> None:
+    """The registered stages (built in, and from installed packages' `ruwikibench.stages` entry points)."""
+    from ruwikibench.registry import known_stages, plugin_errors
+
+    rows = [["stage", "defined in", "columns"]]
+    for name, stage in known_stages().items():
+        rows.append([name, type(stage).__module__, ", ".join(title for title, _ in stage.columns)])
+    print_table("stages", rows)
+    for name, error in plugin_errors().items():
+        console.print(f"[red]not loaded:[/red] {name}: {error}")
+
+
 @app.command("score")
 def score(run_dir: Annotated[Path, typer.Argument(help="a run directory")]) -> None:
     """Re-score a saved run from its captured outputs (no LLM call)."""
@@ -168,11 +196,12 @@ def report(run_dirs: Annotated[list[Path], typer.Argument(help="run directories 
            out: Annotated[Path, typer.Option("--out", "-o")] = Path("runs/report"),
            view: Annotated[str, typer.Option(help="failures_excluded | failures_as_zero")] = "failures_excluded") -> None:
     """Compare runs in the paper's table layouts: Markdown, CSV, PNG charts with CIs, one HTML page."""
-    from ruwikibench.runner.report import STAGE_MODULES, compare_runs, load_run, stage_table
+    from ruwikibench.registry import stage_names
+    from ruwikibench.runner.report import compare_runs, load_run, stage_table
 
     path = compare_runs(run_dirs, out, view)
     runs = [load_run(p) for p in run_dirs]
-    for stage in STAGE_MODULES:
+    for stage in stage_names():
         present = [(name, m[stage]) for name, m, _ in runs if stage in m]
         if present:
             print_table(f"{stage} (×100, mean [95% CI], {view})", stage_table(stage, present, view))

@@ -18,6 +18,7 @@ from langgraph.graph import END, START, StateGraph
 
 from ruwikibench.config import OutlineConfig, RunConfig
 from ruwikibench.context import StageContext
+from ruwikibench.contract import GeneratedText, ScoreRecord, Unit
 from ruwikibench.dataset import Article, Dataset, Section
 from ruwikibench.evaluators.floor import FloorSide
 from ruwikibench.evaluators.outline import (
@@ -40,7 +41,7 @@ from ruwikibench.nodes.outline import (
     parse,
     select,
 )
-from ruwikibench.runner.stage import GeneratedText, ScoreRecord, Unit
+from ruwikibench.registry import instance_of, register_stage
 
 NAME = "outline"
 
@@ -88,10 +89,12 @@ def selection(config: OutlineConfig) -> HeadingSelection:
     )
 
 
+@register_stage
 class OutlineStage:
-    """The benchmark contract of :mod:`ruwikibench.runner.stage` for stage 2."""
+    """The benchmark contract of :mod:`ruwikibench.contract` for stage 2."""
 
     name = NAME
+    order = 2
     columns: ClassVar[list[tuple[str, str]]] = [
         ("Mean F1", "f1"),
         ("F1 (authors)", "f1_authors"),
@@ -193,4 +196,4 @@ class OutlineStage:
         ]
 
 
-STAGE = OutlineStage()
+STAGE = instance_of(OutlineStage)

@@ -17,6 +17,7 @@ from langgraph.graph import END, START, StateGraph
 
 from ruwikibench.config import RunConfig
 from ruwikibench.context import StageContext
+from ruwikibench.contract import GeneratedText, ScoreRecord, Unit
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.evaluators.ranking import ranking_metrics
 from ruwikibench.nodes.ranking import (
@@ -31,7 +32,7 @@ from ruwikibench.nodes.ranking import (
     retrieve,
     route_candidates,
 )
-from ruwikibench.runner.stage import GeneratedText, ScoreRecord, Unit
+from ruwikibench.registry import instance_of, register_stage
 
 COLUMNS = [
     ("BM25 NDCG", "bm25_ndcg"),
@@ -72,10 +73,12 @@ def _judgement_counts(candidates: list[dict[str, Any]]) -> dict[str, int]:
     return {f"judged_{source}": counts.get(source, 0) for source in ("logprobs", "text", "unparseable", "error")}
 
 
+@register_stage
 class RankingStage:
-    """The stage contract of :mod:`ruwikibench.runner.stage` for source ranking."""
+    """The stage contract of :mod:`ruwikibench.contract` for source ranking."""
 
     name = "ranking"
+    order = 1
     columns = COLUMNS
 
     def build_graph(self) -> StateGraph:
@@ -129,4 +132,4 @@ class RankingStage:
         return f"{failed} relevance judgement(s) failed" if failed else None
 
 
-STAGE = RankingStage()
+STAGE = instance_of(RankingStage)

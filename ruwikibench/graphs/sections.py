@@ -1,4 +1,4 @@
-"""Stage 3 (section generation) as LangGraph graphs, and its benchmark ``STAGE`` (see runner/stage.py).
+"""Stage 3 (section generation) as LangGraph graphs, and its benchmark ``STAGE`` (see ruwikibench/contract.py).
 
 ``build_section_graph()`` writes one section: collect → group → compress (``Send`` per group) → write.
 ``build_sections_graph()`` takes an article title and its sections, fans them out with ``Send`` to the section
@@ -21,6 +21,7 @@ from langgraph.graph import END, START, StateGraph
 
 from ruwikibench.config import RunConfig
 from ruwikibench.context import StageContext
+from ruwikibench.contract import GeneratedText, ScoreRecord, Unit
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.evaluators.floor import FloorSide
 from ruwikibench.evaluators.lexical import lexical_scores
@@ -44,7 +45,7 @@ from ruwikibench.nodes.sections import (
     route_sections,
     write,
 )
-from ruwikibench.runner.stage import GeneratedText, ScoreRecord, Unit
+from ruwikibench.registry import instance_of, register_stage
 
 NAME = "sections"
 
@@ -159,10 +160,12 @@ def _pairs(unit: Unit, output: dict[str, Any]) -> list[tuple[dict[str, Any], dic
     return pairs
 
 
+@register_stage
 class SectionsStage:
     """Stage 3 for the runner: units from gold data, per-section scores, generated texts for the judges."""
 
     name = NAME
+    order = 3
     columns: ClassVar[list[tuple[str, str]]] = [
         ("Mean F1", "f1"),
         ("Mean ROUGE-L", "rouge_l"),
@@ -233,7 +236,7 @@ class SectionsStage:
         return generated
 
 
-STAGE = SectionsStage()
+STAGE = instance_of(SectionsStage)
 build_graph = build_sections_graph
 
 __all__ = [

@@ -42,8 +42,8 @@ from ruwikibench.nodes.citations import (
     restrict_markers,
     strip_markers,
 )
-from ruwikibench.writer.models import OutlineItem, WrittenArticle, WrittenSection
-from ruwikibench.writer.outline_file import items_from_headings, outline_markdown, parse_outline_markdown
+from ruwikibench.nodes.outline_file import items_from_headings, outline_markdown, parse_outline_markdown
+from ruwikibench.nodes.written import OutlineItem, WrittenArticle, WrittenSection
 
 ROLE = "writer"
 

@@ -16,8 +16,8 @@ from ruwikibench.context import StageContext
 from ruwikibench.models.llm import LLM
 from ruwikibench.models.types import Completion
 from ruwikibench.models.yesno import score_yes_no
+from ruwikibench.nodes.queries import describe, join_query, reference_query
 from ruwikibench.retrieval.bm25 import get_index
-from ruwikibench.retrieval.queries import describe, join_query, reference_query
 
 JudgementSource = Literal["logprobs", "text", "unparseable", "error"]
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
+from ruwikibench.registry import get_stage, stage_names
 from ruwikibench.runner.rundir import RunDir
-from ruwikibench.runner.stage import STAGE_MODULES, get_stage
 
 SCALE = 100.0
 PAPER_TABLE = {"ranking": "Tables 3/4", "outline": "Table 5", "sections": "Table 7"}
@@ -109,7 +109,7 @@ def write_run_report(rundir: RunDir, metrics: dict[str, Any], errors: list[dict[
     """report.md of one run; ``errors``: the failures still open (default: :meth:`RunDir.open_errors`)."""
     spec = rundir.read_json("spec.json") if rundir.file("spec.json").exists() else {}
     parts = [f"# Run {rundir.path.name}", "", _spec_summary(spec), ""]
-    for stage in [s for s in STAGE_MODULES if s in metrics]:
+    for stage in [s for s in stage_names() if s in metrics]:
         data = metrics[stage]
         parts += [f"## {stage} ({PAPER_TABLE.get(stage, '')}; ×100, mean [95% CI])", ""]
         for view in ("failures_excluded", "failures_as_zero"):
@@ -196,7 +196,7 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded") 
         "",
     ]
     charts: list[Path] = []
-    for stage in list(STAGE_MODULES):
+    for stage in stage_names():
         present = [(name, m[stage]) for name, m, _ in runs if stage in m]
         if not present:
             continue

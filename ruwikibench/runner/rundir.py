@@ -5,65 +5,24 @@ line is skipped on reading and cut off before the next append), so a run killed 
 included) keeps everything already computed. Records are de-duplicated on reading where it matters: the latest
 output per unit (stage, article, unit) and the latest score / generated text per item (stage, article, item).
 
-Commands that write a run directory hold ``run.lock`` (:func:`run_lock`): a second process on the same
+Commands that write a run directory hold ``run.lock`` (:func:`ruwikibench.runlock.run_lock`): a second process on the same
 directory stops with :class:`RunDirLocked` naming the holder's pid. The lock is an ``flock`` on the file, so the
 kernel releases it when its holder dies: the lock of a killed run is taken over by the next command.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from ruwikibench.jsonl import append_jsonl, item_key, latest, read_records, rewrite_jsonl, unit_key
+from ruwikibench.runlock import LOCK, RunDirLocked, run_lock
+
+__all__ = ["FILES", "LOCK", "RunDir", "RunDirLocked", "run_lock"]
 
 FILES = ("spec.json", "nodes.jsonl", "outputs.jsonl", "results.jsonl", "errors.jsonl", "generated.jsonl")
-LOCK = "run.lock"
-
-
-class RunDirLocked(RuntimeError):
-    """Another live process is writing this run directory."""
-
-    def __init__(self, path: Path, pid: int | None) -> None:
-        self.path, self.pid = path, pid
-        holder = f"process {pid}" if pid else "another process"
-        super().__init__(f"{path}: in use by {holder} ({LOCK}); wait for it to finish or choose another --run-id")
-
-
-@contextmanager
-def run_lock(directory: str | Path) -> Iterator[None]:
-    """Hold ``directory/run.lock`` for the duration (created with the directory if needed)."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    fd = os.open(directory / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = _pid_in(fd)
-        os.close(fd)
-        raise RunDirLocked(directory, holder) from None
-    try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield
-    finally:
-        os.ftruncate(fd, 0)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
-
-
-def _pid_in(fd: int) -> int | None:
-    try:
-        return int(os.pread(fd, 32, 0).decode().strip())
-    except (OSError, ValueError):
-        return None
-
-
 class RunDir:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)

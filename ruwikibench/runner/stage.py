@@ -1,93 +1,12 @@
-"""The contract between a benchmark stage and the runner.
+"""The stage contract, re-exported where the runner used to define it.
 
-A stage module (``ruwikibench/graphs/<stage>.py``) exposes ``STAGE``, an object with:
-
-- ``name``: "ranking" | "outline" | "sections"
-- ``build_graph()``: the uncompiled StateGraph (input/output schemas, ``context_schema=StageContext``)
-- ``units(dataset, article, config)``: the graph inputs built from GOLD data (benchmark mode), one
-  :class:`Unit` per independently resumable piece of work (an article for ranking/outline, an article's
-  sections for sections)
-- ``score(unit, output, context)``: evaluator records for the captured output (``output`` is the graph's output
-  state as a JSON-able dict); pure apart from embedding texts; raises nothing for paper exclusions — it returns a
-  record with ``excluded`` set instead
-- ``texts(unit, output)``: generated texts for judges and reports (:class:`GeneratedText`)
-- ``columns``: the paper's table layout for this stage as (column header, metric key) pairs; the runner
-  aggregates every metric key over items (mean, bootstrap 95% CI) and prints one row per run with these columns
-- ``count_keys`` (optional): the metric keys that are counts (headings, depth); reports print them as they are,
-  every other metric is a fraction shown ×100
-- ``floor_keys``, ``floor_sides(unit, output, context)``, ``cross_score(generated, reference, context)`` and
-  ``reference_pool(context)`` (all optional): the embedding metrics that get a permutation floor and a rescaled
-  score, see :mod:`ruwikibench.runner.floors`
-- ``failure_keys(reason, keys)`` (optional): the metric keys a failed unit zeroes in the failures-as-zero view
-  (default: all)
+The types live in :mod:`ruwikibench.contract` (the bottom layer graphs and evaluators import); stages are found
+by name through :mod:`ruwikibench.registry`.
 """
 
-from __future__ import annotations
+from ruwikibench.contract import GeneratedText, ScoreRecord, Stage, Unit
+from ruwikibench.registry import get_stage, known_stages, register_stage, stage_names
 
-from typing import Any, Protocol
-
-from langgraph.graph import StateGraph
-from pydantic import BaseModel, Field
-
-from ruwikibench.config import RunConfig
-from ruwikibench.context import StageContext
-from ruwikibench.dataset import Article, Dataset
-
-
-class Unit(BaseModel):
-    stage: str
-    article: str = Field(description="Article.name")
-    unit_id: str = Field(description="unique within (stage, article), e.g. 'article' or a section id")
-    input: dict[str, Any] = Field(description="the graph input state, JSON-able")
-
-
-class ScoreRecord(BaseModel):
-    """One scored item: an article (ranking, outline) or a section (sections)."""
-
-    stage: str
-    article: str
-    item: str
-    metrics: dict[str, float] = Field(default_factory=dict)
-    excluded: str | None = Field(default=None, description="paper exclusion reason; metrics then empty")
-    info: dict[str, Any] = Field(default_factory=dict)
-
-
-class GeneratedText(BaseModel):
-    """A generated text with what it should be judged against (written by runs to generated.jsonl)."""
-
-    stage: str
-    article: str
-    item: str
-    title: str
-    text: str
-    reference: str = ""
-    sources: list[str] = Field(default_factory=list)
-    category: str | None = None
-
-
-class Stage(Protocol):
-    name: str
-    columns: list[tuple[str, str]]
-
-    def build_graph(self) -> StateGraph: ...
-
-    def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]: ...
-
-    def score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[ScoreRecord]: ...
-
-    def texts(self, unit: Unit, output: dict[str, Any]) -> list[GeneratedText]: ...
-
-
-STAGE_MODULES = {
-    "ranking": "ruwikibench.graphs.ranking",
-    "outline": "ruwikibench.graphs.outline",
-    "sections": "ruwikibench.graphs.sections",
-}
-
-
-def get_stage(name: str) -> Stage:
-    import importlib
-
-    if name not in STAGE_MODULES:
-        raise KeyError(f"unknown stage {name!r}; known: {sorted(STAGE_MODULES)}")
-    return importlib.import_module(STAGE_MODULES[name]).STAGE  # type: ignore[no-any-return]
+__all__ = [
+    "GeneratedText", "ScoreRecord", "Stage", "Unit", "get_stage", "known_stages", "register_stage", "stage_names"
+]

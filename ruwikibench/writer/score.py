@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from ruwikibench.context import StageContext
+from ruwikibench.contract import GeneratedText, ScoreRecord
 from ruwikibench.dataset import Article, Dataset
-from ruwikibench.runner.stage import GeneratedText, ScoreRecord
 from ruwikibench.writer.models import WrittenArticle
 
 ARTICLE_COLUMNS = [

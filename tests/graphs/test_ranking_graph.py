@@ -7,9 +7,9 @@ import pytest
 from ruwikibench.evaluators.ranking import ndcg, r_precision
 from ruwikibench.graphs.ranking import STAGE, build_ranking_graph
 from ruwikibench.models.fake import ScriptedChat, yes_no_completion
+from ruwikibench.nodes.queries import ReferenceQueriesError, generate_reference_queries
 from ruwikibench.nodes.ranking import RerankFailed
 from ruwikibench.retrieval.bm25 import BM25Index
-from ruwikibench.retrieval.queries import ReferenceQueriesError, generate_reference_queries
 from ruwikibench.runner.stage import get_stage
 from tests.retrieval.synthetic import article_of_prompt, make_context, make_dataset
 

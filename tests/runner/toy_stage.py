@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-import types
 from typing import Any, ClassVar, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from ruwikibench.context import StageContext
-from ruwikibench.runner.stage import STAGE_MODULES, GeneratedText, ScoreRecord, Unit
+from ruwikibench.contract import GeneratedText, ScoreRecord, Unit
+from ruwikibench.registry import register_stage
 
 
 class ToyIn(TypedDict):
@@ -58,7 +57,4 @@ class ToyStage:
 
 
 def install() -> None:
-    module = types.ModuleType("tests_toy_stage")
-    module.STAGE = ToyStage()  # type: ignore[attr-defined]
-    sys.modules["tests_toy_stage"] = module
-    STAGE_MODULES["toy"] = "tests_toy_stage"
+    register_stage(ToyStage)

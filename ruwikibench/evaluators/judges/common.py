@@ -8,10 +8,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ruwikibench.config import RunConfig, load_config
+from ruwikibench.contract import GeneratedText
 from ruwikibench.evaluators.judges.rundir import Run, RunError, clip
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
-from ruwikibench.runner.stage import GeneratedText
 
 Mode = Literal["free", "guided"]
 """``free``: reference-free (the judge sees the task, the text and, where a criterion needs them, the sources);

@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError, model_validator
 from tqdm import tqdm
 
+from ruwikibench.contract import GeneratedText
 from ruwikibench.evaluators.judges.common import Limits, Mode, format_sources, task_instruction
 from ruwikibench.evaluators.judges.parsing import parse_criterion_verdict
 from ruwikibench.evaluators.judges.rundir import (
@@ -33,8 +34,7 @@ from ruwikibench.evaluators.judges.rundir import (
 from ruwikibench.evaluators.stats import Estimate, bootstrap_ci
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
-from ruwikibench.runner.rundir import run_lock
-from ruwikibench.runner.stage import GeneratedText
+from ruwikibench.runlock import run_lock
 
 CRITERIA_DIR = Path(__file__).parent / "criteria"
 DEFAULT_CRITERIA = CRITERIA_DIR / "default_ru.yaml"

@@ -22,6 +22,7 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 from tqdm import tqdm
 
+from ruwikibench.contract import GeneratedText
 from ruwikibench.evaluators.judges.common import Limits, Mode, task_instruction, words
 from ruwikibench.evaluators.judges.parsing import parse_pair_verdict
 from ruwikibench.evaluators.judges.rundir import (
@@ -38,8 +39,7 @@ from ruwikibench.evaluators.judges.rundir import (
 from ruwikibench.evaluators.stats import Estimate, bootstrap_ci
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
-from ruwikibench.runner.rundir import run_lock
-from ruwikibench.runner.stage import GeneratedText
+from ruwikibench.runlock import run_lock
 
 Order = Literal["random", "both"]
 Shown = Literal["reference_first", "candidate_first"]

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from ruwikibench import jsonl
 from ruwikibench.config import RunConfig
-from ruwikibench.runner.stage import GeneratedText
+from ruwikibench.contract import GeneratedText
 
 SPEC = "spec.json"
 GENERATED = "generated.jsonl"

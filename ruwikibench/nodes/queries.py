@@ -6,7 +6,7 @@ model's name, the prompt hash and the dataset id), so every evaluated model rank
 (paper Table 3). Create them with::
 
     import asyncio
-    from ruwikibench.retrieval.queries import generate_reference_queries
+    from ruwikibench.nodes.queries import generate_reference_queries
     asyncio.run(generate_reference_queries(dataset_dir, context))
 """
 

@@ -1,0 +1,160 @@
+"""Stages by name: one registry for the built-in stages and for installed plug-in packages.
+
+A stage (see :mod:`ruwikibench.contract`) registers itself with the :func:`register_stage` decorator::
+
+    @register_stage
+    class MyStage:
+        name = "my_stage"
+        columns = [("Score", "score")]
+        def build_graph(self): ...
+        def units(self, dataset, article, config): ...
+        def score(self, unit, output, context): ...
+        def texts(self, unit, output): ...
+
+The built-in stages are the modules of :mod:`ruwikibench.graphs`. A package
+installed next to ruwikibench adds stages through the ``ruwikibench.stages`` entry-point group (pyproject.toml)::
+
+    [project.entry-points."ruwikibench.stages"]
+    my_stage = "my_pkg.stages:MyStage"     # a stage class, a stage object, or a module that registers stages
+
+Everything is found on first use (:func:`get_stage`, :func:`stage_names`), never at import.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import threading
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any, TypeVar
+
+from ruwikibench.contract import Stage
+
+ENTRY_POINT_GROUP = "ruwikibench.stages"
+BUILTIN_PACKAGES = ("ruwikibench.graphs",)
+BUILTIN_MODULES: tuple[str, ...] = ()
+REQUIRED = ("name", "columns", "build_graph", "units", "score", "texts")
+
+_stages: dict[str, Stage] = {}
+_broken: dict[str, str] = {}
+_discovered = False
+_lock = threading.RLock()
+
+T = TypeVar("T")
+
+
+class StageRegistryError(KeyError):
+    """An unknown stage name, a stage object missing part of the contract, or a plug-in that fails to load."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def _check(stage: Any, origin: str) -> None:
+    missing = [attr for attr in REQUIRED if not hasattr(stage, attr)]
+    if missing:
+        raise StageRegistryError(f"{origin}: not a stage, missing {', '.join(missing)} (see ruwikibench.contract)")
+    if not isinstance(stage.name, str) or not stage.name:
+        raise StageRegistryError(f"{origin}: stage name must be a non-empty string")
+
+
+def register_stage(stage: T) -> T:
+    """Register a stage class (instantiated without arguments) or a stage object under its ``name``.
+
+    Returns its argument, so it works as a class decorator. A name registered twice by different classes is an
+    error; registering the same class again (a module imported twice) replaces the old object."""
+    instance = stage() if isinstance(stage, type) else stage
+    origin = f"{type(instance).__module__}.{type(instance).__qualname__}"
+    _check(instance, origin)
+    with _lock:
+        old = _stages.get(instance.name)
+        if old is not None and _qualified(old) != origin:
+            raise StageRegistryError(f"stage {instance.name!r} is registered twice: {_qualified(old)} and {origin}")
+        _stages[instance.name] = instance  # type: ignore[assignment]
+    return stage
+
+
+def _qualified(stage: object) -> str:
+    return f"{type(stage).__module__}.{type(stage).__qualname__}"
+
+
+def unregister_stage(name: str) -> None:
+    """Forget a stage (tests that register a temporary one)."""
+    with _lock:
+        _stages.pop(name, None)
+
+
+def instance_of(cls: type[T]) -> T:
+    """The registered object of a stage class decorated with :func:`register_stage`."""
+    for stage in list(_stages.values()):
+        if type(stage) is cls:
+            return stage  # type: ignore[return-value]
+    raise StageRegistryError(f"{cls.__qualname__} is not registered")
+
+
+def _builtin_modules() -> list[str]:
+    names: list[str] = []
+    for package_name in BUILTIN_PACKAGES:
+        package = importlib.import_module(package_name)
+        names += [f"{package_name}.{info.name}" for info in pkgutil.iter_modules(package.__path__)]
+    return names + list(BUILTIN_MODULES)
+
+
+def _load_entry_point(entry: EntryPoint) -> None:
+    loaded = entry.load()
+    if isinstance(loaded, type(importlib)):  # a module: importing it ran its @register_stage decorators
+        return
+    if isinstance(loaded, type):
+        loaded = loaded()
+    _check(loaded, f"entry point {entry.name} = {entry.value}")
+    register_stage(loaded)
+
+
+def discover(refresh: bool = False) -> None:
+    """Import the built-in stage modules and load the ``ruwikibench.stages`` entry points (once).
+
+    A plug-in that fails to load does not break the other stages: the error is kept and raised when the
+    stage is asked for by name."""
+    global _discovered
+    with _lock:
+        if _discovered and not refresh:
+            return
+        _discovered = True
+        for module in _builtin_modules():
+            importlib.import_module(module)
+        for entry in entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                _load_entry_point(entry)
+            except Exception as exc:  # noqa: BLE001 - any plug-in error becomes one line naming the entry point
+                dist = entry.dist.name if entry.dist is not None else "?"
+                _broken[entry.name] = (
+                    f"stage plug-in {entry.name!r} ({entry.value}, package {dist}) failed to load: "
+                    f"{type(exc).__name__}: {exc}"
+                )
+
+
+def get_stage(name: str) -> Stage:
+    discover()
+    if name in _stages:
+        return _stages[name]
+    if name in _broken:
+        raise StageRegistryError(_broken[name])
+    raise StageRegistryError(f"unknown stage {name!r}; known: {', '.join(stage_names())}")
+
+
+def known_stages() -> dict[str, Stage]:
+    """Every registered stage by name, in report order."""
+    discover()
+    with _lock:
+        ordered = sorted(_stages.values(), key=lambda s: (getattr(s, "order", 100), s.name))
+        return {stage.name: stage for stage in ordered}
+
+
+def stage_names() -> list[str]:
+    return list(known_stages())
+
+
+def plugin_errors() -> dict[str, str]:
+    """Entry points that failed to load: name -> one-line reason."""
+    discover()
+    return dict(_broken)
