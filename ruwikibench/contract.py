@@ -23,6 +23,8 @@ A stage is an object registered by name in :mod:`ruwikibench.registry` (``@regis
 - ``failure_keys(reason, keys)`` (optional): the metric keys a failed unit zeroes in the failures-as-zero view
   (default: all)
 - ``order`` (optional): where the stage's table comes in reports (lower first; default 100)
+- ``headline_key`` (optional): the metric the HTML report's article index and per-article deltas show
+  (default: the first column's)
 """
 
 from __future__ import annotations

@@ -194,15 +194,24 @@ def score(run_dir: Annotated[Path, typer.Argument(help="a run directory")]) -> N
 @app.command("report")
 def report(run_dirs: Annotated[list[Path], typer.Argument(help="run directories to compare")],
            out: Annotated[Path, typer.Option("--out", "-o")] = Path("runs/report"),
-           view: Annotated[str, typer.Option(help="failures_excluded | failures_as_zero")] = "failures_excluded") -> None:
-    """Compare runs in the paper's table layouts: Markdown, CSV, PNG charts with CIs, one HTML page."""
-    from ruwikibench.registry import stage_names
-    from ruwikibench.runner.report import compare_runs, load_run, stage_table
+           view: Annotated[str, typer.Option(help="failures_excluded | failures_as_zero")] = "failures_excluded",
+           screenshot: Annotated[Path | None, typer.Option(help="also save a PNG of report.html (headless Chromium)")]
+           = None) -> None:
+    """Compare runs in the paper's table layouts: Markdown, CSV, PNG charts with CIs, report.html + article pages."""
+    from ruwikibench.runner.report import compare_runs, load_run, report_stages, stage_table
 
     path = compare_runs(run_dirs, out, view)
     runs = [load_run(p) for p in run_dirs]
-    for stage in stage_names():
+    for stage in report_stages([m for _, m, _ in runs]):
         present = [(name, m[stage]) for name, m, _ in runs if stage in m]
-        if present:
-            print_table(f"{stage} (×100, mean [95% CI], {view})", stage_table(stage, present, view))
-    console.print(f"written: {path}, {out / 'report.html'}")
+        print_table(f"{stage} (×100, mean [95% CI], {view})", stage_table(stage, present, view))
+    console.print(f"written: {path}, {out / 'report.html'} (articles: {out / 'articles'})")
+    if screenshot is not None:
+        from ruwikibench.runner.browser import BrowserError
+        from ruwikibench.runner.browser import screenshot as take
+
+        try:
+            console.print(f"screenshot: {take(out / 'report.html', screenshot)}")
+        except BrowserError as exc:
+            console.print(f"[red]error:[/red] screenshot: {exc}")
+            raise typer.Exit(2) from exc

@@ -80,6 +80,7 @@ class RankingStage:
     name = "ranking"
     order = 1
     columns = COLUMNS
+    headline_key = "rerank_ndcg"  # what the report's article index and per-article deltas rank by
 
     def build_graph(self) -> StateGraph:
         return build_ranking_graph()  # type: ignore[return-value]

@@ -8,6 +8,7 @@ or an absolute path.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,12 +30,17 @@ class Prompt:
 
 
 class PromptLibrary:
-    """Loads prompt files once and remembers every hash it served (for the run log)."""
+    """Loads prompt files once and remembers every hash it served (for the run log).
+
+    ``listeners`` are called with every prompt served (each ``get``), e.g. by the node capture, which records
+    which prompt files a node used.
+    """
 
     def __init__(self, extra_dir: str | Path | None = None) -> None:
         self.search = [Path(extra_dir)] if extra_dir else []
         self.search.append(PACKAGE_PROMPTS)
         self._loaded: dict[str, Prompt] = {}
+        self.listeners: list[Callable[[Prompt], None]] = []
 
     def resolve(self, name: str) -> Path:
         candidate = Path(name)
@@ -52,7 +58,10 @@ class PromptLibrary:
             path = self.resolve(name)
             text = path.read_text(encoding="utf-8")
             self._loaded[name] = Prompt(name, path, text, hashlib.sha256(text.encode()).hexdigest())
-        return self._loaded[name]
+        prompt = self._loaded[name]
+        for listener in self.listeners:
+            listener(prompt)
+        return prompt
 
     def hashes(self) -> dict[str, str]:
         """name -> sha256 of every prompt served so far."""

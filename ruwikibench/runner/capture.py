@@ -1,7 +1,8 @@
 """Capture every node's output while a stage graph runs (LangGraph ``tasks`` stream, subgraphs included).
 
-LLM usage is attributed to the node that made the call through the LangGraph task id found in the
-runnable config of the calling node (``langgraph_checkpoint_ns``).
+LLM usage, answers and the prompt files a node used are attributed to the node through the LangGraph task id
+found in the runnable config of the calling node (``langgraph_checkpoint_ns``). Each record carries the wall-clock
+start and end of the node (``started_at``/``ended_at``, Unix seconds), so a report can draw what ran in parallel.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ruwikibench.models.types import Completion
+from ruwikibench.prompts import Prompt
 
 
 def digest(obj: Any) -> str:
@@ -32,12 +34,17 @@ def _current_task_id() -> str | None:
     return last.split(":", 1)[1] if ":" in last else None
 
 
+PROMPT_HASH_CHARS = 12
+
+
 @dataclass
 class TaskUsage:
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cache_hits: int = 0
+    prompts: dict[str, str] = field(default_factory=dict)
+    answers: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -47,7 +54,7 @@ class NodeCapture:
     stage: str
     article: str
     unit: str
-    started: dict[str, tuple[float, Any]] = field(default_factory=dict)
+    started: dict[str, tuple[float, float, Any]] = field(default_factory=dict)
     usage: dict[str, TaskUsage] = field(default_factory=lambda: defaultdict(TaskUsage))
 
     def on_completion(self, role: str, completion: Completion) -> None:
@@ -59,13 +66,20 @@ class NodeCapture:
         usage.prompt_tokens += completion.prompt_tokens
         usage.completion_tokens += completion.completion_tokens
         usage.cache_hits += int(completion.cached)
+        usage.answers.append({"role": role, "text": completion.text, "cached": completion.cached})
+
+    def on_prompt(self, prompt: Prompt) -> None:
+        """A prompt file served to the running node (name -> first characters of its sha256)."""
+        task_id = _current_task_id()
+        if task_id is not None:
+            self.usage[task_id].prompts[prompt.name] = prompt.sha256[:PROMPT_HASH_CHARS]
 
     def on_task(self, namespace: tuple[str, ...], event: dict[str, Any]) -> dict[str, Any] | None:
         task_id = event["id"]
         if "input" in event:
-            self.started[task_id] = (time.perf_counter(), event["input"])
+            self.started[task_id] = (time.time(), time.perf_counter(), event["input"])
             return None
-        began, task_input = self.started.pop(task_id, (time.perf_counter(), None))
+        began_at, began, task_input = self.started.pop(task_id, (time.time(), time.perf_counter(), None))
         usage = self.usage.pop(task_id, TaskUsage())
         return {
             "stage": self.stage,
@@ -78,8 +92,12 @@ class NodeCapture:
             "output": event.get("result"),
             "error": event.get("error"),
             "duration_s": round(time.perf_counter() - began, 4),
+            "started_at": round(began_at, 4),
+            "ended_at": round(time.time(), 4),
             "llm_calls": usage.calls,
             "prompt_tokens": usage.prompt_tokens,
             "completion_tokens": usage.completion_tokens,
             "cache_hits": usage.cache_hits,
+            "prompts": [{"name": name, "sha256": sha} for name, sha in usage.prompts.items()],
+            "answers": usage.answers,
         }

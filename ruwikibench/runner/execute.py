@@ -155,6 +155,7 @@ class Runner:
         graph = self.graphs[unit.stage]
         capture = NodeCapture(unit.stage, unit.article, unit.unit_id)
         self.context.llm.listeners.append(capture.on_completion)
+        self.context.prompts.listeners.append(capture.on_prompt)
         channels = graph.output_channels
         output_keys = {channels} if isinstance(channels, str) else set(channels)
         final: dict[str, Any] = {}
@@ -170,6 +171,7 @@ class Runner:
                     final = data
         finally:
             self.context.llm.listeners.remove(capture.on_completion)
+            self.context.prompts.listeners.remove(capture.on_prompt)
         return {k: v for k, v in final.items() if not output_keys or k in output_keys}
 
     def _finish(self, unit: Unit, output: dict[str, Any]) -> None:

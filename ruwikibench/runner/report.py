@@ -1,11 +1,10 @@
 """Reports: one run's report.md, and comparisons of several runs in the paper's table layouts
-(Markdown + CSV with CIs, PNG bar charts with CI whiskers, one self-contained HTML page per comparison)."""
+(Markdown + CSV with CIs, PNG bar charts with CI whiskers); the HTML pages are laid out by
+:mod:`ruwikibench.runner.html_report` from the tables computed here."""
 
 from __future__ import annotations
 
-import base64
 import csv
-import html
 import json
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,13 @@ from ruwikibench.runner.rundir import RunDir
 
 SCALE = 100.0
 PAPER_TABLE = {"ranking": "Tables 3/4", "outline": "Table 5", "sections": "Table 7"}
+
+
+def report_stages(metrics: list[dict[str, Any]]) -> list[str]:
+    """The stages present in any of the runs' metrics, in the registry's order, then any other stage by name."""
+    present = set().union(*(m.keys() for m in metrics)) if metrics else set()
+    known = [s for s in stage_names() if s in present]
+    return known + sorted(present - set(known))
 
 
 def stage_columns(stage: str, metrics: dict[str, Any]) -> list[tuple[str, str]]:
@@ -109,7 +115,7 @@ def write_run_report(rundir: RunDir, metrics: dict[str, Any], errors: list[dict[
     """report.md of one run; ``errors``: the failures still open (default: :meth:`RunDir.open_errors`)."""
     spec = rundir.read_json("spec.json") if rundir.file("spec.json").exists() else {}
     parts = [f"# Run {rundir.path.name}", "", _spec_summary(spec), ""]
-    for stage in [s for s in stage_names() if s in metrics]:
+    for stage in report_stages([metrics]):
         data = metrics[stage]
         parts += [f"## {stage} ({PAPER_TABLE.get(stage, '')}; ×100, mean [95% CI])", ""]
         for view in ("failures_excluded", "failures_as_zero"):
@@ -195,11 +201,9 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded") 
         ),
         "",
     ]
-    charts: list[Path] = []
-    for stage in stage_names():
+    charts: dict[str, Path] = {}
+    for stage in report_stages([m for _, m, _ in runs]):
         present = [(name, m[stage]) for name, m, _ in runs if stage in m]
-        if not present:
-            continue
         rows = stage_table(stage, present, view)
         parts += [
             f"## {stage} ({PAPER_TABLE.get(stage, '')})",
@@ -212,10 +216,12 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded") 
         with open(out / f"{stage}.csv", "w", newline="", encoding="utf-8") as handle:
             csv.writer(handle).writerows(rows)
         plot_stage(stage, present, out / f"{stage}.png", view)
-        charts.append(out / f"{stage}.png")
+        charts[stage] = out / f"{stage}.png"
     parts += _judge_sections(runs, out)
     (out / "report.md").write_text("\n".join(parts) + "\n", encoding="utf-8")
-    (out / "report.html").write_text(html_page(runs, "\n".join(parts), charts), encoding="utf-8")
+    from ruwikibench.runner.html_report import write_html_report
+
+    write_html_report(runs, out, view, charts)
     return out / "report.md"
 
 
@@ -317,43 +323,3 @@ def _bars(
         ax.bar(x, means, width, yerr=[lows, highs], capsize=3, label=name)
     ax.set_xticks(np.arange(len(columns)) + width * (len(runs) - 1) / 2)
     ax.set_xticklabels([title for title, _ in columns], rotation=20, ha="right")
-
-
-def html_page(
-    runs: list[tuple[str, dict[str, Any], RunDir]], markdown: str, charts: list[Path] | None = None
-) -> str:
-    """Self-contained page: the tables, the charts inlined, then per article reference and generated side by side."""
-    body = [f"<pre class='md'>{html.escape(markdown)}</pre>"]
-    for chart in charts or []:
-        data = base64.b64encode(chart.read_bytes()).decode()
-        body.append(
-            f"<img alt='{html.escape(chart.stem)}' src='data:image/png;base64,{data}' style='max-width:100%'>"
-        )
-    for name, _, rundir in runs:
-        body.append(f"<h2>{html.escape(name)}</h2>")
-        body.append(_run_articles_html(rundir))
-    style = (
-        "body{font-family:sans-serif;max-width:1400px;margin:auto}"
-        ".pair{display:grid;grid-template-columns:1fr 1fr;gap:1em}"
-        ".pair div{background:#f6f6f6;padding:.5em;white-space:pre-wrap}.md{white-space:pre-wrap}"
-    )
-    return f"<!doctype html><html><head><meta charset='utf-8'><style>{style}</style></head><body>{''.join(body)}</body></html>"
-
-
-def _run_articles_html(rundir: RunDir) -> str:
-    scores: dict[tuple[str, str, str], dict[str, float]] = {}
-    for record in rundir.results():
-        scores[(record["stage"], record["article"], record["item"])] = record.get("metrics", {})
-    parts = []
-    for text in rundir.generated():
-        metric = scores.get((text["stage"], text["article"], text["item"]), {})
-        summary = ", ".join(
-            f"{k}={v:.3f}" for k, v in list(metric.items())[:6] if isinstance(v, (int, float))
-        )
-        parts.append(
-            f"<details><summary>{html.escape(text['stage'])} · {html.escape(text['article'])} · "
-            f"{html.escape(text['title'])} <small>{html.escape(summary)}</small></summary>"
-            f"<div class='pair'><div><b>reference</b>\n{html.escape(text.get('reference', ''))}</div>"
-            f"<div><b>generated</b>\n{html.escape(text['text'])}</div></div></details>"
-        )
-    return "\n".join(parts) or "<p>no generated texts</p>"

@@ -133,6 +133,7 @@ async def _stream(app: Any, graph_input: Any, config: RunnableConfig, context: S
     """Run until the end or an interrupt, appending one trace record per finished node (subgraphs included)."""
     capture = NodeCapture("writer", name, "article")
     context.llm.listeners.append(capture.on_completion)
+    context.prompts.listeners.append(capture.on_prompt)
     try:
         async for namespace, mode, data in app.astream(
             graph_input, config, context=context, stream_mode=["tasks"], subgraphs=True
@@ -142,6 +143,7 @@ async def _stream(app: Any, graph_input: Any, config: RunnableConfig, context: S
                 append_trace(out_dir / TRACE, record)
     finally:
         context.llm.listeners.remove(capture.on_completion)
+        context.prompts.listeners.remove(capture.on_prompt)
 
 
 async def write_article(

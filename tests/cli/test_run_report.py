@@ -8,71 +8,24 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 from ruwikibench.cli import app
-from ruwikibench.corpus_builder.store import save_dataset
-from ruwikibench.prompts import PromptLibrary
-from tests.cli.fake_openai import fake_openai_server
-from tests.graphs.writer_fixture import TAG, TITLE, FakeWriterModel, HashEmbedder, _fragments, make_dataset
+from tests.cli.small_runs import fake_setup, run_all
+from tests.graphs.writer_fixture import TITLE
 
 runner = CliRunner()
-WRITE = [
-    _fragments(PromptLibrary().get(f"ru/{name}.txt").text) for name in ("section_write", "section_write_lead")
-]
-
-
-class BenchModel(FakeWriterModel):
-    """The writer fixture's answers, plus the benchmark's section-write prompts; counts requests."""
-
-    def __init__(self) -> None:
-        super().__init__(make_dataset())
-        self.requests = 0
-
-    def __call__(self, messages):
-        self.requests += 1
-        prompt = messages[-1]["content"]
-        if any(parts and all(p in prompt for p in parts) for parts in WRITE):
-            return "Раздел о теме: " + " ".join(sorted(set(TAG.findall(prompt)))) + "."
-        return super().__call__(messages)
 
 
 @pytest.fixture()
 def setup(tmp_path, monkeypatch):
-    monkeypatch.setattr("ruwikibench.runner.setup.make_embedder", lambda config: HashEmbedder())
-    save_dataset(make_dataset(), tmp_path / "data")
-    model = BenchModel()
-    with fake_openai_server(model) as url:
-        endpoint = {"name": "fake", "endpoints": [url], "max_retries": 0, "timeout": 20}
-        configs = []
-        for name, mode in (("base", "description"), ("direct", "direct")):
-            config = {
-                "name": name,
-                "models": {"writer": endpoint},
-                "cache_dir": str(tmp_path / "cache"),
-                "ranking": {"query_mode": "generated"},
-                "outline": {"mode": mode},
-                "max_concurrency": 2,
-            }
-            path = tmp_path / f"{name}.yaml"
-            path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
-            configs.append(path)
-        yield tmp_path, configs, model
-
-
-def _run(tmp, config) -> str:
-    result = runner.invoke(
-        app,
-        ["run", "all", "--dataset", str(tmp / "data"), "--config", str(config), "--out", str(tmp / "runs")],
-    )
-    assert result.exit_code == 0, result.output + repr(result.exception)
-    return result.output.split("run directory: ")[1].split()[0]
+    with fake_setup(tmp_path, monkeypatch) as made:
+        yield made
 
 
 def test_run_all_score_and_report(setup) -> None:
     tmp, (base, direct), model = setup
-    base_dir, direct_dir = _run(tmp, base), _run(tmp, direct)
+    base_dir, direct_dir = run_all(tmp, base), run_all(tmp, direct)
     metrics = json.loads((Path(base_dir) / "metrics.json").read_text(encoding="utf-8"))
     assert set(metrics) >= {"ranking", "outline", "sections"}
     assert (
@@ -109,4 +62,7 @@ def test_run_all_score_and_report(setup) -> None:
     assert {f["stage"] for f in floors} == {"outline", "sections"}
     page = (tmp / "cmp" / "report.html").read_text(encoding="utf-8")
     assert page.count("data:image/png;base64,") == 3  # the three stage charts, inlined
-    assert "<details>" in page and "ЗОЛОТО" in page  # reference texts beside generated ones
+    assert page.count('<table class="sortable stage-table">') == 3
+    assert 'href="articles/a0002.html"' in page and "Per-article deltas" in page
+    article = (tmp / "cmp" / "articles" / "a0002.html").read_text(encoding="utf-8")  # Москва: 2nd by name
+    assert "ЗОЛОТО" in article and "Node trace" in article  # reference texts beside generated ones, the trace

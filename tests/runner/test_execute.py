@@ -76,4 +76,11 @@ async def test_report_compares_runs(tmp_path: Path) -> None:
         dirs.append(rundir.path)
     md = compare_runs(dirs, tmp_path / "cmp").read_text()
     assert "| good | 100.00" in md and "| weak | 0.00" in md
-    assert (tmp_path / "cmp" / "report.html").read_text().count("<details>") == 4
+    page = (tmp_path / "cmp" / "report.html").read_text()
+    losses = page.split("biggest losses (2)")[1].split("</table>")[0]  # both articles lost 100 points
+    assert losses.count("−100.00") + losses.count("-100.00") == 2 and "biggest wins (0)" in page
+    assert "dataset mem not available" in page  # no dataset behind the toy runs: said once per run
+    articles = sorted((tmp_path / "cmp" / "articles").glob("a*.html"))
+    assert len(articles) == 2
+    cat = articles[0].read_text()  # a0001: Кошка (articles sorted by name)
+    assert "Кошка это статья" in cat and "нечто" in cat  # both runs' texts on the article's page

@@ -1,0 +1,107 @@
+"""HTML report pieces, hand-computed: per-article deltas (wins and losses first), the timeline's lanes, item
+scores (×100 but counts), the per-article JSONL index, and a page with no resource outside itself."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from ruwikibench.runner.html_report import RunData, _timeline, delta_block, environment, item_scores
+from ruwikibench.runner.jsonl_index import JsonlIndex
+from ruwikibench.runner.rundir import RunDir
+
+PAGES = {name: f"articles/a{i:04d}.html" for i, name in enumerate(["A", "B", "C", "D", "E"], 1)}
+
+
+def _run(name: str, f1: dict[str, list[float]]) -> RunData:
+    data = RunData(name, {"outline": {"metrics": {}}}, RunDir(Path("/nonexistent") / name), {})
+    for article, values in f1.items():
+        data.results[("outline", article)] = [
+            {"stage": "outline", "article": article, "item": f"s{i}", "metrics": {"f1": v}} for i, v in enumerate(values)
+        ]
+    return data
+
+
+def test_deltas_order_wins_and_losses_by_size() -> None:
+    base = _run("base", {"A": [0.5], "B": [0.5], "C": [0.2, 0.4], "D": [0.7], "E": [0.1]})
+    other = _run("other", {"A": [0.6], "B": [0.2], "C": [0.9, 0.9], "D": [0.7]})  # E failed in 'other'
+    block = delta_block([base, other], "outline", list(PAGES), PAGES)
+    assert block is not None and block["title"] == "Mean F1" and block["base"] == "base"
+    # C: mean 0.3 -> 0.9 = +60; A: +10; B: -30; D: 0; E: no score in 'other'
+    assert [(r.article, round(r.first, 6)) for r in block["wins"]] == [("C", 60.0), ("A", 10.0)]
+    assert [(r.article, round(r.first, 6)) for r in block["losses"]] == [("B", -30.0)]
+    assert block["ties"] == 1
+    assert [r.article for r in block["rows"]] == ["C", "B", "A", "D", "E"]  # |Δ| descending, unknown last
+    assert block["rows"][-1].deltas == [None] and block["rows"][-1].before == pytest.approx(10.0)
+    assert delta_block([base], "outline", list(PAGES), PAGES) is None  # one run: nothing to compare
+
+
+def test_timeline_puts_overlapping_nodes_on_separate_lanes() -> None:
+    nodes = [
+        {"node": "a", "started_at": 10.0, "ended_at": 11.0, "llm_calls": 1},
+        {"node": "b", "started_at": 10.5, "ended_at": 11.5},
+        {"node": "c", "started_at": 11.0, "ended_at": 12.0},
+    ]
+    timeline = _timeline(nodes)
+    assert [(b["node"], b["lane"]) for b in timeline["bars"]] == [("a", 0), ("b", 1), ("c", 0)]
+    assert timeline["lanes"] == 2 and timeline["parallel"] and timeline["span_s"] == pytest.approx(2.0)
+    assert [(b["x"], b["width"]) for b in timeline["bars"]] == [(0.0, 50.0), (25.0, 50.0), (50.0, 50.0)]
+    assert [b["llm"] for b in timeline["bars"]] == [True, False, False]
+    sequential = _timeline([nodes[0], nodes[2]])
+    assert sequential["lanes"] == 1 and not sequential["parallel"]
+
+
+def test_item_scores_scale_fractions_not_counts() -> None:
+    results = [
+        {"item": "article", "metrics": {"f1": 0.8569, "gen_headings": 9.0, "gen_max_depth": 1.0}},
+        {"item": "other", "metrics": {}, "excluded": "reference outline has no sections"},
+    ]
+    table = item_scores("outline", {"metrics": {}}, results)
+    row = dict(zip(table["header"], table["rows"][0]["cells"], strict=True))
+    assert row["Mean F1"] == pytest.approx(85.69) and row["Headings"] == 9.0 and row["Max depth"] == 1.0
+    assert table["rows"][1]["excluded"] == "reference outline has no sections"
+    assert all(v is None for v in table["rows"][1]["cells"])
+
+
+def test_jsonl_index_reads_one_article_at_a_time(tmp_path: Path) -> None:
+    path = tmp_path / "nodes.jsonl"
+    lines = [
+        {"stage": "outline", "article": 'Кавычки "в" имени', "unit": "article", "node": "n1"},
+        {"stage": "outline", "article": "Python", "unit": "article", "node": "n2"},
+        {"node": "n3", "article": "Python", "stage": "sections", "unit": "s1"},  # another key order: parsed in full
+        {"stage": "outline", "article": 'Кавычки "в" имени', "unit": "article", "node": "n4"},
+    ]
+    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines) + '{"stage": "x", "arti'
+    path.write_text(text, encoding="utf-8")
+    index = JsonlIndex(path)
+    assert sorted(index.articles()) == sorted(['Кавычки "в" имени', "Python"])
+    assert [r["node"] for r in index.records("Python")] == ["n2", "n3"]
+    assert [r["node"] for r in index.records('Кавычки "в" имени')] == ["n1", "n4"]
+    assert list(index.records("missing")) == []
+    assert index.units() == [
+        {"stage": "outline", "article": "Python", "unit": "article"},
+        {"stage": "outline", "article": 'Кавычки "в" имени', "unit": "article"},
+        {"stage": "sections", "article": "Python", "unit": "s1"},
+    ]
+    assert JsonlIndex(tmp_path / "absent.jsonl").articles() == []
+
+
+def test_page_template_loads_nothing_from_outside() -> None:
+    page = environment().get_template("report.html.j2").render(
+        title="t", created="now", view="failures excluded", runs=[], settings=[["run"]], stages=[], judges=[],
+        problems=[], index={"header": [], "rows": []}, deltas=[],
+    )
+    assert "<style>" in page and "<script>" in page
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+    assert "<link" not in page and "@import" not in page
+
+
+def test_headline_is_the_declared_key_else_the_first_column() -> None:
+    from ruwikibench.runner.html_report import headline
+
+    assert headline("ranking", {}) == ("Rerank NDCG", "rerank_ndcg")
+    assert headline("outline", {}) == ("Mean F1", "f1")
+    assert headline("no-such-stage", {"metrics": {"b": {}, "a": {}}}) == ("a", "a")
