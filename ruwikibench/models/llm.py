@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from ruwikibench.config import ModelConfig, RunConfig
+from ruwikibench.config import ConfigError, ModelConfig, RunConfig
 from ruwikibench.models.cache import ResponseCache, request_key
 from ruwikibench.models.retry import LLMRequestError, backoff_delay, is_retryable
 from ruwikibench.models.types import ChatBackend, Completion, Messages, TokenLogprob, TopLogprob
@@ -123,9 +123,9 @@ class OpenAIBackend:
 
     def __init__(self, config: ModelConfig, identity_extra: dict[str, object] | None = None) -> None:
         if not config.endpoints:
-            raise ValueError(f"model {config.name!r}: no endpoint configured (set 'endpoints' or 'local')")
+            raise ConfigError(f"model {config.name!r}: no endpoint configured (set 'endpoints' or 'local')")
         if config.api_key_env and not os.environ.get(config.api_key_env):
-            raise ValueError(
+            raise ConfigError(
                 f"model {config.name!r}: environment variable {config.api_key_env} (api_key_env) is not set"
             )
         self.config = config

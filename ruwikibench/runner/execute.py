@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ruwikibench import __version__
-from ruwikibench.config import RunConfig
+from ruwikibench.config import RunConfig, RunInputError
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.jsonl import unit_key
@@ -47,9 +47,21 @@ class UnitFailed(Exception):
     pass
 
 
+class UnknownArticle(RunInputError, KeyError):
+    """--article names an article the dataset does not hold."""
+
+    __str__ = BaseException.__str__  # one plain line, not KeyError's quoted repr
+
+
 def select_articles(dataset: Dataset, options: RunOptions) -> list[Article]:
     articles = dataset.articles
     if options.article_names:
+        known = {a.name for a in articles} | {a.title for a in articles}
+        for name in options.article_names:
+            if name not in known:
+                sample = ", ".join(repr(a.title) for a in articles[:5])
+                raise UnknownArticle(f"--article {name!r}: no such article (name or title) in the dataset "
+                                     f"({len(articles)} articles, e.g. {sample})")
         articles = [dataset.article(name) for name in options.article_names]
     if options.articles is not None:
         articles = articles[: options.articles]
