@@ -36,9 +36,11 @@ def _load(config_path: Path, dataset_spec: str) -> tuple[Any, Any, Path]:
     failed to import are reported one line each, as `corpus import` reports them."""
     from ruwikibench.config import RunInputError, load_config
     from ruwikibench.runner.datasets import import_errors, resolve_dataset
+    from ruwikibench.runner.overrides import check_overrides
 
     try:
         config = load_config(config_path)
+        check_overrides(config, config_path)  # node/graph overrides: before any LLM call
         dataset, path = resolve_dataset(dataset_spec)
     except RunInputError as exc:
         print_error(exc)

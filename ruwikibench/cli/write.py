@@ -19,7 +19,7 @@ def _context(config_path: Path, dataset_spec: str, overrides: dict[str, Any]) ->
     from ruwikibench.runner.setup import build_context
 
     config, dataset, path = _load(config_path, dataset_spec)
-    if overrides:
+    if overrides:  # validated again, so a writer profile takes the new writer settings into account
         config = with_overrides(config, {"writer": overrides}, "command-line options")
     context = build_context(config, dataset, path)
     return context, path
