@@ -71,7 +71,7 @@ def main(path: Path) -> None:
         for stage, metrics in scores(path, directory.name).items():
             shown = {k: round(v, 4) for k, v in metrics.items() if k in {
                 "f1", "precision", "recall", "p", "r", "rouge_l", "bleu", "soft_recall", "gen_headings",
-                "source_precision", "source_recall", "citation_precision"}}
+                "source_precision", "source_recall", "cited_own_share"}}
             print(f"{stage}: {shown}")
         print("\n" + "\n".join(data["markdown"].splitlines()[:12]))
         print()

@@ -224,3 +224,155 @@ def _confusion(labels: list[int], matrix: list[list[int]]) -> None:
     for label, row in zip(labels, matrix):
         table.add_row(str(label), *map(str, row))
     console.print(table)
+
+
+@judge_app.command("citations")
+def citations_command(
+    run_dir: Annotated[Path, typer.Argument(help="run directory (write --batch, write --out, or an external "
+                                            "article run)")],
+    judge_config: Annotated[
+        Path | None,
+        typer.Option("--judge-config", help="run config YAML naming the support model (role 'support', else "
+                     "'judge'); default: the run's own config"),
+    ] = None,
+    dataset: Annotated[
+        str | None, typer.Option("--dataset", help="dataset with the texts of an external article's sources")
+    ] = None,
+    threshold: Annotated[
+        float | None, typer.Option("--threshold", help="P(supported) needed (default: config citations.threshold)")
+    ] = None,
+) -> None:
+    """Citation faithfulness: is each cited sentence supported by the snippets it cites (ALCE-style)?"""
+    from ruwikibench.evaluators.judges.citations import summarize_citations
+    from ruwikibench.evaluators.judges.rundir import RunError
+    from ruwikibench.runner.datasets import DatasetError
+
+    try:
+        config = _citations_config(run_dir, judge_config)
+        loaded = _dataset(dataset)
+    except (RunError, DatasetError, ValueError) as exc:
+        _fail(str(exc))
+        return
+    if threshold is not None:
+        config.citations.threshold = threshold
+    try:
+        summary = asyncio.run(_judge_citations(run_dir, config, loaded))
+    except RunError as exc:
+        _fail(str(exc))
+        return
+    console.print(f"support checks asked now: {summary['checks_now']}; usage: {summary['usage']}")
+    _table(summarize_citations(run_dir), f"citation faithfulness — {run_dir} (×100, mean [95% CI])")
+    console.print(f"written: {run_dir / 'citations.json'}")
+
+
+def _citations_config(run_dir: Path, judge_config: Path | None):  # type: ignore[no-untyped-def]
+    """The config naming the support model: --judge-config, else the run's spec.json, else the article's."""
+    import json
+
+    from ruwikibench.config import RunConfig, load_config
+    from ruwikibench.evaluators.judges.rundir import RunError
+
+    if judge_config is not None:
+        return load_config(judge_config)
+    for name in ("spec.json", "article.json"):
+        path = run_dir / name
+        if path.is_file():
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(data.get("config"), dict):
+                return RunConfig.model_validate(data["config"])
+    raise RunError(f"{run_dir}: no config recorded (spec.json or article.json); pass --judge-config CONFIG")
+
+
+def _dataset(spec: str | None):  # type: ignore[no-untyped-def]
+    if spec is None:
+        return None
+    from ruwikibench.runner.datasets import resolve_dataset
+
+    return resolve_dataset(spec)[0]
+
+
+async def _judge_citations(run_dir: Path, config, dataset):  # type: ignore[no-untyped-def]
+    from tqdm import tqdm
+
+    from ruwikibench.evaluators.judges.citations import support_llm
+    from ruwikibench.prompts import PromptLibrary
+    from ruwikibench.writer.citations import judge_run_citations
+
+    llm, name = support_llm(config)
+    try:
+        with tqdm(desc="support checks", unit="check") as bar:
+            return await judge_run_citations(
+                run_dir, llm, judge=name, options=config.citations, prompts=PromptLibrary(config.prompts_dir),
+                dataset=dataset, on_record=lambda _: bar.update(),
+            )
+    finally:
+        await llm.aclose()
+
+
+@judge_app.command("citations-meta")
+def citations_meta_command(
+    config: Annotated[
+        list[Path] | None,
+        typer.Option("--config", help="run config whose 'support' model (else 'judge') is measured; repeatable"),
+    ] = None,
+    pairs: Annotated[Path | None, typer.Option("--pairs", help="labelled pairs JSONL (default: bundled)")] = None,
+    sample: Annotated[
+        Path | None, typer.Option("--sample", help="the shared Ruwiki sample (folder or JSON) the pairs point into")
+    ] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="only N pairs, taken round-robin over the labels")] = None,
+    baseline: Annotated[bool, typer.Option(help="also score the embedding-cosine baseline (no LLM)")] = True,
+    cosine_threshold: Annotated[
+        float, typer.Option("--cosine-threshold", help="baseline: 'supported' when cosine >= this")
+    ] = 0.85,
+    out: Annotated[Path | None, typer.Option("--out", help="write the figures and probabilities as JSON")] = None,
+) -> None:
+    """Agreement of the citation support judge with hand-labelled pairs: accuracy, precision, recall, F1, AUC."""
+    from collections import Counter
+
+    from ruwikibench.config import ConfigError, EmbedderConfig, load_config
+    from ruwikibench.evaluators.judges.citations_meta import FixtureError, agreement_row, balanced, load_pairs
+
+    try:
+        labelled = load_pairs(pairs, sample)
+        configs = [load_config(path) for path in config or []]
+    except (FixtureError, ConfigError) as exc:
+        _fail(str(exc))
+        return
+    labelled = balanced(labelled, limit)
+    console.print(f"{len(labelled)} labelled pairs " + str(dict(Counter(p.label for p in labelled))))
+    results = [_measure_llm(labelled, cfg) for cfg in configs]
+    if baseline:
+        embedder = configs[0].embedder if configs else EmbedderConfig()
+        cache = configs[0].cache_path if configs else None
+        results.append(_measure_cosine(labelled, embedder, cache, cosine_threshold))
+    _table([agreement_row(r) for r in results], "citation support judge vs hand labels (positive = supported)")
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(
+            __import__("json").dumps([r.model_dump() for r in results], ensure_ascii=False, indent=1) + "\n",
+            encoding="utf-8",
+        )
+        console.print(f"written: {out}")
+
+
+def _measure_llm(labelled, config):  # type: ignore[no-untyped-def]
+    from ruwikibench.evaluators.judges.citations import support_llm
+    from ruwikibench.evaluators.judges.citations_meta import agreement, llm_probabilities
+    from ruwikibench.prompts import PromptLibrary
+
+    llm, name = support_llm(config)
+    try:
+        options = config.citations
+        probabilities = asyncio.run(llm_probabilities(labelled, llm, options, PromptLibrary(config.prompts_dir)))
+    finally:
+        llm.close()
+    console.print(f"{name}: usage {llm.usage.as_dict()}")
+    return agreement(f"LLM {name}", labelled, probabilities, options.threshold)
+
+
+def _measure_cosine(labelled, embedder_config, cache, threshold):  # type: ignore[no-untyped-def]
+    from ruwikibench.evaluators.judges.citations_meta import agreement, cosine_probabilities
+    from ruwikibench.models.embeddings import make_embedder
+
+    probabilities = cosine_probabilities(labelled, make_embedder(embedder_config, cache))
+    return agreement(f"cosine {embedder_config.id}", labelled, probabilities, threshold)

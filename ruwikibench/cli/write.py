@@ -78,12 +78,13 @@ def _single(context: Any, title: str | None, out: Path, outline: Path | None, st
 
 
 def _batch(context: Any, dataset_path: Path, out: Path, articles: int | None, article: list[str] | None,
-           run_id: str | None) -> None:
+           run_id: str | None, citations: bool = True) -> None:
     from ruwikibench.cli.run import print_table
+    from ruwikibench.evaluators.judges.citations import summarize_citations
     from ruwikibench.runner.report import stage_table
     from ruwikibench.writer.batch import BatchOptions, article_table, write_batch
 
-    options = BatchOptions(articles=articles, article_names=article, out=out, run_id=run_id)
+    options = BatchOptions(articles=articles, article_names=article, out=out, run_id=run_id, citations=citations)
 
     async def go() -> Any:
         try:
@@ -100,6 +101,10 @@ def _batch(context: Any, dataset_path: Path, out: Path, articles: int | None, ar
     if "article" in metrics:
         print_table("article — writer mode, whole article (×100, mean [95% CI])",
                     article_table(rundir.path.name, metrics))
+    rows = summarize_citations(rundir.path)
+    if rows:
+        print_table("citation faithfulness — support judge (×100, mean [95% CI])",
+                    [list(rows[0]), *[list(r.values()) for r in rows]])
     console.print(f"run directory: {rundir.path}  (report: {rundir.path / 'report.md'})")
 
 
@@ -121,6 +126,8 @@ def write(
     articles: Annotated[int | None, typer.Option("--articles", "-n", help="batch: the first N articles")] = None,
     article: Annotated[list[str] | None, typer.Option("--article", "-a", help="batch: an article name")] = None,
     run_id: Annotated[str | None, typer.Option("--run-id", help="batch: run directory name")] = None,
+    citations: Annotated[bool, typer.Option(help="batch: judge whether each cited sentence is supported by "
+                                            "its sources (role 'support', else 'judge')")] = True,
     candidates: Annotated[int | None, typer.Option(help="BM25 pool reranked (writer.candidates)")] = None,
     max_sources: Annotated[int | None, typer.Option(help="snippets kept (writer.max_sources)")] = None,
     per_section: Annotated[int | None, typer.Option(help="snippets per section (writer.per_section)")] = None,
@@ -134,7 +141,7 @@ def write(
         if title or outline or stop_after_outline or resume:
             raise typer.BadParameter("--batch takes no TITLE, --outline, --stop-after-outline or --resume")
         context, path = _context(config, dataset, overrides)
-        _batch(context, path, out or Path("runs"), articles, article, run_id)
+        _batch(context, path, out or Path("runs"), articles, article, run_id, citations)
         return
     if not title and not resume:
         raise typer.BadParameter("give a TITLE (or --resume, or --batch)")

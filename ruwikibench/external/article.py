@@ -5,7 +5,7 @@ Markdown: an optional ``# Title`` line, the lead (text before the first section 
 (``###`` … nested). Articles whose sections are ``#`` headings (STORM's plain text) are read too: levels are
 shifted so the top section level is 2. Sources: each number maps to a dataset source (by normalised URL, by
 source id, or by snippet id); a number whose source the dataset does not hold stays in the reference list with
-its URL only — it counts against citation precision and is reported as unmatched, never an error.
+its URL only — it counts against the cited own share and is reported as unmatched, never an error.
 """
 
 from __future__ import annotations

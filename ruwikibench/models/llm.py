@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from ruwikibench.config import ModelConfig, RunConfig
+from ruwikibench.config import ROLE_FALLBACKS, ModelConfig, RunConfig
 from ruwikibench.models.cache import ResponseCache, request_key
 from ruwikibench.models.retry import LLMRequestError, backoff_delay, is_retryable
 from ruwikibench.models.types import ChatBackend, Completion, Messages, TokenLogprob, TopLogprob
@@ -302,7 +302,7 @@ class LLM:
     def backend(self, role: str) -> ChatBackend:
         if role in self.backends:
             return self.backends[role]
-        for fallback in ("writer", "outline", "ranking", "query"):
+        for fallback in (*ROLE_FALLBACKS.get(role, ()), "writer", "outline", "ranking", "query"):
             if fallback in self.backends:
                 return self.backends[fallback]
         raise KeyError(f"no chat model for role {role!r}")

@@ -201,10 +201,22 @@ def run_summary(run: RunData) -> dict[str, Any]:
     }
 
 
+def citation_block(data: list[RunData]) -> list[dict[str, Any]]:
+    """One table of the runs judged by ``judge citations`` (recall, precision, unsupported share with CIs)."""
+    from ruwikibench.evaluators.judges.citations import summarize_citations
+
+    rows = [{"run": run.name, **row} for run in data for row in summarize_citations(run.rundir.path)]
+    if not rows:
+        return []
+    header = list(rows[0])
+    return [{"title": "Citation faithfulness (×100, mean [95% CI] over sentences / citations)",
+             "rows": [header, *[[r[h] for h in header] for r in rows]], "charts": []}]
+
+
 def judge_blocks(data: list[RunData]) -> list[dict[str, Any]]:
     from ruwikibench.evaluators.judges import judge_tables
 
-    blocks = []
+    blocks = citation_block(data)
     for run in data:
         for title, rows in judge_tables(run.rundir.path).items():
             header = list(rows[0])

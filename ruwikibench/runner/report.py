@@ -203,6 +203,7 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded") 
             csv.writer(handle).writerows(rows)
         plot_stage(stage, present, out / f"{stage}.png", view)
         charts[stage] = out / f"{stage}.png"
+    parts += citation_section(runs)
     parts += _judge_sections(runs, out)
     (out / "report.md").write_text("\n".join(parts) + "\n", encoding="utf-8")
     from ruwikibench.runner.html_report import write_html_report
@@ -240,6 +241,22 @@ def settings_table(runs: list[tuple[str, dict[str, Any], RunDir]]) -> list[list[
             [name, str(settings.get("name", "")), str(spec.get("dataset", {}).get("id", "")), diff or "—"]
         )
     return rows
+
+
+def citation_section(runs: list[tuple[str, dict[str, Any], RunDir]]) -> list[str]:
+    """One table of the runs judged by ``judge citations``: recall, precision, unsupported share with CIs."""
+    from ruwikibench.evaluators.judges.citations import summarize_citations
+
+    rows = [{"run": name, **row} for name, _, rundir in runs for row in summarize_citations(rundir.path)]
+    if not rows:
+        return []
+    header = list(rows[0])
+    return [
+        "## Citation faithfulness (judge citations; ×100, mean [95% CI] over sentences / citations)",
+        "",
+        markdown_table([header, *[[r[h] for h in header] for r in rows]]),
+        "",
+    ]
 
 
 def _judge_sections(runs: list[tuple[str, dict[str, Any], RunDir]], out: Path) -> list[str]:

@@ -33,6 +33,7 @@ class BatchOptions(BaseModel):
     out: Path = Path("runs")
     run_id: str | None = None
     progress: bool = True
+    citations: bool = Field(default=True, description="judge citation faithfulness of the written articles")
 
 
 def batch_run_id(context: StageContext, options: BatchOptions) -> str:
@@ -87,7 +88,27 @@ async def _write_batch(
     rundir.write_json("spec.json", spec)
     metrics = finalize(rundir)
     _append_article_table(rundir, metrics)
+    if options.citations and any((rundir.path / "articles").glob("*/article.json")):
+        await judge_batch_citations(context, rundir)
     return rundir
+
+
+async def judge_batch_citations(context: StageContext, rundir: RunDir) -> None:
+    """Citation faithfulness of every written article (the ``support`` role, else ``judge``), then its table in
+    report.md; checks already in citations.jsonl are not asked again."""
+    from ruwikibench.evaluators.judges.citations import summarize_citations
+    from ruwikibench.writer.citations import judge_run_citations
+
+    config = context.config
+    await judge_run_citations(rundir.path, context.llm, judge=config.model_for("support").name,
+                              options=config.citations, prompts=context.prompts, dataset=context.dataset)
+    rows = summarize_citations(rundir.path)
+    if rows:
+        header = list(rows[0])
+        path = rundir.file("report.md")
+        table = markdown_table([header, *[[r[h] for h in header] for r in rows]])
+        path.write_text(path.read_text(encoding="utf-8") + "\n## citation faithfulness (judge citations; ×100, "
+                        "mean [95% CI] over sentences / citations)\n\n" + table + "\n", encoding="utf-8")
 
 
 async def write_or_resume(context: StageContext, title: str, out_dir: Path) -> Any:

@@ -29,7 +29,7 @@ ARTICLE_COLUMNS = [
     ("R", "r"),
     ("Source precision", "source_precision"),
     ("Source recall", "source_recall"),
-    ("Citation precision", "citation_precision"),
+    ("Cited own share", "cited_own_share"),
 ]
 
 
@@ -110,7 +110,7 @@ def source_metrics(article: Article, written: WrittenArticle, selected: list[str
     if selected:
         metrics["source_precision"] = sum(1 for s in selected if s in own) / len(selected)
     if cited:
-        metrics["citation_precision"] = sum(1 for s in cited if s in own) / len(cited)
+        metrics["cited_own_share"] = sum(1 for s in cited if s in own) / len(cited)
     return metrics
 
 

@@ -139,7 +139,7 @@ def test_reference_article_scores_1_and_sources_are_matched(context, dataset, tm
     article = next(r for r in results if r["stage"] == "article" and r["article"] == "Москва")
     m = article["metrics"]
     assert m["f1"] == pytest.approx(1.0) and m["rouge_l"] == pytest.approx(1.0)
-    assert m["citation_precision"] == pytest.approx(3 / 5)  # 1-3 are Москва's sources, 4 unknown, 5 Python's
+    assert m["cited_own_share"] == pytest.approx(3 / 5)  # 1-3 are Москва's sources, 4 unknown, 5 Python's
     assert m["source_recall"] == pytest.approx(1.0)  # every Москва snippet belongs to a cited source
     assert m["source_precision"] == pytest.approx(6 / 8)  # + the two snippets of Python's source
     assert m["sources_unmatched"] == 1 and m["markers_unresolved"] == 0
@@ -190,7 +190,7 @@ def test_article_sources_by_snippet_id_and_unresolved_markers(context, tmp_path)
     article = next(r for r in results if r["stage"] == "article")
     assert article["info"]["matched_by"] == {"1": "snippet_id", "2": "source_id"}
     assert article["metrics"]["markers_unresolved"] == 1  # [7] is not in the sources map
-    assert article["metrics"]["citation_precision"] == pytest.approx(1.0)
+    assert article["metrics"]["cited_own_share"] == pytest.approx(1.0)
     assert article["metrics"]["source_recall"] == pytest.approx(3 / 6)  # one snippet + the two of src1
     outputs = read_jsonl(rundir.file("outputs.jsonl"))
     written = outputs[0]["output"]["written"]

@@ -97,6 +97,7 @@ PROMPT_FILES = {
     "describe": "ru/section_describe.txt",
     "write_section": "ru/writer_section.txt",
     "lead": "ru/writer_lead.txt",
+    "support": "ru/citation_support.txt",
 }
 
 
@@ -127,6 +128,9 @@ class FakeWriterModel:
     def __call__(self, messages):
         prompt = messages[-1]["content"]
         name = kind(prompt)
+        if name == "support":  # supported when the claim names a tag of the passage shown
+            passage, claim = prompt.split('"""')[1], prompt.split('"""')[3]
+            return yes_no_completion(0.9 if set(TAG.findall(claim)) & set(TAG.findall(passage)) else 0.1)
         if name == "relevance":
             tags = TAG.findall(prompt)
             return yes_no_completion(0.95 if tags and self.by_tag[tags[0]].article == TITLE else 0.05)

@@ -65,7 +65,7 @@ def test_best_matches_and_source_shares(tmp_path) -> None:
     written = WrittenArticle(title=TITLE, references=[
         Citation(n=1, snippet_id=own[0], source_id=""), Citation(n=2, snippet_id="Python/src0#0", source_id="")])
     shares = source_metrics(article, written, [own[0], own[1], "Python/src0#0", "Python/src0#1"], context.dataset)
-    assert shares == {"source_recall": 2 / 6, "source_precision": 2 / 4, "citation_precision": 1 / 2}
+    assert shares == {"source_recall": 2 / 6, "source_precision": 2 / 4, "cited_own_share": 1 / 2}
 
 
 def test_batch_writes_scores_and_resumes(tmp_path) -> None:
@@ -80,6 +80,11 @@ def test_batch_writes_scores_and_resumes(tmp_path) -> None:
     assert "## outline" in report and "## sections" in report and "## article (writer mode" in report
     spec = json.loads((rundir.path / "spec.json").read_text(encoding="utf-8"))
     assert spec["mode"] == "writer"
+    # citation faithfulness: each section sentence names the tag of the snippet it cites (supported); the
+    # lead's "Москва — город [n]." names none (unsupported); the writer removed the out-of-range markers
+    citations = json.loads((rundir.path / "citations.json").read_text(encoding="utf-8"))["overall"]["counts"]
+    assert (citations["cited"], citations["supported"], citations["unsupported"]) == (10, 9, 1)
+    assert "## citation faithfulness" in report.split("## article (writer mode")[1]
     calls = len(chat.calls)
     asyncio.run(write_batch(context, "synthetic", options))  # already written: nothing to do
     assert len(chat.calls) == calls

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -29,11 +31,14 @@ from ruwikibench.evaluators.citations import (
     split_sentences,
     tally,
 )
+from ruwikibench.evaluators.stats import Estimate
 from ruwikibench.models.llm import LLM
 from ruwikibench.models.yesno import score_yes_no
 from ruwikibench.prompts import PromptLibrary
 
 CheckSource = Literal["logprobs", "text", "unparseable", "error"]
+RESULTS_JSONL = "citations.jsonl"
+RESULTS_JSON = "citations.json"
 
 
 class CitedText(BaseModel):
@@ -199,3 +204,24 @@ def support_llm(config: RunConfig) -> tuple[LLM, str]:
     model = config.model_for("support")
     only = config.model_copy(update={"models": {"support": model}})
     return LLM.from_config(only), model.name
+
+
+def summarize_citations(run_dir: str | Path) -> list[dict[str, str]]:
+    """Report rows (one per run): judge, sentences, citation recall / precision / unsupported share ×100 with
+    95% CIs, unjudged sentences, markers with no source. Empty when the run has not been judged."""
+    path = Path(run_dir) / RESULTS_JSON
+    if not path.exists():
+        return []
+    data = json.loads(path.read_text(encoding="utf-8"))
+    counts, est = data["overall"]["counts"], data["overall"]["estimates"]
+    return [{
+        "judge": data["judge"],
+        "threshold": f"{data['options']['threshold']:g}",
+        "sentences": str(counts["sentences"]),
+        "cited": str(counts["cited"]),
+        "citation recall": Estimate(**est["citation_recall"]).fmt(100),
+        "citation precision": Estimate(**est["citation_precision"]).fmt(100),
+        "unsupported share": Estimate(**est["unsupported_share"]).fmt(100),
+        "unjudged": str(counts["unjudged"]),
+        "no source": str(counts["missing_citations"]),
+    }]
