@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+Profile = Literal["benchmark", "writer"]
 ROLES = ("query", "ranking", "outline", "writer", "judge", "support", "reference")
 Role = Literal["query", "ranking", "outline", "writer", "judge", "support", "reference"]
 ROLE_FALLBACKS: dict[str, tuple[str, ...]] = {"support": ("judge",)}
@@ -215,6 +216,11 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = "run"
+    profile: Profile = Field(
+        default="benchmark",
+        description="benchmark: every stage on gold inputs, as in the paper; writer: the stage configs in writer "
+        "mode (no gold data), see RunConfig.with_profile; `ruwikibench write` always runs under 'writer'",
+    )
     models: dict[Role, ModelConfig]
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
     ranking: RankingConfig = Field(default_factory=RankingConfig)
@@ -226,9 +232,50 @@ class RunConfig(BaseModel):
         default_factory=lambda: ["ranking", "outline", "sections"],
         description="stages run by `ruwikibench run`, by registered name (ruwikibench.registry)",
     )
+    overrides: dict[str, str] = Field(
+        default_factory=dict,
+        description="replace a node ('stage.node': 'pkg.module:function') or a whole stage graph "
+        "('stage': 'pkg.module:build_graph') with your own code; checked when a command loads the config "
+        "(ruwikibench.runner.overrides)",
+    )
     max_concurrency: int = Field(default=4, description="global limit on in-flight LLM requests")
     cache_dir: str = Field(default="~/.cache/ruwikibench", description="LLM and embedding caches")
     prompts_dir: str | None = Field(default=None, description="extra prompt folder searched before the package's")
+
+    @model_validator(mode="after")
+    def _apply_profile(self) -> RunConfig:
+        if self.profile == "writer":
+            self._writer_mode()
+        return self
+
+    def _writer_mode(self) -> None:
+        """The stage configs in writer mode (no gold data): ranking with the writer's query mode ('generated' or
+        'title', never the stored 'reference' query written from gold headings); outline centroids chosen from the
+        data; sections without the oracle filter (it reads the gold text), with the write prompt that shows
+        numbered materials and asks for [n] markers, the writer's grouping, and a chunk size that fits every
+        assigned snippet into one write prompt."""
+        writer = self.writer
+        sections_update: dict[str, object] = {
+            "oracle_filter": None,
+            "prompt_write": writer.prompt_section,
+            "chunk_size": max(self.sections.chunk_size, writer.per_section),
+        }
+        if writer.group_threshold is not None:
+            sections_update["group_threshold"] = writer.group_threshold
+        if writer.section_max_tokens is not None:
+            sections_update["write_max_tokens"] = writer.section_max_tokens
+        self.ranking = self.ranking.model_copy(update={"query_mode": writer.query_mode})
+        self.outline = self.outline.model_copy(update={"centroids": "data"})
+        self.sections = self.sections.model_copy(update=sections_update)
+
+    def with_profile(self, profile: Profile) -> RunConfig:
+        """This config under ``profile`` (a new object; the same one if it already is). 'writer' switches the stage
+        configs to writer mode; a writer config does not go back (load the YAML again for a benchmark run)."""
+        if profile == self.profile:
+            return self
+        if profile == "benchmark":
+            raise ValueError("a writer-profile config has its stage settings replaced; load it again for 'benchmark'")
+        return RunConfig.model_validate({**self.model_dump(), "profile": profile})
 
     def model_for(self, role: Role) -> ModelConfig:
         """The model of a role; roles not named fall back to their own fallbacks (``support`` -> ``judge``), then to
@@ -278,9 +325,13 @@ def check_stages(config: RunConfig, path: Path) -> None:
 
     for index, name in enumerate(config.stages):
         try:
-            get_stage(name)
+            stage = get_stage(name)
         except StageRegistryError as exc:
             raise ConfigError(f"{path}: stages.{index}: {exc}") from exc
+        profiles = getattr(stage, "profiles", ("benchmark", "writer"))
+        if config.profile not in profiles:
+            raise ConfigError(f"{path}: stages.{index}: stage {name!r} runs under profile {' or '.join(profiles)}; "
+                              f"set 'profile: {profiles[0]}' (the config has {config.profile!r})")
 
 
 def load_config(path: str | Path) -> RunConfig:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ruwikibench.config import RunConfig
+from ruwikibench.config import Profile, RunConfig
 from ruwikibench.dataset import Dataset
 from ruwikibench.models.embeddings import Embedder
 from ruwikibench.models.llm import LLM
@@ -22,3 +22,8 @@ class StageContext:
     prompts: PromptLibrary
     dataset: Dataset | None = None
     dataset_dir: Path | None = None  # where the dataset (and its stored reference queries) lives
+
+    def with_profile(self, profile: Profile) -> StageContext:
+        """The same services with the config under ``profile`` (see :meth:`RunConfig.with_profile`)."""
+        config = self.config.with_profile(profile)
+        return self if config is self.config else replace(self, config=config)

@@ -11,7 +11,7 @@ A stage (see :mod:`ruwikibench.contract`) registers itself with the :func:`regis
         def score(self, unit, output, context): ...
         def texts(self, unit, output): ...
 
-The built-in stages are the modules of :mod:`ruwikibench.graphs`. A package
+The built-in stages are the modules of :mod:`ruwikibench.graphs` and :mod:`ruwikibench.writer.stage`. A package
 installed next to ruwikibench adds stages through the ``ruwikibench.stages`` entry-point group (pyproject.toml)::
 
     [project.entry-points."ruwikibench.stages"]
@@ -32,7 +32,7 @@ from ruwikibench.contract import Stage
 
 ENTRY_POINT_GROUP = "ruwikibench.stages"
 BUILTIN_PACKAGES = ("ruwikibench.graphs",)
-BUILTIN_MODULES: tuple[str, ...] = ()
+BUILTIN_MODULES = ("ruwikibench.writer.stage",)
 REQUIRED = ("name", "columns", "build_graph", "units", "score", "texts")
 
 _stages: dict[str, Stage] = {}

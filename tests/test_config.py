@@ -47,3 +47,16 @@ def test_stages_are_checked_against_the_registry(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as error:
         load_config(path)
     assert str(error.value).startswith(f"{path}: stages.1: unknown stage 'nope'; known: ranking, outline, sections")
+
+
+def test_a_writer_profile_in_yaml_sets_writer_mode(tmp_path: Path) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text(
+        "profile: writer\nmodels:\n  writer: {name: m, endpoints: ['http://127.0.0.1:9/v1']}\n"
+        "ranking: {query_mode: reference}\nsections: {oracle_filter: 0.4}\nwriter: {query_mode: title}\n",
+        encoding="utf-8",
+    )
+    config = load_config(path)
+    assert config.profile == "writer"
+    assert (config.ranking.query_mode, config.outline.centroids, config.sections.oracle_filter) == ("title", "data", None)
+    assert config.model_dump(mode="json")["profile"] == "writer"  # what spec.json records

@@ -34,9 +34,11 @@ def print_table(title: str, rows: list[list[str]]) -> None:
 def _load(config_path: Path, dataset_spec: str) -> tuple[Any, Any, Path]:
     from ruwikibench.config import ConfigError, load_config
     from ruwikibench.runner.datasets import DatasetError, resolve_dataset
+    from ruwikibench.runner.overrides import check_overrides
 
     try:
         config = load_config(config_path)
+        check_overrides(config, config_path)  # node/graph overrides: before any LLM call
         dataset, path = resolve_dataset(dataset_spec)
     except (ConfigError, DatasetError, FileNotFoundError, ValueError) as exc:
         console.print(f"[red]error:[/red] {exc}")

@@ -15,18 +15,21 @@ console = make_console()
 
 
 def _context(config_path: Path, dataset_spec: str, overrides: dict[str, Any]) -> tuple[Any, Path]:
-    from ruwikibench.config import ConfigError, load_config
+    from ruwikibench.config import ConfigError, RunConfig, load_config
     from ruwikibench.runner.datasets import DatasetError, resolve_dataset
+    from ruwikibench.runner.overrides import check_overrides
     from ruwikibench.runner.setup import build_context
 
     try:
         config = load_config(config_path)
+        if overrides:  # validated again, so a writer profile takes the new writer settings into account
+            config.writer = config.writer.model_copy(update=overrides)
+            config = RunConfig.model_validate(config.model_dump())
+        check_overrides(config, config_path)  # node/graph overrides: before any LLM call
         dataset, path = resolve_dataset(dataset_spec)
     except (ConfigError, DatasetError, FileNotFoundError, ValueError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
-    if overrides:
-        config.writer = config.writer.model_copy(update=overrides)
     context = build_context(config, dataset, path)
     return context, path
 

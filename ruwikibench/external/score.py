@@ -296,7 +296,11 @@ def external_run_id(stage: str, sha: str, dataset: Dataset, options: ExternalOpt
 
 
 def score_outputs(context: StageContext, dataset_path: str, options: ExternalOptions) -> RunDir:
-    """Read, check and score an external outputs file; writes the whole run directory and returns it."""
+    """Read, check and score an external outputs file; writes the whole run directory and returns it.
+
+    Whole articles are scored as the writer's are, under the config's ``writer`` profile (shown in spec.json)."""
+    if options.stage == "article":
+        context = context.with_profile("writer")
     dataset = context.dataset
     assert dataset is not None
     stage = options.stage

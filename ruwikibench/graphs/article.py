@@ -16,6 +16,7 @@ is set): compile with a checkpointer and resume with ``Command(resume=edited_out
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import partial
 
 from langgraph.graph import END, START, StateGraph
@@ -25,19 +26,29 @@ from ruwikibench.nodes import article as nodes
 from ruwikibench.nodes.article import WriterInput, WriterOutput, WriterState
 
 
-def build_article_graph() -> StateGraph[WriterState, StageContext, WriterInput, WriterOutput]:
-    """The uncompiled writer graph (input :class:`WriterInput`, output :class:`WriterOutput`)."""
+def build_article_graph(
+    stage_graphs: Mapping[str, StateGraph] | None = None,
+) -> StateGraph[WriterState, StageContext, WriterInput, WriterOutput]:
+    """The uncompiled writer graph (input :class:`WriterInput`, output :class:`WriterOutput`).
+
+    ``stage_graphs`` replaces the built-in ranking / outline / sections graphs used as subgraphs (the run
+    config's overrides, applied by :func:`ruwikibench.runner.overrides.stage_graph`)."""
     from ruwikibench.graphs.outline import build_outline_graph
     from ruwikibench.graphs.ranking import build_ranking_graph
     from ruwikibench.graphs.sections import build_sections_graph
 
+    given = dict(stage_graphs or {})
+    ranking = given.get("ranking") or build_ranking_graph()
+    outline = given.get("outline") or build_outline_graph()
+    sections = given.get("sections") or build_sections_graph()
+
     graph = StateGraph(WriterState, context_schema=StageContext, input_schema=WriterInput, output_schema=WriterOutput)
-    graph.add_node("ranking", partial(nodes.ranking, graph=build_ranking_graph().compile()))
+    graph.add_node("ranking", partial(nodes.ranking, graph=ranking.compile()))
     graph.add_node("select_sources", nodes.select_sources)
-    graph.add_node("outline", partial(nodes.outline, graph=build_outline_graph().compile()))
+    graph.add_node("outline", partial(nodes.outline, graph=outline.compile()))
     graph.add_node("review_outline", nodes.review_outline)
     graph.add_node("assign", nodes.assign)
-    graph.add_node("sections", partial(nodes.sections, graph=build_sections_graph().compile()))
+    graph.add_node("sections", partial(nodes.sections, graph=sections.compile()))
     graph.add_node("cite", nodes.cite)
     graph.add_node("write_lead", nodes.write_lead)
     graph.add_node("assemble", nodes.assemble)

@@ -9,8 +9,9 @@ The stage graphs are invoked as subgraphs from the nodes ``ranking``, ``outline`
 writer state into each stage's input schema and its output back (the graphs' own nodes run unchanged, under
 their own checkpoint namespace, captured like any node). No gold data is used: the ranking query is generated
 from the title (or is the title), the outline's cluster count is chosen from the data, the sections get the
-snippets ``assign`` retrieved for their headings, and the stage configs are forced into writer mode by
-:func:`writer_context` (no oracle filter, no reference query, data-chosen centroids, the citing write prompt).
+snippets ``assign`` retrieved for their headings. The stage configs are in writer mode because the writer runs
+under the config's ``writer`` profile (:meth:`ruwikibench.config.RunConfig.with_profile`: no oracle filter, no
+reference query, data-chosen centroids, the citing write prompt); the nodes read the config, never rewrite it.
 """
 
 from __future__ import annotations
@@ -108,35 +109,16 @@ class WriterState(TypedDict, total=False):
 
 
 def writer_context(context: StageContext) -> StageContext:
-    """The context handed to the stage subgraphs: their configs switched to writer mode (no gold data).
+    """The context handed to the stage subgraphs: the run's own, with one memo embedder shared by the stages.
 
-    Ranking: the writer's query mode ('generated' or 'title', never the stored 'reference' query written from
-    gold headings). Outline: centroids chosen from the data. Sections: no oracle filter (it reads the gold
-    text), the write prompt that shows numbered materials and asks for [n] markers, the writer's grouping, a
-    chunk size that fits every assigned snippet into one write prompt.
-    """
-    config = context.config
-    writer = config.writer
-    sections_update: dict[str, Any] = {
-        "oracle_filter": None,
-        "prompt_write": writer.prompt_section,
-        # every material of a section in one write prompt (merged descriptions would lose the numbering)
-        "chunk_size": max(config.sections.chunk_size, writer.per_section),
-    }
-    if writer.group_threshold is not None:
-        sections_update["group_threshold"] = writer.group_threshold
-    if writer.section_max_tokens is not None:
-        sections_update["write_max_tokens"] = writer.section_max_tokens
-    sections_fields = type(config.sections).model_fields
-    sections_update = {k: v for k, v in sections_update.items() if k in sections_fields}
-    new_config = config.model_copy(
-        update={
-            "ranking": config.ranking.model_copy(update={"query_mode": writer.query_mode}),
-            "outline": config.outline.model_copy(update={"centroids": "data"}),
-            "sections": config.sections.model_copy(update=sections_update),
-        }
-    )
-    return dataclasses.replace(context, config=new_config, embedder=memo_embedder(context.embedder))
+    The writer needs the config's ``writer`` profile (its stage settings use no gold data); under another
+    profile it stops with a clear error instead of quietly reading gold data."""
+    if context.config.profile != "writer":
+        raise ValueError(
+            "the writer graph runs under the 'writer' profile: use context.with_profile('writer') "
+            "(ruwikibench write and the 'article' stage do)"
+        )
+    return dataclasses.replace(context, embedder=memo_embedder(context.embedder))
 
 
 class MemoEmbedder:

@@ -28,6 +28,7 @@ from ruwikibench.jsonl import unit_key
 from ruwikibench.runner.capture import NodeCapture
 from ruwikibench.runner.floors import FLOORS_FILE, compute_floors
 from ruwikibench.runner.metrics import aggregate, metrics_rows
+from ruwikibench.runner.overrides import check_overrides, fingerprint, spec_records, stage_graph
 from ruwikibench.runner.rundir import RunDir, scored_units
 from ruwikibench.runner.stage import Stage, Unit, get_stage
 
@@ -58,11 +59,12 @@ def select_articles(dataset: Dataset, options: RunOptions) -> list[Article]:
 
 def run_id_for(config: RunConfig, dataset: Dataset, options: RunOptions) -> str:
     """Deterministic id: the same command on the same data resumes the same run directory."""
-    key = json.dumps(
-        [config.model_dump(mode="json"), dataset.dataset_id, options.stages, options.articles, options.article_names],
-        sort_keys=True,
-        default=str,
-    )
+    parts: list[object] = [
+        config.model_dump(mode="json"), dataset.dataset_id, options.stages, options.articles, options.article_names
+    ]
+    if config.overrides:  # the code of every override (its source's sha256), not just its import path
+        parts.append(fingerprint(check_overrides(config)))
+    key = json.dumps(parts, sort_keys=True, default=str)
     return f"{config.name}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
 
 
@@ -83,6 +85,8 @@ def build_spec(run_id: str, config: RunConfig, dataset: Dataset, dataset_path: s
         "dataset": {"id": dataset.dataset_id, "path": dataset_path, "params": dataset.params},
         "models": {role: m.identity() for role, m in config.models.items()},
         "embedder": config.embedder.id,
+        "profile": config.profile,
+        "overrides": spec_records(check_overrides(config)),
         "config": config.model_dump(mode="json"),
         "options": options.model_dump(mode="json", exclude={"progress"}),
         "prompts": {},
@@ -98,7 +102,8 @@ class Runner:
         self.rundir = rundir
         self.options = options
         self.stages: dict[str, Stage] = {name: get_stage(name) for name in options.stages}
-        self.graphs = {name: stage.build_graph().compile() for name, stage in self.stages.items()}
+        overrides = check_overrides(context.config)
+        self.graphs = {name: stage_graph(stage, overrides).compile() for name, stage in self.stages.items()}
 
     def pending_units(self, articles: list[Article]) -> tuple[list[Unit], int]:
         done = {unit_key(o) for o in self.rundir.outputs()}

@@ -230,7 +230,9 @@ def settings_table(runs: list[tuple[str, dict[str, Any], RunDir]]) -> list[list[
         rundir.read_json("spec.json") if rundir.file("spec.json").exists() else {} for _, _, rundir in runs
     ]
     flat = [
-        _flatten(spec.get("config", {})) | _flatten(spec.get("options", {}), "options.") for spec in specs
+        _flatten(spec.get("config", {})) | _flatten(spec.get("options", {}), "options.")
+        | {f"override.{key}.sha256": (o.get("sha256") or "")[:12] for key, o in spec.get("overrides", {}).items()}
+        for spec in specs
     ]
     keys = sorted({k for f in flat for k in f if not k.startswith(IGNORED_SETTINGS)})
     differing = [k for k in keys if len({json.dumps(f.get(k), sort_keys=True) for f in flat}) > 1]

@@ -20,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ruwikibench.context import StageContext
 from ruwikibench.runner.execute import RunOptions, build_spec, finalize, select_articles
+from ruwikibench.runner.overrides import check_overrides, fingerprint
 from ruwikibench.runner.report import markdown_table
 from ruwikibench.runner.rundir import RunDir
 from ruwikibench.writer.score import ARTICLE_COLUMNS, generated_texts, score_written
@@ -38,13 +39,18 @@ class BatchOptions(BaseModel):
 
 def batch_run_id(context: StageContext, options: BatchOptions) -> str:
     assert context.dataset is not None
-    key = json.dumps([context.config.model_dump(mode="json"), context.dataset.dataset_id, options.articles,
-                      options.article_names], sort_keys=True, default=str)
+    parts: list[object] = [context.config.model_dump(mode="json"), context.dataset.dataset_id, options.articles,
+                            options.article_names]
+    if context.config.overrides:  # the overrides' code, not just their import paths
+        parts.append(fingerprint(check_overrides(context.config)))
+    key = json.dumps(parts, sort_keys=True, default=str)
     return f"{context.config.name}-writer-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
 
 
 async def write_batch(context: StageContext, dataset_path: str, options: BatchOptions) -> RunDir:
-    """Write and score the selected articles (resuming a previous batch in the same run directory)."""
+    """Write and score the selected articles (resuming a previous batch in the same run directory), under the
+    config's ``writer`` profile."""
+    context = context.with_profile("writer")
 
     dataset = context.dataset
     assert dataset is not None, "StageContext.dataset must be set for a batch run"

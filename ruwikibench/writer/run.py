@@ -22,6 +22,7 @@ from ruwikibench.context import StageContext
 from ruwikibench.dataset import safe_name
 from ruwikibench.jsonl import append_jsonl, read_records
 from ruwikibench.runner.capture import NodeCapture
+from ruwikibench.runner.overrides import check_overrides, spec_records
 from ruwikibench.runner.rundir import run_lock
 from ruwikibench.writer.export import write_exports
 from ruwikibench.writer.models import OutlineItem, WrittenArticle
@@ -159,8 +160,10 @@ async def write_article(
     """Write one article into ``out_dir``; stop for review after the outline, or resume a stopped/failed run.
 
     ``resume`` continues the session in ``out_dir``: with an ``edited_outline`` when it awaits one (default:
-    the session's ``outline.md`` as the user left it), else from its last checkpoint.
+    the session's ``outline.md`` as the user left it), else from its last checkpoint. The config runs under its
+    ``writer`` profile (stage settings that use no gold data; recorded in spec.json).
     """
+    context = context.with_profile("writer")
     with run_lock(Path(out_dir)):
         return await _write_article(context, title, out_dir, user_outline=user_outline, review=review,
                                     resume=resume, edited_outline=edited_outline)
@@ -178,7 +181,8 @@ async def _write_article(
 ) -> WriteResult:
     from langgraph.types import Command
 
-    from ruwikibench.graphs.article import build_article_graph
+    from ruwikibench.registry import get_stage
+    from ruwikibench.runner.overrides import stage_graph
     from ruwikibench.writer.outline_file import outline_markdown, read_outline_file
 
     out = Path(out_dir)
@@ -196,7 +200,8 @@ async def _write_article(
     before = _usage_totals(context)
     started = time.perf_counter()
     async with sqlite_checkpointer(out / CHECKPOINTS) as saver:
-        app = build_article_graph().compile(checkpointer=saver)
+        graph = stage_graph(get_stage("article"), check_overrides(context.config))
+        app = graph.compile(checkpointer=saver)
         graph_input: Any
         if resume:
             state = await app.aget_state(config)
@@ -238,6 +243,7 @@ async def _write_article(
         "assignments": _jsonable(values.get("assignments") or []),
         "notes": list(values.get("notes") or []),
         "config": context.config.model_dump(mode="json"),
+        "overrides": spec_records(check_overrides(context.config)),
         "prompts": context.prompts.hashes(),
     }
     texts = {s.snippet_id: s.text for s in values.get("sources") or []}

@@ -174,12 +174,12 @@ def make_context(tmp_path, **writer: object) -> tuple[StageContext, ScriptedChat
         cache_dir=str(tmp_path / "cache"),
     )
     # The run config asks for the stored reference query (gold headings) and the oracle filter (gold text):
-    # writer mode must override both.
+    # the writer profile must override both.
     config.ranking = config.ranking.model_copy(update={"query_mode": "reference"})
     config.sections = config.sections.model_copy(update={"oracle_filter": 0.3})
     llm = LLM({role: chat for role in roles}, max_concurrency=4)
     context = StageContext(config=config, llm=llm, embedder=HashEmbedder(), prompts=PromptLibrary(), dataset=dataset)
-    return context, chat
+    return context.with_profile("writer"), chat
 
 
 def prompts_of(chat: ScriptedChat, name: str | None = None) -> list[str]:

@@ -115,7 +115,7 @@ def test_flatten_headings_in_section_texts() -> None:
     assert drafts[0].text == "Заголовок\n\nФакт [1]."
 
 
-def test_writer_context_forces_writer_mode() -> None:
+def test_the_writer_profile_sets_writer_mode_and_nodes_only_read_it() -> None:
     config = RunConfig(models={"writer": ModelConfig(name="m")})
     config.ranking = config.ranking.model_copy(update={"query_mode": "reference"})
     config.sections = config.sections.model_copy(update={"oracle_filter": 0.5})
@@ -124,7 +124,12 @@ def test_writer_context_forces_writer_mode() -> None:
     from ruwikibench.context import StageContext
 
     context = StageContext(config=config, llm=None, embedder=None, prompts=None)  # type: ignore[arg-type]
-    derived = writer_context(context).config
+    with pytest.raises(ValueError, match="runs under the 'writer' profile"):
+        writer_context(context)
+    writer = context.with_profile("writer")
+    assert writer.config.profile == "writer" and writer.with_profile("writer") is writer
+    derived = writer_context(writer).config
+    assert derived is writer.config  # the node hands on the config as it is
     assert derived.ranking.query_mode == "title"
     assert derived.outline.centroids == "data"
     assert derived.sections.oracle_filter is None
@@ -132,6 +137,9 @@ def test_writer_context_forces_writer_mode() -> None:
     assert derived.sections.chunk_size == 8  # all eight materials in one write prompt
     assert derived.sections.prompt_write == config.writer.prompt_section
     assert context.config.sections.oracle_filter == 0.5  # the run's own config is untouched
+    assert context.config.profile == "benchmark"
+    with pytest.raises(ValueError, match="load it again"):
+        writer.config.with_profile("benchmark")
 
 
 def test_memo_embedder_embeds_each_text_once_per_use() -> None:

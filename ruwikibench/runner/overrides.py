@@ -1,0 +1,242 @@
+"""Node and graph overrides from the run config: evaluate your own node or your own graph without editing the package.
+
+::
+
+    overrides:
+      outline.describe: my_pkg.nodes:describe          # one node of a stage graph (stage.node)
+      ranking: my_pkg.graphs:build_ranking_graph       # the whole graph of a stage (stage)
+
+A node override is a callable taking the node's input state (and optionally ``runtime``), like the built-in node
+it replaces; it keeps the node's name, place and edges, so its outputs are captured in ``nodes.jsonl`` like the
+built-in ones. A graph override is a function without arguments returning an uncompiled ``StateGraph`` whose
+input schema is filled by the stage's units and whose output schema carries what the stage's ``score()`` reads.
+
+Everything is checked by :func:`resolve_overrides` when a command loads the config, before any LLM call: an
+import error, a missing attribute, a callable with the wrong signature, an unknown stage or node, or a graph whose
+schemas do not fit the stage contract each give one :class:`OverrideError` line naming the config key. Every
+override is recorded in ``spec.json`` (import path, source file, its sha256) and enters the run id.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import inspect
+import json
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langgraph.graph import StateGraph
+from pydantic import BaseModel
+
+from ruwikibench.config import ConfigError, RunConfig
+from ruwikibench.contract import Stage
+from ruwikibench.registry import StageRegistryError, get_stage
+
+INJECTED = frozenset({"runtime", "config", "writer", "store"})  # parameters LangGraph fills in for a node
+
+
+class OverrideError(ConfigError):
+    """An override that cannot be used; the message names the config key."""
+
+
+@dataclass(frozen=True)
+class Override:
+    key: str  # the config key: "stage" or "stage.node"
+    stage: str
+    node: str | None  # None = the whole graph
+    target: str  # "package.module:attribute"
+    obj: Any
+    file: str | None
+    sha256: str | None
+
+    def record(self) -> dict[str, Any]:
+        """What spec.json keeps of it."""
+        return {"kind": "node" if self.node else "graph", "target": self.target, "file": self.file,
+                "sha256": self.sha256}
+
+
+def _fail(key: str, message: str) -> OverrideError:
+    return OverrideError(f"overrides.{key}: {message}")
+
+
+def load_target(key: str, target: str) -> tuple[Any, str | None, str | None]:
+    """Import ``package.module:attribute``; returns the object, its source file and the file's sha256."""
+    module_name, sep, attribute = target.partition(":")
+    if not sep or not module_name or not attribute:
+        raise _fail(key, f"{target!r} is not 'package.module:attribute'")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001 - any import failure is reported on one line
+        raise _fail(key, f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from None
+    obj: Any = module
+    for part in attribute.split("."):
+        if not hasattr(obj, part):
+            raise _fail(key, f"module {module_name!r} has no attribute {attribute!r}")
+        obj = getattr(obj, part)
+    file = getattr(module, "__file__", None)
+    sha = hashlib.sha256(Path(file).read_bytes()).hexdigest() if file and Path(file).is_file() else None
+    return obj, file, sha
+
+
+def check_node_signature(key: str, fn: Any) -> None:
+    """A node takes the state as its first argument; any other required parameter must be one LangGraph fills."""
+    if not callable(fn):
+        raise _fail(key, f"{fn!r} is not callable")
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise _fail(key, f"cannot read the signature of {fn!r}: {exc}") from None
+    params = list(signature.parameters.values())
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if not params or params[0].kind not in (*positional, inspect.Parameter.VAR_POSITIONAL):
+        raise _fail(key, f"wrong signature {signature}: a node takes the state first, e.g. (state, runtime)")
+    extra = [
+        p.name for p in params[1:]
+        if p.default is inspect.Parameter.empty
+        and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        and p.name not in INJECTED
+    ]
+    if extra:
+        raise _fail(key, f"wrong signature {signature}: a node takes (state) or (state, runtime); "
+                         f"{', '.join(extra)} would never be given")
+
+
+def schema_keys(schema: Any) -> tuple[set[str], set[str]]:
+    """(all keys, required keys) of a state schema: a TypedDict, a pydantic model or a dataclass."""
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        fields = schema.model_fields
+        return set(fields), {name for name, field in fields.items() if field.is_required()}
+    if dataclasses.is_dataclass(schema):
+        fields = dataclasses.fields(schema)
+        required = {f.name for f in fields
+                    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+        return {f.name for f in fields}, required
+    if typing.is_typeddict(schema):
+        return set(typing.get_type_hints(schema)), set(schema.__required_keys__)
+    hints = getattr(schema, "__annotations__", {})
+    return set(hints), set(hints)
+
+
+def output_keys(stage: Stage, builtin: StateGraph) -> set[str]:
+    """The output keys the stage's ``score()`` reads: its ``output_keys`` if declared, else the required keys of
+    its own graph's output schema."""
+    declared = getattr(stage, "output_keys", None)
+    if declared is not None:
+        return set(declared)
+    return schema_keys(builtin.output_schema)[1]
+
+
+def build_override_graph(key: str, builder: Any) -> StateGraph:
+    if not callable(builder):
+        raise _fail(key, f"{builder!r} is not callable (a graph override names a function returning a StateGraph)")
+    try:
+        required = [p for p in inspect.signature(builder).parameters.values()
+                    if p.default is inspect.Parameter.empty
+                    and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
+    except (TypeError, ValueError):
+        required = []
+    if required:
+        raise _fail(key, f"wrong signature: a graph builder takes no arguments, this one needs "
+                         f"{', '.join(p.name for p in required)}")
+    try:
+        graph = builder()
+    except Exception as exc:  # noqa: BLE001
+        raise _fail(key, f"building the graph failed: {type(exc).__name__}: {exc}") from None
+    if not isinstance(graph, StateGraph):
+        hint = " (return the uncompiled StateGraph; the runner compiles it)" if hasattr(graph, "get_graph") else ""
+        raise _fail(key, f"the builder returned {type(graph).__name__}, not a StateGraph{hint}")
+    return graph
+
+
+def check_graph_fits(key: str, stage: Stage, builtin: StateGraph, graph: StateGraph) -> None:
+    given, _ = schema_keys(builtin.input_schema)
+    _, needed = schema_keys(graph.input_schema)
+    missing_in = sorted(needed - given)
+    if missing_in:
+        raise _fail(key, f"input schema {graph.input_schema.__name__} requires {', '.join(missing_in)}, which the "
+                         f"{stage.name} stage's input ({builtin.input_schema.__name__}: {', '.join(sorted(given))}) "
+                         "does not give")
+    produced, _ = schema_keys(graph.output_schema)
+    missing_out = sorted(output_keys(stage, builtin) - produced)
+    if missing_out:
+        raise _fail(key, f"output schema {graph.output_schema.__name__} lacks {', '.join(missing_out)}, which the "
+                         f"{stage.name} stage scores")
+
+
+def _split(key: str) -> tuple[str, str | None]:
+    stage, _, node = key.partition(".")
+    if not stage or (node == "" and key.endswith(".")):
+        raise _fail(key, "a key is 'stage' (graph) or 'stage.node' (node)")
+    return stage, node or None
+
+
+def resolve_overrides(config: RunConfig) -> dict[str, Override]:
+    """Import and check every override of the config (raises :class:`OverrideError`, one line naming the key)."""
+    resolved: dict[str, Override] = {}
+    graphs: dict[str, StateGraph] = {}
+    for key in sorted(config.overrides, key=lambda k: ("." in k, k)):  # graphs first: node keys check against them
+        target = config.overrides[key]
+        stage_name, node = _split(key)
+        try:
+            stage = get_stage(stage_name)
+        except StageRegistryError as exc:
+            raise _fail(key, str(exc)) from None
+        obj, file, sha = load_target(key, target)
+        if node is None:
+            graph = build_override_graph(key, obj)
+            check_graph_fits(key, stage, stage.build_graph(), graph)
+            graphs[stage_name] = graph
+        else:
+            graph = graphs.get(stage_name) or stage.build_graph()
+            if node not in graph.nodes:
+                raise _fail(key, f"the {stage_name} graph has no node {node!r} (nodes: {', '.join(graph.nodes)})")
+            check_node_signature(key, obj)
+        resolved[key] = Override(key=key, stage=stage_name, node=node, target=target, obj=obj, file=file, sha256=sha)
+    return resolved
+
+
+def check_overrides(config: RunConfig, origin: str | Path | None = None) -> dict[str, Override]:
+    """:func:`resolve_overrides` with the config file named in the error."""
+    try:
+        return resolve_overrides(config)
+    except OverrideError as exc:
+        raise OverrideError(f"{origin}: {exc}" if origin else str(exc)) from None
+
+
+def replace_node(graph: StateGraph, node: str, fn: Any) -> None:
+    """Swap the callable of ``node`` in an uncompiled graph, keeping its input schema, edges and policies."""
+    from langgraph._internal._runnable import coerce_to_runnable
+
+    spec = graph.nodes[node]
+    graph.nodes[node] = dataclasses.replace(spec, runnable=coerce_to_runnable(fn, name=node, trace=False))
+
+
+def stage_graph(stage: Stage, overrides: dict[str, Override]) -> StateGraph:
+    """The stage's uncompiled graph with the config's overrides applied (a fresh graph each call)."""
+    whole = overrides.get(stage.name)
+    subgraph_stages = getattr(stage, "subgraph_stages", ())
+    if whole is not None:
+        graph = whole.obj()
+    elif subgraph_stages:  # the writer: its stage subgraphs with their overrides
+        graph = stage.build_graph({name: stage_graph(get_stage(name), overrides)  # type: ignore[call-arg]
+                                   for name in subgraph_stages})
+    else:
+        graph = stage.build_graph()
+    for override in overrides.values():
+        if override.stage == stage.name and override.node is not None:
+            replace_node(graph, override.node, override.obj)
+    return graph
+
+
+def spec_records(overrides: dict[str, Override]) -> dict[str, dict[str, Any]]:
+    return {key: override.record() for key, override in sorted(overrides.items())}
+
+
+def fingerprint(overrides: dict[str, Override]) -> str:
+    """What enters the run id: each key with its import path and source hash (two runs that differ only by the
+    code of one node get different ids)."""
+    return json.dumps({k: [o.target, o.sha256] for k, o in sorted(overrides.items())}, sort_keys=True)

@@ -1,0 +1,62 @@
+"""The writer as a registered stage, ``article``: one unit per article, the title in, a whole cited article out.
+
+It goes through the same registry and runner as the benchmark stages (``ruwikibench run stage article`` with
+``profile: writer`` in the config; ``ruwikibench write --dataset`` is the writer's own batch command with resume
+per article and exports). Its records are the writer's batch scoring (:mod:`ruwikibench.writer.score`): the
+outline against the reference outline, each reference section against the best-matching written section, and the
+whole article (F1, ROUGE-L, sources); they land in the outline, sections and article tables.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, ClassVar
+
+from langgraph.graph import StateGraph
+
+from ruwikibench.config import RunConfig
+from ruwikibench.context import StageContext
+from ruwikibench.contract import GeneratedText, ScoreRecord, Unit
+from ruwikibench.dataset import Article, Dataset
+from ruwikibench.nodes.written import WrittenArticle
+from ruwikibench.registry import instance_of, register_stage
+from ruwikibench.writer.score import ARTICLE_COLUMNS, generated_texts, score_written
+
+
+@register_stage
+class ArticleStage:
+    name = "article"
+    order = 4
+    profiles = ("writer",)
+    columns: ClassVar[list[tuple[str, str]]] = ARTICLE_COLUMNS
+    subgraph_stages = ("ranking", "outline", "sections")  # overrides of these stages reach the writer too
+
+    def __init__(self) -> None:
+        self._texts: dict[tuple[str, str], list[GeneratedText]] = {}  # filled by score(), handed out by texts()
+        self._lock = threading.Lock()
+
+    def build_graph(self, subgraphs: dict[str, StateGraph] | None = None) -> StateGraph:
+        from ruwikibench.graphs.article import build_article_graph
+
+        return build_article_graph(subgraphs)  # type: ignore[return-value]
+
+    def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]:
+        return [Unit(stage=self.name, article=article.name, unit_id="article", input={"title": article.title})]
+
+    def score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[ScoreRecord]:
+        if context.dataset is None:
+            raise ValueError("scoring articles needs StageContext.dataset")
+        article = context.dataset.article(unit.article)
+        written = WrittenArticle.model_validate(output["article"])
+        selected = [s["snippet_id"] for s in output.get("sources") or []]
+        records = score_written(article, written, selected, context)
+        with self._lock:  # the texts need the gold article and the records: kept for texts()
+            self._texts[(unit.article, unit.unit_id)] = generated_texts(article, written, records)
+        return records
+
+    def texts(self, unit: Unit, output: dict[str, Any]) -> list[GeneratedText]:
+        with self._lock:
+            return self._texts.pop((unit.article, unit.unit_id), [])
+
+
+STAGE = instance_of(ArticleStage)
