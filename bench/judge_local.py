@@ -26,6 +26,7 @@ from pathlib import Path
 from bs4 import BeautifulSoup
 
 from ruwikibench.config import RunConfig
+from ruwikibench.contract import GeneratedText
 from ruwikibench.evaluators.judges.common import judge_llm
 from ruwikibench.evaluators.judges.criteria import (
     CriteriaOptions,
@@ -35,7 +36,6 @@ from ruwikibench.evaluators.judges.criteria import (
 )
 from ruwikibench.evaluators.judges.pairwise import PairwiseOptions, judge_runs, summarize_pairwise
 from ruwikibench.evaluators.judges.rundir import clip, load_run
-from ruwikibench.contract import GeneratedText
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -28,13 +28,13 @@ from ruwikibench.dataset import Dataset
 from ruwikibench.evaluators.ranking import ranking_metrics, summarize
 from ruwikibench.graphs.ranking import STAGE, build_ranking_graph, pool_size
 from ruwikibench.models.llm import LLM
-from ruwikibench.prompts import PromptLibrary
-from ruwikibench.retrieval.bm25 import BM25Index
 from ruwikibench.nodes.queries import (
     REFERENCE_QUERIES_FILE,
     generate_reference_queries,
     read_reference_queries,
 )
+from ruwikibench.prompts import PromptLibrary
+from ruwikibench.retrieval.bm25 import BM25Index
 
 
 def sample_json() -> Path:

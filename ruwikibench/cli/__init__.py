@@ -49,4 +49,16 @@ _register()
 
 
 def main() -> None:
-    app()
+    """The `ruwikibench` entry point: bad input (a file, field, option or article), a run directory in use, or an
+    unreadable JSONL line ends the command with one plain line on stderr and exit status 2, never a traceback."""
+    import sys
+
+    from ruwikibench.config import RunInputError
+    from ruwikibench.jsonl import JsonlError
+    from ruwikibench.runlock import RunDirLocked
+
+    try:
+        app()
+    except (RunInputError, RunDirLocked, JsonlError) as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        sys.exit(2)

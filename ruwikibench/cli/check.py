@@ -8,6 +8,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from ruwikibench.cli import app
+from ruwikibench.cli.console import print_error
 from ruwikibench.cli.run import ConfigOpt, DatasetOpt, _load, console, print_table
 
 
@@ -38,7 +39,7 @@ def check_metrics(
         }
         items = {s: planted[s]() for s in stages}
     except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        print_error(exc)
         raise typer.Exit(2) from exc
     checks = []
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

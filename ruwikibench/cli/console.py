@@ -11,6 +11,11 @@ from rich.console import Console
 LOG_WIDTH = 200
 
 
+def print_error(message: object) -> None:
+    """``error: MESSAGE`` on stderr as plain text: user text (paths, titles) never goes through rich markup."""
+    print(f"error: {message}", file=sys.stderr, flush=True)
+
+
 def make_console(file: TextIO | None = None, **kwargs: Any) -> Console:
     """A Console that does not squeeze tables to 80 columns when the output is a file or a pipe (COLUMNS wins)."""
     stream = file or sys.stdout

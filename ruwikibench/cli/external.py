@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from ruwikibench.cli import app
-from ruwikibench.cli.console import make_console
+from ruwikibench.cli.console import make_console, print_error
 
 console = make_console()
 
@@ -18,7 +18,7 @@ DatasetOpt = Annotated[str, typer.Option("--dataset", "-d", help="processed dir,
 
 
 def _fail(exc: Exception) -> typer.Exit:
-    console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
+    print_error(exc)
     return typer.Exit(2)
 
 

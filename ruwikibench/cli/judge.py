@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ruwikibench.cli.console import make_console
+from ruwikibench.cli.console import make_console, print_error
 
 judge_app = typer.Typer(
     help="LLM judges: criteria (POLLUX), pairwise (rulm-sbs2), agreement with humans.", no_args_is_help=True
@@ -46,7 +46,7 @@ def _table(rows: list[dict[str, str]], title: str) -> None:
 
 
 def _fail(message: str) -> None:
-    console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
+    print_error(message)
     raise typer.Exit(2)
 
 

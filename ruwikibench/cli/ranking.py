@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ruwikibench.cli.console import make_console
+from ruwikibench.cli.console import make_console, print_error
 from ruwikibench.cli.run import ArticleOpt, ArticlesOpt, ConfigOpt, DatasetOpt, _load
 
 console = make_console()
@@ -53,7 +53,7 @@ def reference_queries(
     try:
         written = asyncio.run(go())
     except (ReferenceQueriesError, LLMRequestError) as exc:
-        console.print(f"[red]error:[/red] {exc}  (queries stored so far are kept)")
+        print_error(f"{exc}  (queries stored so far are kept)")
         raise typer.Exit(2) from exc
     stored = read_reference_queries(written)
     console.print(f"{len(stored.queries)} reference queries by {stored.model!r} in {written}")

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from ruwikibench.cli import app, run_app
-from ruwikibench.cli.console import make_console
+from ruwikibench.cli.console import make_console, print_error
 
 console = make_console()
 
@@ -32,18 +32,38 @@ def print_table(title: str, rows: list[list[str]]) -> None:
 
 
 def _load(config_path: Path, dataset_spec: str) -> tuple[Any, Any, Path]:
-    from ruwikibench.config import ConfigError, load_config
-    from ruwikibench.runner.datasets import DatasetError, resolve_dataset
+    """Config and dataset; bad input is one line on stderr and exit status 2. Articles of a RuWikiBench JSON that
+    failed to import are reported one line each, as `corpus import` reports them."""
+    from ruwikibench.config import RunInputError, load_config
+    from ruwikibench.runner.datasets import import_errors, resolve_dataset
     from ruwikibench.runner.overrides import check_overrides
 
     try:
         config = load_config(config_path)
         check_overrides(config, config_path)  # node/graph overrides: before any LLM call
         dataset, path = resolve_dataset(dataset_spec)
-    except (ConfigError, DatasetError, FileNotFoundError, ValueError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+    except RunInputError as exc:
+        print_error(exc)
+        raise typer.Exit(2) from None
+    for line in import_errors(path):
+        typer.echo(f"error: {line}", err=True)
     return config, dataset, path
+
+
+def with_overrides(config: Any, overrides: dict[str, dict[str, Any]], origin: str) -> Any:
+    """The config with CLI options applied to its sections, validated exactly like the YAML (ConfigError)."""
+    from pydantic import ValidationError
+
+    from ruwikibench.config import ConfigError, RunConfig
+
+    data = config.model_dump()
+    for section, values in overrides.items():
+        data[section] = {**data[section], **values}
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"{origin}: {fields}") from None
 
 
 def _execute(config: Any, dataset: Any, path: Path, options: Any) -> Any:
@@ -63,13 +83,15 @@ def _execute(config: Any, dataset: Any, path: Path, options: Any) -> Any:
 
 
 def _show(rundir: Any, stages: list[str]) -> None:
-    from ruwikibench.runner.report import PAPER_TABLE, stage_table
+    from ruwikibench.runner.report import PAPER_TABLE, judgements_line, stage_table
 
     metrics = rundir.read_json("metrics.json")
     for stage in stages:
         if stage in metrics:
             rows = stage_table(stage, [(rundir.path.name, metrics[stage])])
             print_table(f"{stage} — paper {PAPER_TABLE.get(stage, '-')} layout (×100, mean [95% CI])", rows)
+            if judgements_line(metrics[stage]):
+                console.print(f"{stage}: {judgements_line(metrics[stage])}", markup=False, highlight=False)
     console.print(f"run directory: {rundir.path}  (report: {rundir.path / 'report.md'})")
 
 
@@ -79,12 +101,26 @@ def _run(stages: list[str] | None, config_path: Path, dataset: str, articles: in
 
     config, data, path = _load(config_path, dataset)
     stages = stages or list(config.stages)
-    for section, values in (overrides or {}).items():
-        setattr(config, section, getattr(config, section).model_copy(update=values))
+    config = with_overrides(config, overrides or {}, "command-line options")
     options = RunOptions(stages=stages, articles=articles, article_names=article, out=out, run_id=run_id)
     rundir = _execute(config, data, path, options)
     _show(rundir, stages)
+    _failures(rundir)
     return rundir
+
+
+def _failures(rundir: Any) -> None:
+    """One line on stderr when units failed; exit status 1 when every unit of the run failed."""
+    spec = rundir.read_json("spec.json")
+    errors = rundir.open_errors()
+    if not errors:
+        return
+    total = spec.get("units", {}).get("total", 0)
+    first = errors[0]
+    typer.echo(f"error: {len(errors)} of {total} units failed (first: {first['stage']} / {first['article']}: "
+               f"{first['reason']}); all in {rundir.file('errors.jsonl')}", err=True)
+    if len(errors) >= total:
+        raise typer.Exit(1)
 
 
 @run_app.command("all")
@@ -150,7 +186,7 @@ def run_stage(name: Annotated[str, typer.Argument(help="a registered stage (`ruw
     try:
         get_stage(name)
     except StageRegistryError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        print_error(exc)
         raise typer.Exit(2) from exc
     _run([name], config, dataset, articles, article, out, run_id)
 

@@ -9,27 +9,18 @@ from typing import Annotated, Any
 import typer
 
 from ruwikibench.cli import app
-from ruwikibench.cli.console import make_console
+from ruwikibench.cli.console import make_console, print_error
 
 console = make_console()
 
 
 def _context(config_path: Path, dataset_spec: str, overrides: dict[str, Any]) -> tuple[Any, Path]:
-    from ruwikibench.config import ConfigError, RunConfig, load_config
-    from ruwikibench.runner.datasets import DatasetError, resolve_dataset
-    from ruwikibench.runner.overrides import check_overrides
+    from ruwikibench.cli.run import _load, with_overrides
     from ruwikibench.runner.setup import build_context
 
-    try:
-        config = load_config(config_path)
-        if overrides:  # validated again, so a writer profile takes the new writer settings into account
-            config.writer = config.writer.model_copy(update=overrides)
-            config = RunConfig.model_validate(config.model_dump())
-        check_overrides(config, config_path)  # node/graph overrides: before any LLM call
-        dataset, path = resolve_dataset(dataset_spec)
-    except (ConfigError, DatasetError, FileNotFoundError, ValueError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+    config, dataset, path = _load(config_path, dataset_spec)
+    if overrides:  # validated again, so a writer profile takes the new writer settings into account
+        config = with_overrides(config, {"writer": overrides}, "command-line options")
     context = build_context(config, dataset, path)
     return context, path
 
@@ -47,8 +38,11 @@ def _single(context: Any, title: str | None, out: Path, outline: Path | None, st
     try:
         user_outline = read_outline_file(outline, title) if outline and not resume else None
         edited = read_outline_file(outline) if outline and resume else None
+    except UnicodeDecodeError as exc:
+        print_error(f"{outline}: not UTF-8 text ({exc.reason} at byte {exc.start}); --outline takes a Markdown file")
+        raise typer.Exit(2) from None
     except OutlineFileError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        print_error(exc)
         raise typer.Exit(2) from exc
 
     async def go() -> Any:
@@ -61,7 +55,7 @@ def _single(context: Any, title: str | None, out: Path, outline: Path | None, st
     try:
         result = asyncio.run(go())
     except (WriteError, OutlineFileError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        print_error(exc)
         raise typer.Exit(2) from exc
     session = result.session
     usage = (f"{session.wall_time_s} s · {session.llm_calls} LLM calls ({session.cache_hits} from the cache) · "

@@ -307,14 +307,21 @@ def _references(body: etree._Element, note_ids: set[str], gateway_prefix: str | 
         text_el = li.find('.//span[@class="reference-text"]')
         scope = text_el if text_el is not None else li
         urls: list[str] = []
+        other: list[str] = []
         for a in scope.iter("a"):
             url = _link_url(a, gateway_prefix)
             if url and url not in urls:
                 urls.append(url)
+            elif url is None and _OTHER_SCHEME.match(a.get("href") or "") and a.get("href") not in other:
+                other.append(a.get("href") or "")
         refs.append(
-            Reference(id=ref_id, urls=urls, label=clean_ws(scope.text_content()), is_note=ref_id in note_ids)
+            Reference(id=ref_id, urls=urls, label=clean_ws(scope.text_content()), is_note=ref_id in note_ids,
+                      other_links=other)
         )
     return refs
+
+
+_OTHER_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.\-]*:")  # file:, ftp://, gopher://, mailto: …
 
 
 def _link_url(a: etree._Element, gateway_prefix: str | None) -> str | None:

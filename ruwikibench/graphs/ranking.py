@@ -65,6 +65,9 @@ def pool_size(dataset: Dataset, article: Article, config: RunConfig) -> int:
     return config.ranking.pool_ratio * len(dataset.snippets_of(article.name))
 
 
+FAILED_SOURCES = ("error", "unparseable")
+
+
 def _judgement_counts(candidates: list[dict[str, Any]]) -> dict[str, int]:
     counts = Counter(c["source"] for c in candidates)
     return {f"judged_{source}": counts.get(source, 0) for source in ("logprobs", "text", "unparseable", "error")}
@@ -121,6 +124,13 @@ class RankingStage:
 
     def texts(self, unit: Unit, output: dict[str, Any]) -> list[GeneratedText]:
         return []
+
+    def retry_reason(self, output: dict[str, Any]) -> str | None:
+        """Why a finished unit is run again on resume: relevance judgements that failed (request error or an
+        answer neither yes nor no). The output is scored meanwhile, its failed judgements counted; on the rerun
+        the judgements that succeeded come from the response cache and only the failed ones are asked again."""
+        failed = sum(c.get("source") in FAILED_SOURCES for c in output.get("candidates") or [])
+        return f"{failed} relevance judgement(s) failed" if failed else None
 
 
 STAGE = instance_of(RankingStage)

@@ -10,6 +10,10 @@ endpoints (:class:`OpenAIBackend`, through langchain-openai's ChatOpenAI) or a s
   every generation parameter — same messages, max_tokens and top_logprobs) is answered from the cache with
   ``cached=True``; identical requests in flight at the same time are sent once. The endpoint URL is NOT part of
   the key: replicas and a restarted server on another port share entries.
+* Never cached: an empty answer (HTTP 200 with no text) is retried like a server error and, if it stays empty,
+  raises :class:`EmptyAnswer` (counted as a failure); an answer the caller's ``accept`` rejects (e.g. a relevance
+  judgement that is neither yes nor no) is returned but not stored, and a cached answer it rejects is asked anew,
+  so the next run retries it.
 * Usage per role: calls, prompt/completion tokens of requests actually sent, cache hits, retries, failures.
 """
 
@@ -27,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from ruwikibench.config import ROLE_FALLBACKS, ModelConfig, RunConfig
+from ruwikibench.config import ROLE_FALLBACKS, ConfigError, ModelConfig, RunConfig
 from ruwikibench.models.cache import ResponseCache, request_key
 from ruwikibench.models.retry import LLMRequestError, backoff_delay, is_retryable
 from ruwikibench.models.types import ChatBackend, Completion, Messages, TokenLogprob, TopLogprob
@@ -36,6 +40,13 @@ if TYPE_CHECKING:
     from ruwikibench.models.local_server import LocalServer
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
+
+
+class EmptyAnswer(RuntimeError):
+    """The endpoint answered with no text (after reasoning is removed): a failed request, never cached."""
+
+
+Accept = Callable[[Completion], bool]
 
 
 def strip_thinking(text: str) -> str:
@@ -112,9 +123,9 @@ class OpenAIBackend:
 
     def __init__(self, config: ModelConfig, identity_extra: dict[str, object] | None = None) -> None:
         if not config.endpoints:
-            raise ValueError(f"model {config.name!r}: no endpoint configured (set 'endpoints' or 'local')")
+            raise ConfigError(f"model {config.name!r}: no endpoint configured (set 'endpoints' or 'local')")
         if config.api_key_env and not os.environ.get(config.api_key_env):
-            raise ValueError(
+            raise ConfigError(
                 f"model {config.name!r}: environment variable {config.api_key_env} (api_key_env) is not set"
             )
         self.config = config
@@ -184,7 +195,12 @@ class OpenAIBackend:
                 await asyncio.sleep(backoff_delay(attempt, cfg.retry_base_delay, cfg.retry_max_delay, exc))
                 attempt += 1
                 continue
-            return self._completion(message, index, attempt)
+            completion = self._completion(message, index, attempt)
+            if not completion.text.strip() and attempt < cfg.max_retries:  # HTTP 200, no text: a server glitch
+                await asyncio.sleep(backoff_delay(attempt, cfg.retry_base_delay, cfg.retry_max_delay, None))
+                attempt += 1
+                continue
+            return completion
 
     def _completion(self, message: Any, index: int, retries: int) -> Completion:
         raw = message.content if isinstance(message.content, str) else str(message.content)
@@ -308,13 +324,22 @@ class LLM:
         raise KeyError(f"no chat model for role {role!r}")
 
     async def complete(
-        self, role: str, prompt: str | Messages, *, max_tokens: int | None = None, top_logprobs: int = 0
+        self,
+        role: str,
+        prompt: str | Messages,
+        *,
+        max_tokens: int | None = None,
+        top_logprobs: int = 0,
+        accept: Accept | None = None,
     ) -> Completion:
-        """One chat completion for ``role``; from the cache when an identical request was answered before."""
+        """One chat completion for ``role``; from the cache when an identical request was answered before.
+
+        ``accept(completion)`` says whether the answer is usable: only accepted answers are cached (a rejected one
+        is still returned). An empty answer raises :class:`EmptyAnswer`."""
         backend = self.backend(role)
         messages = as_messages(prompt)
         try:
-            completion = await self._cached_or_sent(backend, messages, max_tokens, top_logprobs)
+            completion = await self._cached_or_sent(backend, messages, max_tokens, top_logprobs, accept)
         except Exception as exc:
             self.usage.fail(role, exc)
             raise
@@ -324,38 +349,44 @@ class LLM:
         return completion
 
     async def _cached_or_sent(
-        self, backend: ChatBackend, messages: Messages, max_tokens: int | None, top_logprobs: int
+        self, backend: ChatBackend, messages: Messages, max_tokens: int | None, top_logprobs: int,
+        accept: Accept | None = None,
     ) -> Completion:
         identity = getattr(backend, "identity", None)
         if self.cache is None or identity is None:
             return await self._send(backend, messages, max_tokens, top_logprobs)
         key = request_key(identity(), messages, max_tokens, top_logprobs)
         hit = self.cache.get(key)
-        if hit is not None:
+        if hit is not None and hit.text.strip() and (accept is None or accept(hit)):
             return hit
         inflight = self._inflight
         running = inflight.get(key)
         if running is not None:
             shared = await asyncio.shield(running)
             return shared.model_copy(update={"cached": True, "retries": 0})
-        task = asyncio.ensure_future(self._send_and_store(key, backend, messages, max_tokens, top_logprobs))
+        task = asyncio.ensure_future(self._send_and_store(key, backend, messages, max_tokens, top_logprobs, accept))
         inflight[key] = task
         task.add_done_callback(lambda _: inflight.pop(key, None))
         return await asyncio.shield(task)
 
     async def _send_and_store(
-        self, key: str, backend: ChatBackend, messages: Messages, max_tokens: int | None, top_logprobs: int
+        self, key: str, backend: ChatBackend, messages: Messages, max_tokens: int | None, top_logprobs: int,
+        accept: Accept | None,
     ) -> Completion:
         completion = await self._send(backend, messages, max_tokens, top_logprobs)
-        assert self.cache is not None
-        self.cache.put(key, completion)
+        if self.cache is not None and (accept is None or accept(completion)):
+            self.cache.put(key, completion)
         return completion
 
     async def _send(
         self, backend: ChatBackend, messages: Messages, max_tokens: int | None, top_logprobs: int
     ) -> Completion:
         async with self._state().semaphore:
-            return await backend.generate(messages, max_tokens=max_tokens, top_logprobs=top_logprobs)
+            completion = await backend.generate(messages, max_tokens=max_tokens, top_logprobs=top_logprobs)
+        if not completion.text.strip():
+            where = f" at {completion.endpoint}" if completion.endpoint else ""
+            raise EmptyAnswer(f"model {completion.model or '?'!r}{where}: empty answer (no text in the reply)")
+        return completion
 
     def close(self) -> None:
         """Stop the local servers this client started and close the cache."""

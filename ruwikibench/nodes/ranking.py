@@ -14,6 +14,7 @@ from langgraph.types import Send
 
 from ruwikibench.context import StageContext
 from ruwikibench.models.llm import LLM
+from ruwikibench.models.types import Completion
 from ruwikibench.models.yesno import score_yes_no
 from ruwikibench.nodes.queries import describe, join_query, reference_query
 from ruwikibench.retrieval.bm25 import get_index
@@ -99,7 +100,7 @@ async def judge(context: StageContext, title: str, query: str, hit: Hit) -> Judg
     prompt = context.prompts.get(cfg.prompt_relevance).format(title=title, text=text, query=query)
     try:
         completion = await context.llm.complete(
-            "ranking", prompt, max_tokens=cfg.judge_max_tokens, top_logprobs=cfg.top_logprobs
+            "ranking", prompt, max_tokens=cfg.judge_max_tokens, top_logprobs=cfg.top_logprobs, accept=parseable
         )
     except Exception as exc:  # noqa: BLE001 — recorded per candidate, counted in the report
         return Judgement(snippet_id=hit["snippet_id"], llm_score=None, p_yes=None, p_no=None, p_yes_norm=None,
@@ -108,6 +109,11 @@ async def judge(context: StageContext, title: str, query: str, hit: Hit) -> Judg
     return Judgement(snippet_id=hit["snippet_id"], llm_score=result.score, p_yes=result.p_yes, p_no=result.p_no,
                      p_yes_norm=result.p_yes_norm, answer=result.answer, source=result.source, reply=result.text,
                      error=None)
+
+
+def parseable(completion: Completion) -> bool:
+    """A relevance answer that reads as yes or no (only such answers are cached; the rest are asked again)."""
+    return score_yes_no(completion).answer is not None
 
 
 def order_candidates(hits: list[Hit], judgements: list[Judgement]) -> list[Candidate]:

@@ -66,7 +66,7 @@ def outline_view(records: ArticleRecords) -> dict[str, Any]:
     reference: list[dict[str, Any]] = []
     if records.dataset is not None and records.article in {a.name for a in records.dataset.articles}:
         root = records.dataset.article(records.article).root
-        reference = [{"level": s.level, "title": s.title} for s in root.walk() if s is not root]
+        reference = [{"level": s.level, "title": s.title} for s in root.walk()]  # the title is level 1
     else:
         reference = [{"level": 2, "title": h} for h in unit_input.get("headings") or []]
     generated = [{"level": h.get("level", 2), "title": h.get("title", "")} for h in output.get("outline") or []]

@@ -5,14 +5,15 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from ruwikibench.config import RunInputError
 from ruwikibench.dataset import Dataset
 
 HUB_PREFIX = "hf://"
 DEFAULT_HUB_FILE = "ruwikibench_articles.json"
 
 
-class DatasetError(ValueError):
-    pass
+class DatasetError(RunInputError):
+    """A --dataset that cannot be used; one line naming the file (and the article)."""
 
 
 def cache_root() -> Path:
@@ -22,17 +23,51 @@ def cache_root() -> Path:
 
 
 def resolve_dataset(spec: str) -> tuple[Dataset, Path]:
-    """Load a dataset from ``spec``; a JSON file is imported once into a cache directory keyed by its hash."""
-    from ruwikibench.corpus_builder.store import load_dataset
+    """Load a dataset from ``spec``; a JSON file is imported once into a cache directory keyed by its hash.
+    Anything unusable raises :class:`DatasetError` naming the file (articles that failed to import: see
+    :func:`import_errors`)."""
+    from ruwikibench.corpus_builder.ruwikibench_json import CorpusError
+    from ruwikibench.corpus_builder.store import DatasetStoreError, load_dataset
 
     if spec.startswith(HUB_PREFIX):
         spec = str(download_from_hub(spec[len(HUB_PREFIX):]))
     path = Path(spec).expanduser()
-    if path.is_dir():
-        return load_dataset(path), path
-    if path.is_file() and path.suffix == ".json":
-        return _import_json(path)
-    raise DatasetError(f"{spec}: not a processed dataset directory, a RuWikiBench .json file or {HUB_PREFIX}REPO[/FILE]")
+    try:
+        if path.is_dir():
+            dataset = load_dataset(path)
+        elif path.is_file() and path.suffix == ".json":
+            dataset, path = _import_json(path)
+        elif not path.exists():
+            raise DatasetError(f"{spec}: no such file or directory")
+        else:
+            raise DatasetError(f"{spec}: not a processed dataset directory, a RuWikiBench .json file or "
+                               f"{HUB_PREFIX}REPO[/FILE]")
+    except (CorpusError, DatasetStoreError) as exc:
+        raise DatasetError(str(exc)) from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        if isinstance(exc, DatasetError):
+            raise
+        raise DatasetError(f"{spec}: not a usable dataset: {exc}") from None
+    if not dataset.articles:
+        raise DatasetError(f"{spec}: the dataset holds no article" + _failed_note(path))
+    return dataset, path
+
+
+def _failed_note(path: Path) -> str:
+    failed = import_errors(path)
+    return f" ({len(failed)} failed to import; first: {failed[0]})" if failed else ""
+
+
+def import_errors(path: Path) -> list[str]:
+    """The articles of a RuWikiBench JSON file that failed to import into the processed dataset at ``path``
+    (one line each, as ``corpus import`` prints them); empty for a dataset with none."""
+    import json
+
+    manifest = path / "manifest.json"
+    try:
+        return [str(e) for e in json.loads(manifest.read_text(encoding="utf-8")).get("errors") or []]
+    except (OSError, ValueError):
+        return []
 
 
 def _import_json(path: Path) -> tuple[Dataset, Path]:
@@ -44,7 +79,7 @@ def _import_json(path: Path) -> tuple[Dataset, Path]:
     if (target / "manifest.json").exists():
         return load_dataset(target), target
     result = import_ruwikibench_json(path)
-    save_dataset(result.dataset, target)
+    save_dataset(result.dataset, target, errors=result.errors)
     return result.dataset, target
 
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ruwikibench import __version__
-from ruwikibench.config import RunConfig
+from ruwikibench.config import RunConfig, RunInputError
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.jsonl import unit_key
@@ -48,9 +48,21 @@ class UnitFailed(Exception):
     pass
 
 
+class UnknownArticle(RunInputError, KeyError):
+    """--article names an article the dataset does not hold."""
+
+    __str__ = BaseException.__str__  # one plain line, not KeyError's quoted repr
+
+
 def select_articles(dataset: Dataset, options: RunOptions) -> list[Article]:
     articles = dataset.articles
     if options.article_names:
+        known = {a.name for a in articles} | {a.title for a in articles}
+        for name in options.article_names:
+            if name not in known:
+                sample = ", ".join(repr(a.title) for a in articles[:5])
+                raise UnknownArticle(f"--article {name!r}: no such article (name or title) in the dataset "
+                                     f"({len(articles)} articles, e.g. {sample})")
         articles = [dataset.article(name) for name in options.article_names]
     if options.articles is not None:
         articles = articles[: options.articles]
@@ -106,7 +118,7 @@ class Runner:
         self.graphs = {name: stage_graph(stage, overrides).compile() for name, stage in self.stages.items()}
 
     def pending_units(self, articles: list[Article]) -> tuple[list[Unit], int]:
-        done = {unit_key(o) for o in self.rundir.outputs()}
+        done = {unit_key(o) for o in self.rundir.outputs() if not self.retry_reason(o)}
         units: list[Unit] = []
         total = 0
         assert self.context.dataset is not None
@@ -120,6 +132,12 @@ class Runner:
                 total += len(article_units)
                 units += [u for u in article_units if (u.stage, u.article, u.unit_id) not in done]
         return units, total
+
+    def retry_reason(self, saved: dict[str, Any]) -> str | None:
+        """Why a finished output is run again on resume (the stage's optional ``retry_reason(output)``)."""
+        stage = self.stages.get(saved["stage"])
+        check = getattr(stage, "retry_reason", None)
+        return check(saved["output"]) if check is not None else None
 
     def unscored_outputs(self) -> list[tuple[Unit, dict[str, Any]]]:
         """Finished outputs of this run's stages that have no score records (cut off before scoring, or their

@@ -385,7 +385,8 @@ def _trace(records: list[dict[str, Any]]) -> dict[str, Any]:
     ordered = sorted(records, key=lambda r: (r["started_at"], r["ended_at"])) if timed else records
     rows = [_node_row(r) for r in ordered]
     timeline = _timeline(ordered) if timed and ordered else None
-    totals = {key: sum(r.get(key, 0) for r in records if not r.get("namespace"))
+    # every LLM call is counted on the innermost node that made it, once: the unit's totals sum all records
+    totals = {key: sum(r.get(key, 0) for r in records)
               for key in ("llm_calls", "prompt_tokens", "completion_tokens", "cache_hits")}
     return {"nodes": rows, "timeline": timeline, "totals": totals}
 

@@ -7,6 +7,9 @@ standing: only the rerank metrics are zeroed). Paper exclusions (e.g. a section 
 excluded in both views and counted by reason. Nothing is dropped silently: counts say what happened to every
 item (``evaluated``: items scored; ``zeroed``: per metric, the failures counted as 0 in ``failures_as_zero``).
 
+Records are taken in a stable order (stage, article, item) before averaging and resampling, so the same
+per-item values give the same means and intervals whatever order the units finished in.
+
 Embedding metrics with a permutation floor (rows of floors.jsonl, see :mod:`ruwikibench.runner.floors`) get two
 more keys: ``<key>_floor`` (mean of the item floors, bootstrap CI) and ``<key>_rescaled``
 ((mean − floor) / (1 − floor), bootstrap CI resampling items and floors; failures count as raw 0).
@@ -19,6 +22,7 @@ from typing import Any
 
 from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX, rescaled_estimate
 from ruwikibench.evaluators.stats import bootstrap_ci
+from ruwikibench.jsonl import item_key, unit_key
 
 VIEWS = ("failures_excluded", "failures_as_zero")
 
@@ -29,13 +33,13 @@ def aggregate(
     """``results``: ScoreRecord dicts; ``errors``: unit failures ({stage, article, unit, reason}); ``floors``: rows
     of floors.jsonl ({stage, article, item, metrics, against}) -> metrics dict."""
     by_stage: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for record in results:
+    for record in sorted(results, key=item_key):  # a stable order: the intervals never depend on finishing order
         by_stage[record["stage"]].append(record)
     failed: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for error in errors:
+    for error in sorted(errors, key=unit_key):
         failed[error["stage"]].append(error)
     floor_rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in floors or []:
+    for row in sorted(floors or [], key=item_key):
         floor_rows[row["stage"]].append(row)
     return {
         stage: _stage_metrics(stage, by_stage[stage], failed[stage], floor_rows[stage])
@@ -76,6 +80,7 @@ def _stage_metrics(
                 "failures_excluded": rescaled_estimate(values, floor).model_dump(),
                 "failures_as_zero": rescaled_estimate(with_zeros, floor).model_dump(),
             }
+    judged = judgement_counts(records)
     reasons = Counter(str(r["excluded"]) for r in records if r.get("excluded"))
     failure_reasons = Counter(str(f.get("reason", "error")).split(":")[0] for f in failures)
     data: dict[str, Any] = {
@@ -85,6 +90,7 @@ def _stage_metrics(
             "failed_units": len(failures),
             "articles": len({r["article"] for r in records} | {f["article"] for f in failures}),
             "zeroed": {key: zeros[key] for key in keys if zeros[key]},
+            **judged,
         },
         "excluded_reasons": dict(reasons),
         "failure_reasons": dict(failure_reasons),
@@ -100,6 +106,27 @@ def _stage_metrics(
             "seed": floors[0].get("seed"),
         }
     return data
+
+
+FAILED_JUDGEMENTS = ("error", "unparseable")
+
+
+def judgement_counts(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """LLM judgements made inside the stage's units (e.g. ranking's relevance calls, ``info['judged_<source>']``):
+    ``judgements`` (all), ``failed_judgements`` (request error or unparseable answer), ``judgement_sources``;
+    empty for stages that make none."""
+    by_source: Counter[str] = Counter()
+    for record in records:
+        for key, value in (record.get("info") or {}).items():
+            if key.startswith("judged_") and isinstance(value, int):
+                by_source[key.removeprefix("judged_")] += value
+    if not by_source:
+        return {}
+    return {
+        "judgements": sum(by_source.values()),
+        "failed_judgements": sum(by_source[s] for s in FAILED_JUDGEMENTS),
+        "judgement_sources": dict(by_source),
+    }
 
 
 def metrics_rows(run_id: str, metrics: dict[str, Any]) -> list[dict[str, Any]]:

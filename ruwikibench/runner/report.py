@@ -127,6 +127,8 @@ def write_run_report(rundir: RunDir, metrics: dict[str, Any], errors: list[dict[
             ]
         if data.get("floor"):
             parts += [floor_note(data["floor"]), ""]
+        if judgements_line(data):
+            parts += [judgements_line(data), ""]
         if data.get("excluded_reasons"):
             parts += ["Excluded: " + ", ".join(f"{k} × {v}" for k, v in data["excluded_reasons"].items()), ""]
         if data.get("failure_reasons"):
@@ -140,6 +142,18 @@ def write_run_report(rundir: RunDir, metrics: dict[str, Any], errors: list[dict[
             f"- {e['stage']} / {e['article']} / {e['unit']}: {e['reason']}" for e in errors[-50:]
         ]
     rundir.file("report.md").write_text("\n".join(parts) + "\n", encoding="utf-8")
+
+
+def judgements_line(data: dict[str, Any]) -> str:
+    """'LLM judgements: N, failed M (…)' for a stage whose units make judgements (ranking), else ''."""
+    counts = data.get("counts", {})
+    if not counts.get("judgements"):
+        return ""
+    sources = counts.get("judgement_sources", {})
+    failed = counts.get("failed_judgements", 0)
+    detail = ", ".join(f"{s} {sources[s]}" for s in ("error", "unparseable") if sources.get(s))
+    line = f"LLM judgements: {counts['judgements']}, failed {failed}"
+    return line + (f" ({detail}; asked again when the run resumes)" if failed else "")
 
 
 def floor_note(floor: dict[str, Any]) -> str:

@@ -50,14 +50,14 @@ def test_malformed_row_is_one_clear_error(tmp_path, data) -> None:
     result = cli("score-outputs", "--stage", "ranking", "--outputs", str(rows), "--dataset", str(data),
                  "--out", str(tmp_path / "runs"), tmp=tmp_path)
     assert result.returncode == 2
-    assert "bad.jsonl:2: field 'ranking': Field required" in result.stdout
+    assert "bad.jsonl:2: field 'ranking': Field required" in result.stderr
     assert "Traceback" not in result.stdout + result.stderr
 
 
 def test_unknown_article_named(tmp_path, data) -> None:
     rows = write_jsonl(tmp_path / "o.jsonl", [{"article": "Венера", "outline": "## Атмосфера"}])
     result = cli("score-outputs", "--stage", "outline", "--outputs", str(rows), "--dataset", str(data), tmp=tmp_path)
-    assert result.returncode == 2 and "'Венера' is not an article of the dataset" in result.stdout
+    assert result.returncode == 2 and "'Венера' is not an article of the dataset" in result.stderr
 
 
 def test_storm_folder_scored_with_real_embedder(tmp_path, data) -> None:
@@ -78,7 +78,7 @@ def test_storm_folder_scored_with_real_embedder(tmp_path, data) -> None:
     (storm / "Москва" / "url_to_info.json").unlink()
     broken = cli("score-outputs", "--stage", "article", "--storm", str(storm), "--dataset", str(data), tmp=tmp_path)
     assert broken.returncode == 2
-    assert "Москва: missing url_to_info.json" in broken.stdout
+    assert "Москва: missing url_to_info.json" in broken.stderr
 
 
 def test_import_storm_writes_article_rows(tmp_path, data) -> None:

@@ -294,13 +294,18 @@ def test_scores_exclusions_and_texts_through_the_compiled_graph() -> None:
     ]
 
 
-def test_empty_generation_scores_zero_not_excluded() -> None:
+def test_empty_answer_fails_the_unit_and_empty_text_scores_zero() -> None:
+    from ruwikibench.models.llm import EmptyAnswer
+
     dataset = sample_dataset()
     context, _ = make_context(lambda m: "" if kind(m[-1]["content"]) == "write" else "описание")
     unit = STAGE.units(dataset, dataset.articles[0], context.config)[1]
+    with pytest.raises(EmptyAnswer, match="empty answer"):  # an empty reply is a failed request, not a text
+        run(STAGE.build_graph(), unit.input, context)
+    context, _ = make_context(lambda m: "текст" if kind(m[-1]["content"]) == "write" else "описание")
     output = run(STAGE.build_graph(), unit.input, context)
+    output["results"][0] |= {"text": "", "status": "empty_output"}  # a text that cleaning left empty
     (record,) = STAGE.score(unit, output, context)
-    assert output["results"][0]["status"] == "empty_output"
     assert record.excluded is None and record.metrics["f1"] == 0.0 and record.info["empty_output"] is True
     assert STAGE.texts(unit, output) == []
 

@@ -71,5 +71,8 @@ def test_json_file_and_directory_resolve_to_the_same_dataset(tmp_path: Path, mon
     from_json, directory = resolve_dataset(str(source))
     from_dir, same = resolve_dataset(str(directory))
     assert from_dir.dataset_id == from_json.dataset_id and same == directory
-    with pytest.raises(DatasetError, match="not a processed dataset directory"):
+    with pytest.raises(DatasetError, match="nothing.txt: no such file or directory"):
         resolve_dataset(str(tmp_path / "nothing.txt"))
+    (tmp_path / "notes.txt").write_text("x", encoding="utf-8")
+    with pytest.raises(DatasetError, match="not a processed dataset directory"):
+        resolve_dataset(str(tmp_path / "notes.txt"))

@@ -42,7 +42,7 @@ async def test_run_resume_failures_and_rescore(tmp_path: Path) -> None:
     results = list(rundir.read("results.jsonl"))
     assert {r["article"] for r in results} == {"Кошка", "Собака дом"}
     errors = list(rundir.read("errors.jsonl"))
-    assert len(errors) == 1 and "empty answer" in errors[0]["reason"] and errors[0]["attempts"] == 2
+    assert len(errors) == 1 and "EmptyAnswer" in errors[0]["reason"] and errors[0]["attempts"] == 2
     assert len(chat.calls) == 2 + 2  # two good articles, the bad one tried twice
     metrics = json.loads(rundir.file("metrics.json").read_text())["toy"]
     assert metrics["metrics"]["overlap"]["failures_excluded"]["mean"] == 1.0

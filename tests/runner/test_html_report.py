@@ -105,3 +105,19 @@ def test_headline_is_the_declared_key_else_the_first_column() -> None:
     assert headline("ranking", {}) == ("Rerank NDCG", "rerank_ndcg")
     assert headline("outline", {}) == ("Mean F1", "f1")
     assert headline("no-such-stage", {"metrics": {"b": {}, "a": {}}}) == ("a", "a")
+
+
+def test_trace_counts_calls_on_the_inner_nodes_of_subgraphs() -> None:
+    from ruwikibench.runner.html_report import _trace
+
+    outer = {"node": "section", "namespace": "", "started_at": 1.0, "ended_at": 4.0, "llm_calls": 0,
+             "prompt_tokens": 0, "completion_tokens": 0, "cache_hits": 0, "output": {}}
+    inner = {"node": "write", "namespace": "section:abc", "started_at": 2.0, "ended_at": 3.0, "llm_calls": 2,
+             "prompt_tokens": 30, "completion_tokens": 7, "cache_hits": 1, "output": {"text": "т" * 10_000},
+             "prompts": [{"name": "ru/section_write.txt", "sha256": "0123456789ab"}]}
+    trace = _trace([inner, outer])
+    assert [n["node"] for n in trace["nodes"]] == ["section", "write"]  # start order
+    assert [n["depth"] for n in trace["nodes"]] == [0, 1]
+    assert trace["totals"] == {"llm_calls": 2, "prompt_tokens": 30, "completion_tokens": 7, "cache_hits": 1}
+    shown = trace["nodes"][1]["output"]
+    assert shown.endswith("more characters in nodes.jsonl") and len(shown) < 6_100

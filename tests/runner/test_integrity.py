@@ -90,7 +90,7 @@ async def test_report_lists_only_errors_a_resume_did_not_fix(tmp_path: Path) -> 
     context, _ = _context(_dataset(TITLES), flaky)
     rundir = await execute(context, "mem", _options(tmp_path))
     report = rundir.file("report.md").read_text()
-    assert "## Errors" in report and "toy / Рыба / article: ValueError: empty answer" in report
+    assert "## Errors" in report and "toy / Рыба / article: EmptyAnswer: model" in report
     assert _metrics(rundir)["counts"]["failed_units"] == 1
 
     failing.clear()

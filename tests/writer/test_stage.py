@@ -24,7 +24,7 @@ async def test_the_writer_runs_as_the_article_stage(tmp_path: Path) -> None:
     article = next(r for r in records if r["stage"] == "article")
     # the fake model writes from the selected snippets, all of the article's own sources (the fixture's corpus)
     assert article["metrics"]["source_precision"] == 1.0 and article["metrics"]["sources_selected"] == 6
-    assert {"f1", "rouge_l", "source_recall"} <= set(article["metrics"])
+    assert {"f1", "rouge_l", "cited_own_share"} <= set(article["metrics"])
     texts = list(rundir.read("generated.jsonl"))
     assert {t["stage"] for t in texts} >= {"outline", "article"}
     unit = get_stage("article").units(context.dataset, context.dataset.article(TITLE), context.config)[0]

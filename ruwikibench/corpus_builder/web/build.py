@@ -165,6 +165,17 @@ def ordered_urls(reference: Reference) -> list[str]:
     return [u for u in urls if not is_archive_url(u)] + [u for u in urls if is_archive_url(u)]
 
 
+def refused_links(article: str, references: list[Reference]) -> list[UrlRecord]:
+    """A 'failed' manifest entry (reason ``bad_scheme``) per reference link that is not http(s): never fetched,
+    never silently dropped."""
+    return [
+        UrlRecord(article=article, kind="source", footnote=ref.id, url=link, outcome="failed", reason="bad_scheme",
+                  detail=f"{link.split(':', 1)[0]} scheme; only http and https are fetched")
+        for ref in references if not ref.is_note
+        for link in ref.other_links
+    ]
+
+
 def _record(article: str, kind: str, url: str, result: FetchResult | None, **extra: Any) -> UrlRecord:
     fields: dict[str, Any] = {"article": article, "kind": kind, "url": url, **extra}
     if result is not None:
@@ -253,6 +264,7 @@ class CorpusBuilder:
             with_urls=len(refs),
             notes=sum(1 for r in article.references if r.is_note),
         )
+        outcome.entries += refused_links(title, article.references)
         sources: list[dict[str, str]] = []
         for ref, (kept, ref_entries) in zip(refs, found, strict=True):
             outcome.entries += ref_entries

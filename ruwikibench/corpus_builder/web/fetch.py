@@ -2,7 +2,8 @@
 
 Per request: only http(s); redirects followed by hand (at most ``max_redirects`` hops, loops detected) so that
 every hop's URL is checked and every connection goes through the address guard of :mod:`.safety`; a total
-timeout per hop; the body read as a stream and abandoned past ``max_bytes``; the content type checked before
+timeout per hop; the body read as a stream and abandoned past ``max_bytes`` (gzip/deflate inflated under that cap,
+never whole); the content type checked before
 the body is read. Per host: at most ``per_host`` requests in flight and ``host_delay`` seconds between request
 starts. Transient failures (timeouts, connection errors, 429, 5xx) are retried with exponential backoff,
 honouring ``Retry-After``. Final outcomes are cached on disk by URL (:class:`.cache.PageCache`).
@@ -24,6 +25,7 @@ import httpcore
 import httpx
 
 from ruwikibench.corpus_builder.web.cache import PageCache
+from ruwikibench.corpus_builder.web.decode import ENCODINGS, CappedDecoder, UnsupportedEncoding
 from ruwikibench.corpus_builder.web.safety import AddressPolicy, GuardedBackend, UnsafeURL, check_url
 from ruwikibench.corpus_builder.web.types import FetchResult, FetchSettings
 
@@ -127,6 +129,7 @@ class Fetcher:
                 "User-Agent": s.user_agent,
                 "Accept": "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1",
                 "Accept-Language": "ru,en;q=0.8,*;q=0.5",
+                "Accept-Encoding": ENCODINGS,
             },
         )
         return self
@@ -261,7 +264,10 @@ class Fetcher:
             return self._fail(
                 result, url, "too_large", f"Content-Length {declared} > {self.settings.max_bytes}"
             ), None
-        body = await self._read_capped(response)
+        try:
+            body = await self._read_capped(response)
+        except UnsupportedEncoding as exc:
+            return self._fail(result, url, "content_encoding", str(exc)), None
         result.bytes = len(body)
         if len(body) > self.settings.max_bytes:
             return self._fail(result, url, "too_large", f"body over {self.settings.max_bytes} bytes"), None
@@ -271,12 +277,12 @@ class Fetcher:
         return result, None
 
     async def _read_capped(self, response: httpx.Response) -> bytes:
-        """The decoded body, stopping one chunk past ``max_bytes`` (the caller then refuses it)."""
+        """The decoded body, at most ``max_bytes`` + 1 bytes (the caller then refuses it): compressed bodies are
+        inflated under the cap (:class:`.decode.CappedDecoder`), never whole before it is checked."""
+        decoder = CappedDecoder(response.headers.get("content-encoding"), self.settings.max_bytes + 1)
         chunks: list[bytes] = []
-        size = 0
-        async for chunk in response.aiter_bytes():
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > self.settings.max_bytes:
+        async for raw in response.aiter_raw():
+            chunks.append(decoder.feed(raw))
+            if decoder.full:
                 break
         return b"".join(chunks)

@@ -53,9 +53,15 @@ def read_rows(path: str | Path) -> list[tuple[int, dict[str, object]]]:
     if not path.exists():
         raise RunError(f"{path}: file not found")
     if path.suffix.lower() in (".csv", ".tsv"):
-        with path.open(encoding="utf-8", newline="") as handle:
-            reader = csv.DictReader(handle, delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
-            return [(number, dict(row)) for number, row in enumerate(reader, 2)]
+        try:
+            with path.open(encoding="utf-8", newline="") as handle:
+                reader = csv.DictReader(handle, delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
+                return [(number, dict(row)) for number, row in enumerate(reader, 2)]
+        except UnicodeDecodeError as exc:
+            raise RunError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save the table as UTF-8") \
+                from None
+        except csv.Error as exc:
+            raise RunError(f"{path}: not a readable CSV table: {exc}") from None
     return list(read_jsonl(path))
 
 

@@ -263,3 +263,29 @@ def test_small_synthetic_build(server, make_article, tmp_path: Path) -> None:  #
     ]
     assert result.manifest[1].extractor == "trafilatura" and result.manifest[1].chars >= 1500
     assert ds.snippets and all(s.source_id == "Тест/source_1" for s in ds.snippets)
+
+
+def test_non_http_reference_links_are_recorded_as_refused(server, make_article, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    long_url = server.page("/long", make_article("Длинный источник", paragraphs=14))
+    wiki = (
+        "<html><body><h1 id='firstHeading'>Тест</h1><div id='mw-content-text'><div class='mw-parser-output'>"
+        "<p>Вводный абзац.<sup class='reference'><a href='#cite_note-1'>[1]</a></sup>"
+        "<sup class='reference'><a href='#cite_note-2'>[2]</a></sup></p>"
+        "<h2><span class='mw-headline'>Примечания</span></h2><div class='mw-references-wrap'><ol class='references'>"
+        "<li id='cite_note-1'><span class='reference-text'><a class='external text' href='file:///etc/passwd'>F</a>"
+        f" <a class='external text' href='{long_url}'>A</a></span></li>"
+        "<li id='cite_note-2'><span class='reference-text'><a class='external text' href='gopher://example.org/1'>"
+        "G</a> <a href='/wiki/Другая'>внутренняя</a> <a href='#cite_ref-2'>↑</a></span></li>"
+        "</ol></div></div></div></body></html>"
+    )
+    server.page("/wiki/Тест", wiki)
+    result = build_corpus(["Тест"], tmp_path / "out", local_settings(server))
+    sources = [(m.footnote, m.url, m.outcome, m.reason) for m in result.manifest if m.kind == "source"]
+    assert sorted(sources) == [
+        ("cite_note-1", "file:///etc/passwd", "failed", "bad_scheme"),
+        ("cite_note-1", long_url, "kept", None),
+        ("cite_note-2", "gopher://example.org/1", "failed", "bad_scheme"),
+    ]
+    assert [r.urls for r in result.dataset.articles[0].references] == [[long_url], []]  # not saved as sources
+    lines = (tmp_path / "out" / "manifest.jsonl").read_text(encoding="utf-8")
+    assert "gopher://example.org/1" in lines and "file:///etc/passwd" in lines

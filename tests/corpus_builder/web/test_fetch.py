@@ -186,3 +186,40 @@ async def test_cache_respects_the_address_policy(server, tmp_path) -> None:  # t
     assert (
         cache.get(url, "allow:127.0.0.0/8") is None
     )  # the strict refusal now cached does not bind the looser one
+
+
+async def test_gzip_bomb_is_capped_while_decompressing(server) -> None:  # type: ignore[no-untyped-def]
+    import gzip
+
+    page = b"<html><body>" + b"a" * 50_000_000 + b"</body></html>"
+    bomb = gzip.compress(page, compresslevel=9)
+    assert len(bomb) < 100_000
+    server.route("/bomb", [(200, {"Content-Type": "text/html", "Content-Encoding": "gzip"}, bomb)])
+    server.route("/small", [(200, {"Content-Type": "text/html", "Content-Encoding": "gzip"},
+                             gzip.compress(b"<html><body>hello</body></html>"))])
+    refused = await fetch(server.url("/bomb"), max_bytes=1_000_000)
+    assert refused.reason == "too_large" and refused.bytes == 1_000_001  # never inflated past the cap
+    small = await fetch(server.url("/small"), max_bytes=1_000_000)
+    assert small.ok and small.body == b"<html><body>hello</body></html>"
+
+
+def test_capped_decoder_deflate_variants_and_refusals() -> None:
+    import zlib
+
+    import pytest
+
+    from ruwikibench.corpus_builder.web.decode import CappedDecoder, UnsupportedEncoding
+
+    data = b"<html>" + b"x" * 10_000 + b"</html>"
+    wrapped = zlib.compress(data)
+    raw = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    raw_deflate = raw.compress(data) + raw.flush()
+    for body in (wrapped, raw_deflate):
+        decoder = CappedDecoder("deflate", 100_000)
+        assert b"".join(decoder.feed(body[i:i + 7]) for i in range(0, len(body), 7)) == data
+    capped = CappedDecoder("deflate", 100)
+    assert len(capped.feed(wrapped)) == 100 and capped.full and capped.feed(b"more") == b""
+    with pytest.raises(UnsupportedEncoding, match="'br'"):
+        CappedDecoder("br", 10)
+    with pytest.raises(UnsupportedEncoding, match="corrupt gzip"):
+        CappedDecoder("gzip", 10).feed(b"not gzip at all")

@@ -99,3 +99,25 @@ def test_judge_citations_on_a_folder_without_articles_is_one_line(tmp_path: Path
     empty.mkdir()
     result = CliRunner().invoke(app, ["judge", "citations", str(empty)])
     assert result.exit_code == 2 and "pass --judge-config" in result.output
+
+
+def test_single_write_folder_and_external_article_rows(tmp_path: Path) -> None:
+    from ruwikibench.writer.citations import cited_texts, load_articles
+
+    folder = tmp_path / "qc"
+    write_exports(article(), folder, extra={"sources": [], "config": {"models": {}}})
+    [single] = load_articles(folder)
+    assert single.name == "Python" and single.folder == folder
+    assert [t.item for t in cited_texts(single)] == ["lead", "s1"]
+
+    external = tmp_path / "ext"
+    external.mkdir()
+    written = article().model_copy(update={"references": [
+        Citation(n=1, snippet_id="", source_id="", url="https://example.org/a")]})  # not in the dataset: no text
+    row = {"stage": "article", "article": "Python", "unit": "article",
+           "output": {"written": written.model_dump(mode="json")}}
+    (external / "outputs.jsonl").write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
+    [loaded] = load_articles(external)
+    assert loaded.folder is None
+    lead = cited_texts(loaded)[0]
+    assert lead.sources == {1: ""}  # a source with no text counts as no source: never asked
