@@ -100,7 +100,8 @@ async def ask_support(llm: LLM, prompt: str, options: CitationsConfig) -> dict[s
     """One yes/no call; the fields of a check record (source, probability, answer, error)."""
     try:
         completion = await llm.complete("support", prompt, max_tokens=options.max_tokens,
-                                        top_logprobs=options.top_logprobs)
+                                        top_logprobs=options.top_logprobs,
+                                        accept=lambda answer: score_yes_no(answer).answer is not None)
     except Exception as exc:  # noqa: BLE001 — recorded, counted and asked again on the next run
         return {"source": "error", "error": f"{type(exc).__name__}: {exc}"}
     scored = score_yes_no(completion)

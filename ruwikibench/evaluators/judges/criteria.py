@@ -249,7 +249,10 @@ async def judge_one(
     prompt = build_prompt(text, criterion, options, prompts)
     prompt_sha = hashlib.sha256(prompt.encode()).hexdigest()[:16]
     try:
-        completion = await llm.complete("judge", prompt, max_tokens=options.max_tokens)
+        completion = await llm.complete(
+            "judge", prompt, max_tokens=options.max_tokens,
+            accept=lambda answer: parse_criterion_verdict(answer.text, criterion.scale).status == "ok",
+        )
     except Exception as exc:  # noqa: BLE001 — recorded, counted and retried on the next run
         return _record(
             text,

@@ -169,7 +169,10 @@ async def judge_pair(
     first, second = (ref, cand) if shown == "reference_first" else (cand, ref)
     try:
         prompt = build_prompt(first, second, options, prompts)
-        completion = await llm.complete("judge", prompt, max_tokens=options.max_tokens)
+        completion = await llm.complete(
+            "judge", prompt, max_tokens=options.max_tokens,
+            accept=lambda answer: parse_pair_verdict(answer.text).status == "ok",
+        )
     except Exception as exc:  # noqa: BLE001 — recorded, counted and retried on the next run
         return base.model_copy(update={"detail": f"{type(exc).__name__}: {exc}"})
     verdict = parse_pair_verdict(completion.text)

@@ -18,6 +18,9 @@ from ruwikibench.evaluators.judges.criteria import (
 )
 from ruwikibench.evaluators.judges.rundir import load_run
 from ruwikibench.evaluators.stats import bootstrap_ci
+from ruwikibench.models.cache import ResponseCache
+from ruwikibench.models.fake import ScriptedChat
+from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
 from tests.evaluators.judges.helpers import fake_llm, section
 
@@ -263,3 +266,16 @@ def test_unreadable_run_config_only_matters_without_judge_config(make_run, tmp_p
     cfg = tmp_path / "judge.yaml"
     cfg.write_text("models:\n  judge: {name: j, endpoints: ['http://127.0.0.1:9/v1']}\n", encoding="utf-8")
     assert judge_config(run, cfg).model_for("judge").name == "j"
+
+
+async def test_unparseable_verdict_is_never_cached(make_run, tmp_path: Path) -> None:
+    """With a response cache, an unparseable verdict is asked again on retry; a parsed one comes from the cache."""
+    path = make_run("run1", [section("s1", "Текст.")])
+    chosen = CRITERIA.select(["no_speech_errors", "literacy"])
+    chat = ScriptedChat(lambda messages: scripted(messages[-1]["content"]), name="fake-judge")
+    llm = LLM({"judge": chat}, cache=ResponseCache(tmp_path / "llm.sqlite"))
+    await judge_run(load_run(path), llm, chosen, judge="j", progress=False)
+    assert llm.cache is not None and len(llm.cache) == 1  # only the parsed verdict
+    retry = CriteriaOptions(retry_unparseable=True)
+    await judge_run(load_run(path), llm, chosen, judge="j2", options=retry, progress=False)
+    assert len(chat.calls) == 3  # 'literacy' from the cache, the unparseable one asked again
