@@ -96,7 +96,8 @@ def _show(rundir: Any, stages: list[str]) -> None:
 
 
 def _run(stages: list[str] | None, config_path: Path, dataset: str, articles: int | None, article: list[str] | None,
-         out: Path, run_id: str | None, overrides: dict[str, dict[str, Any]] | None = None) -> Any:
+         out: Path, run_id: str | None, overrides: dict[str, dict[str, Any]] | None = None,
+         exit_when_all_failed: bool = True) -> Any:
     from ruwikibench.runner.execute import RunOptions
 
     config, data, path = _load(config_path, dataset)
@@ -105,22 +106,27 @@ def _run(stages: list[str] | None, config_path: Path, dataset: str, articles: in
     options = RunOptions(stages=stages, articles=articles, article_names=article, out=out, run_id=run_id)
     rundir = _execute(config, data, path, options)
     _show(rundir, stages)
-    _failures(rundir)
+    if _failures(rundir) and exit_when_all_failed:
+        raise typer.Exit(1)
     return rundir
 
 
-def _failures(rundir: Any) -> None:
-    """One line on stderr when units failed; exit status 1 when every unit of the run failed."""
-    spec = rundir.read_json("spec.json")
+def _all_failed(rundir: Any) -> bool:
+    errors = rundir.open_errors()
+    return bool(errors) and len(errors) >= rundir.read_json("spec.json").get("units", {}).get("total", 0)
+
+
+def _failures(rundir: Any) -> bool:
+    """One line on stderr when units failed; True when every unit of the run failed (exit status 1)."""
     errors = rundir.open_errors()
     if not errors:
-        return
-    total = spec.get("units", {}).get("total", 0)
+        return False
+    total = rundir.read_json("spec.json").get("units", {}).get("total", 0)
     first = errors[0]
+    reason = " ".join(str(first["reason"]).split())  # an exception text with newlines stays one line
     typer.echo(f"error: {len(errors)} of {total} units failed (first: {first['stage']} / {first['article']}: "
-               f"{first['reason']}); all in {rundir.file('errors.jsonl')}", err=True)
-    if len(errors) >= total:
-        raise typer.Exit(1)
+               f"{reason}); all in {rundir.file('errors.jsonl')}", err=True)
+    return len(errors) >= total
 
 
 @run_app.command("all")
@@ -157,14 +163,19 @@ def run_outline(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = 
     modes = list(OUTLINE_MODES) if mode == "all" else [mode]
     if any(m not in OUTLINE_MODES for m in modes):
         raise typer.BadParameter(f"mode must be one of {', '.join(OUTLINE_MODES)} or all")
-    cells = []
-    for each in modes:
+    cells, failed_modes = [], []
+    for each in modes:  # every mode runs even when one fails entirely; the exit status says so at the end
         rid = f"{run_id}-{each}" if run_id else None
-        rundir = _run(["outline"], config, dataset, articles, article, out, rid, {"outline": {"mode": each}})
+        rundir = _run(["outline"], config, dataset, articles, article, out, rid, {"outline": {"mode": each}},
+                      exit_when_all_failed=False)
+        if _all_failed(rundir):
+            failed_modes.append(each)
         metrics = rundir.read_json("metrics.json").get("outline", {})
         key = stage_columns("outline", metrics)[0][1]
         cells.append(_cell(metrics, key, "failures_excluded"))
     print_table("outline — paper Table 5 layout (Mean F1 ×100)", [[OUTLINE_MODES[m] for m in modes], cells])
+    if failed_modes:
+        raise typer.Exit(1)
 
 
 @run_app.command("sections")

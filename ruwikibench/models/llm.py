@@ -380,7 +380,7 @@ class LLM:
             return shared.model_copy(update={"cached": True, "retries": 0})
         task = asyncio.ensure_future(self._send_and_store(key, backend, messages, max_tokens, top_logprobs, accept))
         inflight[key] = task
-        task.add_done_callback(lambda _: inflight.pop(key, None))
+        task.add_done_callback(lambda done: _settle(inflight, key, done))
         return await asyncio.shield(task)
 
     async def _send_and_store(
@@ -436,3 +436,11 @@ def _release_all(servers: Any) -> None:
 def default_cache_path(config: RunConfig) -> Path:
     """Where :meth:`LLM.from_config` keeps the response cache."""
     return config.cache_path / "llm.sqlite"
+
+
+def _settle(inflight: dict[str, asyncio.Future[Completion]], key: str, done: asyncio.Future[Completion]) -> None:
+    """Forget a finished shared request; its exception counts as retrieved, since every waiter already got it
+    or was cancelled (the shield keeps the request going; nobody is left to log it as 'never retrieved')."""
+    inflight.pop(key, None)
+    if not done.cancelled():
+        done.exception()

@@ -168,3 +168,15 @@ def test_run_directory_in_use(tmp: Path) -> None:
     with run_lock(tmp / "runs" / "r"):
         result = run_ranking(tmp, str(tmp / "data"), "--run-id", "r", "--out", str(tmp / "runs"))
     one_error(result, "in use by process", str(os.getpid()), "run.lock")
+
+
+def test_outline_all_modes_run_when_every_unit_of_one_fails(tmp: Path) -> None:
+    """`run outline --mode all` runs the three modes although each fails entirely, then exits 1; each mode's
+    failure line is one line, even when the exception text has several."""
+    config = write_config(tmp, refused_url())
+    result = cli(tmp, "run", "outline", "--dataset", str(tmp / "data"), "--config", str(config), "--out", "runs")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 3 and all("units failed" in line for line in errors), result.stderr
+    assert len({p.name for p in (tmp / "runs").iterdir()}) == 3
