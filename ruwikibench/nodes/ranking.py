@@ -15,6 +15,7 @@ from langgraph.types import Send
 from ruwikibench.context import StageContext
 from ruwikibench.executors import run_cpu
 from ruwikibench.models.llm import LLM
+from ruwikibench.models.priority import Priority
 from ruwikibench.models.types import Completion
 from ruwikibench.models.yesno import score_yes_no
 from ruwikibench.nodes.queries import describe, join_query, reference_query
@@ -101,7 +102,8 @@ async def judge(context: StageContext, title: str, query: str, hit: Hit) -> Judg
     prompt = context.prompts.get(cfg.prompt_relevance).format(title=title, text=text, query=query)
     try:
         completion = await context.llm.complete(
-            "ranking", prompt, max_tokens=cfg.judge_max_tokens, top_logprobs=cfg.top_logprobs, accept=parseable
+            "ranking", prompt, max_tokens=cfg.judge_max_tokens, top_logprobs=cfg.top_logprobs, accept=parseable,
+            priority=Priority.LEAF,  # nothing waits for one judgement: chain calls of other units go first
         )
     except Exception as exc:  # noqa: BLE001 — recorded per candidate, counted in the report
         return Judgement(snippet_id=hit["snippet_id"], llm_score=None, p_yes=None, p_no=None, p_yes_norm=None,
