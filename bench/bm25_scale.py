@@ -1,9 +1,11 @@
 """BM25 index build, save, load and query time and memory at 10k / 100k / 1M synthetic Russian snippets.
 
 Each synthetic snippet has 600 words drawn from the word frequencies of the real dataset's sources (so the
-vocabulary and its Zipf tail are Russian text's). The index is the project's own (``BM25Index.build``: folded
-tokens, stopwords removed, pymorphy3 lemmas — each distinct word lemmatised once). Every size runs in its own
-process so the peak memory is that size's.
+vocabulary and its Zipf tail are Russian text's). The index is the project's own (``bm25_build.build_retriever``,
+what ``BM25Index.build`` calls: folded tokens, stopwords removed, pymorphy3 lemmas — each distinct word
+lemmatised once; worker processes from 40k snippets). The texts are generated in blocks while the index is
+built (``build_s`` includes generating them; ``generate_s`` is the generation alone), so 1M texts never sit in
+memory at once. Every size runs in its own process so the peak memory is that size's.
 
     python bench/bm25_scale.py --dataset ../shared/data/ruwiki/ruwikibench_articles.json --sizes 10000 100000
 """
@@ -36,27 +38,35 @@ def vocabulary(dataset_spec: str) -> tuple[list[str], list[int]]:
     return list(words), list(weights)
 
 
+def synthetic_texts(words: list[str], weights: list[int], size: int, words_per_snippet: int, seed: int = 0):
+    """``size`` texts of ``words_per_snippet`` words drawn from the word frequencies, generated in blocks."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    p = np.asarray(weights, dtype=np.float64) / sum(weights)
+    vocabulary_array = np.asarray(words, dtype=object)
+    for start in range(0, size, 4000):
+        picks = rng.choice(len(words), size=(min(4000, size - start), words_per_snippet), p=p)
+        yield from (" ".join(row) for row in vocabulary_array[picks].tolist())
+
+
 def one_size(dataset_spec: str, size: int, words_per_snippet: int, queries: int) -> dict[str, float]:
     import numpy as np
 
-    from ruwikibench.dataset import Dataset, Snippet
     from ruwikibench.retrieval.bm25 import BM25Index
+    from ruwikibench.retrieval.bm25_build import build_retriever
+    from ruwikibench.retrieval.normalize import Normalizer
 
     words, weights = vocabulary(dataset_spec)
-    rng = np.random.default_rng(0)
-    p = np.asarray(weights, dtype=np.float64) / sum(weights)
     started = time.perf_counter()
-    snippets = []
-    for i in range(size):
-        picks = rng.choice(len(words), size=words_per_snippet, p=p)
-        text = " ".join(words[j] for j in picks)
-        snippets.append(Snippet.model_construct(id=f"s{i}", article="synthetic", source_id=f"src{i}", index=0,
-                                                text=text, word_start=0, word_end=words_per_snippet))
+    for _ in synthetic_texts(words, weights, size, words_per_snippet):
+        pass
     generate = time.perf_counter() - started
-    dataset = Dataset.model_construct(articles=[], sources=[], snippets=snippets)
     started = time.perf_counter()
-    index = BM25Index.build(dataset, "lemma")
+    retriever = build_retriever(synthetic_texts(words, weights, size, words_per_snippet), Normalizer("lemma"),
+                                n_texts=size)
     build = time.perf_counter() - started
+    index = BM25Index(retriever, [f"s{i}" for i in range(size)], "lemma", "synthetic")
     folder = Path(tempfile.mkdtemp(prefix="bm25-scale-"))
     started = time.perf_counter()
     index.save(folder)
@@ -64,6 +74,8 @@ def one_size(dataset_spec: str, size: int, words_per_snippet: int, queries: int)
     started = time.perf_counter()
     loaded = BM25Index.load(folder)
     load = time.perf_counter() - started
+    rng = np.random.default_rng(1)
+    p = np.asarray(weights, dtype=np.float64) / sum(weights)
     texts = [" ".join(words[j] for j in rng.choice(len(words), size=40, p=p)) for _ in range(queries)]
     started = time.perf_counter()
     for text in texts:

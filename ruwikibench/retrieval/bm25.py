@@ -18,14 +18,8 @@ import numpy as np
 from pydantic import BaseModel
 
 from ruwikibench.dataset import Dataset
-from ruwikibench.retrieval.normalize import (
-    TOKEN_PATTERN,
-    Normalizer,
-    NormalizerKind,
-    fold,
-    stopwords,
-    stopwords_hash,
-)
+from ruwikibench.retrieval.bm25_build import build_retriever
+from ruwikibench.retrieval.normalize import Normalizer, NormalizerKind, stopwords_hash
 
 INDEX_VERSION = "1"
 
@@ -54,17 +48,10 @@ class BM25Index:
 
     @classmethod
     def build(cls, dataset: Dataset, normalizer: NormalizerKind = "lemma") -> BM25Index:
-        import bm25s
-
+        """Index every snippet (:mod:`ruwikibench.retrieval.bm25_build`: bm25s's scores, built in numpy)."""
         norm = Normalizer(normalizer)
-        texts = [fold(s.text) for s in dataset.snippets]
-        tokens = bm25s.tokenize(
-            texts, lower=False, token_pattern=TOKEN_PATTERN, stopwords=list(stopwords()), stemmer=norm,
-            return_ids=False, show_progress=False,
-        )
-        retriever = bm25s.BM25()
-        if texts:
-            retriever.index(tokens, show_progress=False)
+        texts = (s.text for s in dataset.snippets)
+        retriever = build_retriever(texts, norm, n_texts=len(dataset.snippets))
         index = cls(retriever, [s.id for s in dataset.snippets], normalizer, dataset.dataset_id)
         index.normalizer = norm  # keep the memo of corpus words for queries
         return index
