@@ -330,7 +330,13 @@ def citations_meta_command(
     from collections import Counter
 
     from ruwikibench.config import ConfigError, EmbedderConfig, load_config
-    from ruwikibench.evaluators.judges.citations_meta import FixtureError, agreement_row, balanced, load_pairs
+    from ruwikibench.evaluators.judges.citations_meta import (
+        FixtureError,
+        agreement_row,
+        balanced,
+        calibrated,
+        load_pairs,
+    )
 
     try:
         labelled = load_pairs(pairs, sample)
@@ -345,7 +351,10 @@ def citations_meta_command(
         embedder = configs[0].embedder if configs else EmbedderConfig()
         cache = configs[0].cache_path if configs else None
         results.append(_measure_cosine(labelled, embedder, cache, cosine_threshold))
+    results = [calibrated(r, labelled) for r in results]
     _table([agreement_row(r) for r in results], "citation support judge vs hand labels (positive = supported)")
+    console.print("best threshold: the most accurate one on these pairs (optimistic); LOO acc: each pair judged "
+                  "at the threshold chosen on the others (set citations.threshold from it)")
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(

@@ -144,6 +144,11 @@ class Agreement(BaseModel):
     f1: float | None
     auc: float | None
     per_label: dict[str, float] = Field(default_factory=dict, description="share judged right, per label")
+    best_threshold: float | None = Field(default=None, description="the threshold with the best accuracy here")
+    best_accuracy: float | None = Field(default=None, description="accuracy at best_threshold (chosen on these "
+                                        "pairs: optimistic)")
+    loo_accuracy: float | None = Field(default=None, description="accuracy with the threshold chosen on the other "
+                                       "pairs, each pair in turn (leave-one-out: an honest estimate)")
     probabilities: dict[str, float | None] = Field(default_factory=dict, description="pair id -> P(supported)")
 
 
@@ -182,6 +187,43 @@ def agreement(scorer: str, pairs: Sequence[SupportPair], probabilities: Sequence
     )
 
 
+def best_threshold(truth: Sequence[bool], scores: Sequence[float]) -> tuple[float, float] | None:
+    """(threshold, accuracy) maximising accuracy of ``score >= threshold``; candidates are the midpoints between
+    neighbouring distinct scores and one beyond each end; ties go to the lowest threshold."""
+    if not scores:
+        return None
+    values = np.unique(np.asarray(scores, dtype=np.float64))
+    candidates = np.concatenate([[values[0] - 1e-6], (values[:-1] + values[1:]) / 2, [values[-1] + 1e-6]])
+    said = np.asarray(scores)[None, :] >= candidates[:, None]
+    accuracy = (said == np.asarray(truth)[None, :]).mean(axis=1)
+    best = int(np.argmax(accuracy))
+    return float(candidates[best]), float(accuracy[best])
+
+
+def leave_one_out_accuracy(truth: Sequence[bool], scores: Sequence[float]) -> float | None:
+    """Each pair judged with the threshold :func:`best_threshold` picks on all the other pairs."""
+    if len(scores) < 2:
+        return None
+    right = 0
+    for i in range(len(scores)):
+        chosen = best_threshold(truth[:i] + truth[i + 1:], scores[:i] + scores[i + 1:])
+        assert chosen is not None
+        right += (scores[i] >= chosen[0]) == truth[i]
+    return right / len(scores)
+
+
+def calibrated(result: Agreement, pairs: Sequence[SupportPair]) -> Agreement:
+    """The agreement with the best threshold on these pairs and the leave-one-out accuracy filled in."""
+    answered = [(p.supported, result.probabilities[p.id]) for p in pairs if result.probabilities.get(p.id) is not None]
+    truth = [t for t, _ in answered]
+    scores = [float(s) for _, s in answered]  # type: ignore[arg-type]
+    best = best_threshold(truth, scores)
+    return result.model_copy(update={
+        "best_threshold": best[0] if best else None, "best_accuracy": best[1] if best else None,
+        "loo_accuracy": leave_one_out_accuracy(truth, scores),
+    })
+
+
 async def llm_probabilities(pairs: Sequence[SupportPair], llm: LLM, options: CitationsConfig,
                             prompts: PromptLibrary) -> list[float | None]:
     """P(supported) of each pair from the support model (None = unparseable or failed)."""
@@ -213,4 +255,7 @@ def agreement_row(result: Agreement) -> dict[str, str]:
            "unparsed": str(result.unparsed), "accuracy": fmt(result.accuracy), "precision": fmt(result.precision),
            "recall": fmt(result.recall), "F1": fmt(result.f1), "AUC": fmt(result.auc)}
     row.update({f"acc {label}": fmt(result.per_label.get(label)) for label in LABELS})
+    row["best threshold (acc)"] = ("—" if result.best_threshold is None
+                                   else f"{result.best_threshold:.3f} ({fmt(result.best_accuracy)})")
+    row["LOO acc"] = fmt(result.loo_accuracy)
     return row

@@ -144,3 +144,36 @@ def test_cli_measures_a_fake_endpoint(tmp_path: Path) -> None:
 def test_cli_without_the_sample_fails_with_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["judge", "citations-meta", "--sample", str(tmp_path)])
     assert result.exit_code == 2 and "ruwikibench_articles.json" in result.output and "Traceback" not in result.output
+
+
+def test_best_threshold_and_leave_one_out_hand_computed() -> None:
+    from ruwikibench.evaluators.judges.citations_meta import (
+        best_threshold,
+        calibrated,
+        leave_one_out_accuracy,
+    )
+
+    truth = [True, True, False, False, True]
+    scores = [0.9, 0.8, 0.7, 0.2, 0.6]
+    # thresholds between neighbours: ≥0.85 → 3/5 right, ≥0.75 → 4/5, ≥0.65 → 3/5, ≥0.4 → 4/5 … best 0.4 (lowest)
+    assert best_threshold(truth, scores) == pytest.approx((0.4, 0.8))
+    # leave out 0.9: best on the rest is 0.4 → 0.9 right; 0.8: 0.4 → right; 0.7 (False): 0.4 → wrong;
+    # 0.2: best 0.65 → right; 0.6 (True): rest [.9,.8,.7,.2] best 0.75 (4/4) → 0.6 wrong
+    assert leave_one_out_accuracy(truth, scores) == pytest.approx(3 / 5)
+    pairs = [_pair(i, "supported" if t else "unrelated") for i, t in enumerate(truth)]
+    result = calibrated(agreement("x", pairs, scores, 0.5), pairs)
+    assert (result.best_threshold, result.best_accuracy, result.loo_accuracy) == pytest.approx((0.4, 0.8, 0.6))
+
+
+def test_best_threshold_brute_force_on_random_cases() -> None:
+    from ruwikibench.evaluators.judges.citations_meta import best_threshold
+
+    rng = random.Random(5)
+    for _ in range(100):
+        scores = [round(rng.random(), 2) for _ in range(rng.randint(1, 12))]
+        truth = [rng.random() < 0.5 for _ in scores]
+        threshold, accuracy = best_threshold(truth, scores)
+        grid = [i / 1000 for i in range(-1, 1002)]
+        brute = max(sum((s >= t) == y for s, y in zip(scores, truth)) / len(scores) for t in grid)
+        assert accuracy == pytest.approx(brute)
+        assert sum((s >= threshold) == y for s, y in zip(scores, truth)) / len(scores) == pytest.approx(accuracy)
