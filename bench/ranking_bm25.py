@@ -25,7 +25,8 @@ from ruwikibench.config import ModelConfig, RankingConfig, RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.corpus_builder import import_ruwikibench_json, load_dataset, save_dataset
 from ruwikibench.dataset import Dataset
-from ruwikibench.evaluators.ranking import ranking_metrics, summarize
+from ruwikibench.evaluators.ranking import ranking_metrics
+from ruwikibench.evaluators.stats import Estimate, bootstrap_ci
 from ruwikibench.graphs.ranking import STAGE, build_ranking_graph, pool_size
 from ruwikibench.models.llm import LLM
 from ruwikibench.nodes.queries import (
@@ -36,6 +37,14 @@ from ruwikibench.nodes.queries import (
 from ruwikibench.prompts import PromptLibrary
 from ruwikibench.retrieval.bm25 import BM25Index
 
+
+def summarize(records: list[dict[str, float]], **bootstrap: object) -> dict[str, Estimate]:
+    """Mean and bootstrap 95% CI of every metric key over articles (an article lacking a key is skipped)."""
+    values: dict[str, list[float]] = {}
+    for record in records:
+        for key, value in record.items():
+            values.setdefault(key, []).append(float(value))
+    return {key: bootstrap_ci(vals, **bootstrap) for key, vals in sorted(values.items())}  # type: ignore[arg-type]
 
 def sample_json() -> Path:
     env = os.environ.get("RUWIKIBENCH_SAMPLE")

@@ -16,7 +16,6 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 Profile = Literal["benchmark", "writer"]
-ROLES = ("query", "ranking", "outline", "writer", "judge", "support", "reference")
 Role = Literal["query", "ranking", "outline", "writer", "judge", "support", "reference"]
 ROLE_FALLBACKS: dict[str, tuple[str, ...]] = {"support": ("judge",)}
 """Roles tried before the general fallback (writer, outline, ranking, query) when a role is not configured."""

@@ -7,11 +7,9 @@ ordering of what BM25 retrieved; pool recall measures what BM25 missed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
-
-from ruwikibench.evaluators.stats import Estimate, bootstrap_ci
 
 
 def dcg(relevances: Sequence[float], k: int | None = None) -> float:
@@ -59,12 +57,3 @@ def ranking_metrics(
         for k in ks:
             metrics[f"{name}_ndcg@{k}"] = ndcg(labels, k)
     return metrics
-
-
-def summarize(records: Iterable[Mapping[str, float]], **bootstrap: object) -> dict[str, Estimate]:
-    """Mean and bootstrap 95% CI of every metric key over articles (an article lacking a key is skipped)."""
-    values: dict[str, list[float]] = {}
-    for record in records:
-        for key, value in record.items():
-            values.setdefault(key, []).append(float(value))
-    return {key: bootstrap_ci(vals, **bootstrap) for key, vals in sorted(values.items())}  # type: ignore[arg-type]

@@ -150,6 +150,9 @@ class OpenAIBackend:
         """What the response cache keys on: name and every generation parameter (no endpoint, no key)."""
         return self._identity
 
+    async def prepare(self) -> None:
+        await self._clients()
+
     async def _clients(self) -> list[Any]:
         """This loop's clients, made once on the CPU pool (importing langchain-openai and building httpx
         clients takes seconds of CPU: on the loop it would stall every other request)."""
@@ -355,6 +358,11 @@ class LLM:
             if fallback in self.backends:
                 return self.backends[fallback]
         raise KeyError(f"no chat model for role {role!r}")
+
+    async def prepare(self) -> None:
+        """Build every backend's HTTP clients now (on the CPU pool), so the first requests of a run do not wait
+        for them."""
+        await asyncio.gather(*(prepare() for b in self.backends.values() if (prepare := getattr(b, "prepare", None))))
 
     async def complete(
         self,

@@ -544,6 +544,3 @@ async def assemble(state: WriterState) -> dict:
     )  # fmt: skip
     return {"article": article}
 
-
-def snippet_texts(sources: list[SourceSnippet]) -> dict[str, str]:
-    return {s.snippet_id: s.text for s in sources}

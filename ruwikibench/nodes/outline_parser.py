@@ -77,9 +77,6 @@ class ParsedOutline(BaseModel):
     dropped: list[str] = Field(default_factory=list, description="non-empty lines that were not headings")
     ended: bool = Field(default=False, description="an END marker was found (the answer was not cut off)")
 
-    def tree(self) -> list[OutlineNode]:
-        return build_tree(self.headings)
-
     def markdown(self) -> str:
         return to_markdown(self.headings)
 

@@ -67,6 +67,3 @@ class PromptLibrary:
         """name -> sha256 of every prompt served so far."""
         return {name: p.sha256 for name, p in sorted(self._loaded.items())}
 
-
-def load_prompt(name: str, extra_dir: str | Path | None = None) -> Prompt:
-    return PromptLibrary(extra_dir).get(name)

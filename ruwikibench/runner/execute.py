@@ -46,10 +46,6 @@ class RunOptions(BaseModel):
     progress: bool = True
 
 
-class UnitFailed(Exception):
-    pass
-
-
 class UnknownArticle(RunInputError, KeyError):
     """--article names an article the dataset does not hold."""
 
@@ -263,6 +259,7 @@ async def _execute_locked(
     for unit, output in unscored:
         await runner.score_output(runner.stages[unit.stage], unit, output)
     await run_cpu(warm_up, list(runner.stages), context.config)  # lazy imports now, not mid-run
+    await context.llm.prepare()  # HTTP clients too
     freeze_heap()
     semaphore = asyncio.Semaphore(max(2, context.config.max_concurrency * 2))
     started = time.perf_counter()

@@ -5,7 +5,7 @@ import random
 import pytest
 from sklearn.metrics import ndcg_score
 
-from ruwikibench.evaluators.ranking import dcg, ndcg, pool_recall, r_precision, ranking_metrics, summarize
+from ruwikibench.evaluators.ranking import dcg, ndcg, pool_recall, r_precision, ranking_metrics
 
 
 def sk_ndcg(labels: list[int], k: int | None = None) -> float:
@@ -70,7 +70,3 @@ def test_ranking_metrics_keys_and_values() -> None:
     assert pool_recall(0, 0) == 0.0
 
 
-def test_summarize_means_with_ci() -> None:
-    summary = summarize([{"a": 1.0, "b": 0.0}, {"a": 0.5}, {"a": 0.0, "b": 1.0}], resamples=200)
-    assert summary["a"].mean == pytest.approx(0.5) and summary["a"].n == 3
-    assert summary["b"].n == 2 and summary["a"].low <= 0.5 <= summary["a"].high
