@@ -21,6 +21,34 @@ def version() -> None:
     typer.echo(__version__)
 
 
+@app.command()
+def graph(
+    stage: str = typer.Argument(None, help="a registered stage: ranking, outline, sections, article, plug-ins"),
+    xray: int = typer.Option(1, help="how many levels of subgraphs to draw inside their nodes"),
+    update_docs: bool = typer.Option(False, "--update-docs", help="rewrite the graph blocks of the stage pages"),
+    docs: str = typer.Option("docs", help="the docs folder (with --update-docs)"),
+) -> None:
+    """Print a stage graph as a Mermaid flowchart, drawn from the compiled graph."""
+    from pathlib import Path
+
+    from ruwikibench.runner.pictures import mermaid
+    from ruwikibench.runner.pictures import update_docs as rewrite
+
+    if update_docs:
+        changed = rewrite(Path(docs))
+        typer.echo("\n".join(f"updated {path}" for path in changed) or "the graph pictures are current")
+        return
+    if stage is None:
+        raise typer.BadParameter("name a stage (ruwikibench stages lists them), or pass --update-docs")
+    from ruwikibench.registry import StageRegistryError
+
+    try:
+        typer.echo(mermaid(stage, xray))
+    except StageRegistryError as exc:
+        typer.echo(f"error: {exc.args[0]}", err=True)
+        raise typer.Exit(2) from None
+
+
 def _register() -> None:
     """Attach the command groups (one module each; imported lazily by their commands)."""
     from ruwikibench.cli import (  # noqa: F401  (each module registers its commands)

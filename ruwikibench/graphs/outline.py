@@ -1,9 +1,7 @@
 """Stage 2 (article outline) as a LangGraph graph, plus its benchmark ``STAGE`` for the runner.
 
-::
-
-    START -> cluster -(Send per cluster)-> select -> [describe] -> mini_outline -> merge -> parse -> END
-                     \\-(no snippets)----------------------------------------------> merge
+cluster → select (``Send``, one per cluster) → [describe] → mini_outline → merge → parse; the picture:
+``ruwikibench graph outline``.
 
 The mode comes from ``OutlineConfig.mode``: ``direct`` (texts of the 5 nearest snippets), ``neighbors``
 (the same plus one neighbouring snippet of the same source on each side), ``description`` (describe the

@@ -1,7 +1,6 @@
 """Stage 1 as a LangGraph graph, and its benchmark contract (``STAGE``).
 
-    START → expand_query → retrieve ─Send×N→ rerank → rank → END
-                                    └──(empty pool)──→ rank
+expand_query → retrieve → rerank (``Send``, one per candidate) → rank; the picture: ``ruwikibench graph ranking``.
 
 Benchmark mode: one unit per article, pool size k = pool_ratio × R (R = the article's snippet count);
 a snippet is relevant iff it belongs to the article's sources. Scores: NDCG (whole pool, @K), R-Precision

@@ -1,0 +1,49 @@
+"""The graph pictures in the docs are the ones the code draws; `ruwikibench graph` prints and updates them."""
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ruwikibench.cli import app
+from ruwikibench.runner.pictures import DOCS, block, mermaid, shown, update_docs
+
+ROOT_DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+@pytest.mark.parametrize("stage", sorted(DOCS))
+def test_each_stage_page_shows_the_graph_the_code_draws(stage: str) -> None:
+    assert shown(ROOT_DOCS, stage) == block(stage, mermaid(stage)), (
+        f"docs/{DOCS[stage]}: the graph picture is stale; run `ruwikibench graph --update-docs`")
+
+
+def test_pictures_name_every_node_and_the_sections_subgraph() -> None:
+    picture = mermaid("ranking")
+    for node in ("expand_query", "retrieve", "rerank", "rank"):
+        assert f"{node}({node})" in picture
+    assert "subgraph section" in mermaid("sections") and "collect" in mermaid("sections")
+
+
+def test_update_docs_rewrites_a_stale_block_and_leaves_current_ones(tmp_path: Path) -> None:
+    for stage, page in DOCS.items():
+        (tmp_path / page).write_text(f"# page\n\n{block(stage, mermaid(stage))}\n\ntext\n", encoding="utf-8")
+    stale = tmp_path / DOCS["outline"]
+    stale.write_text(stale.read_text(encoding="utf-8").replace("mini_outline", "old_node"), encoding="utf-8")
+    assert update_docs(tmp_path) == [str(stale)]
+    assert "old_node" not in stale.read_text(encoding="utf-8") and stale.read_text(encoding="utf-8").endswith("text\n")
+    assert update_docs(tmp_path) == []
+
+
+def test_a_page_without_a_block_is_named(tmp_path: Path) -> None:
+    for page in DOCS.values():
+        (tmp_path / page).write_text("# no picture\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no <!-- graph:"):
+        update_docs(tmp_path)
+
+
+def test_graph_command_prints_mermaid_and_names_an_unknown_stage() -> None:
+    runner = CliRunner()
+    result = runner.invoke(app, ["graph", "outline"])
+    assert result.exit_code == 0 and result.output.strip() == mermaid("outline")
+    bad = runner.invoke(app, ["graph", "nosuch"])
+    assert bad.exit_code == 2 and "unknown stage 'nosuch'" in bad.output
