@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-import re
 import threading
 import weakref
 from typing import Annotated, Any, NotRequired, TypedDict
@@ -32,6 +31,7 @@ from ruwikibench.context import StageContext
 from ruwikibench.dataset import Dataset, Snippet, safe_name
 from ruwikibench.executors import run_on_model_lane
 from ruwikibench.models.embeddings import Embedder, Use
+from ruwikibench.nodes.answers import ask, clean_answer, flatten_headings
 from ruwikibench.nodes.citations import (
     Citation,
     MarkerStats,
@@ -45,6 +45,7 @@ from ruwikibench.nodes.citations import (
 )
 from ruwikibench.nodes.outline_file import items_from_headings, outline_markdown, parse_outline_markdown
 from ruwikibench.nodes.written import OutlineItem, WrittenArticle, WrittenSection
+from ruwikibench.prompts.render import cut_text
 
 ROLE = "writer"
 
@@ -334,43 +335,22 @@ def lead_body(sections: list[WrittenSection], chars: int) -> str:
     for section in sections:
         if section.text.strip():
             parts.append(f"{'#' * min(section.level, 6)} {section.title}\n{section.text.strip()}")
-    body = "\n\n".join(parts)
-    if len(body) <= chars:
-        return body
-    cut = body[:chars]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > chars * 0.6 else cut) + " …"
+    return cut_text("\n\n".join(parts), chars, squash=False)
 
 
-def clean_answer(text: str, title: str) -> str:
-    """Model prose -> plain text: fences, headings and a repeated title on the first lines removed."""
-    lines = text.strip().replace("```", "").splitlines()
-    wanted = title.strip().lower()
-    while lines:
-        head = lines[0].strip()
-        bare = head.strip("#*« »\"'").strip().rstrip(":").lower()
-        if not head or head.startswith("#") or bare == wanted or bare in {"преамбула", "введение", "вводная часть"}:
-            lines.pop(0)
-            continue
-        break
-    return flatten_headings("\n".join(lines))
+LEAD_TITLES = ("преамбула", "введение", "вводная часть")
 
 
-_HEADING_LINE = re.compile(r"^[ \t]*#{1,6}[ \t]+(.*?)[ \t#]*$", re.MULTILINE)
-
-
-def flatten_headings(text: str) -> str:
-    """Markdown heading lines inside generated prose become plain paragraphs (the outline owns the headings)."""
-    text = _HEADING_LINE.sub(lambda m: "\n" + m.group(1) + "\n", text)
-    return re.sub(r"\n{3,}", "\n\n", text).strip()
+def clean_lead(text: str, title: str) -> str:
+    """The lead as written, cleaned: wrappers, a repeated title or «Преамбула» line, inner headings flattened."""
+    return flatten_headings(clean_answer(text, title, also_drop=LEAD_TITLES, label=False))
 
 
 async def ask_lead(context: StageContext, title: str, body: str) -> str:
     """One LLM call: the lead written from the body (as STORM writes it, last)."""
     cfg = context.config.writer
-    prompt = context.prompts.get(cfg.prompt_lead).format(title=title, body=body)
-    completion = await context.llm.complete(ROLE, prompt, max_tokens=cfg.lead_max_tokens)
-    return clean_answer(completion.text, title)
+    return await ask(context, ROLE, cfg.prompt_lead, max_tokens=cfg.lead_max_tokens,
+                     clean=lambda text: clean_lead(text, title), title=title, body=body)
 
 
 # --------------------------------------------------------------------------- nodes (wrappers get their subgraph)

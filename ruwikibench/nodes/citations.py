@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from pydantic import BaseModel, Field
 
 from ruwikibench.dataset import Dataset
+from ruwikibench.prompts.render import numbered_texts
 
 # [1], [1, 2], [1; 3], [1-3], [1–3]; a run like [1][2] is several markers next to each other.
 MARKER = re.compile(r"\[(\s*\d{1,4}(?:\s*(?:[,;]|[-–—])\s*\d{1,4})*\s*)\]")
@@ -210,13 +211,4 @@ def _label(dataset: Dataset, article_name: str, footnote_id: str) -> str:
 
 def numbered_block(items: list[tuple[int, str]], chars: int) -> str:
     """The numbered texts a writer is shown: '[n] text' blocks separated by blank lines, each cut to ``chars``."""
-    return "\n\n".join(f"[{n}] {_cut(text, chars)}" for n, text in items)
-
-
-def _cut(text: str, chars: int) -> str:
-    text = " ".join(text.split())
-    if len(text) <= chars:
-        return text
-    cut = text[:chars]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > chars * 0.6 else cut) + " …"
+    return numbered_texts([text for _, text in items], chars, numbers=[n for n, _ in items])

@@ -25,7 +25,11 @@ from typing_extensions import TypedDict
 from ruwikibench.config import OutlineConfig
 from ruwikibench.context import StageContext
 from ruwikibench.executors import embed_async, run_cpu
+from ruwikibench.nodes.answers import ask
 from ruwikibench.nodes.outline_parser import Heading, parse_outline, to_markdown
+from ruwikibench.prompts.render import numbered_texts
+
+ROLE = "outline"
 
 
 class OutlineSnippet(BaseModel):
@@ -233,13 +237,7 @@ def render_texts(ids: list[str], snippets: list[OutlineSnippet], snippet_chars: 
     """Snippet texts for a prompt, each cut to min(snippet_chars, cluster_chars / count) characters."""
     by_id = {s.id: s for s in snippets}
     cap = max(100, min(snippet_chars, cluster_chars // max(1, len(ids))))
-    parts = []
-    for number, sid in enumerate(ids, 1):
-        text = " ".join(by_id[sid].text.split())
-        if len(text) > cap:
-            text = text[:cap].rsplit(" ", 1)[0] + " …"
-        parts.append(f"[{number}] {text}")
-    return "\n\n".join(parts)
+    return numbered_texts([by_id[sid].text for sid in ids], cap, keep=0)
 
 
 def render_mini_outlines(results: list[ClusterResult]) -> str:
@@ -253,11 +251,6 @@ def render_mini_outlines(results: list[ClusterResult]) -> str:
 
 # ---------------------------------------------------------------- LLM helpers
 
-
-async def _ask(context: StageContext, prompt_name: str, max_tokens: int, **fields: object) -> str:
-    prompt = context.prompts.get(prompt_name).format(**fields)
-    completion = await context.llm.complete("outline", prompt, max_tokens=max_tokens)
-    return completion.text.strip()
 
 
 # ---------------------------------------------------------------- nodes
@@ -311,9 +304,8 @@ async def select(state: ClusterTask, runtime: Runtime[StageContext]) -> Command[
 async def describe(state: ClusterTask, runtime: Runtime[StageContext]) -> Command[Literal["mini_outline"]]:
     """Description mode: a 2–5 sentence description of the cluster's texts."""
     config = runtime.context.config.outline
-    description = await _ask(
-        runtime.context, config.prompt_describe, config.describe_max_tokens, title=state["title"], texts=state["texts"]
-    )
+    description = await ask(runtime.context, ROLE, config.prompt_describe, max_tokens=config.describe_max_tokens,
+                            title=state["title"], texts=state["texts"])
     return Command(goto=Send("mini_outline", {**state, "description": description}))
 
 
@@ -324,7 +316,7 @@ async def mini_outline(state: ClusterTask, runtime: Runtime[StageContext]) -> di
         name, fields = config.prompt_mini_outline_description, {"description": state["description"]}
     else:
         name, fields = config.prompt_mini_outline_direct, {"texts": state["texts"]}
-    text = await _ask(runtime.context, name, config.mini_max_tokens, title=state["title"], **fields)
+    text = await ask(runtime.context, ROLE, name, max_tokens=config.mini_max_tokens, title=state["title"], **fields)
     cluster_ = Cluster.model_validate(state["cluster"])
     result = ClusterResult(
         index=cluster_.index,
@@ -344,13 +336,8 @@ async def merge(state: OutlineState, runtime: Runtime[StageContext]) -> dict[str
     if not results:
         return {"merged_text": "", "notes": ["nothing to merge: no clusters"]}
     config = runtime.context.config.outline
-    text = await _ask(
-        runtime.context,
-        config.prompt_merge,
-        config.merge_max_tokens,
-        title=state["title"],
-        outlines=render_mini_outlines(results),
-    )
+    text = await ask(runtime.context, ROLE, config.prompt_merge, max_tokens=config.merge_max_tokens,
+                     title=state["title"], outlines=render_mini_outlines(results))
     return {"merged_text": text}
 
 

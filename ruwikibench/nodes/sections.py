@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import operator
-import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Annotated, Any, Literal, TypedDict
 
 import numpy as np
@@ -29,6 +28,8 @@ from ruwikibench.context import StageContext
 from ruwikibench.dataset import Dataset
 from ruwikibench.executors import embed_async, run_cpu
 from ruwikibench.models.embeddings import Embedder, Use
+from ruwikibench.nodes.answers import ask, clean_answer
+from ruwikibench.prompts.render import numbered_texts
 
 ROLE = "writer"
 
@@ -201,44 +202,9 @@ def similarity_groups(vectors: np.ndarray, threshold: float) -> list[list[int]]:
     return sorted(groups.values(), key=lambda members: members[0])
 
 
-def cap_text(text: str, chars: int | None) -> str:
-    """``text`` cut to at most ``chars`` characters at a word boundary, with an ellipsis when cut."""
-    text = " ".join(text.split())
-    if chars is None or len(text) <= chars:
-        return text
-    cut = text[:chars]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > chars // 2 else cut).rstrip() + " …"
-
-
-def format_texts(texts: Sequence[str], chars: int | None) -> str:
-    """Numbered texts for a prompt: '[1] …' separated by blank lines, each capped to ``chars``."""
-    return "\n\n".join(f"[{i}] {cap_text(t, chars)}" for i, t in enumerate(texts, 1))
-
-
 def chunked(items: Sequence[str], size: int) -> list[list[str]]:
     size = max(1, size)
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
-
-
-_LABEL = re.compile(
-    r"^\s*(?:\*\*)?(?:краткое описание|описание|текст раздела|текст|ответ|раздел)(?:\*\*)?\s*:\s*(?:\*\*)?\s*",
-    re.IGNORECASE,
-)
-
-
-def clean_text(text: str, title: str = "") -> str:
-    """Model answer -> plain text: code fences, leading headings / a repeated title and 'Описание:' labels removed."""
-    lines = text.strip().replace("```", "").splitlines()
-    wanted = title.strip().lower()
-    while lines:
-        head = lines[0].strip()
-        bare = head.strip("#*« »\"'").strip().rstrip(":").lower()
-        if not head or head.startswith("#") or (wanted and bare == wanted):
-            lines.pop(0)
-            continue
-        break
-    return _LABEL.sub("", "\n".join(lines).strip(), count=1).strip()
 
 
 # --------------------------------------------------------------------------- embeddings
@@ -270,13 +236,10 @@ async def oracle_filter(
 # --------------------------------------------------------------------------- LLM helpers
 
 
-async def ask(
-    context: StageContext, prompt_name: str, title: str, max_tokens: int | None, **fields: object
-) -> str:
-    """Format a prompt file, ask the writer model, return the cleaned answer."""
-    prompt = context.prompts.get(prompt_name).format(**fields)
-    completion = await context.llm.complete(ROLE, prompt, max_tokens=max_tokens)
-    return clean_text(completion.text, title)
+def ask_writer(context: StageContext, prompt_name: str, title: str, max_tokens: int | None,
+               **fields: object) -> Awaitable[str]:
+    """:func:`~ruwikibench.nodes.answers.ask` for this stage's role, the answer cleaned of a repeated ``title``."""
+    return ask(context, ROLE, prompt_name, max_tokens=max_tokens, clean=lambda t: clean_answer(t, title), **fields)
 
 
 async def describe_iterative(
@@ -286,22 +249,22 @@ async def describe_iterative(
     cfg = context.config.sections
     chunks = chunked(texts, cfg.chunk_size)
     common = {"article": article, "section": section}
-    description = await ask(
+    description = await ask_writer(
         context,
         cfg.prompt_describe,
         section,
         cfg.describe_max_tokens,
-        texts=format_texts(chunks[0], cfg.snippet_chars),
+        texts=numbered_texts(chunks[0], cfg.snippet_chars, keep=0.5),
         **common,
     )
     for chunk in chunks[1:]:
-        extended = await ask(
+        extended = await ask_writer(
             context,
             cfg.prompt_extend,
             section,
             cfg.describe_max_tokens,
             description=description,
-            texts=format_texts(chunk, cfg.snippet_chars),
+            texts=numbered_texts(chunk, cfg.snippet_chars, keep=0.5),
             **common,
         )
         description = extended or description
@@ -319,12 +282,12 @@ async def describe_tree(
         chunks = chunked(level, cfg.chunk_size)
         level = await asyncio.gather(
             *(
-                ask(
+                ask_writer(
                     context,
                     cfg.prompt_describe,
                     section,
                     cfg.describe_max_tokens,
-                    texts=format_texts(chunk, chars),
+                    texts=numbered_texts(chunk, chars, keep=0.5),
                     article=article,
                     section=section,
                 )
@@ -355,12 +318,12 @@ async def write_section(
         chunks = chunked(level, cfg.chunk_size)
         merged = await asyncio.gather(
             *(
-                ask(
+                ask_writer(
                     context,
                     prompt,
                     spec.title,
                     cfg.write_max_tokens,
-                    materials=format_texts(c, None),
+                    materials=numbered_texts(c, None),
                     **fields,
                 )
                 for c in chunks
@@ -370,8 +333,8 @@ async def write_section(
         level = [m for m in merged if m]
         if not level:
             return "", calls
-    text = await ask(
-        context, prompt, spec.title, cfg.write_max_tokens, materials=format_texts(level, None), **fields
+    text = await ask_writer(
+        context, prompt, spec.title, cfg.write_max_tokens, materials=numbered_texts(level, None), **fields
     )
     return text, calls + 1
 

@@ -8,7 +8,7 @@ import pytest
 from ruwikibench.config import ModelConfig, RunConfig
 from ruwikibench.nodes.article import (
     choose_sources,
-    clean_answer,
+    clean_lead,
     coerce_outline,
     drafts_from_results,
     fuse,
@@ -97,17 +97,17 @@ def test_drafts_number_nonempty_group_descriptions() -> None:
     assert drafts[1].shown == [] and "s2" in notes[0]
 
 
-def test_lead_body_and_clean_answer() -> None:
+def test_lead_body_and_clean_lead() -> None:
     sections = [WrittenSection(id="s1", level=2, title="A", text="one [1]."),
                 WrittenSection(id="s2", level=2, title="B", text="")]
     assert lead_body(sections, 1000) == "## A\none [1]."
     assert lead_body([WrittenSection(id="s", level=2, title="A", text="word " * 100)], 50).endswith(" …")
-    assert clean_answer("```\n# Москва\n**Преамбула**\nТекст [1].\n```", "Москва") == "Текст [1]."
-    assert clean_answer("Первое [1].\n#### Дата: 15 июня [2].\nДалее.", "T") == "Первое [1].\n\nДата: 15 июня [2].\n\nДалее."
+    assert clean_lead("```\n# Москва\n**Преамбула**\nТекст [1].\n```", "Москва") == "Текст [1]."
+    assert clean_lead("Первое [1].\n#### Дата: 15 июня [2].\nДалее.", "T") == "Первое [1].\n\nДата: 15 июня [2].\n\nДалее."
 
 
 def test_flatten_headings_in_section_texts() -> None:
-    from ruwikibench.nodes.article import flatten_headings
+    from ruwikibench.nodes.answers import flatten_headings
 
     assert flatten_headings("## A\n\nтекст #1 [2]\n\n\n### Б ###\nещё") == "A\n\nтекст #1 [2]\n\nБ\n\nещё"
     drafts, _ = drafts_from_results([{"id": "s", "text": "#### Заголовок\nФакт [1].", "write_calls": 1,

@@ -14,11 +14,8 @@ from ruwikibench.nodes.sections import (
     SectionSpec,
     SnippetText,
     cap_snippets,
-    cap_text,
-    clean_text,
     describe_iterative,
     describe_tree,
-    format_texts,
     resolve_snippets,
     similarity_groups,
     write_section,
@@ -73,19 +70,6 @@ def test_cap_snippets_round_robin_over_sources_in_input_order() -> None:
     assert [s.id for s in cap_snippets(snippets, 4)] == ["a0", "a1", "b0", "c0"]
     assert [s.id for s in cap_snippets(snippets, 2)] == ["a0", "b0"]
     assert cap_snippets(snippets, None) == snippets and cap_snippets(snippets, 10) == snippets
-
-
-def test_cap_text_and_format() -> None:
-    assert cap_text("один  два\nтри", None) == "один два три"
-    assert cap_text("один два три четыре", 12) == "один два …"
-    assert format_texts(["а", "б"], None) == "[1] а\n\n[2] б"
-
-
-def test_clean_text() -> None:
-    assert clean_text("## История\n\nТекст раздела.", "История") == "Текст раздела."
-    assert clean_text("**История**\nТекст.", "История") == "Текст."
-    assert clean_text("Описание: факты о городе.") == "факты о городе."
-    assert clean_text("```\nТекст.\n```") == "Текст."
 
 
 def test_resolve_snippets_by_id_and_errors() -> None:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 from ruwikibench import jsonl
 from ruwikibench.config import RunConfig
 from ruwikibench.contract import GeneratedText
+from ruwikibench.prompts.render import cut_text
 
 SPEC = "spec.json"
 GENERATED = "generated.jsonl"
@@ -101,11 +102,5 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def clip(text: str, limit: int | None) -> str:
-    """Cut a text to ``limit`` characters (at a word boundary when possible), marking the cut."""
-    if limit is None or len(text) <= limit:
-        return text
-    cut = text[:limit]
-    space = cut.rfind(" ")
-    if space > limit * 0.8:
-        cut = cut[:space]
-    return cut.rstrip() + " […]"
+    """Cut a text for a judge prompt to ``limit`` characters (line breaks kept), marking the cut with «[…]»."""
+    return cut_text(text, limit, keep=0.8, marker=" […]", squash=False)
