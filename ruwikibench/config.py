@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Container
 from pathlib import Path
 from typing import Literal
 
@@ -19,6 +20,15 @@ Profile = Literal["benchmark", "writer"]
 Role = Literal["query", "ranking", "outline", "writer", "judge", "support", "reference"]
 ROLE_FALLBACKS: dict[str, tuple[str, ...]] = {"support": ("judge",)}
 """Roles tried before the general fallback (writer, outline, ranking, query) when a role is not configured."""
+
+
+def role_served_by(role: str, configured: Container[str]) -> str | None:
+    """The configured role that serves ``role``: itself, else its own fallbacks (``support`` -> ``judge``), else
+    writer, outline, ranking, query; None when none is configured. The one rule for configs and LLM clients."""
+    for candidate in (role, *ROLE_FALLBACKS.get(role, ()), "writer", "outline", "ranking", "query"):
+        if candidate in configured:
+            return candidate
+    return None
 
 
 _NOT_IDENTITY = {
@@ -284,12 +294,10 @@ class RunConfig(BaseModel):
     def model_for(self, role: Role) -> ModelConfig:
         """The model of a role; roles not named fall back to their own fallbacks (``support`` -> ``judge``), then to
         ``writer``, then to any configured model."""
-        if role in self.models:
-            return self.models[role]
-        for fallback in (*ROLE_FALLBACKS.get(role, ()), "writer", "outline", "ranking", "query"):
-            if fallback in self.models:
-                return self.models[fallback]  # type: ignore[index]
-        raise KeyError(f"config names no model for role {role!r}")
+        served_by = role_served_by(role, self.models)
+        if served_by is None:
+            raise KeyError(f"config names no model for role {role!r}")
+        return self.models[served_by]  # type: ignore[index]
 
     @property
     def cache_path(self) -> Path:

@@ -60,3 +60,20 @@ def test_a_writer_profile_in_yaml_sets_writer_mode(tmp_path: Path) -> None:
     assert config.profile == "writer"
     assert (config.ranking.query_mode, config.outline.centroids, config.sections.oracle_filter) == ("title", "data", None)
     assert config.model_dump(mode="json")["profile"] == "writer"  # what spec.json records
+
+
+def test_one_role_fallback_rule_for_configs_and_clients() -> None:
+    from ruwikibench.config import ModelConfig, RunConfig, role_served_by
+    from ruwikibench.models.fake import ScriptedChat
+    from ruwikibench.models.llm import LLM
+
+    assert role_served_by("support", {"judge", "writer"}) == "judge"
+    assert role_served_by("support", {"writer"}) == "writer"
+    assert role_served_by("query", {"ranking", "outline"}) == "outline"
+    assert role_served_by("judge", set()) is None
+    config = RunConfig(models={"judge": ModelConfig(name="j"), "writer": ModelConfig(name="w")})
+    llm = LLM({"judge": ScriptedChat(lambda m: "j"), "writer": ScriptedChat(lambda m: "w")})
+    for role in ("support", "judge", "query", "reference", "outline"):
+        served = "judge" if role in ("support", "judge") else "writer"
+        assert config.model_for(role).name == served[0]  # type: ignore[arg-type]
+        assert llm.backend(role) is llm.backends[served]

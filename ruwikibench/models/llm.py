@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from ruwikibench.config import ROLE_FALLBACKS, ConfigError, ModelConfig, RunConfig
+from ruwikibench.config import ConfigError, ModelConfig, RunConfig, role_served_by
 from ruwikibench.executors import run_cpu
 from ruwikibench.models.cache import ResponseCache, request_key
 from ruwikibench.models.priority import Priority, PrioritySemaphore
@@ -352,12 +352,10 @@ class LLM:
         return cls(backends, config.max_concurrency, cache=response_cache, servers=list(servers.values()))
 
     def backend(self, role: str) -> ChatBackend:
-        if role in self.backends:
-            return self.backends[role]
-        for fallback in (*ROLE_FALLBACKS.get(role, ()), "writer", "outline", "ranking", "query"):
-            if fallback in self.backends:
-                return self.backends[fallback]
-        raise KeyError(f"no chat model for role {role!r}")
+        served_by = role_served_by(role, self.backends)
+        if served_by is None:
+            raise KeyError(f"no chat model for role {role!r}")
+        return self.backends[served_by]
 
     async def prepare(self) -> None:
         """Build every backend's HTTP clients now (on the CPU pool), so the first requests of a run do not wait
