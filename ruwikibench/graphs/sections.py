@@ -24,8 +24,8 @@ from ruwikibench.context import StageContext
 from ruwikibench.contract import GeneratedText, ScoreRecord, Unit
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.evaluators.floor import FloorSide
-from ruwikibench.evaluators.lexical import lexical_scores
 from ruwikibench.evaluators.similarity import sentence_prf
+from ruwikibench.evaluators.text_scores import text_scores
 from ruwikibench.nodes.sections import (
     CompressInput,
     SectionInput,
@@ -139,12 +139,8 @@ def score_section(
     text, reference = result["text"], spec["reference"]
     if not text.strip():
         record.info["empty_output"] = True
-        record.metrics = {"p": 0.0, "r": 0.0, "f1": 0.0, "rouge_l": 0.0, "bleu": 0.0}
-        return record
-    record.metrics = sentence_prf(text, reference, context.embedder)
-    record.metrics.update(
-        lexical_scores(text, reference, tokenize=cfg.bleu_tokenize, lemmatize=cfg.rouge_lemmatize)
-    )
+    record.metrics = text_scores(text, reference, context.embedder, tokenize=cfg.bleu_tokenize,
+                                 lemmatize=cfg.rouge_lemmatize)
     return record
 
 

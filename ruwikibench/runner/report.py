@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
+from ruwikibench.evaluators.stats import Estimate
 from ruwikibench.registry import get_stage, stage_names
 from ruwikibench.runner.rundir import RunDir
 
@@ -61,7 +62,7 @@ def _cell(metrics: dict[str, Any], key: str, view: str, scale: float = SCALE) ->
     est = metrics.get("metrics", {}).get(key, {}).get(view)
     if not est or not est.get("n"):
         return "—"
-    return f"{est['mean'] * scale:.2f} [{est['low'] * scale:.2f}, {est['high'] * scale:.2f}]"
+    return Estimate.model_validate(est).fmt(scale)
 
 
 def stage_table(

@@ -60,15 +60,10 @@ def best_matches(reference: list[str], generated: list[str], context: StageConte
 
 
 def text_metrics(text: str, reference: str, context: StageContext) -> dict[str, float]:
-    from ruwikibench.evaluators.lexical import lexical_scores
-    from ruwikibench.evaluators.similarity import sentence_prf
+    from ruwikibench.evaluators.text_scores import HEADLINE, text_scores
 
-    if not text.strip():
-        return {"p": 0.0, "r": 0.0, "f1": 0.0, "rouge_l": 0.0, "bleu": 0.0}
-    metrics = sentence_prf(text, reference, context.embedder)
-    lexical = lexical_scores(text, reference, tokenize=context.config.sections.bleu_tokenize)
-    metrics.update({"rouge_l": lexical["rouge_l"], "bleu": lexical["bleu"]})
-    return metrics
+    metrics = text_scores(text, reference, context.embedder, tokenize=context.config.sections.bleu_tokenize)
+    return {key: metrics[key] for key in HEADLINE}
 
 
 def score_section_records(article: Article, written: WrittenArticle, context: StageContext) -> list[ScoreRecord]:
