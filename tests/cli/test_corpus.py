@@ -8,8 +8,8 @@ from typer.testing import CliRunner
 
 from ruwikibench.cli import app
 from ruwikibench.corpus_builder.store import load_dataset, read_manifest
-from tests.corpus_builder._sample import sample_dir
 from tests.corpus_builder.test_ruwikibench_json import record
+from tests.sample import sample_dir
 
 runner = CliRunner()
 

@@ -10,8 +10,9 @@ from typer.testing import CliRunner
 
 from ruwikibench.cli import app
 from ruwikibench.corpus_builder.store import load_dataset, read_manifest
-from tests.corpus_builder.web._server import article_html, running_server, shared_data
+from tests.corpus_builder.web._server import article_html, running_server
 from tests.corpus_builder.web._site import serve_article
+from tests.sample import shared_data
 
 runner = CliRunner()
 RUWIKI = shared_data("ruwiki")

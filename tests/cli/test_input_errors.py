@@ -15,7 +15,7 @@ import yaml
 
 from ruwikibench.corpus_builder.ruwikibench_json import export_records
 from ruwikibench.corpus_builder.store import save_dataset
-from tests.cli.fake_openai import fake_openai_server
+from tests.fake_openai import fake_openai_server
 from tests.graphs.writer_fixture import make_dataset
 
 REPO = Path(__file__).resolve().parents[2]

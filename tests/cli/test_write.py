@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from ruwikibench.cli import app
 from ruwikibench.corpus_builder.store import save_dataset
-from tests.cli.fake_openai import fake_openai_server
+from tests.fake_openai import fake_openai_server
 from tests.graphs.writer_fixture import TITLE, FakeWriterModel, HashEmbedder, kind, make_dataset
 
 runner = CliRunner()

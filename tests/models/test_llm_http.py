@@ -13,8 +13,7 @@ from ruwikibench.config import ModelConfig, RunConfig
 from ruwikibench.models.cache import ResponseCache
 from ruwikibench.models.llm import LLM, OpenAIBackend
 from ruwikibench.models.retry import LLMRequestError, backoff_delay
-
-from .conftest import Failure, StubServer
+from tests.fake_openai import Failure, StubServer
 
 
 def _model(stub: StubServer, **overrides: object) -> ModelConfig:

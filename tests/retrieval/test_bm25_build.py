@@ -9,7 +9,7 @@ import pytest
 from ruwikibench.retrieval import BM25Index, Normalizer, stopwords
 from ruwikibench.retrieval.bm25_build import build_retriever, count_terms, tokenize_chunk
 from ruwikibench.retrieval.normalize import TOKEN_PATTERN, fold
-from tests.corpus_builder._sample import SAMPLE_FILE, sample_dir
+from tests.sample import sample_dataset_or_skip
 
 WORDS = ["Квантовый", "квантовых", "компьютеров", "кубит", "Ёлка", "елки", "и", "в", "the", "and", "Python's",
          "3.11", "x", "я", "snake_case", "кто-то", "«цитата»", "—", "2024", "Computers", "computing", "№5"]
@@ -46,12 +46,7 @@ def test_same_scores_as_bm25s_bit_for_bit(kind: str) -> None:
 
 
 def test_same_scores_on_the_real_sample() -> None:
-    from ruwikibench.corpus_builder import import_ruwikibench_json
-
-    found = sample_dir()
-    if found is None:
-        pytest.skip("the shared Ruwiki sample is not here")
-    dataset = import_ruwikibench_json(found / SAMPLE_FILE).dataset
+    dataset = sample_dataset_or_skip()
     texts = [s.text for s in dataset.snippets]
     titles = [a.title for a in dataset.articles]
     _assert_same_scores(texts, "lemma", titles + ["история развития языка программирования"])

@@ -6,17 +6,12 @@ from ruwikibench.config import RunConfig
 from ruwikibench.evaluators.ranking import ranking_metrics
 from ruwikibench.graphs.ranking import pool_size
 from ruwikibench.retrieval import BM25Index
-from tests.corpus_builder._sample import SAMPLE_FILE, sample_dir
+from tests.sample import sample_dataset_or_skip
 
 
 @pytest.fixture(scope="module")
 def dataset():
-    found = sample_dir()
-    if found is None:
-        pytest.skip("real Ruwiki sample not found (set RUWIKIBENCH_SAMPLE or place shared/data/ruwiki beside the repo)")
-    from ruwikibench.corpus_builder import import_ruwikibench_json
-
-    return import_ruwikibench_json(found / SAMPLE_FILE).dataset
+    return sample_dataset_or_skip()
 
 
 def test_title_queries_find_each_articles_own_snippets(dataset) -> None:

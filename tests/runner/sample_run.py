@@ -15,8 +15,8 @@ from ruwikibench.config import RunConfig
 from ruwikibench.runner.execute import RunOptions, execute
 from ruwikibench.runner.rundir import RunDir
 from ruwikibench.runner.setup import build_context
-from tests.cli.fake_openai import fake_openai_server
 from tests.cli.small_runs import BenchModel
+from tests.fake_openai import fake_openai_server
 from tests.graphs.writer_fixture import HashEmbedder, make_dataset
 
 

@@ -12,18 +12,12 @@ from ruwikibench.context import StageContext
 from ruwikibench.dataset import Dataset
 from ruwikibench.prompts import PromptLibrary
 from ruwikibench.runner.check import WORSE, MetricCheck, check_rows, check_stage, outline_items, section_items
-
-from ..corpus_builder._sample import SAMPLE_FILE, sample_dir  # type: ignore[import-not-found]
+from tests.sample import sample_dataset_or_skip
 
 
 @lru_cache(maxsize=1)
 def _dataset() -> Dataset:
-    from ruwikibench.corpus_builder.ruwikibench_json import import_ruwikibench_json
-
-    found = sample_dir()
-    if found is None:
-        pytest.skip("real Ruwiki sample not found (set RUWIKIBENCH_SAMPLE)")
-    return import_ruwikibench_json(found / SAMPLE_FILE).dataset
+    return sample_dataset_or_skip()
 
 
 def _embedder_config(kind: str) -> EmbedderConfig:

@@ -3,7 +3,6 @@ accounting, a news-like page generator and the path of the shared sample data.""
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import Counter
@@ -11,21 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from urllib.parse import unquote, urlsplit
-
-
-def shared_data(name: str) -> Path | None:
-    """../shared/data/<name> from the repo root's parent (or further up: worktrees), or $RUWIKIBENCH_SAMPLE."""
-    env = os.environ.get("RUWIKIBENCH_SAMPLE")
-    if env and name == "ruwiki":
-        return Path(env) if Path(env).is_dir() else None
-    root = Path(__file__).resolve().parents[3]
-    for ancestor in [root, *root.parents]:
-        candidate = ancestor / "shared" / "data" / name
-        if candidate.is_dir():
-            return candidate
-    return None
 
 
 @dataclass

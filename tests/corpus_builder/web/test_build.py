@@ -26,8 +26,8 @@ from ruwikibench.corpus_builder.web.build import (
 from ruwikibench.corpus_builder.web.cache import PageCache
 from ruwikibench.corpus_builder.web.types import FetchSettings
 from ruwikibench.dataset import Reference
-from tests.corpus_builder.web._server import shared_data
 from tests.corpus_builder.web._site import Site, serve_article
+from tests.sample import shared_data
 
 RUWIKI = shared_data("ruwiki")
 WEB = shared_data("web")

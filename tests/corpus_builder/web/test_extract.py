@@ -7,7 +7,7 @@ import pytest
 
 from ruwikibench.corpus_builder.web import extract
 from ruwikibench.corpus_builder.web.extract import decode_html, extract_text, parse_chain, tidy
-from tests.corpus_builder.web._server import shared_data
+from tests.sample import shared_data
 
 
 def test_decode_html_charsets() -> None:

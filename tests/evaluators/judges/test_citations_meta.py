@@ -24,8 +24,8 @@ from ruwikibench.evaluators.judges.citations_meta import (
     roc_auc,
 )
 from ruwikibench.models.fake import yes_no_completion
-from tests.cli.fake_openai import fake_openai_server
-from tests.corpus_builder._sample import sample_dir
+from tests.fake_openai import fake_openai_server
+from tests.sample import sample_dir
 
 
 def _pair(i: int, label: str) -> SupportPair:

@@ -15,7 +15,7 @@ from ruwikibench.nodes.citations import Citation
 from ruwikibench.runner.report import compare_runs
 from ruwikibench.writer.export import write_exports
 from ruwikibench.writer.models import WrittenArticle, WrittenSection
-from tests.cli.fake_openai import fake_openai_server
+from tests.fake_openai import fake_openai_server
 
 KEYS = ("язык программирования", "Россум", "1991")
 

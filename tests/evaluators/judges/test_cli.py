@@ -1,9 +1,7 @@
 """End to end through the CLI and the real OpenAI-compatible client, against a tiny server on 127.0.0.1."""
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -11,6 +9,7 @@ from typer.testing import CliRunner
 
 from ruwikibench.cli import app
 from tests.evaluators.judges.helpers import section, write_run
+from tests.fake_openai import fake_openai_server
 
 
 def reply(prompt: str) -> str:
@@ -20,38 +19,10 @@ def reply(prompt: str) -> str:
     return "[[4 8]]" if first.startswith("Короткий") else "[[8 4]]"  # prefers the longer text, in both orders
 
 
-class Handler(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        text = reply(body["messages"][-1]["content"])
-        payload = {
-            "id": "x",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body["model"],
-            "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-            ],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }
-        data = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def endpoint() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
+    with fake_openai_server(lambda messages: reply(messages[-1]["content"])) as url:
+        yield url
 
 
 def test_criteria_and_pairwise_commands(tmp_path: Path, endpoint: str) -> None:
