@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ruwikibench.config import Profile, RunConfig
@@ -10,6 +10,7 @@ from ruwikibench.dataset import Dataset
 from ruwikibench.models.embeddings import Embedder
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
+from ruwikibench.retrieval.bm25 import IndexShelf
 
 
 @dataclass
@@ -22,6 +23,7 @@ class StageContext:
     prompts: PromptLibrary
     dataset: Dataset | None = None
     dataset_dir: Path | None = None  # where the dataset (and its stored reference queries) lives
+    indexes: IndexShelf = field(default_factory=IndexShelf)  # BM25 indexes loaded by this run
 
     def with_profile(self, profile: Profile) -> StageContext:
         """The same services with the config under ``profile`` (see :meth:`RunConfig.with_profile`)."""

@@ -16,10 +16,7 @@ reference query, data-chosen centroids, the citing write prompt); the nodes read
 
 from __future__ import annotations
 
-import dataclasses
 import operator
-import threading
-import weakref
 from typing import Annotated, Any, NotRequired, TypedDict
 
 import numpy as np
@@ -30,7 +27,6 @@ from pydantic import BaseModel, Field
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Dataset, Snippet, safe_name
 from ruwikibench.executors import run_on_model_lane
-from ruwikibench.models.embeddings import Embedder, Use
 from ruwikibench.nodes.answers import ask, clean_answer, flatten_headings
 from ruwikibench.nodes.citations import (
     Citation,
@@ -110,7 +106,8 @@ class WriterState(TypedDict, total=False):
 
 
 def writer_context(context: StageContext) -> StageContext:
-    """The context handed to the stage subgraphs: the run's own, with one memo embedder shared by the stages.
+    """The context handed to the stage subgraphs: the run's own (its cached embedder keeps every vector the
+    stages compute, so ``assign`` does not embed again what the outline embedded).
 
     The writer needs the config's ``writer`` profile (its stage settings use no gold data); under another
     profile it stops with a clear error instead of quietly reading gold data."""
@@ -119,46 +116,7 @@ def writer_context(context: StageContext) -> StageContext:
             "the writer graph runs under the 'writer' profile: use context.with_profile('writer') "
             "(ruwikibench write and the 'article' stage do)"
         )
-    return dataclasses.replace(context, embedder=memo_embedder(context.embedder))
-
-
-class MemoEmbedder:
-    """Remembers every (use, text) vector, so the snippets the outline embeds are not embedded again by
-    ``assign`` (the writer embeds the same selected snippets in several stages)."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.id = inner.id
-        self.memo: dict[tuple[str, str], np.ndarray] = {}
-        self.lock = threading.Lock()
-
-    def embed(self, texts: list[str], use: Use = "symmetric") -> np.ndarray:
-        with self.lock:
-            todo = list(dict.fromkeys(t for t in texts if (use, t) not in self.memo))
-        if todo:
-            vectors = self.inner.embed(todo, use)
-            with self.lock:
-                self.memo.update(((use, t), v) for t, v in zip(todo, np.asarray(vectors), strict=True))
-        if not texts:
-            return self.inner.embed([], use)
-        with self.lock:
-            return np.stack([self.memo[(use, t)] for t in texts])
-
-
-_MEMOS: weakref.WeakKeyDictionary[Any, MemoEmbedder] = weakref.WeakKeyDictionary()
-
-
-def memo_embedder(embedder: Embedder) -> Embedder:
-    """The one :class:`MemoEmbedder` of an embedder (the embedder itself if it cannot be weakly referenced)."""
-    if isinstance(embedder, MemoEmbedder):
-        return embedder
-    try:
-        weakref.ref(embedder)
-    except TypeError:
-        return embedder
-    if embedder not in _MEMOS:
-        _MEMOS[embedder] = MemoEmbedder(embedder)
-    return _MEMOS[embedder]
+    return context
 
 
 # --------------------------------------------------------------------------- pure helpers
@@ -271,9 +229,8 @@ def assign_snippets(
         return [Assignment(section_id=s.id, query=q, snippet_ids=[]) for s, q in zip(sections, queries, strict=True)]
     texts = [s.text for s in sources]
     bm25 = bm25_matrix(queries, texts, context.config.ranking.normalizer)
-    embedder = memo_embedder(context.embedder)
-    query_vectors = embedder.embed(queries, "query")
-    text_vectors = embedder.embed(texts, "passage")
+    query_vectors = context.embedder.embed(queries, "query")
+    text_vectors = context.embedder.embed(texts, "passage")
     cosine = np.asarray(query_vectors, dtype=np.float64) @ np.asarray(text_vectors, dtype=np.float64).T
     fused = fuse(bm25, cosine, cfg.rrf_k, cfg.bm25_weight, cfg.embedding_weight)
     picks = pick(fused, cfg.per_section, cfg.exclusive)

@@ -19,7 +19,6 @@ from ruwikibench.models.priority import Priority
 from ruwikibench.models.types import Completion
 from ruwikibench.models.yesno import score_yes_no
 from ruwikibench.nodes.queries import describe, join_query, reference_query
-from ruwikibench.retrieval.bm25 import get_index
 
 JudgementSource = Literal["logprobs", "text", "unparseable", "error"]
 
@@ -161,7 +160,7 @@ async def retrieve(state: RankingState, runtime: Runtime[StageContext]) -> dict:
     dataset = _dataset(runtime)
     query = state.get("query") or ""
     k = state.get("pool_size") or cfg.default_pool
-    index = await run_cpu(get_index, dataset, cfg.normalizer, context.config.cache_path)
+    index = await run_cpu(context.indexes.get, dataset, cfg.normalizer, context.config.cache_path)
     found = spread_sample(await run_cpu(index.search, query, k), cfg.max_candidates)
     hits = [Hit(snippet_id=h.snippet_id, bm25_rank=h.rank, bm25_score=h.score) for h in found]
     error = None

@@ -1,8 +1,8 @@
 """A BM25 index (bm25s, Lucene variant, k1 = 1.5, b = 0.75) over every snippet of a dataset.
 
 Built once per (dataset id, normaliser), saved under ``<cache dir>/bm25/<dataset id>-<normaliser>-<version>/``
-and reloaded from there; :func:`get_index` also memoises loaded indexes in the process (thread-safe: one
-build per key even when many articles ask at once).
+and reloaded from there by :func:`get_index`; a run keeps what it loaded on an :class:`IndexShelf` (thread-safe: one
+load or build per key even when many articles ask at once).
 """
 
 from __future__ import annotations
@@ -102,11 +102,6 @@ def index_dir(cache_dir: str | Path, dataset_id: str, normalizer: NormalizerKind
     return Path(cache_dir).expanduser() / "bm25" / f"{dataset_id}-{normalizer}-v{INDEX_VERSION}-{stopwords_hash()}"
 
 
-_MEMO: dict[tuple[str, str, str], BM25Index] = {}
-_KEY_LOCKS: dict[tuple[str, str, str], threading.Lock] = {}
-_MEMO_LOCK = threading.Lock()
-
-
 def _save_atomically(index: BM25Index, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
@@ -118,30 +113,34 @@ def _save_atomically(index: BM25Index, target: Path) -> None:
 
 
 def get_index(dataset: Dataset, normalizer: NormalizerKind = "lemma", cache_dir: str | Path | None = None) -> BM25Index:
-    """The dataset's index: from this process's memo, else from disk, else built (and saved when a cache
-    dir is given). Safe to call from many threads at once: the work is done once per key."""
-    key = (dataset.dataset_id, normalizer, str(cache_dir))
-    with _MEMO_LOCK:
-        lock = _KEY_LOCKS.setdefault(key, threading.Lock())
-    with lock:
-        if key in _MEMO:
-            return _MEMO[key]
-        index = None
-        target = index_dir(cache_dir, dataset.dataset_id, normalizer) if cache_dir is not None else None
-        if target is not None and (target / "ruwikibench_index.json").exists():
-            index = BM25Index.load(target)
-            if index.doc_ids != [s.id for s in dataset.snippets]:
-                index = None  # same content hash but another snippet order: rebuild in memory
-        if index is None:
-            index = BM25Index.build(dataset, normalizer)
-            if target is not None and not target.exists():
-                _save_atomically(index, target)
-        _MEMO[key] = index
-        return index
+    """The dataset's index: loaded from ``<cache_dir>/bm25/…`` when saved there, else built (and saved when a
+    cache dir is given). Each call loads anew; a run keeps its loaded indexes on an :class:`IndexShelf`."""
+    target = index_dir(cache_dir, dataset.dataset_id, normalizer) if cache_dir is not None else None
+    if target is not None and (target / "ruwikibench_index.json").exists():
+        index = BM25Index.load(target)
+        if index.doc_ids == [s.id for s in dataset.snippets]:
+            return index  # (same content hash but another snippet order: rebuilt in memory below)
+    index = BM25Index.build(dataset, normalizer)
+    if target is not None and not target.exists():
+        _save_atomically(index, target)
+    return index
 
 
-def clear_memo() -> None:
-    """Forget the in-process indexes (tests)."""
-    with _MEMO_LOCK:
-        _MEMO.clear()
-        _KEY_LOCKS.clear()
+class IndexShelf:
+    """The BM25 indexes one run has loaded (kept on its :class:`~ruwikibench.context.StageContext`): each is
+    loaded or built once, even when many articles ask for it at once from several threads."""
+
+    def __init__(self) -> None:
+        self._indexes: dict[tuple[str, str, str], BM25Index] = {}
+        self._locks: dict[tuple[str, str, str], threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def get(self, dataset: Dataset, normalizer: NormalizerKind = "lemma",
+            cache_dir: str | Path | None = None) -> BM25Index:
+        key = (dataset.dataset_id, normalizer, str(cache_dir))
+        with self._lock:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            if key not in self._indexes:
+                self._indexes[key] = get_index(dataset, normalizer, cache_dir)
+            return self._indexes[key]

@@ -140,26 +140,3 @@ def test_the_writer_profile_sets_writer_mode_and_nodes_only_read_it() -> None:
     assert context.config.profile == "benchmark"
     with pytest.raises(ValueError, match="load it again"):
         writer.config.with_profile("benchmark")
-
-
-def test_memo_embedder_embeds_each_text_once_per_use() -> None:
-    from ruwikibench.nodes.article import memo_embedder
-    from tests.graphs.writer_fixture import HashEmbedder
-
-    class Counting(HashEmbedder):
-        def __init__(self) -> None:
-            self.seen: list[tuple[str, str]] = []
-
-        def embed(self, texts, use="symmetric"):
-            self.seen += [(use, t) for t in texts]
-            return super().embed(texts, use)
-
-    inner = Counting()
-    memo = memo_embedder(inner)
-    assert memo_embedder(inner) is memo and memo_embedder(memo) is memo
-    first = memo.embed(["a b", "c"], "passage")
-    again = memo.embed(["c", "a b", "d"], "passage")
-    memo.embed(["c"], "query")
-    assert inner.seen == [("passage", "a b"), ("passage", "c"), ("passage", "d"), ("query", "c")]
-    np.testing.assert_array_equal(again[:2], first[::-1])
-    np.testing.assert_array_equal(again, inner.embed(["c", "a b", "d"], "passage"))

@@ -6,7 +6,7 @@ import pytest
 
 from ruwikibench.dataset import Dataset
 from ruwikibench.retrieval import BM25Index, Normalizer, get_index, index_dir, stopwords
-from ruwikibench.retrieval.bm25 import clear_memo
+from ruwikibench.retrieval.bm25 import IndexShelf
 from tests.retrieval.synthetic import make_dataset
 
 
@@ -74,11 +74,9 @@ def test_ties_keep_corpus_order() -> None:
 
 
 def test_persisted_index_reloads_identically(dataset: Dataset, tmp_path) -> None:
-    clear_memo()
     built = get_index(dataset, "lemma", tmp_path)
     folder = index_dir(tmp_path, dataset.dataset_id, "lemma")
     assert (folder / "ruwikibench_index.json").exists()
-    clear_memo()
     loaded = get_index(dataset, "lemma", tmp_path)
     assert loaded is not built and loaded.doc_ids == built.doc_ids
     query = "инновационный центр Сколково и стартапы"
@@ -86,8 +84,7 @@ def test_persisted_index_reloads_identically(dataset: Dataset, tmp_path) -> None
     assert loaded.search(query, 5) == built.search(query, 5)
 
 
-def test_get_index_builds_once_under_concurrency(dataset: Dataset, tmp_path, monkeypatch) -> None:
-    clear_memo()
+def test_a_shelf_builds_once_under_concurrency(dataset: Dataset, tmp_path, monkeypatch) -> None:
     builds = []
     original = BM25Index.build.__func__  # type: ignore[attr-defined]
 
@@ -97,10 +94,12 @@ def test_get_index_builds_once_under_concurrency(dataset: Dataset, tmp_path, mon
 
     monkeypatch.setattr(BM25Index, "build", classmethod(counting))
     results: list[BM25Index] = []
-    threads = [threading.Thread(target=lambda: results.append(get_index(dataset, "stem", tmp_path))) for _ in range(6)]
+    shelf = IndexShelf()
+    threads = [threading.Thread(target=lambda: results.append(shelf.get(dataset, "stem", tmp_path))) for _ in range(6)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     assert len(builds) == 1 and len({id(r) for r in results}) == 1
-    clear_memo()
+    assert IndexShelf().get(dataset, "stem", tmp_path) is not results[0]  # another run loads its own (from disk)
+    assert len(builds) == 1
