@@ -292,18 +292,17 @@ def _dataset(spec: str | None):  # type: ignore[no-untyped-def]
 
 
 async def _judge_citations(run_dir: Path, config, dataset):  # type: ignore[no-untyped-def]
-    from tqdm import tqdm
-
     from ruwikibench.evaluators.judges.citations import support_llm
+    from ruwikibench.progress import progress_bar
     from ruwikibench.prompts import PromptLibrary
     from ruwikibench.writer.citations import judge_run_citations
 
     llm, name = support_llm(config)
     try:
-        with tqdm(desc="support checks", unit="check") as bar:
+        with progress_bar(None, "support checks") as advance:
             return await judge_run_citations(
                 run_dir, llm, judge=name, options=config.citations, prompts=PromptLibrary(config.prompts_dir),
-                dataset=dataset, on_record=lambda _: bar.update(),
+                dataset=dataset, on_record=lambda _: advance(),
             )
     finally:
         await llm.aclose()

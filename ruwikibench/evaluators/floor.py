@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ruwikibench.evaluators.stats import Estimate
+from ruwikibench.evaluators.stats import Estimate, resampled_means
 
 FLOOR_SUFFIX = "_floor"
 RESCALED_SUFFIX = "_rescaled"
@@ -76,8 +76,8 @@ def rescaled_estimate(
         return Estimate(mean=nan, low=nan, high=nan, n=0)
     mean = rescale(float(data.mean()), float(base.mean()))
     rng = np.random.default_rng(seed)
-    raw = data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
-    floor = base[rng.integers(0, base.size, size=(resamples, base.size))].mean(axis=1)
+    raw = resampled_means(data, resamples, rng)
+    floor = resampled_means(base, resamples, rng)
     with np.errstate(divide="ignore", invalid="ignore"):
         boot = np.where(floor < 1.0, (raw - floor) / (1.0 - floor), np.nan)
     boot = boot[np.isfinite(boot)]

@@ -20,6 +20,17 @@ class Estimate(BaseModel):
         return f"{self.mean * scale:.{digits}f} [{self.low * scale:.{digits}f}, {self.high * scale:.{digits}f}]"
 
 
+def bootstrap_rows(n: int, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Indices of ``resamples`` bootstrap resamples of ``n`` items (one row each, drawn with replacement): the one
+    resampling every CI of the project uses."""
+    return rng.integers(0, n, size=(resamples, n))
+
+
+def resampled_means(data: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """The mean of each bootstrap resample of ``data``."""
+    return data[bootstrap_rows(data.size, resamples, rng)].mean(axis=1)
+
+
 def bootstrap_ci(
     values: Sequence[float], *, confidence: float = 0.95, resamples: int = 2000, seed: int = 0
 ) -> Estimate:
@@ -31,7 +42,7 @@ def bootstrap_ci(
         value = float(data[0])
         return Estimate(mean=value, low=value, high=value, n=1)
     rng = np.random.default_rng(seed)
-    means = data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
+    means = resampled_means(data, resamples, rng)
     alpha = (1 - confidence) / 2
     low, high = np.quantile(means, [alpha, 1 - alpha])
     return Estimate(mean=float(data.mean()), low=float(low), high=float(high), n=int(data.size))

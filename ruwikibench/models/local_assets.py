@@ -151,7 +151,7 @@ def part_path(spec: LocalModel, index: int) -> Path:
 
 def assemble(spec: LocalModel, target: Path, *, quiet: bool = False) -> None:
     """Join the parts in order into ``target`` (written to a temporary file, renamed after the sha256 check)."""
-    from tqdm import tqdm
+    from ruwikibench.progress import progress_bar
 
     parts = [part_path(spec, i) for i in range(1, spec.parts + 1)]
     for path in parts:
@@ -163,14 +163,14 @@ def assemble(spec: LocalModel, target: Path, *, quiet: bool = False) -> None:
     digest = hashlib.sha256()
     with (
         partial.open("wb") as out,
-        tqdm(total=total, unit="B", unit_scale=True, desc=f"assembling {spec.name}", disable=quiet) as bar,
+        progress_bar(total, f"assembling {spec.name}", disable=quiet, in_bytes=True) as advance,
     ):
         for path in parts:
             with path.open("rb") as handle:
                 while chunk := handle.read(_CHUNK):
                     out.write(chunk)
                     digest.update(chunk)
-                    bar.update(len(chunk))
+                    advance(len(chunk))
     if digest.hexdigest() != spec.sha256:
         partial.unlink(missing_ok=True)
         raise LocalAssetError(

@@ -19,11 +19,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
-from tqdm.auto import tqdm
 
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Article
 from ruwikibench.models.llm import LLM
+from ruwikibench.progress import progress_bar
 
 REFERENCE_QUERIES_FILE = "reference_queries.json"
 
@@ -175,19 +175,16 @@ async def generate_reference_queries(
     )
     todo = [a for a in dataset.articles if (articles is None or a.name in articles) and a.name not in payload.queries]
     lock = asyncio.Lock()
-    bar = tqdm(total=len(todo), desc="reference queries", disable=not progress)
+    with progress_bar(len(todo), "reference queries", disable=not progress) as advance:
 
-    async def one(article: Article) -> None:
-        record = await reference_record(article, context)
-        async with lock:
-            payload.queries[article.name] = record
-            _write_atomically(path, payload)
-            bar.update()
+        async def one(article: Article) -> None:
+            record = await reference_record(article, context)
+            async with lock:
+                payload.queries[article.name] = record
+                _write_atomically(path, payload)
+                advance()
 
-    try:
         await asyncio.gather(*(one(a) for a in todo))
-    finally:
-        bar.close()
     if not path.exists():
         _write_atomically(path, payload)
     return path

@@ -17,7 +17,6 @@ from typing import Literal
 
 import yaml
 from pydantic import BaseModel, Field, ValidationError, model_validator
-from tqdm import tqdm
 
 from ruwikibench.contract import GeneratedText
 from ruwikibench.evaluators.judges.common import Limits, Mode, format_sources, task_instruction
@@ -33,6 +32,7 @@ from ruwikibench.evaluators.judges.rundir import (
 )
 from ruwikibench.evaluators.stats import Estimate, bootstrap_ci
 from ruwikibench.models.llm import LLM
+from ruwikibench.progress import progress_bar
 from ruwikibench.prompts import PromptLibrary
 from ruwikibench.runlock import run_lock
 
@@ -345,12 +345,12 @@ async def _judge_run(
     ]
     with (
         JsonlWriter(path) as writer,
-        tqdm(total=len(pending), desc="judge criteria", disable=not progress) as bar,
+        progress_bar(len(pending), "judge criteria", disable=not progress) as advance,
     ):
         tasks = [asyncio.ensure_future(judge_one(llm, t, c, judge, options, prompts)) for t, c in pending]
         for future in asyncio.as_completed(tasks):
             writer.write(await future)
-            bar.update()
+            advance()
     summary = write_summary(run.path, criteria, prompts=prompts, options=options, usage=llm.usage.as_dict())
     summary["judged_now"] = len(pending)
     return summary

@@ -161,31 +161,15 @@ def judge_verdict_confidence(scores: Sequence[int], judge: int) -> float:
     return total / len(scores)
 
 
-def _ranks(values: np.ndarray) -> np.ndarray:
-    """1-based ranks, ties get the average of the ranks they span."""
-    order = np.argsort(values, kind="mergesort")
-    ranks = np.empty(len(values), dtype=float)
-    sorted_values = values[order]
-    start = 0
-    while start < len(values):
-        end = start
-        while end + 1 < len(values) and sorted_values[end + 1] == sorted_values[start]:
-            end += 1
-        ranks[order[start : end + 1]] = (start + end) / 2 + 1
-        start = end + 1
-    return ranks
-
-
 def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
-    """Spearman's rho = Pearson correlation of average-tie ranks; None if fewer than 2 points or no spread."""
+    """Spearman's rho (scipy; average-tie ranks); None with fewer than 2 points or no spread."""
+    from scipy.stats import spearmanr
+
     if len(x) != len(y):
         raise ValueError("spearman: sequences of different length")
-    if len(x) < 2:
+    if len(x) < 2 or len(set(x)) < 2 or len(set(y)) < 2:
         return None
-    rx, ry = _ranks(np.asarray(x, dtype=float)), _ranks(np.asarray(y, dtype=float))
-    dx, dy = rx - rx.mean(), ry - ry.mean()
-    denominator = float(np.sqrt((dx**2).sum() * (dy**2).sum()))
-    return float((dx * dy).sum() / denominator) if denominator > 0 else None
+    return float(spearmanr(x, y).statistic)
 
 
 class Confusion(BaseModel):

@@ -20,7 +20,6 @@ from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
-from tqdm import tqdm
 
 from ruwikibench.contract import GeneratedText
 from ruwikibench.evaluators.judges.common import Limits, Mode, task_instruction, words
@@ -36,8 +35,9 @@ from ruwikibench.evaluators.judges.rundir import (
     text_sha,
     write_json,
 )
-from ruwikibench.evaluators.stats import Estimate, bootstrap_ci
+from ruwikibench.evaluators.stats import Estimate, bootstrap_ci, bootstrap_rows
 from ruwikibench.models.llm import LLM
+from ruwikibench.progress import progress_bar
 from ruwikibench.prompts import PromptLibrary
 from ruwikibench.runlock import run_lock
 
@@ -265,7 +265,7 @@ async def _judge_runs(
     ]
     with (
         JsonlWriter(path) as writer,
-        tqdm(total=len(pending), desc="judge pairwise", disable=not progress) as bar,
+        progress_bar(len(pending), "judge pairwise", disable=not progress) as advance,
     ):
         tasks = [
             asyncio.ensure_future(judge_pair(llm, r, c, s, runs, judge, options, prompts))
@@ -273,7 +273,7 @@ async def _judge_runs(
         ]
         for future in asyncio.as_completed(tasks):
             writer.write(await future)
-            bar.update()
+            advance()
     wanted = {(r.stage, r.article, r.item, shown) for r, _ in pairs for shown in shown_orders(r, options)}
     records = [r for r in latest(read_records(path)) if (r.stage, r.article, r.item, r.shown) in wanted]
     summary = summarise(records, runs, judge=judge, options=options, missing=missing)
@@ -391,7 +391,7 @@ def length_controlled(
     intercept, slope = _ols(x, y)
     if len(items) > 1:
         rng = np.random.default_rng(seed)
-        idx = rng.integers(0, len(items), size=(resamples, len(items)))
+        idx = bootstrap_rows(len(items), resamples, rng)
         boot = np.array([_ols(x[row], y[row])[0] for row in idx])
         low, high = (float(v) for v in np.quantile(boot, [0.025, 0.975]))
     else:

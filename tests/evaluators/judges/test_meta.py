@@ -109,6 +109,7 @@ def test_spearman_matches_scipy_with_ties(seed: int) -> None:
     y = np.clip(x + rng.integers(-1, 2, size=30), 0, 2)
     assert spearman(list(x), list(y)) == pytest.approx(spearmanr(x, y).statistic)
     assert spearman([1, 1, 1], [0, 1, 2]) is None and spearman([1], [2]) is None
+    assert spearman([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)  # 1 − 6·2 / (4·15), no ties
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
