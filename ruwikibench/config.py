@@ -360,22 +360,46 @@ def check_stages(config: RunConfig, path: Path) -> None:
                               f"set 'profile: {profiles[0]}' (the config has {config.profile!r})")
 
 
-def load_config(path: str | Path) -> RunConfig:
-    """Load a YAML run config; errors name the file and the field."""
-    path = Path(path)
+def merged(base: dict, update: dict) -> dict:
+    """``update`` over ``base``: mappings merge key by key (recursively), anything else is replaced."""
+    out = dict(base)
+    for key, value in update.items():
+        out[key] = merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def read_config_data(path: Path, seen: tuple[Path, ...] = ()) -> dict:
+    """The YAML of a config with its ``base:`` chain applied (a path relative to the file; the file's own keys
+    win, mappings merge key by key); ``prompts_dir`` is resolved against the file that names it."""
     if not path.exists():
-        raise ConfigError(f"{path}: config file not found")
+        raise ConfigError(f"{path}: config file not found" + (f" (the base of {seen[-1]})" if seen else ""))
+    if path.resolve() in seen:
+        raise ConfigError(f"{path}: 'base' chain loops back to this file")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a run config is a mapping of settings")
     data = expand_env(data, path)
+    if data.get("prompts_dir") and not Path(data["prompts_dir"]).is_absolute():
+        data["prompts_dir"] = str((path.parent / data["prompts_dir"]).resolve())
+    base = data.pop("base", None)
+    if base is None:
+        return data
+    if not isinstance(base, str):
+        raise ConfigError(f"{path}: base: the path of another run config, got {base!r}")
+    return merged(read_config_data(path.parent / base, (*seen, path.resolve())), data)
+
+
+def load_config(path: str | Path) -> RunConfig:
+    """Load a YAML run config (and its ``base:`` chain); errors name the file and the field."""
+    path = Path(path)
+    data = read_config_data(path)
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as exc:
         fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"{path}: {fields}") from exc
     check_stages(config, path)
-    if config.prompts_dir and not Path(config.prompts_dir).is_absolute():
-        config.prompts_dir = str((path.parent / config.prompts_dir).resolve())
     return config
