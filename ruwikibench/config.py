@@ -11,10 +11,12 @@ import os
 import re
 from collections.abc import Container
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ruwikibench.prompts import PromptLibrary, placeholders
 
 Profile = Literal["benchmark", "writer"]
 Role = Literal["query", "ranking", "outline", "writer", "judge", "support", "reference"]
@@ -34,6 +36,11 @@ def role_served_by(role: str, configured: Container[str]) -> str | None:
 _NOT_IDENTITY = {
     "endpoints", "api_key_env", "timeout", "max_retries", "retry_base_delay", "retry_max_delay", "local"
 }
+
+
+def prompt_slot(default: str, *fields: str, description: str | None = None) -> Any:
+    """A config field naming a prompt file, and the fields the code fills in it (checked when a config loads)."""
+    return Field(default=default, description=description, json_schema_extra={"prompt_fields": list(fields)})
 
 
 class ModelConfig(BaseModel):
@@ -106,11 +113,11 @@ class RankingConfig(BaseModel):
     reference_queries: str | None = Field(
         default=None, description="stored reference queries; default <dataset dir>/reference_queries.json"
     )
-    prompt_query_ru: str = "ru/query_description_ru.txt"
-    prompt_query_en: str = "ru/query_description_en.txt"
-    prompt_relevance: str = "ru/relevance.txt"
-    prompt_reference_query: str = "ru/reference_query.txt"
-    prompt_reference_query_en: str = "ru/reference_query_en.txt"
+    prompt_query_ru: str = prompt_slot("ru/query_description_ru.txt", "title")
+    prompt_query_en: str = prompt_slot("ru/query_description_en.txt", "title")
+    prompt_relevance: str = prompt_slot("ru/relevance.txt", "title", "text", "query")
+    prompt_reference_query: str = prompt_slot("ru/reference_query.txt", "title", "headings")
+    prompt_reference_query_en: str = prompt_slot("ru/reference_query_en.txt", "title", "headings")
 
 
 class OutlineConfig(BaseModel):
@@ -135,10 +142,10 @@ class OutlineConfig(BaseModel):
     eval_max_level: int | None = Field(default=None, description="reference headings scored: deepest level")
     eval_include_title: bool = Field(default=False, description="score the article title as a reference heading")
     eval_drop_title_echo: bool = Field(default=True, description="ignore generated headings equal to the title")
-    prompt_describe: str = "ru/outline_describe.txt"
-    prompt_mini_outline_direct: str = "ru/outline_mini_direct.txt"
-    prompt_mini_outline_description: str = "ru/outline_mini_description.txt"
-    prompt_merge: str = "ru/outline_merge.txt"
+    prompt_describe: str = prompt_slot("ru/outline_describe.txt", "title", "texts")
+    prompt_mini_outline_direct: str = prompt_slot("ru/outline_mini_direct.txt", "title", "texts")
+    prompt_mini_outline_description: str = prompt_slot("ru/outline_mini_description.txt", "title", "description")
+    prompt_merge: str = prompt_slot("ru/outline_merge.txt", "title", "outlines")
 
     def neighbor_count(self) -> int:
         if self.neighbors is not None:
@@ -160,10 +167,11 @@ class SectionsConfig(BaseModel):
     oracle_filter: float | None = Field(default=None, description="authors' filter: cosine to gold text (oracle)")
     max_snippets: int | None = Field(default=None, description="cap snippets per section (cheap local runs)")
     snippet_chars: int = 1500
-    prompt_describe: str = "ru/section_describe.txt"
-    prompt_extend: str = "ru/section_extend.txt"
-    prompt_write: str = "ru/section_write.txt"
-    prompt_write_lead: str = Field(default="ru/section_write_lead.txt", description="write prompt of the lead")
+    prompt_describe: str = prompt_slot("ru/section_describe.txt", "article", "section", "texts")
+    prompt_extend: str = prompt_slot("ru/section_extend.txt", "article", "section", "description", "texts")
+    prompt_write: str = prompt_slot("ru/section_write.txt", "article", "section", "materials")
+    prompt_write_lead: str = prompt_slot("ru/section_write_lead.txt", "article", "section", "materials",
+                                         description="write prompt of the lead")
     describe_max_tokens: int | None = Field(default=400, description="answer cap of describe/extend calls")
     write_max_tokens: int | None = Field(default=None, description="answer cap of write calls; None = model's")
     unit: Literal["section", "article"] = Field(
@@ -206,8 +214,8 @@ class WriterConfig(BaseModel):
     lead_body_chars: int = Field(default=6000, description="body text shown to the lead writer, cut to this")
     lead_max_tokens: int = 400
     section_max_tokens: int | None = Field(default=700, description="answer cap of a section write call")
-    prompt_section: str = "ru/writer_section.txt"
-    prompt_lead: str = "ru/writer_lead.txt"
+    prompt_section: str = prompt_slot("ru/writer_section.txt", "article", "section", "materials")
+    prompt_lead: str = prompt_slot("ru/writer_lead.txt", "title", "body")
 
 
 class CitationsConfig(BaseModel):
@@ -221,7 +229,7 @@ class CitationsConfig(BaseModel):
     min_claim_words: int = Field(default=4, description="an uncited sentence shorter than this is no claim")
     top_logprobs: int = Field(default=10, ge=0, le=20, description="alternatives per token for the yes/no score")
     max_tokens: int = Field(default=8, description="answer cap of a support check (raise for thinking models)")
-    prompt: str = "ru/citation_support.txt"
+    prompt: str = prompt_slot("ru/citation_support.txt", "title", "claim", "passage")
 
 
 class RunConfig(BaseModel):
@@ -402,4 +410,34 @@ def load_config(path: str | Path) -> RunConfig:
         fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"{path}: {fields}") from exc
     check_stages(config, path)
+    check_prompt_fields(config, path)
     return config
+
+
+PROMPT_BLOCKS = ("ranking", "outline", "sections", "writer", "citations")
+
+
+def check_prompt_fields(config: RunConfig, origin: str | Path) -> None:
+    """Every prompt file the config names exists and uses only the fields the code fills in (so a ``{titel}``
+    stops the run here, before any request, with the config key, the file and the fields it may use)."""
+    library = PromptLibrary(config.prompts_dir)
+    for block_name in PROMPT_BLOCKS:
+        block = getattr(config, block_name)
+        for name, info in type(block).model_fields.items():
+            extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+            if "prompt_fields" not in extra:
+                continue
+            given = set(extra["prompt_fields"])  # type: ignore[arg-type]
+            key, value = f"{block_name}.{name}", getattr(block, name)
+            try:
+                path = library.resolve(value)
+                used = placeholders(path.read_text(encoding="utf-8"))
+            except FileNotFoundError as exc:
+                raise ConfigError(f"{origin}: {key}: {exc}") from None
+            except ValueError as exc:
+                raise ConfigError(f"{origin}: {key} ({value}): not a str.format template: {exc}") from None
+            unknown = sorted(used - given)
+            if unknown:
+                raise ConfigError(
+                    f"{origin}: {key} ({path}): unknown field(s) {', '.join('{' + u + '}' for u in unknown)}; "
+                    f"this prompt is given {', '.join('{' + g + '}' for g in sorted(given))}")

@@ -51,3 +51,44 @@ def test_base_chain_merges_mappings_resolves_prompts_dir_per_file_and_names_erro
     (tmp_path / "orphan.yaml").write_text("base: missing.yaml\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"missing.yaml: config file not found \(the base of"):
         load_config(tmp_path / "orphan.yaml")
+
+
+def test_a_prompt_with_an_unknown_field_fails_when_the_config_loads(tmp_path: Path) -> None:
+    from ruwikibench.config import ConfigError
+
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "typo.txt").write_text("Статья «{titel}»: {texts}", encoding="utf-8")
+    (tmp_path / "broken.txt").write_text("Статья {title", encoding="utf-8")
+    (tmp_path / "fewer.txt").write_text("Только {title}", encoding="utf-8")
+    base = "models: {writer: {name: w}}\nprompts_dir: prompts\n"
+    (tmp_path / "typo.yaml").write_text(base + "outline: {prompt_describe: typo.txt}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"outline\.prompt_describe .*typo\.txt.*unknown field\(s\) \{titel\}; "
+                                          r"this prompt is given \{texts\}, \{title\}"):
+        load_config(tmp_path / "typo.yaml")
+    (tmp_path / "missing.yaml").write_text(base + "ranking: {prompt_relevance: nowhere.txt}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"ranking\.prompt_relevance: prompt file 'nowhere.txt' not found"):
+        load_config(tmp_path / "missing.yaml")
+    (tmp_path / "broken.yaml").write_text(base + f"citations: {{prompt: {tmp_path / 'broken.txt'}}}\n",
+                                          encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"citations\.prompt .*not a str.format template"):
+        load_config(tmp_path / "broken.yaml")
+    (tmp_path / "fewer.yaml").write_text(base + f"writer: {{prompt_lead: {tmp_path / 'fewer.txt'}}}\n",
+                                         encoding="utf-8")
+    assert load_config(tmp_path / "fewer.yaml").writer.prompt_lead.endswith("fewer.txt")  # using fewer is fine
+
+
+def test_every_shipped_prompt_slot_declares_the_fields_its_default_file_uses() -> None:
+    from ruwikibench.config import PROMPT_BLOCKS, ModelConfig, RunConfig
+    from ruwikibench.prompts import placeholders
+
+    config = RunConfig(models={"writer": ModelConfig(name="w")})
+    library, slots = PromptLibrary(), 0
+    for block_name in PROMPT_BLOCKS:
+        block = getattr(config, block_name)
+        for name, info in type(block).model_fields.items():
+            if name.startswith("prompt"):
+                slots += 1
+                given = set((info.json_schema_extra or {}).get("prompt_fields", ()))  # type: ignore[union-attr]
+                used = placeholders(library.get(getattr(block, name)).text)
+                assert used and used <= given, f"{block_name}.{name}: uses {used}, declares {given}"
+    assert slots == 16

@@ -16,8 +16,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "ruwikibench"
 
 LAYERS: list[tuple[str, set[str]]] = [
-    ("bottom", {"", "config", "dataset", "contract", "registry", "jsonl", "runlock", "executors", "progress"}),
-    ("support", {"models", "retrieval", "prompts", "corpus_builder"}),
+    ("bottom", {"", "config", "dataset", "contract", "registry", "jsonl", "runlock", "executors", "progress", "prompts"}),
+    ("support", {"models", "retrieval", "corpus_builder"}),
     ("context", {"context"}),
     ("nodes", {"nodes"}),
     ("evaluators", {"evaluators"}),

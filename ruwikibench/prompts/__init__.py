@@ -8,11 +8,17 @@ or an absolute path.
 from __future__ import annotations
 
 import hashlib
+import string
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 PACKAGE_PROMPTS = Path(__file__).parent
+
+
+def placeholders(text: str) -> set[str]:
+    """The ``str.format`` fields a template uses (``{title}``, ``{a.b}`` -> ``a``); ValueError if it is not one."""
+    return {name.split(".")[0].split("[")[0] for _, name, _, _ in string.Formatter().parse(text) if name is not None}
 
 
 @dataclass(frozen=True)

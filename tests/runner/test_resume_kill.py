@@ -6,22 +6,12 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
-from tests.models.conftest import StubServer, _handler
+from tests.fake_openai import StubServer, serving
 
 JOB = Path(__file__).with_name("resume_job.py")
-
-
-def _serve(stub: StubServer) -> ThreadingHTTPServer:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(stub))
-    server.daemon_threads = True
-    stub.port = server.server_address[1]
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    return server
 
 
 def _prompts(stub: StubServer) -> collections.Counter:
@@ -30,9 +20,9 @@ def _prompts(stub: StubServer) -> collections.Counter:
 
 def test_kill_9_then_resume_sends_no_request_twice(tmp_path: Path) -> None:
     stub = StubServer(delay=0.4)
-    server = _serve(stub)
-    args = [sys.executable, str(JOB), stub.base_url, str(tmp_path / "runs"), str(tmp_path / "cache")]
-    try:
+    args = [sys.executable, str(JOB), str(tmp_path / "runs"), str(tmp_path / "cache")]
+    with serving(stub):
+        args.insert(2, stub.base_url)
         job = subprocess.Popen(args, start_new_session=True)
         deadline = time.monotonic() + 60
         while len(stub.requests) < 3 and time.monotonic() < deadline:
@@ -46,9 +36,6 @@ def test_kill_9_then_resume_sends_no_request_twice(tmp_path: Path) -> None:
         finished_before = len(outputs.read_text().splitlines()) if outputs.exists() else 0
 
         subprocess.run(args, check=True, timeout=120)
-    finally:
-        server.shutdown()
-        server.server_close()
 
     sent = _prompts(stub)
     assert len(sent) == 6  # every article asked once …
