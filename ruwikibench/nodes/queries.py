@@ -24,6 +24,7 @@ from ruwikibench.context import StageContext
 from ruwikibench.dataset import Article
 from ruwikibench.models.llm import LLM
 from ruwikibench.progress import progress_bar
+from ruwikibench.prompts import PromptLibrary
 
 REFERENCE_QUERIES_FILE = "reference_queries.json"
 
@@ -71,15 +72,15 @@ async def describe(llm: LLM, role: str, prompt: str) -> str:
     return completion.text.strip()
 
 
-def headings_block(article: Article) -> str:
+def headings_block(article: Article, prompts: PromptLibrary) -> str:
     titles = article.h2_titles()
-    return "\n".join(f"- {t}" for t in titles) if titles else "- (разделов нет)"
+    return "\n".join(f"- {t}" for t in titles) if titles else prompts.fragment("no_sections")
 
 
 async def reference_record(article: Article, context: StageContext) -> QueryRecord:
     """Russian and English reference descriptions of an article from its title and H2 headings."""
     cfg = context.config.ranking
-    fields = {"title": article.title, "headings": headings_block(article)}
+    fields = {"title": article.title, "headings": headings_block(article, context.prompts)}
     ru, en = await asyncio.gather(*(
         describe(context.llm, "reference", context.prompts.get(name).format(**fields))
         for name in (cfg.prompt_reference_query, cfg.prompt_reference_query_en)

@@ -69,6 +69,11 @@ class PromptLibrary:
             listener(prompt)
         return prompt
 
+    def fragment(self, name: str, **fields: object) -> str:
+        """A short piece of prompt text kept as a file too (``ru/fragment_<name>.txt``: a placeholder, a label);
+        a file of the same name in ``prompts_dir`` replaces it."""
+        return self.get(f"ru/fragment_{name}.txt").format(**fields)
+
     def hashes(self) -> dict[str, str]:
         """name -> sha256 of every prompt served so far."""
         return {name: p.sha256 for name, p in sorted(self._loaded.items())}

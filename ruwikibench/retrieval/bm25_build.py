@@ -28,18 +28,23 @@ CHUNK = 4000  # texts per tokenising job
 PARALLEL_FROM = 40_000  # texts; below this, worker processes cost more than they save
 
 _TOKEN = re.compile(TOKEN_PATTERN)
-Tokenised = tuple[list[str], np.ndarray, np.ndarray]
+Tokenised = tuple[list[str], np.ndarray, np.ndarray, np.ndarray, int]
+SCORE_BATCH = 1 << 24  # (term, document) pairs scored at a time: bounds the float64 temporaries
 
 
 def tokenize_chunk(texts: list[str]) -> Tokenised:
-    """(the chunk's distinct folded words, every token as an index into them in text order, tokens per text)."""
+    """A chunk's word counts: (its distinct folded words, then for every (text, word) pair that occurs: the text's
+    position in the chunk, the word's index, how often; and the number of texts)."""
     lists = [_TOKEN.findall(fold(text)) for text in texts]
     flat = list(chain.from_iterable(lists))
     words = list(dict.fromkeys(flat))
     position = {word: i for i, word in enumerate(words)}
     ids = np.fromiter(map(position.__getitem__, flat), dtype=np.int64, count=len(flat))
     lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
-    return words, ids, lengths
+    rows = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
+    pairs, counts = np.unique(rows * max(1, len(words)) + ids, return_counts=True)
+    return (words, (pairs // max(1, len(words))).astype(np.int32), (pairs % max(1, len(words))).astype(np.int32),
+            counts.astype(np.int32), len(texts))
 
 
 class TermTable:
@@ -82,40 +87,51 @@ def _tokenised(texts: Iterable[str], workers: int) -> Iterator[Tokenised]:
 
 
 def count_terms(texts: Iterable[str], normalizer: Normalizer, workers: int = 1):  # -> (csc_matrix, ndarray, TermTable)
-    """Term counts (documents × columns, CSC), document lengths in index terms, and the term table."""
+    """Term counts (documents × columns, CSC, float32), document lengths in index terms, and the term table.
+
+    Workers count (text, word) pairs; here each word becomes its column (stopwords dropped; words sharing a lemma
+    share a column, and their counts add up when the pairs are assembled into one matrix at the end)."""
     import scipy.sparse as sp
 
     table = TermTable(normalizer, stopwords())
-    blocks, lengths = [], []
-    for words, ids, per_text in _tokenised(texts, workers):
-        columns = table.columns_for(words)[ids]
-        rows = np.repeat(np.arange(len(per_text)), per_text)
-        kept = columns >= 0
-        rows, columns = rows[kept], columns[kept]
-        lengths.append(np.bincount(rows, minlength=len(per_text)))
-        block = sp.csr_matrix((np.ones(len(rows), dtype=np.float64), (rows, columns)),
-                              shape=(len(per_text), len(table.columns)))
-        block.sum_duplicates()
-        blocks.append(block)
-    width = len(table.columns)
-    for block in blocks:
-        block.resize((block.shape[0], width))
-    counts = sp.vstack(blocks, format="csc") if blocks else sp.csc_matrix((0, width))
-    return counts, np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int64), table
+    rows, columns, counts, lengths = [], [], [], []
+    offset = 0
+    for words, text_index, word_index, count, n_texts in _tokenised(texts, workers):
+        column = table.columns_for(words)[word_index]
+        kept = column >= 0
+        row = text_index[kept] + offset
+        rows.append(row)
+        columns.append(column[kept].astype(np.int32))
+        counts.append(count[kept])
+        lengths.append(np.bincount(text_index[kept], weights=count[kept], minlength=n_texts).astype(np.int64))
+        offset += n_texts
+    shape = (offset, len(table.columns))
+    if not rows:
+        return sp.csc_matrix(shape, dtype=np.float32), np.zeros(0, dtype=np.int64), table
+    pairs = sp.coo_matrix((np.concatenate(counts).astype(np.float32),
+                           (np.concatenate(rows), np.concatenate(columns))), shape=shape)
+    del rows, columns, counts
+    matrix = pairs.tocsc()  # sums the pairs of words that share a column
+    matrix.sum_duplicates()
+    return matrix, np.concatenate(lengths), table
 
 
 def bm25_scores(counts, doc_lengths: np.ndarray, k1: float = K1, b: float = B):  # -> (data, indices, indptr)
-    """bm25s's Lucene-variant score of every (term, document) pair, in its CSC layout and float32 rounding."""
+    """bm25s's Lucene-variant score of every (term, document) pair, in its CSC layout and float32 rounding
+    (computed in float64 as bm25s does, a batch of pairs at a time)."""
     n_docs = counts.shape[0]
     df = np.diff(counts.indptr)
     idf = np.array([math.log(1 + (n_docs - d + 0.5) / (d + 0.5)) for d in df.tolist()], dtype=np.float32)
     average = doc_lengths.mean() if n_docs else 1.0
     denominator = k1 * ((1 - b) + b * doc_lengths / average)
-    columns = np.repeat(np.arange(counts.shape[1]), df)
-    tf = counts.data
-    data = (idf[columns].astype(np.float64) * (tf / (denominator[counts.indices] + tf))).astype(np.float32)
+    columns = np.repeat(np.arange(counts.shape[1], dtype=np.int32), df)
+    data = np.empty(counts.nnz, dtype=np.float32)
+    for start in range(0, counts.nnz, SCORE_BATCH):
+        part = slice(start, start + SCORE_BATCH)
+        tf = counts.data[part].astype(np.float64)
+        data[part] = idf[columns[part]].astype(np.float64) * (tf / (denominator[counts.indices[part]] + tf))
     index_type = np.int32 if counts.nnz < np.iinfo(np.int32).max else np.int64
-    return data, counts.indices.astype(np.int32), counts.indptr.astype(index_type)
+    return data, counts.indices.astype(np.int32, copy=False), counts.indptr.astype(index_type, copy=False)
 
 
 def build_retriever(texts: Iterable[str], normalizer: Normalizer, n_texts: int | None = None):  # -> bm25s.BM25

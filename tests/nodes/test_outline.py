@@ -18,6 +18,7 @@ from ruwikibench.nodes.outline import (
     select_context,
 )
 from ruwikibench.nodes.outline_parser import Heading
+from ruwikibench.prompts import PromptLibrary
 
 
 def blobs(centers: np.ndarray, per: int, noise: float, seed: int) -> np.ndarray:
@@ -132,7 +133,7 @@ def test_render_mini_outlines_uses_parsed_headings_in_cluster_order() -> None:
         ClusterResult(index=1, selected=[], context=[], mini_text="x", mini_outline=[Heading(level=2, title="Б")]),
         ClusterResult(index=0, selected=[], context=[], mini_text="Извините", mini_outline=[]),
     ]
-    assert render_mini_outlines(results) == "План части 1:\nИзвините\n\nПлан части 2:\n## Б"
+    assert render_mini_outlines(results, PromptLibrary()) == "План части 1:\nИзвините\n\nПлан части 2:\n## Б"
 
 
 @pytest.mark.parametrize("mode,expected", [("direct", 0), ("neighbors", 1), ("description", 0)])

@@ -67,9 +67,9 @@ def test_worker_processes_count_what_one_process_counts() -> None:
 
 
 def test_tokens_are_folded_word_runs_of_two_or_more() -> None:
-    words, ids, lengths = tokenize_chunk(["Ёж и X-ray 42", "", "ёж"])
-    assert [words[i] for i in ids] == ["еж", "ray", "42", "еж"]
-    assert lengths.tolist() == [3, 0, 1]
+    words, text, word, count, n_texts = tokenize_chunk(["Ёж и X-ray ёж 42", "", "ёж"])
+    pairs = sorted((int(t), words[w], int(c)) for t, w, c in zip(text, word, count))
+    assert pairs == [(0, "42", 1), (0, "ray", 1), (0, "еж", 2), (2, "еж", 1)] and n_texts == 3
 
 
 def test_an_index_built_here_saves_and_loads_with_the_same_hits(tmp_path) -> None:

@@ -46,14 +46,14 @@ def task_instruction(text: GeneratedText, prompts: PromptLibrary) -> str:
     return prompts.get(task_prompt_name(text)).format(title=text.title, article=text.article).strip()
 
 
-def format_sources(sources: list[str], limits: Limits) -> str:
+def format_sources(sources: list[str], limits: Limits, prompts: PromptLibrary) -> str:
     """Numbered sources, each and all together cut to the limits."""
     parts: list[str] = []
     used = 0
     for number, source in enumerate(sources, 1):
         room = limits.sources_chars - used
         if room <= 0:
-            parts.append(f"[… ещё источников: {len(sources) - number + 1}]")
+            parts.append(prompts.fragment("more_sources", count=len(sources) - number + 1))
             break
         body = clip(source.strip(), min(limits.source_chars, room))
         used += len(body)

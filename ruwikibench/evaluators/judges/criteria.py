@@ -203,11 +203,11 @@ def build_prompt(
         context += block.format(reference=clip(text.reference.strip(), options.limits.reference_chars))
     if "sources" in criterion.requires:
         block = prompts.get(options.sources_block)
-        context += block.format(sources=format_sources(text.sources, options.limits))
+        context += block.format(sources=format_sources(text.sources, options.limits, prompts))
     return prompts.get(options.prompt).format(
         instruction=task_instruction(text, prompts),
         context=context,
-        answer=clip(text.text.strip(), options.limits.text_chars) or "(пустой ответ)",
+        answer=clip(text.text.strip(), options.limits.text_chars) or prompts.fragment("empty_answer"),
         criterion=criterion.title,
         description=criterion.description.strip(),
         rubric=criterion.rubric_text(),

@@ -126,8 +126,8 @@ def build_prompt(
     limit = options.limits.text_chars
     fields: dict[str, object] = {
         "instruction": task_instruction(first, prompts),
-        "answer_a": clip(first.text.strip(), limit) or "(пустой ответ)",
-        "answer_b": clip(second.text.strip(), limit) or "(пустой ответ)",
+        "answer_a": clip(first.text.strip(), limit) or prompts.fragment("empty_answer"),
+        "answer_b": clip(second.text.strip(), limit) or prompts.fragment("empty_answer"),
     }
     name = options.prompt
     if options.mode == "guided":
