@@ -1,7 +1,8 @@
 """The run config: one pydantic model, loaded from YAML, passed to graphs as LangGraph context.
 
-Roles: ``query`` (query expansion), ``ranking`` (relevance yes/no), ``outline``, ``writer`` (sections, lead),
-``judge`` (LLM-as-judge evaluators), ``support`` (does a cited snippet support a sentence; falls back to
+Roles: ``query`` (query expansion), ``ranking`` (relevance yes/no), ``outline``, ``sections`` (Stage 3's
+describe / extend / write calls, in the benchmark and in the writer; falls back to ``writer``), ``writer`` (the
+writer's lead), ``judge`` (LLM-as-judge evaluators), ``support`` (does a cited snippet support a sentence; falls back to
 ``judge``) and ``reference`` (writes the stored reference queries once).
 """
 
@@ -19,8 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ruwikibench.prompts import PromptLibrary, placeholders
 
 Profile = Literal["benchmark", "writer"]
-Role = Literal["query", "ranking", "outline", "writer", "judge", "support", "reference"]
-ROLE_FALLBACKS: dict[str, tuple[str, ...]] = {"support": ("judge",)}
+Role = Literal["query", "ranking", "outline", "sections", "writer", "judge", "support", "reference"]
+ROLE_FALLBACKS: dict[str, tuple[str, ...]] = {"support": ("judge",), "sections": ("writer",)}
 """Roles tried before the general fallback (writer, outline, ranking, query) when a role is not configured."""
 
 

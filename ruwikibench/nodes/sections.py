@@ -31,7 +31,7 @@ from ruwikibench.models.embeddings import Embedder, Use
 from ruwikibench.nodes.answers import ask, clean_answer
 from ruwikibench.prompts.render import numbered_texts
 
-ROLE = "writer"
+ROLE = "sections"  # falls back to the writer model when the config names none
 
 # --------------------------------------------------------------------------- typed inputs and outputs
 

@@ -110,7 +110,7 @@ def test_article_graph_groups_compresses_and_keeps_section_order() -> None:
     assert [g["calls"] for g in b["groups"]] == [2, 1] and b["write_calls"] == 1 and b["text"] == "Текст Б."
     assert a["status"] == "no_snippets" and a["text"] == "" and a["calls"] == 0 and a["level"] == 3
     assert sorted(kinds(chat)) == ["describe", "describe", "extend", "write"]
-    assert context.llm.usage.by_role["writer"].calls == 4 == b["calls"]
+    assert context.llm.usage.by_role["sections"].calls == 4 == b["calls"]  # billed to its own role
 
 
 def test_empty_article_and_capped_snippets() -> None:
