@@ -42,7 +42,7 @@ from ruwikibench.prompts import PromptLibrary
 from ruwikibench.runlock import run_lock
 
 Order = Literal["random", "both"]
-Shown = Literal["reference_first", "candidate_first"]
+ShownOrder = Literal["reference_first", "candidate_first"]  # which text the judge saw as A
 PairStatus = Literal["ok", "unparseable", "ambiguous", "out_of_range", "error"]
 
 
@@ -68,7 +68,7 @@ class PairRecord(BaseModel):
     category: str | None = None
     reference_run: str
     candidate_run: str
-    shown: Shown
+    shown: ShownOrder
     judge: str
     mode: Mode
     sha_reference: str
@@ -111,7 +111,7 @@ def pair_items(
     return [(ref[k], cand[k]) for k in both], missing
 
 
-def shown_orders(text: GeneratedText, options: PairwiseOptions) -> list[Shown]:
+def shown_orders(text: GeneratedText, options: PairwiseOptions) -> list[ShownOrder]:
     """The presentation order(s) of an item: both, or one drawn from a per-item seeded generator."""
     if options.order == "both":
         return ["reference_first", "candidate_first"]
@@ -142,7 +142,7 @@ async def judge_pair(
     llm: LLM,
     ref: GeneratedText,
     cand: GeneratedText,
-    shown: Shown,
+    shown: ShownOrder,
     runs: tuple[str, str],
     judge: str,
     options: PairwiseOptions,
