@@ -36,7 +36,7 @@ from ruwikibench.evaluators.judges.citations import (
     score_cited_text,
     verdict_map,
 )
-from ruwikibench.evaluators.judges.rundir import JsonlWriter, RunError, read_jsonl, write_json
+from ruwikibench.evaluators.judges.rundir import JsonlWriter, RunError, read_jsonl, read_models, write_json
 from ruwikibench.evaluators.stats import Estimate, bootstrap_ci
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
@@ -113,13 +113,8 @@ def cited_texts(item: CitedArticle, dataset: Dataset | None = None) -> list[Cite
 
 
 def read_records(path: Path) -> list[CheckRecord]:
-    records = []
-    for number, row in read_jsonl(path):
-        try:
-            records.append(CheckRecord.model_validate(row))
-        except ValidationError as exc:
-            raise RunError(f"{path}:{number}: not a support check: {exc.errors()[0]['msg']}") from exc
-    return records
+    """All records of the file, in file order."""
+    return read_models(path, CheckRecord, "support check")
 
 
 async def judge_run_citations(run_dir: Path, llm: LLM, *, judge: str, options: CitationsConfig,

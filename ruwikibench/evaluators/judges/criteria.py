@@ -24,9 +24,9 @@ from ruwikibench.evaluators.judges.parsing import parse_criterion_verdict
 from ruwikibench.evaluators.judges.rundir import (
     JsonlWriter,
     Run,
-    RunError,
     clip,
-    read_jsonl,
+    latest_verdicts,
+    read_models,
     text_sha,
     write_json,
 )
@@ -279,22 +279,9 @@ async def judge_one(
 
 
 def read_records(path: Path) -> list[CriterionRecord]:
-    """All records of a judge_criteria.jsonl, in file order."""
-    records = []
-    for number, row in read_jsonl(path):
-        try:
-            records.append(CriterionRecord.model_validate(row))
-        except ValidationError as exc:
-            raise RunError(f"{path}:{number}: not a criterion verdict: {exc.errors()[0]['msg']}") from exc
-    return records
+    """All records of the file, in file order."""
+    return read_models(path, CriterionRecord, "criterion verdict")
 
-
-def latest(records: Iterable[CriterionRecord]) -> list[CriterionRecord]:
-    """The last record per (text, criterion, judge, mode): reruns and re-judged texts supersede older lines."""
-    by_key: dict[tuple[str, ...], CriterionRecord] = {}
-    for record in records:
-        by_key[record.key()] = record
-    return list(by_key.values())
 
 
 def _done(records: Iterable[CriterionRecord], retry_unparseable: bool) -> set[tuple[str, ...]]:
@@ -335,7 +322,7 @@ async def _judge_run(
     options = options or CriteriaOptions()
     prompts = prompts or PromptLibrary(run.config.prompts_dir if run.config else None)
     path = run.path / RESULTS_JSONL
-    done = _done(latest(read_records(path)), options.retry_unparseable)
+    done = _done(latest_verdicts(read_records(path)), options.retry_unparseable)
     pending = [
         (text, criterion)
         for text in run.texts
@@ -365,7 +352,7 @@ def write_summary(
     usage: dict[str, dict[str, int]] | None = None,
 ) -> dict[str, object]:
     """Aggregate judge_criteria.jsonl into judge_criteria.json (one summary per judge model and mode)."""
-    records = latest(read_records(run_dir / RESULTS_JSONL))
+    records = latest_verdicts(read_records(run_dir / RESULTS_JSONL))
     data: dict[str, object] = {
         "criteria_set": criteria.name if criteria else None,
         "criteria_sha256": criteria.sha256 if criteria else None,
@@ -496,7 +483,7 @@ def summarize_judgements(run_dir: str | Path) -> list[dict[str, str]]:
     if not path.exists():
         return []
     rows: list[dict[str, str]] = []
-    for summary in aggregate(latest(read_records(path))):
+    for summary in aggregate(latest_verdicts(read_records(path))):
         base = {"judge": summary.judge, "mode": summary.mode}
         for c in summary.per_criterion:
             score = (

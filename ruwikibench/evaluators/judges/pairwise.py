@@ -29,7 +29,8 @@ from ruwikibench.evaluators.judges.rundir import (
     Run,
     RunError,
     clip,
-    read_jsonl,
+    latest_verdicts,
+    read_models,
     safe_id,
     text_key,
     text_sha,
@@ -194,20 +195,9 @@ async def judge_pair(
 
 
 def read_records(path: Path) -> list[PairRecord]:
-    records = []
-    for number, row in read_jsonl(path):
-        try:
-            records.append(PairRecord.model_validate(row))
-        except ValidationError as exc:
-            raise RunError(f"{path}:{number}: not a pairwise verdict: {exc.errors()[0]['msg']}") from exc
-    return records
+    """All records of the file, in file order."""
+    return read_models(path, PairRecord, "pairwise verdict")
 
-
-def latest(records: Iterable[PairRecord]) -> list[PairRecord]:
-    by_key: dict[tuple[str, ...], PairRecord] = {}
-    for record in records:
-        by_key[record.key()] = record
-    return list(by_key.values())
 
 
 async def judge_runs(
@@ -252,7 +242,7 @@ async def _judge_runs(
     settled = {"ok"} if options.retry_unparseable else {"ok", "unparseable", "ambiguous", "out_of_range"}
     done = {
         (*r.key(), r.sha_reference, r.sha_candidate)
-        for r in latest(read_records(path))
+        for r in latest_verdicts(read_records(path))
         if r.status in settled
     }
     runs = (reference.run_id, candidate.run_id)
@@ -275,7 +265,7 @@ async def _judge_runs(
             writer.write(await future)
             advance()
     wanted = {(r.stage, r.article, r.item, shown) for r, _ in pairs for shown in shown_orders(r, options)}
-    records = [r for r in latest(read_records(path)) if (r.stage, r.article, r.item, r.shown) in wanted]
+    records = [r for r in latest_verdicts(read_records(path)) if (r.stage, r.article, r.item, r.shown) in wanted]
     summary = summarise(records, runs, judge=judge, options=options, missing=missing)
     summary.prompt_sha256 = prompts.hashes()
     write_json(out_dir / f"{stem}.json", summary.model_dump(mode="json"))

@@ -7,7 +7,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -18,6 +18,16 @@ from ruwikibench.prompts.render import cut_text
 
 SPEC = "spec.json"
 GENERATED = "generated.jsonl"
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class Keyed(Protocol):
+    def key(self) -> tuple[str, ...]: ...
+
+
+K = TypeVar("K", bound=Keyed)
 
 
 class RunError(ValueError):
@@ -91,6 +101,23 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield from jsonl.read_jsonl(path)
     except jsonl.JsonlError as exc:
         raise RunError(str(exc)) from None
+
+
+def read_models(path: Path, model: type[M], what: str) -> list[M]:
+    """Every line of a verdict file as ``model``, in file order; a line that is not one is a :class:`RunError`
+    naming the file, the line and ``what`` it should be."""
+    records = []
+    for number, row in read_jsonl(path):
+        try:
+            records.append(model.model_validate(row))
+        except ValidationError as exc:
+            raise RunError(f"{path}:{number}: not a {what}: {exc.errors()[0]['msg']}") from exc
+    return records
+
+
+def latest_verdicts(records: Iterable[K]) -> list[K]:
+    """The last record per ``record.key()``: reruns and re-judged texts supersede older lines."""
+    return jsonl.latest(records, key=lambda record: record.key())  # type: ignore[arg-type, return-value]
 
 
 class JsonlWriter(jsonl.JsonlAppender):
