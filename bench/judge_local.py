@@ -34,7 +34,8 @@ from ruwikibench.evaluators.judges.criteria import (
     load_criteria,
     summarize_judgements,
 )
-from ruwikibench.evaluators.judges.pairwise import PairwiseOptions, judge_runs, summarize_pairwise
+from ruwikibench.evaluators.judges.pairwise import PairwiseOptions, judge_runs
+from ruwikibench.evaluators.judges.pairwise_summary import summarize_pairwise
 from ruwikibench.evaluators.judges.rundir import clip, load_run
 
 REPO = Path(__file__).resolve().parents[1]

@@ -132,7 +132,8 @@ def pairwise_command(
     """Side-by-side judge of the same items of two runs; delta B − A against the reference run."""
     from ruwikibench.evaluators.judges.common import Limits, judge_llm
     from ruwikibench.evaluators.judges.common import judge_config as pick_config
-    from ruwikibench.evaluators.judges.pairwise import PairwiseOptions, judge_runs, summarize_pairwise
+    from ruwikibench.evaluators.judges.pairwise import PairwiseOptions, judge_runs
+    from ruwikibench.evaluators.judges.pairwise_summary import summarize_pairwise
     from ruwikibench.evaluators.judges.rundir import RunError, load_run
 
     _check_mode(mode)

@@ -19,12 +19,8 @@ from ruwikibench.evaluators.judges.criteria import (
     summarize_judgements,
 )
 from ruwikibench.evaluators.judges.meta import evaluate, run_meta, summarize_meta
-from ruwikibench.evaluators.judges.pairwise import (
-    PairwiseOptions,
-    PairwiseSummary,
-    judge_runs,
-    summarize_pairwise,
-)
+from ruwikibench.evaluators.judges.pairwise import PairwiseOptions, judge_runs
+from ruwikibench.evaluators.judges.pairwise_summary import PairwiseSummary, summarize_pairwise
 from ruwikibench.evaluators.judges.parsing import parse_criterion_verdict, parse_pair_verdict
 
 

@@ -14,6 +14,10 @@ from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
 
 Mode = Literal["free", "guided"]
+Group = Literal["general", "critical", "encyclopedic"]
+RecordStatus = Literal["ok", "unparseable", "ambiguous", "out_of_range", "not_applicable", "error"]
+Order = Literal["random", "both"]
+ShownOrder = Literal["reference_first", "candidate_first"]  # which text the pairwise judge saw as A
 """``free``: reference-free (the judge sees the task, the text and, where a criterion needs them, the sources);
 ``guided``: reference-guided (the judge also sees the human-written reference text)."""
 

@@ -6,14 +6,16 @@ import numpy as np
 import pytest
 
 from ruwikibench.evaluators.judges.pairwise import (
-    ItemResult,
     PairwiseOptions,
     build_prompt,
     judge_runs,
-    length_controlled,
-    load_summaries,
     read_records,
     shown_orders,
+)
+from ruwikibench.evaluators.judges.pairwise_summary import (
+    ItemResult,
+    length_controlled,
+    load_summaries,
     summarize_pairwise,
 )
 from ruwikibench.evaluators.judges.rundir import load_run

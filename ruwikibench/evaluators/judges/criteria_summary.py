@@ -1,0 +1,122 @@
+"""Criteria verdicts -> per judge and mode: per-criterion score distributions and normalised means with CIs, the
+per-text overall score (general + encyclopedic criteria), critical failures, per-article and per-stage means."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
+
+from ruwikibench.evaluators.judges.common import Group, Mode
+from ruwikibench.evaluators.stats import Estimate, bootstrap_ci
+
+if TYPE_CHECKING:
+    from ruwikibench.evaluators.judges.criteria import CriterionRecord
+
+
+class CriterionSummary(BaseModel):
+    criterion: str
+    group: Group
+    max: int
+    statuses: dict[str, int]
+    distribution: dict[int, int]
+    mean_score: float | None
+    normalised: Estimate
+    failures: int = Field(default=0, description="critical criteria: texts that failed")
+    failed_items: list[str] = Field(default_factory=list)
+
+
+class JudgeSummary(BaseModel):
+    """All verdicts of one judge model in one mode over a run."""
+
+    judge: str
+    mode: Mode
+    texts: int
+    calls: int
+    statuses: dict[str, int]
+    overall: Estimate = Field(
+        description="per-text mean normalised score over general + encyclopedic criteria"
+    )
+    overall_without_critical: Estimate = Field(description="the same over texts with no critical failure")
+    texts_with_critical_failure: int
+    per_criterion: list[CriterionSummary]
+    per_article: dict[str, Estimate]
+    per_stage: dict[str, Estimate]
+
+
+def text_id(record: CriterionRecord) -> str:
+    return f"{record.stage}/{record.article}/{record.item}"
+
+
+def aggregate(records: Sequence[CriterionRecord], seed: int = 0) -> list[JudgeSummary]:
+    """One summary per (judge, mode) over the latest record of each (text, criterion)."""
+    groups: dict[tuple[str, str], list[CriterionRecord]] = defaultdict(list)
+    for record in records:
+        groups[(record.judge, record.mode)].append(record)
+    return [_summarise(judge, mode, rows, seed) for (judge, mode), rows in sorted(groups.items())]
+
+
+def _summarise(judge: str, mode: str, rows: list[CriterionRecord], seed: int) -> JudgeSummary:
+    per_text: dict[str, list[float]] = defaultdict(list)
+    failed_texts: set[str] = set()
+    text_meta: dict[str, CriterionRecord] = {}
+    for r in rows:
+        text_meta.setdefault(text_id(r), r)
+        if r.status == "ok" and r.normalised is not None:
+            if r.group == "critical":
+                if r.normalised == 0.0:
+                    failed_texts.add(text_id(r))
+            else:
+                per_text[text_id(r)].append(r.normalised)
+    text_scores = {t: sum(v) / len(v) for t, v in per_text.items()}
+    by_article: dict[str, list[float]] = defaultdict(list)
+    by_stage: dict[str, list[float]] = defaultdict(list)
+    for t, score in text_scores.items():
+        by_article[text_meta[t].article].append(score)
+        by_stage[text_meta[t].stage].append(score)
+    return JudgeSummary(
+        judge=judge,
+        mode=mode,  # type: ignore[arg-type]
+        texts=len(text_meta),
+        calls=sum(r.status not in ("not_applicable",) for r in rows),
+        statuses=dict(Counter(r.status for r in rows)),
+        overall=bootstrap_ci(list(text_scores.values()), seed=seed),
+        overall_without_critical=bootstrap_ci(
+            [s for t, s in text_scores.items() if t not in failed_texts], seed=seed
+        ),
+        texts_with_critical_failure=len(failed_texts),
+        per_criterion=_per_criterion(rows, seed),
+        per_article={a: bootstrap_ci(v, seed=seed) for a, v in sorted(by_article.items())},
+        per_stage={s: bootstrap_ci(v, seed=seed) for s, v in sorted(by_stage.items())},
+    )
+
+
+def _per_criterion(rows: list[CriterionRecord], seed: int) -> list[CriterionSummary]:
+    by_criterion: dict[str, list[CriterionRecord]] = defaultdict(list)
+    for r in rows:
+        by_criterion[r.criterion].append(r)
+    out = []
+    for name, items in by_criterion.items():
+        ok = [r for r in items if r.status == "ok" and r.score is not None]
+        failed = sorted(text_id(r) for r in ok if r.group == "critical" and r.normalised == 0.0)
+        out.append(
+            CriterionSummary(
+                criterion=name,
+                group=items[0].group,
+                max=items[0].max,
+                statuses=dict(Counter(r.status for r in items)),
+                distribution=dict(sorted(Counter(r.score for r in ok if r.score is not None).items())),
+                mean_score=sum(r.score for r in ok if r.score is not None) / len(ok) if ok else None,
+                normalised=bootstrap_ci([r.normalised for r in ok if r.normalised is not None], seed=seed),
+                failures=len(failed),
+                failed_items=failed,
+            )
+        )
+    group_order = {"critical": 0, "general": 1, "encyclopedic": 2}
+    return sorted(out, key=lambda s: group_order[s.group])
+
+
+def unparsed_count(statuses: dict[str, int]) -> int:
+    return sum(statuses.get(s, 0) for s in ("unparseable", "ambiguous", "out_of_range"))
