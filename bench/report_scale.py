@@ -22,7 +22,7 @@ from ruwikibench.dataset import Article, Dataset, Paragraph, Section, Snippet, S
 from ruwikibench.jsonl import dumps
 from ruwikibench.runner.browser import dump_dom
 from ruwikibench.runner.execute import finalize
-from ruwikibench.runner.rundir import RunDir
+from ruwikibench.rundir import RunDir
 
 SECTIONS, SOURCES, SNIPPETS_PER_SOURCE, POOL = 6, 8, 5, 36
 WORDS = ["история", "город", "язык", "наука", "теория", "модель", "система", "развитие", "процесс", "структура", "метод", "данные"]

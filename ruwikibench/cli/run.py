@@ -219,9 +219,9 @@ def stages() -> None:
 def score(run_dir: Annotated[Path, typer.Argument(help="a run directory")]) -> None:
     """Re-score a saved run from its captured outputs (no LLM call)."""
     from ruwikibench.config import RunConfig
+    from ruwikibench.rundir import RunDir
     from ruwikibench.runner.datasets import resolve_dataset
     from ruwikibench.runner.rescore import rescore
-    from ruwikibench.runner.rundir import RunDir
     from ruwikibench.runner.setup import build_context
 
     rundir = RunDir(run_dir)

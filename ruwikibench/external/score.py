@@ -31,9 +31,9 @@ from ruwikibench.external.formats import (
     SectionsRow,
     read_rows,
 )
+from ruwikibench.rundir import RunDir
 from ruwikibench.runner.execute import RunOptions, build_spec, finalize, select_articles
 from ruwikibench.runner.floors import FLOORS_FILE, compute_floors
-from ruwikibench.runner.rundir import RunDir
 from ruwikibench.runner.stage import Unit, get_stage
 
 FORMAT_VERSION = 1

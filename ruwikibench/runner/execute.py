@@ -26,11 +26,11 @@ from ruwikibench.context import StageContext
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.executors import freeze_heap, run_cpu, run_on_model_lane
 from ruwikibench.jsonl import unit_key
+from ruwikibench.rundir import RunDir, scored_units
 from ruwikibench.runner.capture import NodeCapture
 from ruwikibench.runner.floors import FLOORS_FILE, compute_floors
 from ruwikibench.runner.metrics import aggregate, metrics_rows
 from ruwikibench.runner.overrides import check_overrides, fingerprint, spec_records, stage_graph
-from ruwikibench.runner.rundir import RunDir, scored_units
 from ruwikibench.runner.stage import Stage, Unit, get_stage
 from ruwikibench.runner.warmup import warm_up
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from ruwikibench.context import StageContext
 from ruwikibench.evaluators.floor import FloorSide, draw_others
-from ruwikibench.runner.rundir import RunDir
+from ruwikibench.rundir import RunDir
 from ruwikibench.runner.stage import Unit, get_stage
 
 log = logging.getLogger(__name__)

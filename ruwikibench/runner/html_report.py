@@ -22,6 +22,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from ruwikibench.dataset import Dataset
 from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
 from ruwikibench.jsonl import latest, unit_key
+from ruwikibench.rundir import RunDir
 from ruwikibench.runner.article_views import ArticleRecords, article_view
 from ruwikibench.runner.jsonl_index import JsonlIndex
 from ruwikibench.runner.report import (
@@ -34,7 +35,6 @@ from ruwikibench.runner.report import (
     stage_columns,
     stage_table,
 )
-from ruwikibench.runner.rundir import RunDir
 
 TEMPLATES = Path(__file__).parent / "templates"
 ARTICLES_DIR = "articles"
@@ -95,7 +95,7 @@ class RunData:
 
     @classmethod
     def load(cls, run: Run, datasets: dict[str, tuple[Dataset | None, str]]) -> RunData:
-        from ruwikibench.runner.rundir import open_errors
+        from ruwikibench.rundir import open_errors
 
         name, metrics, rundir = run
         spec = rundir.read_json("spec.json") if rundir.file("spec.json").exists() else {}

@@ -12,7 +12,7 @@ from typing import Any
 from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
 from ruwikibench.evaluators.stats import Estimate
 from ruwikibench.registry import get_stage, stage_names
-from ruwikibench.runner.rundir import RunDir
+from ruwikibench.rundir import RunDir
 
 SCALE = 100.0
 PAPER_TABLE = {"ranking": "Tables 3/4", "outline": "Table 5", "sections": "Table 7"}

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ruwikibench.context import StageContext
+from ruwikibench.rundir import RunDir
 from ruwikibench.runner.execute import finalize
 from ruwikibench.runner.floors import compute_floors
-from ruwikibench.runner.rundir import RunDir
 from ruwikibench.runner.stage import Unit, get_stage
 
 

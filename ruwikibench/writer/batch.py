@@ -20,10 +20,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ruwikibench.context import StageContext
 from ruwikibench.executors import run_on_model_lane
+from ruwikibench.rundir import RunDir
 from ruwikibench.runner.execute import RunOptions, build_spec, finalize, select_articles
 from ruwikibench.runner.overrides import check_overrides, fingerprint
 from ruwikibench.runner.report import markdown_table
-from ruwikibench.runner.rundir import RunDir
 from ruwikibench.writer.score import ARTICLE_COLUMNS, generated_texts, score_written
 
 STAGES = ("outline", "sections", "article")

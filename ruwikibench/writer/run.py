@@ -21,9 +21,9 @@ from pydantic import BaseModel, Field
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import safe_name
 from ruwikibench.jsonl import append_jsonl, read_records
+from ruwikibench.rundir import run_lock
 from ruwikibench.runner.capture import NodeCapture
 from ruwikibench.runner.overrides import check_overrides, spec_records
-from ruwikibench.runner.rundir import run_lock
 from ruwikibench.writer.export import write_exports
 from ruwikibench.writer.models import OutlineItem, WrittenArticle
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ruwikibench.config import RunConfig
+from ruwikibench.rundir import RunDir
 from ruwikibench.runner.execute import RunOptions, execute
-from ruwikibench.runner.rundir import RunDir
 from ruwikibench.runner.setup import build_context
 from tests.cli.small_runs import BenchModel
 from tests.fake_openai import fake_openai_server

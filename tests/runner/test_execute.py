@@ -7,9 +7,9 @@ from ruwikibench.dataset import Article, Dataset, Section
 from ruwikibench.models.fake import ScriptedChat
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
+from ruwikibench.rundir import RunDir
 from ruwikibench.runner.execute import RunOptions, execute
 from ruwikibench.runner.rescore import rescore
-from ruwikibench.runner.rundir import RunDir
 
 from .toy_stage import install  # type: ignore[import-not-found]
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from ruwikibench.rundir import RunDir
 from ruwikibench.runner.html_report import RunData, _timeline, delta_block, environment, item_scores
 from ruwikibench.runner.jsonl_index import JsonlIndex
-from ruwikibench.runner.rundir import RunDir
 
 PAGES = {name: f"articles/a{i:04d}.html" for i, name in enumerate(["A", "B", "C", "D", "E"], 1)}
 

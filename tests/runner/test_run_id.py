@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ruwikibench.config import RunConfig
 from ruwikibench.dataset import Dataset
+from ruwikibench.rundir import RunDir
 from ruwikibench.runner.execute import RunOptions, _check_same_run, run_id_for
-from ruwikibench.runner.rundir import RunDir
 
 
 def _config(**model: object) -> RunConfig:

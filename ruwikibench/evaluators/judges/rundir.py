@@ -15,6 +15,7 @@ from ruwikibench import jsonl
 from ruwikibench.config import RunConfig
 from ruwikibench.contract import GeneratedText
 from ruwikibench.prompts.render import cut_text
+from ruwikibench.rundir import RunDir
 
 SPEC = "spec.json"
 GENERATED = "generated.jsonl"
@@ -58,11 +59,12 @@ def safe_id(run_id: str) -> str:
 
 
 def load_run(path: str | Path, stages: Iterable[str] | None = None) -> Run:
-    """Load ``spec.json`` and ``generated.jsonl`` of a run directory (texts optionally filtered by stage)."""
-    path = Path(path)
-    spec_path = path / SPEC
-    if not path.is_dir():
-        raise RunError(f"{path}: not a run directory")
+    """Load ``spec.json`` and ``generated.jsonl`` of a run directory (texts optionally filtered by stage): the
+    latest text of each item, as the runner reads them (a resumed run that re-scored an item wrote it again)."""
+    rundir = RunDir(path)
+    spec_path = rundir.file(SPEC)
+    if not rundir.path.is_dir():
+        raise RunError(f"{rundir.path}: not a run directory")
     if not spec_path.exists():
         raise RunError(f"{spec_path}: missing (a run directory holds spec.json and generated.jsonl)")
     try:
@@ -79,8 +81,9 @@ def load_run(path: str | Path, stages: Iterable[str] | None = None) -> Run:
             fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
             config_error = f"{spec_path}: field 'config' is not a valid run config ({fields})"
     wanted = set(stages) if stages else None
-    texts = [t for t in _read_texts(path / GENERATED) if wanted is None or t.stage in wanted]
-    return Run(path=path, run_id=str(spec["run_id"]), config=config, config_error=config_error, texts=texts)
+    latest = {text_key(t): t for t in _read_texts(rundir.file(GENERATED))}
+    texts = [t for t in latest.values() if wanted is None or t.stage in wanted]
+    return Run(path=rundir.path, run_id=str(spec["run_id"]), config=config, config_error=config_error, texts=texts)
 
 
 def _read_texts(path: Path) -> Iterator[GeneratedText]:

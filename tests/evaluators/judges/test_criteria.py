@@ -279,3 +279,17 @@ async def test_unparseable_verdict_is_never_cached(make_run, tmp_path: Path) -> 
     retry = CriteriaOptions(retry_unparseable=True)
     await judge_run(load_run(path), llm, chosen, judge="j2", options=retry, progress=False)
     assert len(chat.calls) == 3  # 'literacy' from the cache, the unparseable one asked again
+
+
+def test_a_text_written_twice_is_judged_once_in_its_latest_version(tmp_path) -> None:
+    """A resumed run that re-scored an item appends its generated text again: judges read the latest one."""
+    import json as _json
+
+    from ruwikibench.evaluators.judges.rundir import load_run
+
+    (tmp_path / "spec.json").write_text(_json.dumps({"run_id": "r"}), encoding="utf-8")
+    rows = [{"stage": "sections", "article": "A", "item": "s1", "title": "T", "text": t} for t in ("old", "new")]
+    rows.append({"stage": "sections", "article": "A", "item": "s2", "title": "T", "text": "other"})
+    (tmp_path / "generated.jsonl").write_text("".join(_json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    run = load_run(tmp_path)
+    assert [(t.item, t.text) for t in run.texts] == [("s1", "new"), ("s2", "other")]
