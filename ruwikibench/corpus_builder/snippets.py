@@ -11,7 +11,7 @@ DEFAULT_OVERLAP = 0
 _WORD = re.compile(r"\S+")
 
 
-def normalise_newlines(text: str) -> str:
+def normalize_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -52,7 +52,7 @@ def make_snippets(
                 article=source.article,
                 source_id=source.id,
                 index=index,
-                text=normalise_newlines(source.text[spans[start][0] : spans[end - 1][1]]),
+                text=normalize_newlines(source.text[spans[start][0] : spans[end - 1][1]]),
                 word_start=start,
                 word_end=end,
             )

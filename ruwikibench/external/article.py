@@ -23,7 +23,7 @@ from ruwikibench.writer.outline_file import items_from_headings
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 
 
-def normalize_url(url: str) -> str:
+def url_key(url: str) -> str:
     """A URL key that ignores scheme (http/https), 'www.', case of the host, default ports, percent-encoding,
     a trailing slash and the fragment: 'HTTPS://www.Example.org/а/' and 'http://example.org/%D0%B0' agree."""
     parts = urlsplit(url.strip())
@@ -54,7 +54,7 @@ class SourceIndex:
         self.by_url: dict[str, list[Source]] = {}
         for source in dataset.sources:
             if source.url:
-                self.by_url.setdefault(normalize_url(source.url), []).append(source)
+                self.by_url.setdefault(url_key(source.url), []).append(source)
 
     def match(self, n: int, given: str, article: Article) -> SourceMatch:
         value = given.strip()
@@ -69,7 +69,7 @@ class SourceIndex:
             return self._source(n, given, source, "source_id")
         except KeyError:
             pass
-        found = self.by_url.get(normalize_url(value), []) if "://" in value or value.startswith("www.") else []
+        found = self.by_url.get(url_key(value), []) if "://" in value or value.startswith("www.") else []
         if found:
             own = [s for s in found if s.article == article.name]
             return self._source(n, given, (own or found)[0], "url")

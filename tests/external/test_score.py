@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ruwikibench.external.article import normalize_url
+from ruwikibench.external.article import url_key
 from ruwikibench.external.formats import ExternalFormatError
 from ruwikibench.external.score import ExternalOptions, score_outputs
 from tests.external.conftest import read_jsonl, write_jsonl
@@ -164,9 +164,9 @@ def test_rerun_same_file_rewrites_other_file_refused(context, tmp_path) -> None:
 
 
 def test_normalize_url() -> None:
-    assert normalize_url("HTTPS://www.Example.org/а/") == normalize_url("http://example.org/%D0%B0#x")
-    assert normalize_url("https://example.org/a?b=1") != normalize_url("https://example.org/a?b=2")
-    assert normalize_url("https://example.org:8080/a") != normalize_url("https://example.org/a")
+    assert url_key("HTTPS://www.Example.org/а/") == url_key("http://example.org/%D0%B0#x")
+    assert url_key("https://example.org/a?b=1") != url_key("https://example.org/a?b=2")
+    assert url_key("https://example.org:8080/a") != url_key("https://example.org/a")
 
 
 def test_sections_with_article_units(context, dataset, tmp_path) -> None:

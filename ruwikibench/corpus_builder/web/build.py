@@ -348,7 +348,7 @@ class CorpusBuilder:
         )
 
 
-def summarise(
+def summarize(
     outcomes: list[_ArticleOutcome], dataset: Dataset, errors: list[str], requests_sent: int
 ) -> BuildSummary:
     manifest = [e for o in outcomes for e in o.entries]
@@ -429,7 +429,7 @@ async def build_corpus_async(
     builder = CorpusBuilder(settings, cache, progress)
     outcomes = await builder.run(titles)
     dataset, errors = assemble(outcomes, settings, out)
-    summary = summarise(outcomes, dataset, errors, builder.requests_sent)
+    summary = summarize(outcomes, dataset, errors, builder.requests_sent)
     records = [o.record for o in outcomes if o.record is not None]
     manifest = [e for o in outcomes for e in o.entries]
     write_outputs(out, records, manifest, summary, dataset, settings)

@@ -80,7 +80,7 @@ class Criterion(BaseModel):
     def max(self) -> int:
         return self.scale[-1]
 
-    def normalise(self, score: int) -> float:
+    def normalize(self, score: int) -> float:
         """Quality in [0, 1], higher is better: (score − min)/(max − min); critical: 0 on failure, else 1."""
         if self.failure is not None:
             return 0.0 if score == self.failure else 1.0
@@ -273,7 +273,7 @@ async def judge_one(
         options,
         status=verdict.status,
         score=verdict.score,
-        normalised=criterion.normalise(verdict.score) if verdict.score is not None else None,
+        normalised=criterion.normalize(verdict.score) if verdict.score is not None else None,
         rationale=verdict.rationale,
         verdict=completion.text,
         prompt_sha256=prompt_sha,

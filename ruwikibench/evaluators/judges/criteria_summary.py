@@ -55,10 +55,10 @@ def aggregate(records: Sequence[CriterionRecord], seed: int = 0) -> list[JudgeSu
     groups: dict[tuple[str, str], list[CriterionRecord]] = defaultdict(list)
     for record in records:
         groups[(record.judge, record.mode)].append(record)
-    return [_summarise(judge, mode, rows, seed) for (judge, mode), rows in sorted(groups.items())]
+    return [_summarize(judge, mode, rows, seed) for (judge, mode), rows in sorted(groups.items())]
 
 
-def _summarise(judge: str, mode: str, rows: list[CriterionRecord], seed: int) -> JudgeSummary:
+def _summarize(judge: str, mode: str, rows: list[CriterionRecord], seed: int) -> JudgeSummary:
     per_text: dict[str, list[float]] = defaultdict(list)
     failed_texts: set[str] = set()
     text_meta: dict[str, CriterionRecord] = {}

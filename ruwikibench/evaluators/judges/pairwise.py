@@ -20,7 +20,7 @@ from ruwikibench.contract import GeneratedText
 from ruwikibench.evaluators.judges.common import Limits, Mode, Order, ShownOrder, task_instruction, words
 from ruwikibench.evaluators.judges.engine import judge_pending
 from ruwikibench.evaluators.judges.pairwise_plots import plot_runs, plot_summary
-from ruwikibench.evaluators.judges.pairwise_summary import PairwiseSummary, summarise
+from ruwikibench.evaluators.judges.pairwise_summary import PairwiseSummary, summarize
 from ruwikibench.evaluators.judges.parsing import parse_pair_verdict
 from ruwikibench.evaluators.judges.rundir import (
     Run,
@@ -250,7 +250,7 @@ async def _judge_runs(
                         "judge pairwise", progress=progress)
     wanted = {(r.stage, r.article, r.item, shown) for r, _ in pairs for shown in shown_orders(r, options)}
     records = [r for r in latest_verdicts(read_records(path)) if (r.stage, r.article, r.item, r.shown) in wanted]
-    summary = summarise(records, runs, judge=judge, options=options, missing=missing)
+    summary = summarize(records, runs, judge=judge, options=options, missing=missing)
     summary.prompt_sha256 = prompts.hashes()
     write_json(out_dir / f"{stem}.json", summary.model_dump(mode="json"))
     plot_summary(summary, out_dir / f"{stem}.png")

@@ -150,7 +150,7 @@ def _ols(x: np.ndarray, y: np.ndarray) -> tuple[float, float | None]:
     return float(y.mean() - slope * x.mean()), slope
 
 
-def summarise(
+def summarize(
     records: Sequence[PairRecord],
     runs: tuple[str, str],
     *,

@@ -49,9 +49,9 @@ def test_default_set_follows_pollux_scales() -> None:
 
 def test_normalisation_and_critical_polarity() -> None:
     literacy, refusal = by_name("literacy"), by_name("refusal")
-    assert [literacy.normalise(s) for s in (0, 1, 2)] == [0.0, 0.5, 1.0]
+    assert [literacy.normalize(s) for s in (0, 1, 2)] == [0.0, 0.5, 1.0]
     # POLLUX's critical question asks whether the violation is present: 1 = failure = quality 0
-    assert refusal.normalise(1) == 0.0 and refusal.normalise(0) == 1.0
+    assert refusal.normalize(1) == 0.0 and refusal.normalize(0) == 1.0
 
 
 def test_bad_criteria_file_names_file_and_criterion(tmp_path: Path) -> None:
