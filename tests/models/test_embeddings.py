@@ -168,3 +168,32 @@ def test_sentence_transformers_real_model_with_prefixes(tmp_path) -> None:
     assert embedder.embedded == 6
     embedder.embed(texts, "query")
     assert embedder.embedded == 6  # cached
+
+
+def test_any_langchain_embeddings_class_by_import_path(tmp_path) -> None:
+    from ruwikibench.config import EmbedderConfig
+    from ruwikibench.models.embeddings import make_embedder
+
+    config = EmbedderConfig(kind="langchain", name="langchain_core.embeddings:DeterministicFakeEmbedding",
+                            options={"size": 16}, query_prefix="query: ")
+    embedder = make_embedder(config, tmp_path)
+    passages = embedder.embed(["Москва", "Казань", "Москва"], "passage")
+    assert passages.shape == (3, 16) and np.allclose(np.linalg.norm(passages, axis=1), 1.0)
+    assert np.array_equal(passages[0], passages[2]) and not np.array_equal(passages[0], passages[1])
+    query = embedder.embed(["Москва"], "query")
+    assert not np.allclose(query[0], passages[0])  # the query prefix makes it another text
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    direct = np.asarray(DeterministicFakeEmbedding(size=16).embed_query("query: Москва"))
+    assert np.allclose(query[0], direct / np.linalg.norm(direct), atol=1e-6)
+
+
+def test_a_langchain_embedder_name_that_does_not_import_is_named() -> None:
+    from ruwikibench.config import EmbedderConfig
+    from ruwikibench.models.embeddings import make_embedder
+
+    with pytest.raises(ValueError, match="package.module:Class"):
+        make_embedder(EmbedderConfig(kind="langchain", name="no_colon"), None)
+    broken = make_embedder(EmbedderConfig(kind="langchain", name="no_such_pkg.x:Y", cache=False), None)
+    with pytest.raises(ValueError, match="no_such_pkg.x:Y.*cannot import"):
+        broken.embed(["a"], "passage")
