@@ -28,8 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ruwikibench.config import ModelConfig
-from ruwikibench.models.llm import LLM, OpenAIBackend
+from ruwikibench.models.llm import LLM
 from ruwikibench.models.local_server import LocalServer
+from ruwikibench.models.openai_backend import OpenAIBackend
 
 WORDS = 600
 YES_NO = "Тема: {title}\n\nТекст: {snippet}\n\nЭтот текст о теме «{title}»? Ответь только Да или Нет."

@@ -126,7 +126,7 @@ class RequestTimer:
         return [end - start for start, end in self.spans]
 
     def install(self) -> None:
-        from ruwikibench.models.llm import OpenAIBackend
+        from ruwikibench.models.openai_backend import OpenAIBackend
 
         original = OpenAIBackend.generate
         timer = self

@@ -20,9 +20,9 @@ from pathlib import Path
 from ruwikibench.corpus_builder.store import save_dataset
 from ruwikibench.dataset import Article, Dataset, Paragraph, Section, Snippet, Source
 from ruwikibench.jsonl import dumps
+from ruwikibench.rundir import RunDir
 from ruwikibench.runner.browser import dump_dom
 from ruwikibench.runner.execute import finalize
-from ruwikibench.rundir import RunDir
 
 SECTIONS, SOURCES, SNIPPETS_PER_SOURCE, POOL = 6, 8, 5, 36
 WORDS = ["история", "город", "язык", "наука", "теория", "модель", "система", "развитие", "процесс", "структура", "метод", "данные"]

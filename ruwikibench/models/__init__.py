@@ -10,9 +10,11 @@ from ruwikibench.models.embeddings import (
     make_embedder,
 )
 from ruwikibench.models.fake import ScriptedChat, yes_no_completion
-from ruwikibench.models.llm import LLM, OpenAIBackend, Usage, strip_thinking
+from ruwikibench.models.llm import LLM
+from ruwikibench.models.openai_backend import OpenAIBackend, strip_thinking
 from ruwikibench.models.retry import LLMRequestError
 from ruwikibench.models.types import ChatBackend, Completion, Messages, TokenLogprob, TopLogprob
+from ruwikibench.models.usage import Usage
 
 __all__ = [
     "LLM",

@@ -9,7 +9,8 @@ import pytest
 from ruwikibench.config import ModelConfig
 from ruwikibench.models.cache import ResponseCache
 from ruwikibench.models.fake import ScriptedChat, yes_no_completion
-from ruwikibench.models.llm import LLM, EmptyAnswer, OpenAIBackend
+from ruwikibench.models.llm import LLM, EmptyAnswer
+from ruwikibench.models.openai_backend import OpenAIBackend
 from ruwikibench.models.types import Completion
 from ruwikibench.nodes.ranking import parseable
 from tests.fake_openai import StubServer

@@ -3,7 +3,8 @@ import asyncio
 import pytest
 
 from ruwikibench.models.fake import ScriptedChat, yes_no_completion
-from ruwikibench.models.llm import LLM, strip_thinking
+from ruwikibench.models.llm import LLM
+from ruwikibench.models.openai_backend import strip_thinking
 
 
 def test_strip_thinking_removes_block_and_content() -> None:

@@ -11,7 +11,8 @@ import pytest
 
 from ruwikibench.config import ModelConfig, RunConfig
 from ruwikibench.models.cache import ResponseCache
-from ruwikibench.models.llm import LLM, OpenAIBackend
+from ruwikibench.models.llm import LLM
+from ruwikibench.models.openai_backend import OpenAIBackend
 from ruwikibench.models.retry import LLMRequestError, backoff_delay
 from tests.fake_openai import Failure, StubServer
 

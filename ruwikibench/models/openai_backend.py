@@ -1,0 +1,196 @@
+"""An OpenAI-compatible endpoint (vLLM, a hosted API, the local llama.cpp server) through langchain-openai's
+ChatOpenAI: one backend of the :class:`~ruwikibench.models.llm.LLM` client per role.
+
+Retries 429 / 408 / 409 / 5xx / connection errors / timeouts with exponential backoff (``retry_base_delay`` ·
+2^n with jitter, capped by ``retry_max_delay``; a server's Retry-After wins), rotating over replica endpoints; the
+SDK's own retries are off so every attempt is counted. ``<think>`` blocks are removed from the text (kept in
+``raw_text``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import itertools
+import os
+import re
+import weakref
+from typing import Any
+
+from ruwikibench.config import ConfigError, ModelConfig
+from ruwikibench.executors import run_cpu
+from ruwikibench.models.retry import LLMRequestError, backoff_delay, is_retryable
+from ruwikibench.models.types import Completion, Messages, TokenLogprob, TopLogprob
+
+_THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
+
+
+def strip_thinking(text: str) -> str:
+    """Remove ``<think>…</think>`` blocks together with their content (an unclosed block runs to the end).
+
+    A closing tag without an opening one (chat templates that put ``<think>`` into the prompt) drops
+    everything before it.
+    """
+    text = _THINK.sub("", text)
+    if "</think>" in text:
+        text = text.rsplit("</think>", 1)[1]
+    return text.strip()
+
+
+def with_no_think_suffix(messages: Messages) -> Messages:
+    """Append `` /no_think`` to the last user message (Qwen3-style soft switch)."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].get("role") == "user":
+            updated = {**messages[index], "content": messages[index]["content"] + " /no_think"}
+            return [*messages[:index], updated, *messages[index + 1 :]]
+    return messages
+
+
+class OpenAIBackend:
+    """An OpenAI-compatible endpoint (or several replicas, used round-robin) through ChatOpenAI."""
+
+    def __init__(
+        self, config: ModelConfig, identity_extra: dict[str, object] | None = None, connections: int = 32
+    ) -> None:
+        """``connections``: HTTP connections kept open per endpoint; at least the run's in-flight limit, or
+        every wave of requests beyond it opens (and closes) new connections."""
+        if not config.endpoints:
+            raise ConfigError(f"model {config.name!r}: no endpoint configured (set 'endpoints' or 'local')")
+        if config.api_key_env and not os.environ.get(config.api_key_env):
+            raise ConfigError(
+                f"model {config.name!r}: environment variable {config.api_key_env} (api_key_env) is not set"
+            )
+        self.config = config
+        self.connections = max(1, connections)
+        self._identity = {**config.identity(), **(identity_extra or {})}
+        self._next = itertools.cycle(range(len(config.endpoints)))
+        # one set of clients per event loop: an httpx connection pool cannot outlive the loop it was made in
+        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[Any]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._building: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Future[list[Any]]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def identity(self) -> dict[str, object]:
+        """What the response cache keys on: name and every generation parameter (no endpoint, no key)."""
+        return self._identity
+
+    async def prepare(self) -> None:
+        await self._clients()
+
+    async def _clients(self) -> list[Any]:
+        """This loop's clients, made once on the CPU pool (importing langchain-openai and building httpx
+        clients takes seconds of CPU: on the loop it would stall every other request)."""
+        loop = asyncio.get_running_loop()
+        clients = self._by_loop.get(loop)
+        if clients is not None:
+            return clients
+        building = self._building.get(loop)
+        if building is None:
+            building = self._building[loop] = asyncio.ensure_future(
+                run_cpu(lambda: [self._client(url) for url in self.config.endpoints])
+            )
+        clients = await asyncio.shield(building)
+        self._by_loop[loop] = clients
+        self._building.pop(loop, None)
+        return clients
+
+    def _client(self, base_url: str) -> Any:  # ChatOpenAI
+        import httpx
+
+        cfg = self.config
+        key = os.environ.get(cfg.api_key_env, "") if cfg.api_key_env else ""
+        extra: dict[str, object] = dict(cfg.extra_body)
+        if cfg.repetition_penalty is not None:
+            extra["repetition_penalty"] = cfg.repetition_penalty
+        if cfg.disable_thinking:
+            extra["chat_template_kwargs"] = {"enable_thinking": False}
+        return _chat_openai_class()(
+            max_tokens_field=cfg.max_tokens_field,
+            model=cfg.name,
+            base_url=base_url,
+            api_key=key or "EMPTY",
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+            max_tokens=cfg.max_tokens,
+            timeout=cfg.timeout,
+            max_retries=0,  # retries are ours: counted, with backoff, rotating over replicas
+            extra_body=extra or None,
+            http_async_client=httpx.AsyncClient(
+                timeout=cfg.timeout,
+                limits=httpx.Limits(max_connections=max(100, self.connections),
+                                    max_keepalive_connections=self.connections),
+            ),
+        )
+
+    async def generate(self, messages: Messages, *, max_tokens: int | None, top_logprobs: int) -> Completion:
+        kwargs: dict[str, object] = {}
+        if max_tokens is not None:
+            kwargs["max_tokens"] = max_tokens
+        if top_logprobs:
+            kwargs.update(logprobs=True, top_logprobs=top_logprobs)
+        if self.config.no_think_suffix:
+            messages = with_no_think_suffix(messages)
+        cfg = self.config
+        attempt = 0
+        clients = await self._clients()
+        while True:
+            index = next(self._next)
+            client = clients[index]
+            try:
+                message = await (client.bind(**kwargs) if kwargs else client).ainvoke(messages)
+            except Exception as exc:
+                if not is_retryable(exc) or attempt >= cfg.max_retries:
+                    raise LLMRequestError(cfg.name, cfg.endpoints[index], attempt + 1, exc) from exc
+                await asyncio.sleep(backoff_delay(attempt, cfg.retry_base_delay, cfg.retry_max_delay, exc))
+                attempt += 1
+                continue
+            completion = self._completion(message, index, attempt)
+            if not completion.text.strip() and attempt < cfg.max_retries:  # HTTP 200, no text: a server glitch
+                await asyncio.sleep(backoff_delay(attempt, cfg.retry_base_delay, cfg.retry_max_delay, None))
+                attempt += 1
+                continue
+            return completion
+
+    def _completion(self, message: Any, index: int, retries: int) -> Completion:
+        raw = message.content if isinstance(message.content, str) else str(message.content)
+        usage = message.usage_metadata or {}
+        return Completion(
+            text=strip_thinking(raw),
+            raw_text=raw,
+            logprobs=_parse_logprobs(message.response_metadata.get("logprobs")),
+            prompt_tokens=int(usage.get("input_tokens", 0)),
+            completion_tokens=int(usage.get("output_tokens", 0)),
+            model=self.config.name,
+            endpoint=self.config.endpoints[index],
+            retries=retries,
+        )
+
+
+@functools.cache
+def _chat_openai_class() -> type:
+    """ChatOpenAI that can send the limit as ``max_tokens``: langchain-openai always renames it to
+    ``max_completion_tokens``, which llama-cpp-python's server (and older vLLM) silently ignore."""
+    from langchain_openai import ChatOpenAI
+
+    class CompatChatOpenAI(ChatOpenAI):  # type: ignore[misc]
+        max_tokens_field: str = "max_tokens"
+
+        def _get_request_payload(self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any) -> dict:
+            payload = super()._get_request_payload(input_, stop=stop, **kwargs)
+            if self.max_tokens_field == "max_tokens" and "max_completion_tokens" in payload:
+                payload["max_tokens"] = payload.pop("max_completion_tokens")
+            return payload
+
+    return CompatChatOpenAI
+
+
+def _parse_logprobs(payload: object) -> list[TokenLogprob] | None:
+    if not isinstance(payload, dict) or not payload.get("content"):
+        return None
+    tokens = []
+    for item in payload["content"]:
+        top = [TopLogprob(token=t["token"], logprob=t["logprob"]) for t in item.get("top_logprobs") or []]
+        tokens.append(TokenLogprob(token=item["token"], logprob=item["logprob"], top=top))
+    return tokens

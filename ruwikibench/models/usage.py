@@ -1,0 +1,52 @@
+"""Per-role usage of the LLM client: calls, tokens of requests actually sent, cache hits, retries, failures."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from ruwikibench.models.types import Completion
+
+
+@dataclass
+class RoleUsage:
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    failures: int = 0
+
+
+@dataclass
+class Usage:
+    """Per-role counters. Tokens count only requests actually sent (cache hits cost nothing)."""
+
+    by_role: dict[str, RoleUsage] = field(default_factory=lambda: defaultdict(RoleUsage))
+
+    def add(self, role: str, completion: Completion) -> None:
+        usage = self.by_role[role]
+        usage.calls += 1
+        usage.retries += completion.retries
+        if completion.cached:
+            usage.cache_hits += 1
+        else:
+            usage.prompt_tokens += completion.prompt_tokens
+            usage.completion_tokens += completion.completion_tokens
+
+    def fail(self, role: str, exc: BaseException) -> None:
+        usage = self.by_role[role]
+        usage.calls += 1
+        usage.failures += 1
+        attempts = getattr(exc, "attempts", 1)
+        usage.retries += max(0, int(attempts) - 1)
+
+    def as_dict(self) -> dict[str, dict[str, int]]:
+        return {role: vars(u).copy() for role, u in sorted(self.by_role.items())}
+
+    def total(self) -> dict[str, int]:
+        out = vars(RoleUsage()).copy()
+        for usage in self.by_role.values():
+            for name, value in vars(usage).items():
+                out[name] += value
+        return out
