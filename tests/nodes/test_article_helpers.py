@@ -7,17 +7,19 @@ import pytest
 
 from ruwikibench.config import ModelConfig, RunConfig
 from ruwikibench.nodes.article import (
-    choose_sources,
     clean_lead,
     coerce_outline,
     drafts_from_results,
-    fuse,
     lead_body,
+    writer_context,
+)
+from ruwikibench.nodes.assignment import (
+    choose_sources,
+    fuse,
     pick,
     rank_positions,
     section_query,
     writable_sections,
-    writer_context,
 )
 from ruwikibench.writer.models import OutlineItem, WrittenSection
 
