@@ -10,15 +10,13 @@ from ruwikibench.context import StageContext
 from ruwikibench.dataset import Dataset, Snippet
 from ruwikibench.models.fake import ScriptedChat
 from ruwikibench.models.llm import LLM
+from ruwikibench.nodes.section_writing import describe_iterative, describe_tree, write_section
 from ruwikibench.nodes.sections import (
     SectionSpec,
     SnippetText,
     cap_snippets,
-    describe_iterative,
-    describe_tree,
     resolve_snippets,
     similarity_groups,
-    write_section,
 )
 from ruwikibench.prompts import PromptLibrary
 
