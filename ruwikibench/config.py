@@ -223,6 +223,21 @@ class WriterConfig(BaseModel):
     prompt_lead: str = prompt_slot("ru/writer_lead.txt", "title", "body")
 
 
+class JudgesConfig(BaseModel):
+    """The LLM judges' criteria and prompt files, chosen per config like the stages' (CLI options override)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    criteria: str | None = Field(default=None, description="criteria YAML file or folder; None = the bundled set")
+    criteria_prompt: str = prompt_slot("ru/judge_criteria.txt", "instruction", "context", "answer", "criterion",
+                                       "description", "rubric", "scale")
+    reference_block: str = prompt_slot("ru/judge_block_reference.txt", "reference")
+    sources_block: str = prompt_slot("ru/judge_block_sources.txt", "sources")
+    pairwise_prompt: str = prompt_slot("ru/judge_pairwise.txt", "instruction", "answer_a", "answer_b")
+    pairwise_prompt_guided: str = prompt_slot("ru/judge_pairwise_guided.txt", "instruction", "answer_a", "answer_b",
+                                              "reference")
+
+
 class CitationsConfig(BaseModel):
     """Citation faithfulness (``ruwikibench judge citations``): the ``support`` role answers yes/no per check."""
 
@@ -255,6 +270,7 @@ class RunConfig(BaseModel):
     sections: SectionsConfig = Field(default_factory=SectionsConfig)
     writer: WriterConfig = Field(default_factory=WriterConfig)
     citations: CitationsConfig = Field(default_factory=CitationsConfig)
+    judges: JudgesConfig = Field(default_factory=JudgesConfig)
     stages: list[str] = Field(
         default_factory=lambda: ["ranking", "outline", "sections"],
         description="stages run by `ruwikibench run`, by registered name (ruwikibench.registry)",
@@ -319,8 +335,9 @@ class RunConfig(BaseModel):
     def identity(self) -> dict[str, object]:
         """What changes a run's answers or scores: the run id hashes this. Where and how fast the models are
         reached (endpoints, timeouts, retries, concurrency, cache folder) is left out, so the same run on
-        another endpoint or port resumes the same run directory and reuses its cached answers."""
-        data = self.model_dump(mode="json", exclude={"max_concurrency", "cache_dir"})
+        another endpoint or port resumes the same run directory and reuses its cached answers. The judges'
+        settings are left out too: they judge a finished run, they do not change it."""
+        data = self.model_dump(mode="json", exclude={"max_concurrency", "cache_dir", "judges"})
         data["models"] = {role: model.identity() for role, model in self.models.items()}
         data["embedder"] = self.embedder.model_dump(mode="json", exclude={"cache", "batch_size", "device"})
         return data
@@ -419,7 +436,7 @@ def load_config(path: str | Path) -> RunConfig:
     return config
 
 
-PROMPT_BLOCKS = ("ranking", "outline", "sections", "writer", "citations")
+PROMPT_BLOCKS = ("ranking", "outline", "sections", "writer", "citations", "judges")
 
 
 def check_prompt_fields(config: RunConfig, origin: str | Path) -> None:

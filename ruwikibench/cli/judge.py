@@ -81,14 +81,16 @@ def criteria_command(
         summarize_judgements,
     )
     from ruwikibench.evaluators.judges.rundir import RunError, load_run
+    from ruwikibench.prompts import PromptLibrary
 
     _check_mode(mode)
     try:
         run = load_run(run_dir, stage)
         if limit is not None:
             run.texts = run.texts[:limit]
-        chosen = load_criteria(criteria).select(only)
-        llm, judge = judge_llm(pick_config(run, judge_config))
+        config = pick_config(run, judge_config)
+        chosen = load_criteria(criteria or config.judges.criteria).select(only)
+        llm, judge = judge_llm(config)
     except (RunError, ValueError, FileNotFoundError, KeyError) as exc:
         _fail(str(exc))
         return
@@ -97,11 +99,13 @@ def criteria_command(
         max_tokens=max_tokens,
         retry_unparseable=retry_unparseable,
         limits=Limits(text_chars=text_chars, reference_chars=reference_chars, sources_chars=sources_chars),
+        prompt=prompt or config.judges.criteria_prompt,
+        reference_block=config.judges.reference_block,
+        sources_block=config.judges.sources_block,
     )
-    if prompt:
-        options.prompt = prompt
     console.print(f"judging {len(run.texts)} texts × {len(chosen.criteria)} criteria with {judge} ({mode})")
-    summary = asyncio.run(judge_run(run, llm, chosen, judge=judge, options=options))
+    prompts = PromptLibrary(config.prompts_dir)  # the judge config's prompt folder, then the package's
+    summary = asyncio.run(judge_run(run, llm, chosen, judge=judge, options=options, prompts=prompts))
     console.print(f"new verdicts: {summary['judged_now']}; usage: {summary['usage']}")
     _table(summarize_judgements(run.path), f"criteria judge — {run.run_id}")
 
@@ -135,6 +139,7 @@ def pairwise_command(
     from ruwikibench.evaluators.judges.pairwise import PairwiseOptions, judge_runs
     from ruwikibench.evaluators.judges.pairwise_summary import summarize_pairwise
     from ruwikibench.evaluators.judges.rundir import RunError, load_run
+    from ruwikibench.prompts import PromptLibrary
 
     _check_mode(mode)
     if order not in ("random", "both"):
@@ -146,7 +151,8 @@ def pairwise_command(
             ref.texts = ref.texts[:limit]
             keep = {(t.stage, t.article, t.item) for t in ref.texts}
             cand.texts = [t for t in cand.texts if (t.stage, t.article, t.item) in keep]
-        llm, judge = judge_llm(pick_config(ref, judge_config))
+        config = pick_config(ref, judge_config)
+        llm, judge = judge_llm(config)
     except (RunError, ValueError, KeyError) as exc:
         _fail(str(exc))
         return
@@ -157,14 +163,14 @@ def pairwise_command(
         max_tokens=max_tokens,
         retry_unparseable=retry_unparseable,
         limits=Limits(text_chars=text_chars, reference_chars=reference_chars),
+        prompt=(prompt if mode == "free" else None) or config.judges.pairwise_prompt,
+        prompt_guided=(prompt if mode == "guided" else None) or config.judges.pairwise_prompt_guided,
     )
-    if prompt:
-        options.prompt_guided = prompt if mode == "guided" else options.prompt_guided
-        options.prompt = prompt if mode == "free" else options.prompt
     target = out or cand.path
     target.mkdir(parents=True, exist_ok=True)
     try:
-        summary = asyncio.run(judge_runs(ref, cand, llm, judge=judge, out_dir=target, options=options))
+        summary = asyncio.run(judge_runs(ref, cand, llm, judge=judge, out_dir=target, options=options,
+                                         prompts=PromptLibrary(config.prompts_dir)))
     except RunError as exc:
         _fail(str(exc))
         return
