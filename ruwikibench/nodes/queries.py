@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Article
-from ruwikibench.models.llm import LLM
+from ruwikibench.nodes.answers import ask
 from ruwikibench.progress import progress_bar
 from ruwikibench.prompts import PromptLibrary
 
@@ -66,11 +66,6 @@ def join_query(ru: str, en: str) -> str:
     return "\n".join(part.strip() for part in (ru, en) if part.strip())
 
 
-async def describe(llm: LLM, role: str, prompt: str) -> str:
-    """One description from the model (reasoning removed, whitespace trimmed)."""
-    completion = await llm.complete(role, prompt)
-    return completion.text.strip()
-
 
 def headings_block(article: Article, prompts: PromptLibrary) -> str:
     titles = article.h2_titles()
@@ -82,8 +77,7 @@ async def reference_record(article: Article, context: StageContext) -> QueryReco
     cfg = context.config.ranking
     fields = {"title": article.title, "headings": headings_block(article, context.prompts)}
     ru, en = await asyncio.gather(*(
-        describe(context.llm, "reference", context.prompts.get(name).format(**fields))
-        for name in (cfg.prompt_reference_query, cfg.prompt_reference_query_en)
+        ask(context, "reference", name, **fields) for name in (cfg.prompt_reference_query, cfg.prompt_reference_query_en)
     ))
     if not ru and not en:
         raise ReferenceQueriesError(f"article {article.name!r}: the reference model returned two empty descriptions")

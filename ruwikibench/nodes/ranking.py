@@ -14,11 +14,11 @@ from langgraph.types import Send
 
 from ruwikibench.context import StageContext
 from ruwikibench.executors import run_cpu
-from ruwikibench.models.llm import LLM
 from ruwikibench.models.priority import Priority
 from ruwikibench.models.types import Completion
 from ruwikibench.models.yesno import score_yes_no
-from ruwikibench.nodes.queries import describe, join_query, reference_query
+from ruwikibench.nodes.answers import ask
+from ruwikibench.nodes.queries import join_query, reference_query
 
 JudgementSource = Literal["logprobs", "text", "unparseable", "error"]
 
@@ -87,9 +87,11 @@ class RerankTask(TypedDict):
 # -- helpers: LLM calls and parsing ---------------------------------------------------------------------
 
 
-async def generated_query(llm: LLM, prompt_ru: str, prompt_en: str) -> str:
+async def generated_query(context: StageContext, title: str) -> str:
     """The model under test writes the Russian and the English description concurrently; joined by newline."""
-    ru, en = await asyncio.gather(describe(llm, "query", prompt_ru), describe(llm, "query", prompt_en))
+    cfg = context.config.ranking
+    ru, en = await asyncio.gather(*(ask(context, "query", name, title=title)
+                                    for name in (cfg.prompt_query_ru, cfg.prompt_query_en)))
     return join_query(ru, en)
 
 
@@ -147,9 +149,7 @@ async def expand_query(state: RankingState, runtime: Runtime[StageContext]) -> d
         return {"query": state["title"], "query_mode": "title"}
     if cfg.query_mode == "reference":
         return {"query": reference_query(context, state["article"]), "query_mode": "reference"}
-    ru = context.prompts.get(cfg.prompt_query_ru).format(title=state["title"])
-    en = context.prompts.get(cfg.prompt_query_en).format(title=state["title"])
-    return {"query": await generated_query(context.llm, ru, en), "query_mode": "generated"}
+    return {"query": await generated_query(context, state["title"]), "query_mode": "generated"}
 
 
 async def retrieve(state: RankingState, runtime: Runtime[StageContext]) -> dict:
