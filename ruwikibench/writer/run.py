@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -147,6 +148,16 @@ async def _stream(app: Any, graph_input: Any, config: RunnableConfig, context: S
         context.prompts.listeners.remove(capture.on_prompt)
 
 
+@dataclass(frozen=True)
+class _WriteRequest:
+    title: str | None
+    out: Path
+    user_outline: list[OutlineItem] | str | None
+    review: bool
+    resume: bool
+    edited_outline: list[OutlineItem] | str | None
+
+
 async def write_article(
     context: StageContext,
     title: str | None,
@@ -164,30 +175,21 @@ async def write_article(
     ``writer`` profile (stage settings that use no gold data; recorded in spec.json).
     """
     context = context.with_profile("writer")
-    with run_lock(Path(out_dir)):
-        return await _write_article(context, title, out_dir, user_outline=user_outline, review=review,
-                                    resume=resume, edited_outline=edited_outline)
+    request = _WriteRequest(title, Path(out_dir), user_outline, review, resume, edited_outline)
+    with run_lock(request.out):
+        return await _write_article(context, request)
 
 
-async def _write_article(
-    context: StageContext,
-    title: str | None,
-    out_dir: str | Path,
-    *,
-    user_outline: list[OutlineItem] | str | None = None,
-    review: bool = False,
-    resume: bool = False,
-    edited_outline: list[OutlineItem] | str | None = None,
-) -> WriteResult:
+async def _write_article(context: StageContext, request: _WriteRequest) -> WriteResult:
     from langgraph.types import Command
 
     from ruwikibench.registry import get_stage
     from ruwikibench.runner.overrides import stage_graph
     from ruwikibench.writer.outline_file import outline_markdown, read_outline_file
 
-    out = Path(out_dir)
+    title, out = request.title, request.out
     out.mkdir(parents=True, exist_ok=True)
-    if resume:
+    if request.resume:
         session = read_session(out)
         if title and title != session.title:
             raise WriteError(f"{out / SESSION}: the session writes {session.title!r}, not {title!r}")
@@ -203,19 +205,19 @@ async def _write_article(
         graph = stage_graph(get_stage("article"), check_overrides(context.config))
         app = graph.compile(checkpointer=saver)
         graph_input: Any
-        if resume:
+        if request.resume:
             state = await app.aget_state(config)
             if not state.next:
                 raise WriteError(f"{out}: the session {session.thread_id!r} has nothing left to run")
             if state.interrupts:
-                outline = edited_outline if edited_outline is not None else read_outline_file(out / OUTLINE,
-                                                                                               session.title)
+                outline = (request.edited_outline if request.edited_outline is not None
+                           else read_outline_file(out / OUTLINE, session.title))
                 value = [i.model_dump() for i in outline] if isinstance(outline, list) else outline
                 graph_input = Command(resume=value)
             else:
                 graph_input = None  # a failed run: continue from the last checkpoint
         else:
-            graph_input = {"title": title, "user_outline": user_outline, "review": review}
+            graph_input = {"title": title, "user_outline": request.user_outline, "review": request.review}
         session.status = "running"
         write_session(out, session)
         try:

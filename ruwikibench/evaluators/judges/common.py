@@ -18,6 +18,16 @@ Group = Literal["general", "critical", "encyclopedic"]
 RecordStatus = Literal["ok", "unparseable", "ambiguous", "out_of_range", "not_applicable", "error"]
 Order = Literal["random", "both"]
 ShownOrder = Literal["reference_first", "candidate_first"]  # which text the pairwise judge saw as A
+
+
+class JudgedItem(BaseModel):
+    """What every verdict record names first: the judged item and its title / category."""
+
+    stage: str
+    article: str
+    item: str
+    title: str = ""
+    category: str | None = None
 """``free``: reference-free (the judge sees the task, the text and, where a criterion needs them, the sources);
 ``guided``: reference-guided (the judge also sees the human-written reference text)."""
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 from ruwikibench.contract import GeneratedText
 from ruwikibench.evaluators.judges.common import (
     Group,
+    JudgedItem,
     Limits,
     Mode,
     RecordStatus,
@@ -169,14 +170,9 @@ class CriteriaOptions(BaseModel):
     sources_block: str = "ru/judge_block_sources.txt"
 
 
-class CriterionRecord(BaseModel):
+class CriterionRecord(JudgedItem):
     """One line of judge_criteria.jsonl: the verdict on one (text, criterion)."""
 
-    stage: str
-    article: str
-    item: str
-    title: str = ""
-    category: str | None = None
     criterion: str
     group: Group
     judge: str

@@ -17,7 +17,15 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ruwikibench.contract import GeneratedText
-from ruwikibench.evaluators.judges.common import Limits, Mode, Order, ShownOrder, task_instruction, words
+from ruwikibench.evaluators.judges.common import (
+    JudgedItem,
+    Limits,
+    Mode,
+    Order,
+    ShownOrder,
+    task_instruction,
+    words,
+)
 from ruwikibench.evaluators.judges.engine import judge_pending
 from ruwikibench.evaluators.judges.pairwise_plots import plot_runs, plot_summary
 from ruwikibench.evaluators.judges.pairwise_summary import PairwiseSummary, summarize
@@ -52,14 +60,9 @@ class PairwiseOptions(BaseModel):
     prompt_guided: str = "ru/judge_pairwise_guided.txt"
 
 
-class PairRecord(BaseModel):
+class PairRecord(JudgedItem):
     """One line of judge_pairwise_<A>_vs_<B>.jsonl: one judge call on one item in one presentation order."""
 
-    stage: str
-    article: str
-    item: str
-    title: str = ""
-    category: str | None = None
     reference_run: str
     candidate_run: str
     shown: ShownOrder
