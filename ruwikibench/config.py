@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Container
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -411,7 +411,7 @@ def read_config_data(path: Path, seen: tuple[Path, ...] = ()) -> dict:
         raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a run config is a mapping of settings")
-    data = expand_env(data, path)
+    data = cast(dict, expand_env(data, path))
     if data.get("prompts_dir") and not Path(data["prompts_dir"]).is_absolute():
         data["prompts_dir"] = str((path.parent / data["prompts_dir"]).resolve())
     base = data.pop("base", None)

@@ -156,11 +156,9 @@ def unit_key(record: dict[str, Any]) -> tuple[str, str, str]:
     return (str(record["stage"]), str(record["article"]), str(record["unit"]))
 
 
-def latest(
-    records: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], Hashable] = item_key
-) -> list[dict[str, Any]]:
+def latest(records: Iterable[Any], key: Callable[[Any], Hashable] = item_key) -> list[Any]:
     """One record per key, the last one written (in the order the keys were first seen)."""
-    kept: dict[Hashable, dict[str, Any]] = {}
+    kept: dict[Hashable, Any] = {}
     for record in records:
         kept[key(record)] = record
     return list(kept.values())

@@ -23,7 +23,7 @@ from rich.progress import (
 
 @contextmanager
 def progress_bar(total: int | None, description: str, *, disable: bool = False,
-                 in_bytes: bool = False) -> Iterator[Callable[[int], None]]:
+                 in_bytes: bool = False) -> Iterator[Callable[..., None]]:
     """A bar of ``total`` steps (None: a counter with no end); yields ``advance(steps=1)``."""
     count = DownloadColumn() if in_bytes else MofNCompleteColumn()
     with Progress(TextColumn("{task.description}"), BarColumn(), count, TimeElapsedColumn(), TimeRemainingColumn(),

@@ -314,10 +314,11 @@ async def mini_outline(state: ClusterTask, runtime: Runtime[StageContext]) -> di
     """A mini-outline (2–5 headings) from the texts (direct) or from the description."""
     config = runtime.context.config.outline
     if state.get("description") is not None:
-        name, fields = config.prompt_mini_outline_description, {"description": state["description"]}
+        text = await ask(runtime.context, ROLE, config.prompt_mini_outline_description,
+                         max_tokens=config.mini_max_tokens, title=state["title"], description=state["description"])
     else:
-        name, fields = config.prompt_mini_outline_direct, {"texts": state["texts"]}
-    text = await ask(runtime.context, ROLE, name, max_tokens=config.mini_max_tokens, title=state["title"], **fields)
+        text = await ask(runtime.context, ROLE, config.prompt_mini_outline_direct,
+                         max_tokens=config.mini_max_tokens, title=state["title"], texts=state["texts"])
     cluster_ = Cluster.model_validate(state["cluster"])
     result = ClusterResult(
         index=cluster_.index,

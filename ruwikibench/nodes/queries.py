@@ -75,9 +75,10 @@ def headings_block(article: Article, prompts: PromptLibrary) -> str:
 async def reference_record(article: Article, context: StageContext) -> QueryRecord:
     """Russian and English reference descriptions of an article from its title and H2 headings."""
     cfg = context.config.ranking
-    fields = {"title": article.title, "headings": headings_block(article, context.prompts)}
+    headings = headings_block(article, context.prompts)
     ru, en = await asyncio.gather(*(
-        ask(context, "reference", name, **fields) for name in (cfg.prompt_reference_query, cfg.prompt_reference_query_en)
+        ask(context, "reference", name, title=article.title, headings=headings)
+        for name in (cfg.prompt_reference_query, cfg.prompt_reference_query_en)
     ))
     if not ru and not en:
         raise ReferenceQueriesError(f"article {article.name!r}: the reference model returned two empty descriptions")

@@ -206,7 +206,7 @@ def leave_one_out_accuracy(truth: Sequence[bool], scores: Sequence[float]) -> fl
         return None
     right = 0
     for i in range(len(scores)):
-        chosen = best_threshold(truth[:i] + truth[i + 1:], scores[:i] + scores[i + 1:])
+        chosen = best_threshold([*truth[:i], *truth[i + 1:]], [*scores[:i], *scores[i + 1:]])
         assert chosen is not None
         right += (scores[i] >= chosen[0]) == truth[i]
     return right / len(scores)

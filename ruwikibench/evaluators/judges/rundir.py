@@ -120,7 +120,7 @@ def read_models(path: Path, model: type[M], what: str) -> list[M]:
 
 def latest_verdicts(records: Iterable[K]) -> list[K]:
     """The last record per ``record.key()``: reruns and re-judged texts supersede older lines."""
-    return jsonl.latest(records, key=lambda record: record.key())  # type: ignore[arg-type, return-value]
+    return jsonl.latest(records, key=lambda record: record.key())
 
 
 class JsonlWriter(jsonl.JsonlAppender):
