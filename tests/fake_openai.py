@@ -17,9 +17,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 from ruwikibench.models.types import Completion
+from tests.http_thread import http_thread
 
 Answer = str | Completion
 
@@ -126,16 +127,9 @@ def _handler(stub: StubServer) -> type[BaseHTTPRequestHandler]:
 @contextmanager
 def serving(stub: StubServer) -> Iterator[StubServer]:
     """Serve ``stub`` until the block ends (its ``port`` set)."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(stub))
-    server.daemon_threads = True
-    stub.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with http_thread(_handler(stub)) as port:
+        stub.port = port
         yield stub
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @contextmanager

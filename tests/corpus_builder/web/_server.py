@@ -9,8 +9,10 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import unquote, urlsplit
+
+from tests.http_thread import http_thread
 
 
 @dataclass
@@ -114,16 +116,9 @@ def _handler(server: LocalServer) -> type[BaseHTTPRequestHandler]:
 @contextmanager
 def running_server() -> Iterator[LocalServer]:
     state = LocalServer()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    httpd.daemon_threads = True
-    state.port = httpd.server_address[1]
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with http_thread(_handler(state)) as port:
+        state.port = port
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def article_html(title: str, paragraphs: int = 12, extra: str = "") -> str:
