@@ -102,6 +102,12 @@ class EmbedderConfig(BaseModel):
     def id(self) -> str:
         return f"{self.kind}:{self.name or 'default'}"
 
+    def vector_fields(self) -> dict[str, Any]:
+        """What changes the vectors (cache namespaces and run ids hash it): not the cache switch, batch size or
+        device; ``options`` only when set, so configs without it keep the namespaces they had before it existed."""
+        exclude = {"cache", "batch_size", "device"} | (set() if self.options else {"options"})
+        return self.model_dump(mode="json", exclude=exclude)
+
 
 class RankingConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -339,7 +345,7 @@ class RunConfig(BaseModel):
         settings are left out too: they judge a finished run, they do not change it."""
         data = self.model_dump(mode="json", exclude={"max_concurrency", "cache_dir", "judges"})
         data["models"] = {role: model.identity() for role, model in self.models.items()}
-        data["embedder"] = self.embedder.model_dump(mode="json", exclude={"cache", "batch_size", "device"})
+        data["embedder"] = self.embedder.vector_fields()
         return data
 
 

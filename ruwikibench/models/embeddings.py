@@ -256,9 +256,7 @@ class CachedEmbedder:
         self.id = inner.id
         config = getattr(inner, "config", None)
         fingerprint = {
-            "config": config.model_dump(exclude={"cache", "batch_size", "device"})
-            if config is not None
-            else None,
+            "config": config.vector_fields() if config is not None else None,
             "version": getattr(inner, "version", None),
         }
         self.namespace = f"{inner.id}#{stable_hash(fingerprint)[:16]}"

