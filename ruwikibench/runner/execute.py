@@ -261,7 +261,10 @@ async def _execute_locked(
     await run_cpu(warm_up, list(runner.stages), context.config)  # lazy imports now, not mid-run
     await context.llm.prepare()  # HTTP clients too
     freeze_heap()
-    semaphore = asyncio.Semaphore(max(2, context.config.max_concurrency * 2))
+    # units started at once: as many as requests may be in flight. Twice that started ~120 units in the first
+    # second of a whole-sample run, and their CPU steps (KMeans, embedding look-ups, graph set-up) delayed the
+    # handling of the first answers by ~1 s (bench/pipeline.py: max wait 1.04–1.14 s in 2 of 6 runs; now 0.55–0.90)
+    semaphore = asyncio.Semaphore(max(2, context.config.max_concurrency))
     started = time.perf_counter()
     with _progress(options.progress) as progress:
         bars = {
