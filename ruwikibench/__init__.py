@@ -1,6 +1,7 @@
 """ruwikibench: the RuWikiBench benchmark as LangGraph stage graphs, and a STORM-like writer built from them."""
 
-from ruwikibench.config import RunConfig, load_config
+from ruwikibench.config import RunConfig
+from ruwikibench.config_loader import load_config
 from ruwikibench.dataset import Article, Dataset, Paragraph, Reference, Section, Snippet, Source
 
 __version__ = "0.1.0"

@@ -8,16 +8,11 @@ writer's lead), ``judge`` (LLM-as-judge evaluators), ``support`` (does a cited s
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Container
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-
-from ruwikibench.prompts import PromptLibrary, placeholders
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Profile = Literal["benchmark", "writer"]
 Role = Literal["query", "ranking", "outline", "sections", "writer", "judge", "support", "reference"]
@@ -356,116 +351,3 @@ class RunInputError(ValueError):
 
 class ConfigError(RunInputError):
     pass
-
-
-_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-
-
-def expand_env(value: object, path: Path) -> object:
-    """Replace ``${VAR}`` / ``${VAR:-default}`` in every string of the loaded YAML."""
-    if isinstance(value, dict):
-        return {k: expand_env(v, path) for k, v in value.items()}
-    if isinstance(value, list):
-        return [expand_env(v, path) for v in value]
-    if not isinstance(value, str):
-        return value
-
-    def repl(match: re.Match[str]) -> str:
-        name, default = match.group(1), match.group(2)
-        if name in os.environ:
-            return os.environ[name]
-        if default is not None:
-            return default
-        raise ConfigError(f"{path}: environment variable {name} is not set (used as ${{{name}}})")
-
-    return _ENV.sub(repl, value)
-
-
-def check_stages(config: RunConfig, path: Path) -> None:
-    """Every name in ``stages`` is a registered stage (built in, or from an installed plug-in package)."""
-    from ruwikibench.registry import StageRegistryError, get_stage
-
-    for index, name in enumerate(config.stages):
-        try:
-            stage = get_stage(name)
-        except StageRegistryError as exc:
-            raise ConfigError(f"{path}: stages.{index}: {exc}") from exc
-        profiles = getattr(stage, "profiles", ("benchmark", "writer"))
-        if config.profile not in profiles:
-            raise ConfigError(f"{path}: stages.{index}: stage {name!r} runs under profile {' or '.join(profiles)}; "
-                              f"set 'profile: {profiles[0]}' (the config has {config.profile!r})")
-
-
-def merged(base: dict, update: dict) -> dict:
-    """``update`` over ``base``: mappings merge key by key (recursively), anything else is replaced."""
-    out = dict(base)
-    for key, value in update.items():
-        out[key] = merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
-
-
-def read_config_data(path: Path, seen: tuple[Path, ...] = ()) -> dict:
-    """The YAML of a config with its ``base:`` chain applied (a path relative to the file; the file's own keys
-    win, mappings merge key by key); ``prompts_dir`` is resolved against the file that names it."""
-    if not path.exists():
-        raise ConfigError(f"{path}: config file not found" + (f" (the base of {seen[-1]})" if seen else ""))
-    if path.resolve() in seen:
-        raise ConfigError(f"{path}: 'base' chain loops back to this file")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: a run config is a mapping of settings")
-    data = cast(dict, expand_env(data, path))
-    if data.get("prompts_dir") and not Path(data["prompts_dir"]).is_absolute():
-        data["prompts_dir"] = str((path.parent / data["prompts_dir"]).resolve())
-    base = data.pop("base", None)
-    if base is None:
-        return data
-    if not isinstance(base, str):
-        raise ConfigError(f"{path}: base: the path of another run config, got {base!r}")
-    return merged(read_config_data(path.parent / base, (*seen, path.resolve())), data)
-
-
-def load_config(path: str | Path) -> RunConfig:
-    """Load a YAML run config (and its ``base:`` chain); errors name the file and the field."""
-    path = Path(path)
-    data = read_config_data(path)
-    try:
-        config = RunConfig.model_validate(data)
-    except ValidationError as exc:
-        fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"{path}: {fields}") from exc
-    check_stages(config, path)
-    check_prompt_fields(config, path)
-    return config
-
-
-PROMPT_BLOCKS = ("ranking", "outline", "sections", "writer", "citations", "judges")
-
-
-def check_prompt_fields(config: RunConfig, origin: str | Path) -> None:
-    """Every prompt file the config names exists and uses only the fields the code fills in (so a ``{titel}``
-    stops the run here, before any request, with the config key, the file and the fields it may use)."""
-    library = PromptLibrary(config.prompts_dir)
-    for block_name in PROMPT_BLOCKS:
-        block = getattr(config, block_name)
-        for name, info in type(block).model_fields.items():
-            extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
-            if "prompt_fields" not in extra:
-                continue
-            given = set(extra["prompt_fields"])  # type: ignore[arg-type]
-            key, value = f"{block_name}.{name}", getattr(block, name)
-            try:
-                path = library.resolve(value)
-                used = placeholders(path.read_text(encoding="utf-8"))
-            except FileNotFoundError as exc:
-                raise ConfigError(f"{origin}: {key}: {exc}") from None
-            except ValueError as exc:
-                raise ConfigError(f"{origin}: {key} ({value}): not a str.format template: {exc}") from None
-            unknown = sorted(used - given)
-            if unknown:
-                raise ConfigError(
-                    f"{origin}: {key} ({path}): unknown field(s) {', '.join('{' + u + '}' for u in unknown)}; "
-                    f"this prompt is given {', '.join('{' + g + '}' for g in sorted(given))}")

@@ -2,7 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from ruwikibench.config import ConfigError, load_config
+from ruwikibench.config import ConfigError
+from ruwikibench.config_loader import load_config
 from ruwikibench.prompts import PromptLibrary
 
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from ruwikibench.config import load_config
+from ruwikibench.config_loader import load_config
 from ruwikibench.prompts import PromptLibrary
 
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"))
@@ -78,7 +78,8 @@ def test_a_prompt_with_an_unknown_field_fails_when_the_config_loads(tmp_path: Pa
 
 
 def test_every_shipped_prompt_slot_declares_the_fields_its_default_file_uses() -> None:
-    from ruwikibench.config import PROMPT_BLOCKS, ModelConfig, RunConfig
+    from ruwikibench.config import ModelConfig, RunConfig
+    from ruwikibench.config_loader import PROMPT_BLOCKS
     from ruwikibench.prompts import placeholders
 
     config = RunConfig(models={"writer": ModelConfig(name="w")})

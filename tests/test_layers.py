@@ -16,7 +16,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "ruwikibench"
 
 LAYERS: list[tuple[str, set[str]]] = [
-    ("bottom", {"", "config", "dataset", "contract", "registry", "jsonl", "runlock", "executors", "progress", "prompts", "rundir"}),
+    ("bottom", {"", "config", "dataset", "contract", "registry", "jsonl", "runlock", "executors", "progress", "prompts", "rundir", "config_loader"}),
     ("support", {"models", "retrieval", "corpus_builder"}),
     ("context", {"context"}),
     ("nodes", {"nodes"}),

@@ -183,7 +183,8 @@ def embed(
     what is cached already is skipped."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from ruwikibench.config import ConfigError, load_config
+    from ruwikibench.config import ConfigError
+    from ruwikibench.config_loader import load_config
     from ruwikibench.models.embeddings import make_embedder
     from ruwikibench.runner.datasets import DatasetError, resolve_dataset
     from ruwikibench.runner.precompute import build_bm25, embed_snippets, snippets_to_embed

@@ -23,7 +23,8 @@ def _fail(exc: Exception) -> typer.Exit:
 
 
 def _load(dataset_spec: str, config_path: Path | None) -> tuple[Any, Any, Path]:
-    from ruwikibench.config import ConfigError, RunConfig, load_config
+    from ruwikibench.config import ConfigError, RunConfig
+    from ruwikibench.config_loader import load_config
     from ruwikibench.runner.datasets import DatasetError, resolve_dataset
 
     try:

@@ -276,7 +276,8 @@ def _citations_config(run_dir: Path, judge_config: Path | None):  # type: ignore
     """The config naming the support model: --judge-config, else the run's spec.json, else the article's."""
     import json
 
-    from ruwikibench.config import RunConfig, load_config
+    from ruwikibench.config import RunConfig
+    from ruwikibench.config_loader import load_config
     from ruwikibench.evaluators.judges.rundir import RunError
 
     if judge_config is not None:
@@ -335,7 +336,8 @@ def citations_meta_command(
     """Agreement of the citation support judge with hand-labelled pairs: accuracy, precision, recall, F1, AUC."""
     from collections import Counter
 
-    from ruwikibench.config import ConfigError, EmbedderConfig, load_config
+    from ruwikibench.config import ConfigError, EmbedderConfig
+    from ruwikibench.config_loader import load_config
     from ruwikibench.evaluators.judges.citations_meta import (
         FixtureError,
         agreement_row,

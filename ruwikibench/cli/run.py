@@ -34,7 +34,8 @@ def print_table(title: str, rows: list[list[str]]) -> None:
 def _load(config_path: Path, dataset_spec: str) -> tuple[Any, Any, Path]:
     """Config and dataset; bad input is one line on stderr and exit status 2. Articles of a RuWikiBench JSON that
     failed to import are reported one line each, as `corpus import` reports them."""
-    from ruwikibench.config import RunInputError, load_config
+    from ruwikibench.config import RunInputError
+    from ruwikibench.config_loader import load_config
     from ruwikibench.runner.datasets import import_errors, resolve_dataset
     from ruwikibench.runner.overrides import check_overrides
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ruwikibench.config import ConfigError, load_config
+from ruwikibench.config import ConfigError
+from ruwikibench.config_loader import load_config
 from ruwikibench.registry import get_stage
 from ruwikibench.runner.execute import RunOptions, execute
 from tests.graphs.writer_fixture import TITLE, make_context

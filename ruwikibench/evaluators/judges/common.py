@@ -7,7 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ruwikibench.config import RunConfig, load_config
+from ruwikibench.config import RunConfig
+from ruwikibench.config_loader import load_config
 from ruwikibench.contract import GeneratedText
 from ruwikibench.evaluators.judges.rundir import Run, RunError, clip
 from ruwikibench.models.llm import LLM
