@@ -40,7 +40,7 @@ class PrioritySemaphore:
         return sum(1 for *_, future in self._waiters if not future.done())
 
     async def acquire(self, priority: int = Priority.CHAIN) -> None:
-        if self._free > 0 and not self.waiting:
+        if self._free > 0:  # free slots exist only while no live waiter does (release hands slots to waiters)
             self._free -= 1
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()

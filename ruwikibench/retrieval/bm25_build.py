@@ -42,9 +42,9 @@ def tokenize_chunk(texts: list[str]) -> Tokenised:
     ids = np.fromiter(map(position.__getitem__, flat), dtype=np.int64, count=len(flat))
     lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
     rows = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
-    pairs, counts = np.unique(rows * max(1, len(words)) + ids, return_counts=True)
-    return (words, (pairs // max(1, len(words))).astype(np.int32), (pairs % max(1, len(words))).astype(np.int32),
-            counts.astype(np.int32), len(texts))
+    width = max(1, len(words))
+    pairs, counts = np.unique(rows * width + ids, return_counts=True)
+    return words, (pairs // width).astype(np.int32), (pairs % width).astype(np.int32), counts.astype(np.int32), len(texts)
 
 
 class TermTable:
