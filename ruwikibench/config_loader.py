@@ -38,7 +38,8 @@ def expand_env(value: object, path: Path) -> object:
 
 
 def check_stages(config: RunConfig, path: Path) -> None:
-    """Every name in ``stages`` is a registered stage (built in, or from an installed plug-in package)."""
+    """Every name in ``stages`` is a registered stage (built in, or from an installed plug-in package); a renamed
+    stage's earlier name is replaced by its name now."""
     from ruwikibench.registry import StageRegistryError, get_stage
 
     for index, name in enumerate(config.stages):
@@ -50,6 +51,7 @@ def check_stages(config: RunConfig, path: Path) -> None:
         if config.profile not in profiles:
             raise ConfigError(f"{path}: stages.{index}: stage {name!r} runs under profile {' or '.join(profiles)}; "
                               f"set 'profile: {profiles[0]}' (the config has {config.profile!r})")
+        config.stages[index] = stage.name
 
 
 def merged(base: dict, update: dict) -> dict:

@@ -4,7 +4,7 @@ consume it).
 A stage is an object registered by name in :mod:`ruwikibench.registry` (``@register_stage`` in the package, the
 ``ruwikibench.stages`` entry-point group for installed packages), with:
 
-- ``name``: e.g. "ranking" | "outline" | "sections" | "article"
+- ``name``: e.g. "ranking" | "outline" | "sections" | "writer"
 - ``build_graph()``: the uncompiled StateGraph (input/output schemas, ``context_schema=StageContext``)
 - ``units(dataset, article, config)``: the graph inputs built from GOLD data (benchmark mode), one
   :class:`Unit` per independently resumable piece of work (an article for ranking/outline, an article's
@@ -36,6 +36,22 @@ from pydantic import BaseModel, Field
 
 from ruwikibench.config import RunConfig
 from ruwikibench.dataset import Article, Dataset
+
+RENAMED_STAGES: dict[str, str] = {"article": "writer"}  # an earlier name -> the stage's name now
+
+
+def current_stage_name(name: str) -> str:
+    """The stage's name now: run files, configs and commands from before a rename still name the old one."""
+    return RENAMED_STAGES.get(name, name)
+
+
+def with_current_stage(record: dict[str, Any]) -> dict[str, Any]:
+    """A run-file record with its ``stage`` under the current name (the record itself, renamed in place)."""
+    stage = record.get("stage")
+    if isinstance(stage, str) and stage in RENAMED_STAGES:
+        record["stage"] = RENAMED_STAGES[stage]
+    return record
+
 
 if TYPE_CHECKING:
     from ruwikibench.context import StageContext

@@ -28,7 +28,7 @@ import threading
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, TypeVar
 
-from ruwikibench.contract import Stage
+from ruwikibench.contract import Stage, current_stage_name
 
 ENTRY_POINT_GROUP = "ruwikibench.stages"
 BUILTIN_PACKAGES = ("ruwikibench.graphs",)
@@ -134,7 +134,9 @@ def discover(refresh: bool = False) -> None:
 
 
 def get_stage(name: str) -> Stage:
+    """The stage registered as ``name`` (an earlier name of a renamed stage finds it too)."""
     discover()
+    name = current_stage_name(name)
     if name in _stages:
         return _stages[name]
     if name in _broken:

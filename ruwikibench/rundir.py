@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ruwikibench.contract import with_current_stage
 from ruwikibench.jsonl import append_jsonl, item_key, latest, read_records, rewrite_jsonl, unit_key
 from ruwikibench.runlock import LOCK, RunDirLocked, run_lock
 
@@ -47,7 +48,8 @@ class RunDir:
         rewrite_jsonl(self.file(name), records)
 
     def read(self, name: str) -> Iterator[dict[str, Any]]:
-        return read_records(self.file(name))
+        """The file's records, stages under their current names (a run written before a stage was renamed)."""
+        return (with_current_stage(record) for record in read_records(self.file(name)))
 
     def outputs(self) -> list[dict[str, Any]]:
         """The latest output of each unit."""

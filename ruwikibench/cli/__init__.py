@@ -23,7 +23,7 @@ def version() -> None:
 
 @app.command()
 def graph(
-    stage: str = typer.Argument(None, help="a registered stage: ranking, outline, sections, article, plug-ins"),
+    stage: str = typer.Argument(None, help="a registered stage: ranking, outline, sections, writer, plug-ins"),
     xray: int = typer.Option(1, help="how many levels of subgraphs to draw inside their nodes"),
     update_docs: bool = typer.Option(False, "--update-docs", help="rewrite the graph blocks of the stage pages"),
     docs: str = typer.Option("docs", help="the docs folder (with --update-docs)"),

@@ -13,7 +13,17 @@ from ruwikibench.cli.console import make_console, print_error
 
 console = make_console()
 
-StageOpt = Annotated[str, typer.Option("--stage", "-s", help="ranking | outline | sections | article")]
+
+
+def _current_stage(name: str) -> str:
+    """--stage article (the writer's earlier name) still works."""
+    from ruwikibench.contract import current_stage_name
+
+    return current_stage_name(name)
+
+
+StageOpt = Annotated[str, typer.Option("--stage", "-s", help="ranking | outline | sections | writer",
+                                        callback=_current_stage)]
 DatasetOpt = Annotated[str, typer.Option("--dataset", "-d", help="processed dir, RuWikiBench .json, or hf://OWNER/NAME\\[/FILE]")]
 
 
@@ -40,7 +50,7 @@ def score_outputs(
     stage: StageOpt,
     dataset: DatasetOpt,
     outputs: Annotated[Path | None, typer.Option("--outputs", help="JSONL of the stage's format (docs/external.md)")] = None,
-    storm: Annotated[Path | None, typer.Option("--storm", help="STORM output dir of topic folders (--stage article)")] = None,
+    storm: Annotated[Path | None, typer.Option("--storm", help="STORM output dir of topic folders (--stage writer)")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="parent directory of run directories")] = Path("runs"),
     name: Annotated[str | None, typer.Option("--name", help="run directory name (default: derived from the inputs)")] = None,
     config: Annotated[Path | None, typer.Option("--config", "-c", help="evaluator settings and embedder (use the native runs' config)")] = None,
@@ -60,8 +70,8 @@ def score_outputs(
         raise _fail(ValueError(f"--stage must be one of {', '.join(STAGES)}, got {stage!r}"))
     if (outputs is None) == (storm is None):
         raise _fail(ValueError("give exactly one of --outputs FILE.jsonl and --storm DIR"))
-    if storm is not None and stage != "article":
-        raise _fail(ValueError("--storm gives whole articles: use it with --stage article"))
+    if storm is not None and stage != "writer":
+        raise _fail(ValueError("--storm gives whole articles: use it with --stage writer"))
     cfg, data, path = _load(dataset, config)
     with tempfile.TemporaryDirectory() as tmp:
         origin: dict[str, Any] = {}
@@ -79,22 +89,22 @@ def score_outputs(
             rundir = score(build_context(cfg, data, path, with_llm=False), str(path), options)
         except ExternalFormatError as exc:
             raise _fail(exc) from exc
-    _show(rundir, ["outline", "sections"] if stage == "article" else [stage])
-    if stage == "article":
+    _show(rundir, ["outline", "sections"] if stage == "writer" else [stage])
+    if stage == "writer":
         from ruwikibench.cli.run import print_table
         from ruwikibench.writer.batch import article_table
 
         rows = article_table(rundir.path.name, rundir.read_json("metrics.json"))
-        print_table("article — whole article (×100, mean [95% CI], failures excluded)", rows)
+        print_table("writer — whole article (×100, mean [95% CI], failures excluded)", rows)
 
 
 @app.command("import-storm")
 def import_storm(
     storm: Annotated[Path, typer.Argument(help="STORM output dir of topic folders")],
     dataset: DatasetOpt,
-    out: Annotated[Path, typer.Option("--out", "-o", help="JSONL to write (article format)")] = Path("storm.jsonl"),
+    out: Annotated[Path, typer.Option("--out", "-o", help="JSONL to write (writer format)")] = Path("storm.jsonl"),
 ) -> None:
-    """Convert STORM topic folders into the `article` JSONL of `score-outputs` (to inspect or edit first)."""
+    """Convert STORM topic folders into the `writer` JSONL of `score-outputs` (to inspect or edit first)."""
     from ruwikibench.external.formats import ExternalFormatError
     from ruwikibench.external.storm import storm_rows, write_rows
 

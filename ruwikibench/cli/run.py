@@ -196,7 +196,7 @@ def run_stage(name: Annotated[str, typer.Argument(help="a registered stage (`ruw
     from ruwikibench.registry import StageRegistryError, get_stage
 
     try:
-        get_stage(name)
+        name = get_stage(name).name  # "article", the writer's earlier name, runs the writer stage
     except StageRegistryError as exc:
         print_error(exc)
         raise typer.Exit(2) from exc

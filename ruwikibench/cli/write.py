@@ -95,8 +95,8 @@ def _batch(context: Any, dataset_path: Path, out: Path, articles: int | None, ar
         if stage in metrics:
             print_table(f"{stage} — writer mode (×100, mean [95% CI])", stage_table(stage, [(rundir.path.name,
                                                                                              metrics[stage])]))
-    if "article" in metrics:
-        print_table("article — writer mode, whole article (×100, mean [95% CI])",
+    if "writer" in metrics:
+        print_table("writer — whole article (×100, mean [95% CI])",
                     article_table(rundir.path.name, metrics))
     rows = summarize_citations(rundir.path)
     if rows:

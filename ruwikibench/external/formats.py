@@ -6,8 +6,10 @@ Every row names its article by ``article``: the dataset's article title (or its 
   order] (optional)}``
 - ``outline``:  ``{"article": T, "outline": "# T\\n## Heading\\n### Subheading"}`` (Markdown headings)
 - ``sections``: ``{"article": T, "section": "s3" (section id, or its exact heading when unique), "text": "..."}``
-- ``article``:  ``{"article": T, "markdown": "# T\\n\\nLead [1].\\n\\n## Heading\\n\\nText [2]...",
+- ``writer``:   ``{"article": T, "markdown": "# T\\n\\nLead [1].\\n\\n## Heading\\n\\nText [2]...",
   "sources": {"1": "https://…" | source id | snippet id, …}, "outline": "## …" (optional)}``
+
+``article``, the writer stage's earlier name, is read as ``writer``.
 
 Reading fails on the first bad row with one line naming the file, the line number and the field.
 """
@@ -20,8 +22,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-StageName = Literal["ranking", "outline", "sections", "article"]
-STAGES: tuple[str, ...] = ("ranking", "outline", "sections", "article")
+from ruwikibench.contract import current_stage_name
+
+StageName = Literal["ranking", "outline", "sections", "writer"]
+STAGES: tuple[str, ...] = ("ranking", "outline", "sections", "writer")
 
 
 class ExternalFormatError(ValueError):
@@ -84,12 +88,13 @@ ROW_MODELS: dict[str, type[_Row]] = {
     "ranking": RankingRow,
     "outline": OutlineRow,
     "sections": SectionsRow,
-    "article": ArticleRow,
+    "writer": ArticleRow,
 }
 
 
 def parse_row(stage: str, data: Any, origin: str) -> _Row:
     """Validate one decoded row; ``origin`` ('FILE:LINE') starts the error message."""
+    stage = current_stage_name(stage)
     if stage not in ROW_MODELS:
         raise ExternalFormatError(f"unknown stage {stage!r}; known: {', '.join(STAGES)}")
     if not isinstance(data, dict):

@@ -17,11 +17,12 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from ruwikibench.context import StageContext
+from ruwikibench.contract import current_stage_name
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.external.formats import (
     ArticleRow,
@@ -42,7 +43,8 @@ RUN_FILES = ("outputs.jsonl", "results.jsonl", "generated.jsonl", "errors.jsonl"
 
 
 class ExternalOptions(BaseModel):
-    stage: str
+    stage: Annotated[str, AfterValidator(current_stage_name)] = Field(
+        description="ranking | outline | sections | writer (``article``, its earlier name, is read as writer)")
     outputs: Path
     out: Path = Path("runs")
     name: str | None = Field(default=None, description="run directory name (default: derived from the inputs)")
@@ -210,7 +212,7 @@ class ExternalScorer:
         reason = "names several sections; use the section id" if titled else "is neither a section id nor a heading"
         raise ExternalFormatError(f"{self.path}:{line}: field 'section': {given!r} {reason} of {article.title!r}")
 
-    def article(self, selected: list[Article], by_article: dict[str, tuple[int, ArticleRow]]) -> None:
+    def writer(self, selected: list[Article], by_article: dict[str, tuple[int, ArticleRow]]) -> None:
         from ruwikibench.external.article import SourceIndex, selected_snippets, written_article
         from ruwikibench.writer.score import generated_texts, score_written
 
@@ -233,7 +235,7 @@ class ExternalScorer:
                 continue
             unmatched = [m.given for m in matches if m.source_id is None]
             for record in records:
-                if record.stage == "article" and not record.excluded:
+                if record.stage == "writer" and not record.excluded:
                     for key in ("sources_unmatched", "markers_unresolved"):
                         record.metrics[key] = written.stats[key]
                     record.info.update({"sources_given": len(matches), "unmatched_sources": unmatched,
@@ -249,7 +251,7 @@ class ExternalScorer:
                                                      "output": output})
 
 
-ARTICLE_STAGES = ("outline", "sections", "article")
+ARTICLE_STAGES = ("outline", "sections", "writer")  # the tables a whole article fills
 
 
 def drop_first_stage_metrics(records: list[dict[str, Any]]) -> None:
@@ -299,7 +301,7 @@ def score_outputs(context: StageContext, dataset_path: str, options: ExternalOpt
     """Read, check and score an external outputs file; writes the whole run directory and returns it.
 
     Whole articles are scored as the writer's are, under the config's ``writer`` profile (shown in spec.json)."""
-    if options.stage == "article":
+    if options.stage == "writer":
         context = context.with_profile("writer")
     dataset = context.dataset
     assert dataset is not None
@@ -307,7 +309,7 @@ def score_outputs(context: StageContext, dataset_path: str, options: ExternalOpt
     rows = read_rows(options.outputs, stage)
     articles = resolve_articles(dataset, rows, options.outputs)
     sha = file_sha256(options.outputs)
-    stages = list(ARTICLE_STAGES) if stage == "article" else [stage]
+    stages = list(ARTICLE_STAGES) if stage == "writer" else [stage]
     run_options = RunOptions(stages=stages, articles=options.articles, article_names=options.article_names,
                              out=options.out, run_id=options.name, progress=False)
     try:
@@ -332,10 +334,10 @@ def score_outputs(context: StageContext, dataset_path: str, options: ExternalOpt
         getattr(scorer, stage)(selected, checked)
         spec["last_session"] = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": {}}
         rundir.write_json("spec.json", spec)
-        if stage != "article":  # the permutation floor of the embedding metrics, as for native runs
+        if stage != "writer":  # the permutation floor of the embedding metrics, as for native runs
             compute_floors(rundir, context)
         finalize(rundir)
-        if stage == "article":
+        if stage == "writer":
             from ruwikibench.writer.batch import _append_article_table
 
             _append_article_table(rundir, rundir.read_json("metrics.json"))
@@ -345,7 +347,7 @@ def score_outputs(context: StageContext, dataset_path: str, options: ExternalOpt
 
 def _append_unmatched(rundir: RunDir) -> None:
     """One line under the article table: cited sources the dataset does not hold."""
-    records = [r for r in rundir.results() if r["stage"] == "article" and not r.get("excluded")]
+    records = [r for r in rundir.results() if r["stage"] == "writer" and not r.get("excluded")]
     given = sum(r["info"].get("sources_given", 0) for r in records)
     unmatched = sum(len(r["info"].get("unmatched_sources", [])) for r in records)
     with open(rundir.file("report.md"), "a", encoding="utf-8") as handle:

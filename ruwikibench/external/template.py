@@ -15,7 +15,7 @@ def template_rows(dataset: Dataset, articles: list[Article], stage: str) -> list
             rows.append({"article": article.title, "ranking": []})
         elif stage == "outline":
             rows.append({"article": article.title, "outline": f"# {article.title}\n"})
-        elif stage == "article":
+        elif stage == "writer":
             rows.append({"article": article.title, "markdown": f"# {article.title}\n", "sources": {}})
         else:
             rows += [{"article": article.title, "section": s.id, "title": s.title, "level": s.level, "text": ""}

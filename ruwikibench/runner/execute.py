@@ -15,14 +15,15 @@ import json
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ruwikibench import __version__
 from ruwikibench.config import RunConfig, RunInputError
 from ruwikibench.context import StageContext
+from ruwikibench.contract import current_stage_name
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.executors import freeze_heap, run_cpu, run_on_model_lane
 from ruwikibench.jsonl import unit_key
@@ -36,7 +37,8 @@ from ruwikibench.runner.warmup import warm_up
 
 
 class RunOptions(BaseModel):
-    stages: list[str] = Field(default_factory=lambda: ["ranking", "outline", "sections"])
+    stages: list[Annotated[str, AfterValidator(current_stage_name)]] = Field(
+        default_factory=lambda: ["ranking", "outline", "sections"])
     articles: int | None = Field(default=None, description="first N articles of the dataset")
     article_names: list[str] | None = None
     out: Path = Path("runs")

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ruwikibench.contract import current_stage_name, with_current_stage
+
 # Run files are written with "stage", "article", "unit" first; those are read from the line's head without parsing
 # the whole (possibly long) record, and by a full parse when the head does not match.
 _STRING = rb'"((?:[^"\\]|\\.)*)"'
@@ -31,14 +33,14 @@ def _key_of(line: bytes) -> Key | None:
     match = _HEAD.match(line, 0, _HEAD_BYTES)
     if match:
         stage, article, unit = (_unquote(group) for group in match.groups())
-        return stage, article, unit
+        return current_stage_name(stage), article, unit
     try:
         record = json.loads(line)
     except json.JSONDecodeError:
         return None  # a torn last line from a killed run
     if not isinstance(record, dict) or record.get("article") is None:
         return None
-    return str(record.get("stage", "")), str(record["article"]), str(record.get("unit", ""))
+    return current_stage_name(str(record.get("stage", ""))), str(record["article"]), str(record.get("unit", ""))
 
 
 class JsonlIndex:
@@ -75,6 +77,7 @@ class JsonlIndex:
             for start, length in spans:
                 handle.seek(start)
                 try:
-                    yield json.loads(handle.read(length))
+                    record = json.loads(handle.read(length))
                 except json.JSONDecodeError:
                     continue
+                yield with_current_stage(record) if isinstance(record, dict) else record

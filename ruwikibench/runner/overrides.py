@@ -185,6 +185,7 @@ def resolve_overrides(config: RunConfig) -> dict[str, Override]:
             stage = get_stage(stage_name)
         except StageRegistryError as exc:
             raise _fail(key, str(exc)) from None
+        stage_name = stage.name  # a renamed stage's earlier name ("article.merge") finds it under its name now
         obj, file, sha = load_target(key, target)
         if node is None:
             graph = build_override_graph(key, obj)
@@ -195,7 +196,9 @@ def resolve_overrides(config: RunConfig) -> dict[str, Override]:
             if node not in graph.nodes:
                 raise _fail(key, f"the {stage_name} graph has no node {node!r} (nodes: {', '.join(graph.nodes)})")
             check_node_signature(key, obj)
-        resolved[key] = Override(key=key, stage=stage_name, node=node, target=target, obj=obj, file=file, sha256=sha)
+        resolved[f"{stage_name}.{node}" if node else stage_name] = Override(
+            key=key, stage=stage_name, node=node, target=target, obj=obj, file=file, sha256=sha
+        )
     return resolved
 
 

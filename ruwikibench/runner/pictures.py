@@ -13,7 +13,7 @@ from pathlib import Path
 from ruwikibench.registry import get_stage
 from ruwikibench.runner.overrides import stage_graph
 
-DOCS = {"ranking": "ranking.md", "outline": "outline.md", "sections": "sections.md", "article": "writer.md"}
+DOCS = {"ranking": "ranking.md", "outline": "outline.md", "sections": "sections.md", "writer": "writer.md"}
 
 
 def mermaid(stage: str, xray: int = 1) -> str:

@@ -26,7 +26,7 @@ from ruwikibench.runner.overrides import check_overrides, fingerprint
 from ruwikibench.runner.report import markdown_table
 from ruwikibench.writer.score import ARTICLE_COLUMNS, generated_texts, score_written
 
-STAGES = ("outline", "sections", "article")
+STAGES = ("outline", "sections", "writer")  # the tables a writer batch fills
 
 
 class BatchOptions(BaseModel):
@@ -70,7 +70,7 @@ async def _write_batch(
     assert dataset is not None
     spec = build_spec(rundir.path.name, context.config, dataset, dataset_path, run_options)
     spec["mode"] = "writer"
-    done = {o["article"] for o in rundir.outputs() if o["stage"] == "article"}
+    done = {o["article"] for o in rundir.outputs() if o["stage"] == "writer"}
     articles = [a for a in select_articles(dataset, run_options) if a.name not in done]
     started = time.perf_counter()
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -143,7 +143,7 @@ def article_table(run: str, metrics: dict[str, Any], view: str = "failures_exclu
     """The whole-article figures of a writer run as table rows (header first)."""
     from ruwikibench.runner.report import _cell
 
-    data = metrics.get("article", {})
+    data = metrics.get("writer", {})
     counts = data.get("counts", {})
     header = ["run", *[title for title, _ in ARTICLE_COLUMNS], "n", "failed"]
     row = [run, *[_cell(data, key, view) for _, key in ARTICLE_COLUMNS], str(counts.get("evaluated", 0)),
@@ -152,10 +152,10 @@ def article_table(run: str, metrics: dict[str, Any], view: str = "failures_exclu
 
 
 def _append_article_table(rundir: RunDir, metrics: dict[str, Any]) -> None:
-    if "article" not in metrics:
+    if "writer" not in metrics:
         return
     path = rundir.file("report.md")
-    parts = [path.read_text(encoding="utf-8") if path.exists() else "", ("## article (writer mode, whole article; "
+    parts = [path.read_text(encoding="utf-8") if path.exists() else "", ("## writer (whole article; "
              "×100 for shares and scores, mean [95% CI])"), ""]
     for view in ("failures_excluded", "failures_as_zero"):
         parts += [f"*{view.replace('_', ' ')}*", "", markdown_table(article_table(rundir.path.name, metrics, view)), ""]

@@ -76,7 +76,7 @@ def load_articles(run_dir: Path) -> list[CitedArticle]:
         return found
     out = []
     for number, row in read_jsonl(run_dir / "outputs.jsonl"):
-        written = (row.get("output") or {}).get("written") if row.get("stage") == "article" else None
+        written = (row.get("output") or {}).get("written") if row.get("stage") == "writer" else None
         if written is None:
             continue
         try:

@@ -202,7 +202,7 @@ async def _write_article(context: StageContext, request: _WriteRequest) -> Write
     before = _usage_totals(context)
     started = time.perf_counter()
     async with sqlite_checkpointer(out / CHECKPOINTS) as saver:
-        graph = stage_graph(get_stage("article"), check_overrides(context.config))
+        graph = stage_graph(get_stage("writer"), check_overrides(context.config))
         app = graph.compile(checkpointer=saver)
         graph_input: Any
         if request.resume:

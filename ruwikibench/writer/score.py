@@ -114,7 +114,7 @@ def score_article_record(article: Article, written: WrittenArticle, selected: li
     from ruwikibench.evaluators.lexical import rouge_l
     from ruwikibench.evaluators.similarity import sentence_prf
 
-    record = ScoreRecord(stage="article", article=article.name, item="article", info={"mode": "writer"})
+    record = ScoreRecord(stage="writer", article=article.name, item="article", info={"mode": "writer"})
     reference = reference_text(article)
     if not reference.strip():
         return record.model_copy(update={"excluded": "no reference text"})
@@ -164,6 +164,6 @@ def generated_texts(article: Article, written: WrittenArticle, records: list[Sco
         section = article.section(record.item)
         texts.append(GeneratedText(stage="sections", article=article.name, item=record.item, title=section.title,
                                    text=strip_markers(text)[0], reference=section.text()))
-    texts.append(GeneratedText(stage="article", article=article.name, item="article", title=article.title,
+    texts.append(GeneratedText(stage="writer", article=article.name, item="article", title=article.title,
                                text=written.plain_text(), reference=reference_text(article)))
     return texts

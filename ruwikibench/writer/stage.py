@@ -1,10 +1,10 @@
-"""The writer as a registered stage, ``article``: one unit per article, the title in, a whole cited article out.
+"""The writer as a registered stage, ``writer``: one unit per article, the title in, a whole cited article out.
 
-It goes through the same registry and runner as the benchmark stages (``ruwikibench run stage article`` with
+It goes through the same registry and runner as the benchmark stages (``ruwikibench run stage writer`` with
 ``profile: writer`` in the config; ``ruwikibench write --dataset`` is the writer's own batch command with resume
 per article and exports). Its records are the writer's batch scoring (:mod:`ruwikibench.writer.score`): the
 outline against the reference outline, each reference section against the best-matching written section, and the
-whole article (F1, ROUGE-L, sources); they land in the outline, sections and article tables.
+whole article (F1, ROUGE-L, sources); they land in the outline, sections and writer tables.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from ruwikibench.writer.score import ARTICLE_COLUMNS, generated_texts, score_wri
 
 
 @register_stage
-class ArticleStage:
-    name = "article"
+class WriterStage:
+    name = "writer"
     order = 4
     profiles = ("writer",)
     columns: ClassVar[list[tuple[str, str]]] = ARTICLE_COLUMNS
@@ -36,9 +36,9 @@ class ArticleStage:
         self._lock = threading.Lock()
 
     def build_graph(self, subgraphs: dict[str, StateGraph] | None = None) -> StateGraph:
-        from ruwikibench.graphs.article import build_article_graph
+        from ruwikibench.graphs.writer import build_writer_graph
 
-        return build_article_graph(subgraphs)  # type: ignore[return-value]
+        return build_writer_graph(subgraphs)  # type: ignore[return-value]
 
     def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]:
         return [Unit(stage=self.name, article=article.name, unit_id="article", input={"title": article.title})]
@@ -59,4 +59,4 @@ class ArticleStage:
             return self._texts.pop((unit.article, unit.unit_id), [])
 
 
-STAGE = instance_of(ArticleStage)
+STAGE = instance_of(WriterStage)

@@ -86,9 +86,9 @@ def test_batch(setup) -> None:
     tmp, config, _ = setup
     result = invoke("--batch", "--dataset", str(tmp / "data"), "--config", str(config), "--article", TITLE,
                     "--out", str(tmp / "runs"), "--run-id", "w")
-    assert "outline — writer mode" in result.output and "article — writer mode" in result.output
+    assert "outline — writer mode" in result.output and "writer — whole article" in result.output
     metrics = json.loads((tmp / "runs" / "w" / "metrics.json").read_text(encoding="utf-8"))
-    assert metrics["outline"]["counts"]["evaluated"] == 1 and metrics["article"]["counts"]["failed_units"] == 0
+    assert metrics["outline"]["counts"]["evaluated"] == 1 and metrics["writer"]["counts"]["failed_units"] == 0
 
 
 @pytest.mark.parametrize(("args", "message"), [

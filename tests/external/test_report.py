@@ -44,7 +44,7 @@ def test_external_runs_beside_native_in_one_report(native) -> None:
     assert first.exit_code == 0, first.output + repr(first.exception)
     storm = make_storm_dir(tmp / "storm")
     (storm / "Инновационный_центр_Сколково").rename(storm / "Сколково")  # the plain dataset's title
-    second = runner.invoke(app, ["score-outputs", "--stage", "article", "--storm", str(storm), "--name", "storm",
+    second = runner.invoke(app, ["score-outputs", "--stage", "writer", "--storm", str(storm), "--name", "storm",
                                  *common])
     assert second.exit_code == 0, second.output + repr(second.exception)
 

@@ -135,8 +135,8 @@ def test_reference_article_scores_1_and_sources_are_matched(context, dataset, tm
     sources = {"1": "HTTPS://www.Example.org/0/0/", "2": "http://example.org/0/1#part", "3": "Москва/src2",
                "4": "https://unknown.example.com/статья", "5": "https://example.org/1/0"}
     rows = [{"article": "Москва", "markdown": _reference_markdown(moscow), "sources": sources}]
-    rundir, results, metrics = _score(context, tmp_path, "article", rows)
-    article = next(r for r in results if r["stage"] == "article" and r["article"] == "Москва")
+    rundir, results, metrics = _score(context, tmp_path, "article", rows)  # the earlier name of writer
+    article = next(r for r in results if r["stage"] == "writer" and r["article"] == "Москва")
     m = article["metrics"]
     assert m["f1"] == pytest.approx(1.0) and m["rouge_l"] == pytest.approx(1.0)
     assert m["cited_own_share"] == pytest.approx(3 / 5)  # 1-3 are Москва's sources, 4 unknown, 5 Python's
@@ -149,9 +149,9 @@ def test_reference_article_scores_1_and_sources_are_matched(context, dataset, tm
     assert outline["metrics"]["f1"] == pytest.approx(1.0)
     sections = [r for r in results if r["stage"] == "sections" and r["article"] == "Москва" and not r["excluded"]]
     assert len(sections) == 4 and all(r["metrics"]["f1"] == pytest.approx(1.0) for r in sections)
-    for stage in ("outline", "sections", "article"):
+    for stage in ("outline", "sections", "writer"):
         assert metrics[stage]["counts"]["failed_units"] == 2  # Python and Сколково have no row
-    assert "## article (writer mode" in rundir.file("report.md").read_text(encoding="utf-8")
+    assert "## writer (whole article" in rundir.file("report.md").read_text(encoding="utf-8")
 
 
 def test_rerun_same_file_rewrites_other_file_refused(context, tmp_path) -> None:
@@ -186,8 +186,8 @@ def test_article_sources_by_snippet_id_and_unresolved_markers(context, tmp_path)
     markdown = ("Москва — столица.[1]\n\n# История\n\nМосква упомянута в 1147 году.[2][7]\n\n## Основание\n\n"
                 "Юрий Долгорукий.[1]")  # '#' sections (as STORM writes them): levels shifted to 2 and 3
     rows = [{"article": "Москва", "markdown": markdown, "sources": {"1": "Москва/src0#1", "2": "Москва/src1"}}]
-    rundir, results, _ = _score(context, tmp_path, "article", rows, article_names=["Москва"])
-    article = next(r for r in results if r["stage"] == "article")
+    rundir, results, _ = _score(context, tmp_path, "writer", rows, article_names=["Москва"])
+    article = next(r for r in results if r["stage"] == "writer")
     assert article["info"]["matched_by"] == {"1": "snippet_id", "2": "source_id"}
     assert article["metrics"]["markers_unresolved"] == 1  # [7] is not in the sources map
     assert article["metrics"]["cited_own_share"] == pytest.approx(1.0)
@@ -207,8 +207,8 @@ def test_a_scoring_error_fails_the_article_and_the_run_goes_on(context, tmp_path
 
     context.embedder = Broken()
     rows = [{"article": "Москва", "markdown": "# Москва\n\nТекст.[1]", "sources": {"1": "Москва/src0"}}]
-    rundir, results, metrics = _score(context, tmp_path, "article", rows, article_names=["Москва"])
+    rundir, results, metrics = _score(context, tmp_path, "writer", rows, article_names=["Москва"])
     errors = read_jsonl(rundir.file("errors.jsonl"))
     assert [(e["stage"], e["reason"]) for e in errors] == [
-        (stage, "score: RuntimeError: embedder down") for stage in ("outline", "sections", "article")]
-    assert results == [] and metrics["article"]["counts"]["failed_units"] == 1
+        (stage, "score: RuntimeError: embedder down") for stage in ("outline", "sections", "writer")]
+    assert results == [] and metrics["writer"]["counts"]["failed_units"] == 1

@@ -43,20 +43,20 @@ def test_storm_scored_unknown_urls_counted(tmp_path) -> None:
     context = StageContext(config=RunConfig(name="external", models={}), llm=LLM({}, 2), embedder=HashEmbedder(),
                            prompts=PromptLibrary(), dataset=dataset)
     path = write_rows(storm_rows(make_storm_dir(tmp_path / "storm"), dataset), tmp_path / "storm.jsonl")
-    rundir = score_outputs(context, "data", ExternalOptions(stage="article", outputs=path, out=tmp_path / "runs"))
+    rundir = score_outputs(context, "data", ExternalOptions(stage="writer", outputs=path, out=tmp_path / "runs"))
     results = read_jsonl(rundir.file("results.jsonl"))
-    moscow = next(r for r in results if r["stage"] == "article" and r["article"] == "Москва")
+    moscow = next(r for r in results if r["stage"] == "writer" and r["article"] == "Москва")
     assert moscow["metrics"]["sources_unmatched"] == 1  # the Wikipedia page is not a source of the dataset
     assert moscow["metrics"]["cited_own_share"] == pytest.approx(2 / 3)
     assert moscow["metrics"]["source_recall"] == pytest.approx(4 / 6)  # src0, src1 of Москва's three sources
     assert moscow["info"]["unmatched_sources"] == ["https://ru.wikipedia.org/wiki/Москва"]
     outline = next(r for r in results if r["stage"] == "outline" and r["article"] == "Москва")
     assert outline["info"]["generated_scored"] == 4  # the outline file's headings, not the article's three
-    skolkovo = next(r for r in results if r["stage"] == "article" and r["article"] == "Сколково")
+    skolkovo = next(r for r in results if r["stage"] == "writer" and r["article"] == "Сколково")
     assert skolkovo["metrics"]["cited_own_share"] == pytest.approx(1.0)
     assert skolkovo["metrics"]["sources_unmatched"] == 0
     metrics = rundir.read_json("metrics.json")
-    assert metrics["article"]["counts"]["failed_units"] == 1  # Python: no folder, a failure, not dropped
+    assert metrics["writer"]["counts"]["failed_units"] == 1  # Python: no folder, a failure, not dropped
 
 
 @pytest.mark.parametrize("missing", ["url_to_info.json", "storm_gen_outline.txt"])

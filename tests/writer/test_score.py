@@ -39,7 +39,7 @@ def test_a_copy_of_the_reference_scores_one(tmp_path) -> None:
         assert record.metrics["f1"] == pytest.approx(1.0) and record.metrics["rouge_l"] == pytest.approx(1.0)
         if record.item != "s0":
             assert record.info["matched_title"] == record.info["title"]  # found despite the reversed order
-    whole = by_stage["article"][0].metrics
+    whole = by_stage["writer"][0].metrics
     assert whole["f1"] == pytest.approx(1.0)  # the same sentences
     assert whole["rouge_l"] < 1.0  # but in another order: the longest common subsequence is shorter
     in_order = score_written(article, copy_of_reference(article, reverse=False), [], context)[-1].metrics
@@ -73,18 +73,18 @@ def test_batch_writes_scores_and_resumes(tmp_path) -> None:
     options = BatchOptions(article_names=[TITLE], out=tmp_path / "runs", run_id="w", progress=False)
     rundir = asyncio.run(write_batch(context, "synthetic", options))
     metrics = json.loads((rundir.path / "metrics.json").read_text(encoding="utf-8"))
-    assert {"outline", "sections", "article"} <= set(metrics)
+    assert {"outline", "sections", "writer"} <= set(metrics)
     assert metrics["sections"]["counts"]["evaluated"] == 4  # the lead and three sections with reference text
     assert (rundir.path / "articles" / TITLE / "article.html").exists()
     report = (rundir.path / "report.md").read_text(encoding="utf-8")
-    assert "## outline" in report and "## sections" in report and "## article (writer mode" in report
+    assert "## outline" in report and "## sections" in report and "## writer (whole article" in report
     spec = json.loads((rundir.path / "spec.json").read_text(encoding="utf-8"))
     assert spec["mode"] == "writer"
     # citation faithfulness: each section sentence names the tag of the snippet it cites (supported); the
     # lead's "Москва — город [n]." names none (unsupported); the writer removed the out-of-range markers
     citations = json.loads((rundir.path / "citations.json").read_text(encoding="utf-8"))["overall"]["counts"]
     assert (citations["cited"], citations["supported"], citations["unsupported"]) == (10, 9, 1)
-    assert "## citation faithfulness" in report.split("## article (writer mode")[1]
+    assert "## citation faithfulness" in report.split("## writer (whole article")[1]
     calls = len(chat.calls)
     asyncio.run(write_batch(context, "synthetic", options))  # already written: nothing to do
     assert len(chat.calls) == calls
@@ -106,11 +106,11 @@ def test_batch_resumes_a_failed_article_from_its_checkpoint(tmp_path) -> None:
     options = BatchOptions(article_names=[TITLE], out=tmp_path / "runs", run_id="w", progress=False)
     rundir = asyncio.run(write_batch(context, "synthetic", options))
     errors = [json.loads(line) for line in (rundir.path / "errors.jsonl").read_text("utf-8").splitlines()]
-    assert {e["stage"] for e in errors} == {"outline", "sections", "article"}
+    assert {e["stage"] for e in errors} == {"outline", "sections", "writer"}
     assert "server went away" in errors[0]["reason"]
     judged = sum(kind(m[-1]["content"]) == "relevance" for m in chat.calls)
     failing["on"] = False
     rundir = asyncio.run(write_batch(context, "synthetic", options))
     assert sum(kind(m[-1]["content"]) == "relevance" for m in chat.calls) == judged  # ranking not rerun
     metrics = json.loads((rundir.path / "metrics.json").read_text(encoding="utf-8"))
-    assert metrics["article"]["counts"] == {**metrics["article"]["counts"], "evaluated": 1, "failed_units": 0}
+    assert metrics["writer"]["counts"] == {**metrics["writer"]["counts"], "evaluated": 1, "failed_units": 0}

@@ -114,7 +114,7 @@ def test_single_write_folder_and_external_article_rows(tmp_path: Path) -> None:
     external.mkdir()
     written = article().model_copy(update={"references": [
         Citation(n=1, snippet_id="", source_id="", url="https://example.org/a")]})  # not in the dataset: no text
-    row = {"stage": "article", "article": "Python", "unit": "article",
+    row = {"stage": "writer", "article": "Python", "unit": "article",
            "output": {"written": written.model_dump(mode="json")}}
     (external / "outputs.jsonl").write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
     [loaded] = load_articles(external)

@@ -18,11 +18,11 @@ from functools import partial
 from langgraph.graph import END, START, StateGraph
 
 from ruwikibench.context import StageContext
-from ruwikibench.nodes import article as nodes
-from ruwikibench.nodes.article import WriterInput, WriterOutput, WriterState
+from ruwikibench.nodes import writer as nodes
+from ruwikibench.nodes.writer import WriterInput, WriterOutput, WriterState
 
 
-def build_article_graph(
+def build_writer_graph(
     stage_graphs: Mapping[str, StateGraph] | None = None,
 ) -> StateGraph[WriterState, StageContext, WriterInput, WriterOutput]:
     """The uncompiled writer graph (input :class:`WriterInput`, output :class:`WriterOutput`).
@@ -61,4 +61,4 @@ def build_article_graph(
     return graph
 
 
-__all__ = ["build_article_graph"]
+__all__ = ["build_writer_graph"]

@@ -6,13 +6,6 @@ import numpy as np
 import pytest
 
 from ruwikibench.config import ModelConfig, RunConfig
-from ruwikibench.nodes.article import (
-    clean_lead,
-    coerce_outline,
-    drafts_from_results,
-    lead_body,
-    writer_context,
-)
 from ruwikibench.nodes.assignment import (
     choose_sources,
     fuse,
@@ -20,6 +13,13 @@ from ruwikibench.nodes.assignment import (
     rank_positions,
     section_query,
     writable_sections,
+)
+from ruwikibench.nodes.writer import (
+    clean_lead,
+    coerce_outline,
+    drafts_from_results,
+    lead_body,
+    writer_context,
 )
 from ruwikibench.writer.models import OutlineItem, WrittenSection
 

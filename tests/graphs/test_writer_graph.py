@@ -11,18 +11,18 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from ruwikibench.graphs.article import build_article_graph
+from ruwikibench.graphs.writer import build_writer_graph
 from ruwikibench.nodes.citations import MARKER, marker_numbers
 from tests.graphs.writer_fixture import TAG, TITLE, kind, make_context, prompts_of
 
 
 def write(context, payload, checkpointer=None, config=None):
-    app = build_article_graph().compile(checkpointer=checkpointer)
+    app = build_writer_graph().compile(checkpointer=checkpointer)
     return asyncio.run(app.ainvoke(payload, config, context=context))
 
 
 def test_structure_is_uncompiled_with_stage_subgraphs() -> None:
-    graph = build_article_graph()
+    graph = build_writer_graph()
     assert not getattr(graph, "compiled", False)
     assert list(graph.nodes) == ["ranking", "select_sources", "outline", "review_outline", "assign", "sections",
                                  "cite", "write_lead", "assemble"]
@@ -109,7 +109,7 @@ def test_user_outline_skips_outline_generation(tmp_path) -> None:
 def test_interrupt_after_outline_then_resume_with_edit(tmp_path) -> None:
     context, chat = make_context(tmp_path)
     saver, config = InMemorySaver(), {"configurable": {"thread_id": "t1"}}
-    app = build_article_graph().compile(checkpointer=saver)
+    app = build_writer_graph().compile(checkpointer=saver)
     first = asyncio.run(app.ainvoke({"title": TITLE, "review": True}, config, context=context))
     (interrupt,) = first["__interrupt__"]
     assert [h["title"] for h in interrupt.value["outline"]] == ["История", "География", "Климат", "Экономика"]
@@ -130,7 +130,7 @@ def test_interrupt_after_outline_then_resume_with_edit(tmp_path) -> None:
 def test_bad_edited_outline_is_a_clear_error(tmp_path) -> None:
     context, _ = make_context(tmp_path)
     saver, config = InMemorySaver(), {"configurable": {"thread_id": "t2"}}
-    app = build_article_graph().compile(checkpointer=saver)
+    app = build_writer_graph().compile(checkpointer=saver)
     asyncio.run(app.ainvoke({"title": TITLE, "review": True}, config, context=context))
     with pytest.raises(ValueError, match="edited outline: no Markdown headings"):
         asyncio.run(app.ainvoke(Command(resume="just prose, no headings"), config, context=context))
@@ -138,7 +138,7 @@ def test_bad_edited_outline_is_a_clear_error(tmp_path) -> None:
 
 def test_stream_shows_stage_nodes(tmp_path) -> None:
     context, _ = make_context(tmp_path)
-    app = build_article_graph().compile()
+    app = build_writer_graph().compile()
 
     async def nodes() -> set[tuple[str, str]]:
         seen = set()
