@@ -90,3 +90,19 @@ async def test_a_run_written_when_the_writer_was_named_article_reads_as_writer(t
     assert {o["stage"] for o in old.outputs()} == {"writer"}
     assert finalize(old)["writer"]["counts"] == finalize(rundir)["writer"]["counts"]
     assert JsonlIndex(old.file("outputs.jsonl")).units() == JsonlIndex(rundir.file("outputs.jsonl")).units()
+
+
+@pytest.mark.parametrize("key", ["writer.write_lead", "article.write_lead"])  # "article": the earlier name
+async def test_a_writer_node_override_replaces_the_lead(key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ruwikibench.writer.run import write_article
+
+    (tmp_path / "my_lead.py").write_text(
+        "async def write_lead(state, runtime):\n"
+        "    return {'lead': 'Своё вступление.', 'lead_cited': [], 'lead_markers': {}}\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    context, _ = make_context(tmp_path)
+    context.config.overrides = {key: "my_lead:write_lead"}
+    result = await write_article(context, TITLE, tmp_path / "out")
+    assert result.article is not None and result.article.lead == "Своё вступление."
