@@ -63,14 +63,14 @@ def register_stage(stage: T) -> T:
 
     Returns its argument, so it works as a class decorator. A name registered twice by different classes is an
     error; registering the same class again (a module imported twice) replaces the old object."""
-    instance = stage() if isinstance(stage, type) else stage
+    instance: Any = stage() if isinstance(stage, type) else stage
     origin = f"{type(instance).__module__}.{type(instance).__qualname__}"
     _check(instance, origin)
     with _lock:
         old = _stages.get(instance.name)
         if old is not None and _qualified(old) != origin:
             raise StageRegistryError(f"stage {instance.name!r} is registered twice: {_qualified(old)} and {origin}")
-        _stages[instance.name] = instance  # type: ignore[assignment]
+        _stages[instance.name] = instance
     return stage
 
 

@@ -49,7 +49,7 @@ def build_ranking_graph() -> StateGraph[RankingState, StageContext, RankingInput
     )
     graph.add_node("expand_query", expand_query)
     graph.add_node("retrieve", retrieve)
-    graph.add_node("rerank", rerank, input_schema=RerankTask)  # type: ignore[call-overload]
+    graph.add_node("rerank", rerank, input_schema=RerankTask)  # type: ignore[arg-type,call-overload]  # stubs: node input = state
     graph.add_node("rank", rank)
     graph.add_edge(START, "expand_query")
     graph.add_edge("expand_query", "retrieve")

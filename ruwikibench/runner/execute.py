@@ -178,7 +178,7 @@ class Runner:
         output_keys = {channels} if isinstance(channels, str) else set(channels)
         final: dict[str, Any] = {}
         try:
-            async for namespace, mode, data in graph.astream(
+            async for namespace, mode, data in graph.astream(  # type: ignore[call-overload]  # a Stage types no context
                 unit.input, context=self.context, stream_mode=["tasks", "values"], subgraphs=True
             ):
                 if mode == "tasks":

@@ -111,10 +111,10 @@ def schema_keys(schema: Any) -> tuple[set[str], set[str]]:
         fields = schema.model_fields
         return set(fields), {name for name, field in fields.items() if field.is_required()}
     if dataclasses.is_dataclass(schema):
-        fields = dataclasses.fields(schema)
-        required = {f.name for f in fields
+        members = dataclasses.fields(schema)
+        required = {f.name for f in members
                     if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
-        return {f.name for f in fields}, required
+        return {f.name for f in members}, required
     if typing.is_typeddict(schema):
         return set(typing.get_type_hints(schema)), set(schema.__required_keys__)
     hints = getattr(schema, "__annotations__", {})

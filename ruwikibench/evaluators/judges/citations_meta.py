@@ -174,7 +174,7 @@ def agreement(scorer: str, pairs: Sequence[SupportPair], probabilities: Sequence
     precision = tp / (tp + fp) if tp + fp else None
     recall = tp / (tp + fn) if tp + fn else None
     f1 = 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else None
-    per_label = {}
+    per_label: dict[str, float] = {}
     for label in LABELS:
         rows = [t == s for (p, _), t, s in zip(answered, truth, said) if p.label == label]
         if rows:
