@@ -20,7 +20,7 @@ from ruwikibench.contract import GeneratedText
 from ruwikibench.evaluators.judges.common import (
     Group,
     JudgedItem,
-    Limits,
+    JudgeOptions,
     Mode,
     RecordStatus,
     format_sources,
@@ -160,11 +160,7 @@ def _parse_criteria_file(file: Path, raw: bytes) -> list[Criterion]:
     return out
 
 
-class CriteriaOptions(BaseModel):
-    mode: Mode = "free"
-    limits: Limits = Field(default_factory=Limits)
-    max_tokens: int | None = Field(default=None, description="judge answer cap; None = the model config's")
-    retry_unparseable: bool = Field(default=False, description="judge unparseable verdicts again on a rerun")
+class CriteriaOptions(JudgeOptions):
     prompt: str = "ru/judge_criteria.txt"
     reference_block: str = "ru/judge_block_reference.txt"
     sources_block: str = "ru/judge_block_sources.txt"
