@@ -169,9 +169,17 @@ def refused_links(article: str, references: list[Reference]) -> list[UrlRecord]:
     """A 'failed' manifest entry (reason ``bad_scheme``) per reference link that is not http(s): never fetched,
     never silently dropped."""
     return [
-        UrlRecord(article=article, kind="source", footnote=ref.id, url=link, outcome="failed", reason="bad_scheme",
-                  detail=f"{link.split(':', 1)[0]} scheme; only http and https are fetched")
-        for ref in references if not ref.is_note
+        _source_record(
+            article,
+            ref,
+            link,
+            None,
+            outcome="failed",
+            reason="bad_scheme",
+            detail=f"{link.split(':', 1)[0]} scheme; only http and https are fetched",
+        )
+        for ref in references
+        if not ref.is_note
         for link in ref.other_links
     ]
 
@@ -191,6 +199,13 @@ def _record(article: str, kind: str, url: str, result: FetchResult | None, **ext
         )
         fields.setdefault("detail", result.detail)
     return UrlRecord(**fields)
+
+
+def _source_record(
+    article: str, reference: Reference, url: str, result: FetchResult | None, **extra: Any
+) -> UrlRecord:
+    """The manifest entry of one URL of a footnote (``result`` None: the URL was not requested)."""
+    return _record(article, "source", url, result, footnote=reference.id, **extra)
 
 
 class _ArticleOutcome(BaseModel):
@@ -294,28 +309,15 @@ class CorpusBuilder:
         for url in ordered_urls(reference):
             if found is not None:
                 entries.append(
-                    UrlRecord(
-                        article=article,
-                        kind="source",
-                        footnote=reference.id,
-                        url=url,
-                        outcome="skipped",
-                        reason="earlier_url_kept",
+                    _source_record(
+                        article, reference, url, None, outcome="skipped", reason="earlier_url_kept"
                     )
                 )
                 continue
             result = await self._fetcher.fetch(url)
             if not result.ok:
                 entries.append(
-                    _record(
-                        article,
-                        "source",
-                        url,
-                        result,
-                        footnote=reference.id,
-                        outcome="excluded",
-                        reason=result.reason,
-                    )
+                    _source_record(article, reference, url, result, outcome="excluded", reason=result.reason)
                 )
                 continue
             extraction = await asyncio.get_running_loop().run_in_executor(
@@ -323,12 +325,11 @@ class CorpusBuilder:
             )
             long_enough = extraction.chars >= self.settings.min_source_chars
             entries.append(
-                _record(
+                _source_record(
                     article,
-                    "source",
+                    reference,
                     url,
                     result,
-                    footnote=reference.id,
                     chars=extraction.chars,
                     extractor=extraction.extractor or None,
                     outcome="kept" if long_enough else "excluded",
