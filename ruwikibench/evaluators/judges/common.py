@@ -51,7 +51,7 @@ class Limits(BaseModel):
 
 
 class JudgeOptions(BaseModel):
-    """What every judge's options hold (the criteria and pairwise judges add their own prompts and settings)."""
+    """What every judge's options hold; the criteria and pairwise judges add their prompts and settings."""
 
     mode: Mode = "free"
     limits: Limits = Field(default_factory=Limits)

@@ -2,8 +2,8 @@
 
 Criteria are data (YAML, read by :mod:`~ruwikibench.evaluators.judges.criteria_set`). Verdicts
 (:mod:`~ruwikibench.evaluators.judges.criteria_records`) are appended to ``judge_criteria.jsonl`` in the run
-directory as they arrive; a rerun skips pairs already judged. Aggregates (per criterion, article, stage and run,
-normalised by the scale; critical failures apart; unparseable verdicts counted: see
+directory as they arrive; a rerun skips pairs already judged. Aggregates (per criterion, article, stage and
+run, normalised by the scale; critical failures apart; unparseable verdicts counted: see
 :mod:`~ruwikibench.evaluators.judges.criteria_summary`) go to ``judge_criteria.json``.
 """
 

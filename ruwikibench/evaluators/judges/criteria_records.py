@@ -1,5 +1,5 @@
-"""The criteria judge's verdict file: one :class:`CriterionRecord` per (text, criterion) in ``judge_criteria.jsonl``;
-the aggregates go to ``judge_criteria.json``."""
+"""The criteria judge's verdict file: one :class:`CriterionRecord` per (text, criterion) in
+``judge_criteria.jsonl``; the aggregates go to ``judge_criteria.json``."""
 
 from __future__ import annotations
 

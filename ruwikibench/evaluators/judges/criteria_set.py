@@ -1,5 +1,6 @@
 """The criteria the criteria judge scores on: data files (YAML, see ``criteria/default_ru.yaml``) read into a
-:class:`CriteriaSet`, each :class:`Criterion` a scale with a rubric per score, its group and the material it needs."""
+:class:`CriteriaSet`, each :class:`Criterion` a scale with a rubric per score, its group and the material it
+needs."""
 
 from __future__ import annotations
 
