@@ -28,12 +28,9 @@ from bs4 import BeautifulSoup
 from ruwikibench.config import RunConfig
 from ruwikibench.contract import GeneratedText
 from ruwikibench.evaluators.judges.common import judge_llm
-from ruwikibench.evaluators.judges.criteria import (
-    CriteriaOptions,
-    judge_run,
-    load_criteria,
-    summarize_judgements,
-)
+from ruwikibench.evaluators.judges.criteria import CriteriaOptions, judge_run
+from ruwikibench.evaluators.judges.criteria_set import load_criteria
+from ruwikibench.evaluators.judges.criteria_summary import summarize_judgements
 from ruwikibench.evaluators.judges.pairwise import PairwiseOptions, judge_runs
 from ruwikibench.evaluators.judges.pairwise_summary import summarize_pairwise
 from ruwikibench.evaluators.judges.rundir import clip, load_run

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from ruwikibench.corpus_builder.web.build import BuildSummary
+    from ruwikibench.corpus_builder.web.manifest import BuildSummary
 
 
 class _RichProgress:
@@ -116,15 +116,9 @@ def build(
     filters and write OUT: the processed dataset, ruwikibench_articles.json (published layout), manifest.jsonl
     (one line per URL) and build_summary.json. Re-running resumes from the page cache without refetching.
     """
-    from ruwikibench.corpus_builder.web.build import (
-        SITES,
-        BuildError,
-        BuildSettings,
-        build_corpus,
-        read_titles,
-    )
+    from ruwikibench.corpus_builder.web.build import build_corpus, read_titles
     from ruwikibench.corpus_builder.web.extract import parse_chain
-    from ruwikibench.corpus_builder.web.types import FetchSettings
+    from ruwikibench.corpus_builder.web.types import SITES, BuildError, BuildSettings, FetchSettings
 
     try:
         if site not in SITES:

@@ -74,12 +74,9 @@ def criteria_command(
     """Judge each generated text on each criterion; results in RUN_DIR/judge_criteria.jsonl and .json."""
     from ruwikibench.evaluators.judges.common import Limits, judge_llm
     from ruwikibench.evaluators.judges.common import judge_config as pick_config
-    from ruwikibench.evaluators.judges.criteria import (
-        CriteriaOptions,
-        judge_run,
-        load_criteria,
-        summarize_judgements,
-    )
+    from ruwikibench.evaluators.judges.criteria import CriteriaOptions, judge_run
+    from ruwikibench.evaluators.judges.criteria_set import load_criteria
+    from ruwikibench.evaluators.judges.criteria_summary import summarize_judgements
     from ruwikibench.evaluators.judges.rundir import RunError, load_run
     from ruwikibench.prompts import PromptLibrary
 

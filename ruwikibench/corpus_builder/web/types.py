@@ -1,17 +1,21 @@
-"""Settings and results of the web path of the corpus builder."""
+"""Settings and results of the web path of the corpus builder: the downloader's settings and one URL's fetch
+result, the build's settings (and the sites it knows) and its input error."""
 
 from __future__ import annotations
 
 import builtins
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ruwikibench import __version__
+from ruwikibench.corpus_builder.web.extract import DEFAULT_CHAIN
 
 USER_AGENT = f"ruwikibench-corpus-builder/{__version__} (RuWikiBench corpus builder; python-httpx)"
 
 # Outcomes worth retrying now and not worth caching (a later build tries again).
 TRANSIENT_REASONS = frozenset({"timeout", "connect_error", "dns_error", "protocol_error", "http_429"})
+SITES = ("ru.ruwiki.ru", "ru.wikipedia.org", "en.wikipedia.org")
 
 
 class FetchSettings(BaseModel):
@@ -64,3 +68,21 @@ class FetchResult(BaseModel):
         if self.ok:
             return False
         return self.reason in TRANSIENT_REASONS or (self.status is not None and self.status >= 500)
+
+
+class BuildError(Exception):
+    """Bad build input (titles file, site); the message names the file or option."""
+
+
+class BuildSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    site: str = "ru.ruwiki.ru"
+    base_url: str | None = Field(default=None, description="fetch pages from here instead of https://<site>")
+    fetch: FetchSettings = Field(default_factory=FetchSettings)
+    extractors: tuple[str, ...] = DEFAULT_CHAIN
+    min_source_chars: int = 1500
+    window: int = 600
+    overlap: int = 0
+    lists: Literal["ignore", "keep"] = "ignore"
+    cache_dir: str | None = Field(default=None, description="page cache; default <out>/cache")

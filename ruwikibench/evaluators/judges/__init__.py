@@ -9,15 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ruwikibench.evaluators.judges.criteria import (
-    CriteriaOptions,
-    CriteriaSet,
-    Criterion,
-    CriterionRecord,
-    judge_run,
-    load_criteria,
-    summarize_judgements,
-)
+from ruwikibench.evaluators.judges.criteria import CriteriaOptions, judge_run
+from ruwikibench.evaluators.judges.criteria_records import CriterionRecord
+from ruwikibench.evaluators.judges.criteria_set import CriteriaSet, Criterion, load_criteria
+from ruwikibench.evaluators.judges.criteria_summary import summarize_judgements
 from ruwikibench.evaluators.judges.meta import evaluate, run_meta, summarize_meta
 from ruwikibench.evaluators.judges.pairwise import PairwiseOptions, judge_runs
 from ruwikibench.evaluators.judges.pairwise_summary import PairwiseSummary, summarize_pairwise

@@ -15,6 +15,8 @@ from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
 
 Mode = Literal["free", "guided"]
+"""``free``: reference-free (the judge sees the task, the text and, where a criterion needs them, the sources);
+``guided``: reference-guided (the judge also sees the human-written reference text)."""
 Group = Literal["general", "critical", "encyclopedic"]
 RecordStatus = Literal["ok", "unparseable", "ambiguous", "out_of_range", "not_applicable", "error"]
 Order = Literal["random", "both"]
@@ -29,8 +31,7 @@ class JudgedItem(BaseModel):
     item: str
     title: str = ""
     category: str | None = None
-"""``free``: reference-free (the judge sees the task, the text and, where a criterion needs them, the sources);
-``guided``: reference-guided (the judge also sees the human-written reference text)."""
+
 
 TASK_PROMPTS = {
     "sections": "ru/judge_task_sections.txt",
@@ -47,6 +48,15 @@ class Limits(BaseModel):
     reference_chars: int = Field(default=4000, description="reference text (guided mode)")
     source_chars: int = Field(default=1500, description="each source")
     sources_chars: int = Field(default=6000, description="all sources together")
+
+
+class JudgeOptions(BaseModel):
+    """What every judge's options hold; the criteria and pairwise judges add their prompts and settings."""
+
+    mode: Mode = "free"
+    limits: Limits = Field(default_factory=Limits)
+    max_tokens: int | None = Field(default=None, description="judge answer cap; None = the model config's")
+    retry_unparseable: bool = Field(default=False, description="judge unparseable verdicts again on a rerun")
 
 
 def task_prompt_name(text: GeneratedText) -> str:

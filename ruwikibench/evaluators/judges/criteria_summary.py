@@ -1,19 +1,19 @@
 """Criteria verdicts -> per judge and mode: per-criterion score distributions and normalised means with CIs, the
-per-text overall score (general + encyclopedic criteria), critical failures, per-article and per-stage means."""
+per-text overall score (general + encyclopedic criteria), critical failures, per-article and per-stage means;
+a run's verdicts as report rows."""
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from ruwikibench.evaluators.judges.common import Group, Mode
+from ruwikibench.evaluators.judges.criteria_records import RESULTS_JSONL, CriterionRecord, read_records
+from ruwikibench.evaluators.judges.rundir import latest_verdicts
 from ruwikibench.evaluators.stats import Estimate, bootstrap_ci
-
-if TYPE_CHECKING:
-    from ruwikibench.evaluators.judges.criteria import CriterionRecord
 
 
 class CriterionSummary(BaseModel):
@@ -120,3 +120,49 @@ def _per_criterion(rows: list[CriterionRecord], seed: int) -> list[CriterionSumm
 
 def unparsed_count(statuses: dict[str, int]) -> int:
     return sum(statuses.get(s, 0) for s in ("unparseable", "ambiguous", "out_of_range"))
+
+
+def summarize_judgements(run_dir: str | Path) -> list[dict[str, str]]:
+    """Table rows for reports: per judge and mode, one row per criterion and an overall row.
+
+    Columns: judge, mode, group, criterion, n (verdicts parsed), score (mean / max, or critical failures),
+    normalised (mean [95% CI], higher is better), unparsed (unparseable + ambiguous + out of range), errors.
+    Empty when the run has not been judged.
+    """
+    path = Path(run_dir) / RESULTS_JSONL
+    if not path.exists():
+        return []
+    rows: list[dict[str, str]] = []
+    for summary in aggregate(latest_verdicts(read_records(path))):
+        base = {"judge": summary.judge, "mode": summary.mode}
+        for c in summary.per_criterion:
+            score = (
+                f"failures {c.failures}/{c.normalised.n}"
+                if c.group == "critical"
+                else (f"{c.mean_score:.2f} / {c.max}" if c.mean_score is not None else "—")
+            )
+            rows.append(
+                {
+                    **base,
+                    "group": c.group,
+                    "criterion": c.criterion,
+                    "n": str(c.normalised.n),
+                    "score": score,
+                    "normalised": c.normalised.fmt(),
+                    "unparsed": str(unparsed_count(c.statuses)),
+                    "errors": str(c.statuses.get("error", 0)),
+                }
+            )
+        rows.append(
+            {
+                **base,
+                "group": "all",
+                "criterion": "overall (per-text mean)",
+                "n": str(summary.overall.n),
+                "score": f"critical failures: {summary.texts_with_critical_failure} texts",
+                "normalised": summary.overall.fmt(),
+                "unparsed": str(unparsed_count(summary.statuses)),
+                "errors": str(summary.statuses.get("error", 0)),
+            }
+        )
+    return rows

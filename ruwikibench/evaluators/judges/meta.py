@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
-from ruwikibench.evaluators.judges.criteria import RESULTS_JSONL
+from ruwikibench.evaluators.judges.criteria_records import RESULTS_JSONL
 from ruwikibench.evaluators.judges.rundir import RunError, read_jsonl, write_json
 
 KEY_COLUMNS = ("stage", "article", "item")

@@ -14,12 +14,12 @@ import random
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ruwikibench.contract import GeneratedText
 from ruwikibench.evaluators.judges.common import (
     JudgedItem,
-    Limits,
+    JudgeOptions,
     Mode,
     Order,
     ShownOrder,
@@ -48,13 +48,9 @@ from ruwikibench.runlock import run_lock
 PairStatus = Literal["ok", "unparseable", "ambiguous", "out_of_range", "error"]
 
 
-class PairwiseOptions(BaseModel):
-    mode: Mode = "free"
+class PairwiseOptions(JudgeOptions):
     order: Order = Field(default="random", description="random order per item (seeded), or both orders")
     seed: int = 0
-    limits: Limits = Field(default_factory=Limits)
-    max_tokens: int | None = None
-    retry_unparseable: bool = False
     resamples: int = 2000
     prompt: str = "ru/judge_pairwise.txt"
     prompt_guided: str = "ru/judge_pairwise_guided.txt"

@@ -14,17 +14,10 @@ import pytest
 from ruwikibench.corpus_builder.html_parser import decode_gateway_href
 from ruwikibench.corpus_builder.ruwikibench_json import import_ruwikibench_json
 from ruwikibench.corpus_builder.store import load_dataset
-from ruwikibench.corpus_builder.web.build import (
-    BuildError,
-    BuildSettings,
-    build_corpus,
-    build_corpus_async,
-    ordered_urls,
-    page_url,
-    read_titles,
-)
+from ruwikibench.corpus_builder.web.build import build_corpus, build_corpus_async, read_titles
 from ruwikibench.corpus_builder.web.cache import PageCache
-from ruwikibench.corpus_builder.web.types import FetchSettings
+from ruwikibench.corpus_builder.web.crawl import ordered_urls, page_url
+from ruwikibench.corpus_builder.web.types import BuildError, BuildSettings, FetchSettings
 from ruwikibench.dataset import Reference
 from tests.corpus_builder.web._site import Site, serve_article
 from tests.sample import shared_data

@@ -5,17 +5,10 @@ from pathlib import Path
 import pytest
 
 from ruwikibench.evaluators.judges.common import Limits
-from ruwikibench.evaluators.judges.criteria import (
-    RESULTS_JSON,
-    RESULTS_JSONL,
-    CriteriaOptions,
-    Criterion,
-    build_prompt,
-    judge_run,
-    load_criteria,
-    read_records,
-    summarize_judgements,
-)
+from ruwikibench.evaluators.judges.criteria import CriteriaOptions, build_prompt, judge_run
+from ruwikibench.evaluators.judges.criteria_records import RESULTS_JSON, RESULTS_JSONL, read_records
+from ruwikibench.evaluators.judges.criteria_set import Criterion, load_criteria
+from ruwikibench.evaluators.judges.criteria_summary import summarize_judgements
 from ruwikibench.evaluators.judges.rundir import load_run
 from ruwikibench.evaluators.stats import bootstrap_ci
 from ruwikibench.models.cache import ResponseCache

@@ -176,7 +176,8 @@ def test_guided_prompt_shows_the_reference() -> None:
 
 async def test_judge_tables_collects_every_table(make_run) -> None:
     from ruwikibench.evaluators.judges import judge_tables
-    from ruwikibench.evaluators.judges.criteria import judge_run, load_criteria
+    from ruwikibench.evaluators.judges.criteria import judge_run
+    from ruwikibench.evaluators.judges.criteria_set import load_criteria
 
     path_a, path_b = two_runs(make_run, n=2, categories=False)
     assert judge_tables(path_b) == {}

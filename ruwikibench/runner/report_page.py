@@ -1,0 +1,247 @@
+"""What ``report.html`` shows: the runs, the settings they differ in, one paper-layout table (and chart) per
+stage, the judge tables, failures and exclusions, the article index and, for several runs, per-article deltas.
+The tables' numbers come from :mod:`ruwikibench.runner.report`; this module arranges them for the template."""
+
+from __future__ import annotations
+
+import base64
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
+from ruwikibench.runner.report import (
+    PAPER_TABLE,
+    count_keys,
+    floor_note,
+    metric_scale,
+    settings_table,
+    stage_columns,
+    stage_table,
+)
+from ruwikibench.runner.report_data import Run, RunData
+
+TOP_DELTAS = 10
+
+
+def data_uri(path: Path) -> str:
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
+
+
+def headline(stage: str, metrics: dict[str, Any]) -> tuple[str, str]:
+    """The (title, key) the article index and the deltas rank by: the stage's ``headline_key`` when it declares
+    one, else its first column."""
+    columns = [c for c in stage_columns(stage, metrics) if not c[1].endswith((FLOOR_SUFFIX, RESCALED_SUFFIX))]
+    try:
+        from ruwikibench.registry import get_stage
+
+        key = getattr(get_stage(stage), "headline_key", None)
+    except Exception:  # noqa: BLE001 - a stage module that cannot be imported: first column
+        key = None
+    return next((c for c in columns if c[1] == key), columns[0]) if columns else ("", "")
+
+
+def report_context(
+    data: list[RunData],
+    stages: list[str],
+    view: str,
+    charts: dict[str, Path],
+    articles: list[str],
+    pages: dict[str, str],
+) -> dict[str, Any]:
+    runs: list[Run] = [(r.name, r.metrics, r.rundir) for r in data]
+    stage_blocks = []
+    for stage in stages:
+        present = [(r.name, r.metrics[stage]) for r in data if stage in r.metrics]
+        floors = [m["floor"] for _, m in present if m.get("floor")]
+        stage_blocks.append(
+            {
+                "name": stage,
+                "paper": PAPER_TABLE.get(stage, ""),
+                "rows": stage_table(stage, present, view),
+                "chart": data_uri(charts[stage]) if stage in charts and charts[stage].exists() else None,
+                "floor_note": floor_note(floors[0]) if floors else "",
+            }
+        )
+    return {
+        "title": "RuWikiBench report" if len(data) == 1 else "RuWikiBench comparison",
+        "created": time.strftime("%Y-%m-%d %H:%M"),
+        "view": view.replace("_", " "),
+        "runs": [run_summary(r) for r in data],
+        "settings": settings_table(runs),
+        "stages": stage_blocks,
+        "judges": judge_blocks(data),
+        "problems": problem_rows(data, pages),
+        "index": index_table(data, stages, articles, pages),
+        "deltas": [d for stage in stages if (d := delta_block(data, stage, articles, pages))],
+    }
+
+
+def run_summary(run: RunData) -> dict[str, Any]:
+    spec = run.spec
+    session = spec.get("last_session", {})
+    llm = session.get("llm", {})
+    return {
+        "name": run.name,
+        "path": str(run.rundir.path),
+        "models": ", ".join(f"{role}: {m.get('name')}" for role, m in spec.get("models", {}).items()),
+        "embedder": spec.get("embedder", ""),
+        "dataset": spec.get("dataset", {}).get("id", ""),
+        "commit": (spec.get("git_commit") or "")[:10],
+        "wall_time_s": session.get("wall_time_s"),
+        "calls": sum(u.get("calls", 0) for u in llm.values()),
+        "tokens": sum(u.get("prompt_tokens", 0) + u.get("completion_tokens", 0) for u in llm.values()),
+        "dataset_note": run.dataset_note,
+    }
+
+
+def citation_block(data: list[RunData]) -> list[dict[str, Any]]:
+    """One table of the runs judged by ``judge citations`` (recall, precision, unsupported share with CIs)."""
+    from ruwikibench.evaluators.judges.citations import summarize_citations
+
+    rows = [{"run": run.name, **row} for run in data for row in summarize_citations(run.rundir.path)]
+    if not rows:
+        return []
+    header = list(rows[0])
+    return [
+        {
+            "title": "Citation faithfulness (×100, mean [95% CI] over sentences / citations)",
+            "rows": [header, *[[r[h] for h in header] for r in rows]],
+            "charts": [],
+        }
+    ]
+
+
+def judge_blocks(data: list[RunData]) -> list[dict[str, Any]]:
+    from ruwikibench.evaluators.judges import judge_tables
+
+    blocks = citation_block(data)
+    for run in data:
+        for title, rows in judge_tables(run.rundir.path).items():
+            header = list(rows[0])
+            blocks.append(
+                {
+                    "title": f"{title} — {run.name}",
+                    "rows": [header, *[[str(r[h]) for h in header] for r in rows]],
+                    "charts": [],
+                }
+            )
+        charts = [data_uri(p) for p in sorted(run.rundir.path.glob("judge_pairwise_*.png"))]
+        if charts and blocks:
+            blocks[-1]["charts"] = charts
+    return blocks
+
+
+def problem_rows(data: list[RunData], pages: dict[str, str]) -> list[dict[str, Any]]:
+    """Failed units (their last error) and excluded items (the paper's exclusion reason), per run."""
+    rows = []
+    for run in data:
+        for error in run.errors:
+            rows.append(
+                {
+                    "run": run.name,
+                    "stage": error["stage"],
+                    "article": error["article"],
+                    "page": pages.get(error["article"]),
+                    "item": error["unit"],
+                    "kind": "failed",
+                    "reason": error["reason"],
+                }
+            )
+        for (stage, article), records in sorted(run.results.items()):
+            for record in records:
+                if record.get("excluded"):
+                    rows.append(
+                        {
+                            "run": run.name,
+                            "stage": stage,
+                            "article": article,
+                            "page": pages.get(article),
+                            "item": record["item"],
+                            "kind": "excluded",
+                            "reason": record["excluded"],
+                        }
+                    )
+    return rows
+
+
+def _shown(stage: str, key: str, value: float | None) -> float | None:
+    return None if value is None else value * metric_scale(key, count_keys(stage))
+
+
+@dataclass
+class IndexColumn:
+    stage: str
+    title: str
+    key: str
+    run: RunData
+
+
+def index_table(
+    data: list[RunData], stages: list[str], articles: list[str], pages: dict[str, str]
+) -> dict[str, Any]:
+    """One row per article: each run's headline score per stage (×100), failures marked."""
+    columns: list[IndexColumn] = []
+    for stage in stages:
+        metrics: dict[str, Any] = next((r.metrics[stage] for r in data if stage in r.metrics), {})
+        title, key = headline(stage, metrics)
+        columns += [IndexColumn(stage, title, key, r) for r in data]
+    rows = []
+    for article in articles:
+        cells = [
+            {
+                "value": _shown(c.stage, c.key, c.run.article_value(c.stage, article, c.key)),
+                "failed": bool(c.run.failed(c.stage, article)),
+            }
+            for c in columns
+        ]
+        rows.append({"article": article, "page": pages[article], "cells": cells})
+    header = [f"{c.stage} {c.title}" + (f" · {c.run.name}" if len(data) > 1 else "") for c in columns]
+    return {"header": header, "rows": rows}
+
+
+@dataclass
+class DeltaRow:
+    """An article's headline score in the first run, in each other run, and the differences (None: unscored)."""
+
+    article: str
+    page: str
+    before: float | None
+    afters: list[float | None]
+    deltas: list[float | None]
+
+    @property
+    def first(self) -> float | None:
+        return self.deltas[0]
+
+
+def delta_block(
+    data: list[RunData], stage: str, articles: list[str], pages: dict[str, str]
+) -> dict[str, Any] | None:
+    """Per-article deltas of the stage's headline metric, each run against the first; None for one run."""
+    present = [r for r in data if stage in r.metrics]
+    if len(present) < 2:
+        return None
+    base, others = present[0], present[1:]
+    title, key = headline(stage, base.metrics[stage])
+    rows = []
+    for article in articles:
+        before = _shown(stage, key, base.article_value(stage, article, key))
+        afters = [_shown(stage, key, r.article_value(stage, article, key)) for r in others]
+        if before is None and all(a is None for a in afters):
+            continue
+        deltas = [None if before is None or after is None else after - before for after in afters]
+        rows.append(DeltaRow(article, pages[article], before, afters, deltas))
+    scored = [(row, row.first) for row in rows if row.first is not None]
+    return {
+        "stage": stage,
+        "title": title,
+        "base": base.name,
+        "others": [r.name for r in others],
+        "wins": [row for row, d in sorted(scored, key=lambda x: -x[1]) if d > 0][:TOP_DELTAS],
+        "losses": [row for row, d in sorted(scored, key=lambda x: x[1]) if d < 0][:TOP_DELTAS],
+        "ties": sum(1 for _, d in scored if d == 0),
+        "rows": sorted(rows, key=lambda r: -abs(r.first) if r.first is not None else math.inf),
+    }
