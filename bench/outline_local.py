@@ -93,7 +93,7 @@ def main() -> None:
     parser.add_argument("--merge-tokens", type=int, default=450)
     parser.add_argument("--lock", default="/tmp/llm.lock")
     parser.add_argument("--save", default=None)
-    parser.add_argument("--embed-cache", default=None, help="pickle file memoising embeddings across runs")
+    parser.add_argument("--embed-cache", default=None, help="pickle file memoizing embeddings across runs")
     args = parser.parse_args()
 
     dataset = import_ruwikibench_json(args.sample).dataset

@@ -137,7 +137,7 @@ def write_run(rundir: RunDir, dataset: Dataset, quality: float, rng: random.Rand
                                           "input": {"article": article.title, "sections": [spec]},
                                           "output": {"results": [result]}})
             files["nodes.jsonl"].write_many(
-                [node("sections", article.name, section.id, f"summarise_{i}", t + i * 3, 3.0, {"text": text(rng, 60)},
+                [node("sections", article.name, section.id, f"summarize_{i}", t + i * 3, 3.0, {"text": text(rng, 60)},
                       1, "ru/section_summary.txt") for i in range(5)])
             files["results.jsonl"].write({"stage": "sections", "article": article.name, "item": section.id,
                                           "unit": section.id, "metrics": {"f1": score, "rouge_l": score / 3,

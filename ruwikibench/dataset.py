@@ -1,7 +1,7 @@
 """The dataset model: articles with an outline tree, references, sources and snippets.
 
 Everything the stages consume is built from these pydantic models; a processed dataset directory
-is these models serialised as JSONL plus a manifest (see :mod:`ruwikibench.corpus_builder.store`).
+is these models serialized as JSONL plus a manifest (see :mod:`ruwikibench.corpus_builder.store`).
 """
 
 from __future__ import annotations

@@ -183,7 +183,7 @@ def run_outline(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = 
 def run_sections(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
                  out: OutOpt = Path("runs"), run_id: RunIdOpt = None,
                  max_snippets: Annotated[int | None, typer.Option(help="cap snippets per section")] = None) -> None:
-    """Stage 3: group -> iterative summarisation -> section text (paper Table 7)."""
+    """Stage 3: group -> iterative summarization -> section text (paper Table 7)."""
     update = {"max_snippets": max_snippets} if max_snippets is not None else {}
     _run(["sections"], config, dataset, articles, article, out, run_id, {"sections": update})
 

@@ -9,7 +9,7 @@ Pure functions over heading lists and their embeddings. Which headings take part
   merely repeats the article title.
 - ``AUTHORS`` is the authors' variant: every reference heading including the h1 title, every generated heading.
 
-Cosines come from L2-normalised vectors (``Embedder.embed`` normalises); note that e5-family encoders give
+Cosines come from L2-normalized vectors (``Embedder.embed`` normalizes); note that e5-family encoders give
 unrelated short texts cosines around 0.7–0.8, so absolute values are compressed towards 1.
 """
 
@@ -49,7 +49,7 @@ class PRF(BaseModel):
 def heading_prf(generated: np.ndarray, reference: np.ndarray) -> PRF:
     """P = mean over generated rows of the best cosine to a reference row; R the reverse; F1 harmonic.
 
-    Both inputs are (n, d) embedding matrices; they are L2-normalised here. An empty side gives 0/0/0.
+    Both inputs are (n, d) embedding matrices; they are L2-normalized here. An empty side gives 0/0/0.
     """
     if len(generated) == 0 or len(reference) == 0:
         return PRF(precision=0.0, recall=0.0, f1=0.0)

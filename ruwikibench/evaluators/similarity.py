@@ -2,7 +2,7 @@
 
 P = mean over generated sentences of the best cosine to a reference sentence, R = mean over reference sentences
 of the best cosine to a generated sentence, F1 = 2PR / (P + R) (paper eqs. 5–7, sentences instead of tokens).
-Sentences come from razdel; vectors must be L2-normalised (every :class:`Embedder` returns them so).
+Sentences come from razdel; vectors must be L2-normalized (every :class:`Embedder` returns them so).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def split_sentences(text: str) -> list[str]:
 
 
 def greedy_prf(generated: np.ndarray, reference: np.ndarray) -> dict[str, float]:
-    """P / R / F1 from two matrices of L2-normalised row vectors (generated rows, reference rows)."""
+    """P / R / F1 from two matrices of L2-normalized row vectors (generated rows, reference rows)."""
     if len(generated) == 0 or len(reference) == 0:
         raise ValueError("greedy_prf needs at least one generated and one reference vector")
     sims = np.clip(

@@ -3,7 +3,7 @@ so the writer's batch scoring (:mod:`ruwikibench.writer.score`) scores it unchan
 
 Markdown: an optional ``# Title`` line, the lead (text before the first section heading), then ``##`` sections
 (``###`` … nested). Articles whose sections are ``#`` headings (STORM's plain text) are read too: levels are
-shifted so the top section level is 2. Sources: each number maps to a dataset source (by normalised URL, by
+shifted so the top section level is 2. Sources: each number maps to a dataset source (by normalized URL, by
 source id, or by snippet id); a number whose source the dataset does not hold stays in the reference list with
 its URL only — it counts against the cited own share and is reported as unmatched, never an error.
 """
@@ -47,7 +47,7 @@ class SourceMatch(BaseModel):
 
 
 class SourceIndex:
-    """Dataset sources by normalised URL (the article's own sources win over another article's)."""
+    """Dataset sources by normalized URL (the article's own sources win over another article's)."""
 
     def __init__(self, dataset: Dataset) -> None:
         self.dataset = dataset

@@ -1,4 +1,4 @@
-"""Embedders: L2-normalised float32 arrays for query / passage / symmetric texts, cached on disk.
+"""Embedders: L2-normalized float32 arrays for query / passage / symmetric texts, cached on disk.
 
 Kinds (``EmbedderConfig.kind``):
 
@@ -184,7 +184,7 @@ class LangChainEmbedder:
     ``langchain_openai:OpenAIEmbeddings`` against a vLLM or hosted ``/v1/embeddings`` endpoint, an Ollama or
     Infinity server's integration package, or one of langchain-community's classes (``[community]`` extra).
     Queries go through ``embed_query``, passages and symmetric texts through ``embed_documents``, each with the
-    config's prefix for that use; vectors are L2-normalised like every embedder's here."""
+    config's prefix for that use; vectors are L2-normalized like every embedder's here."""
 
     def __init__(self, config: EmbedderConfig) -> None:
         module, _, attribute = (config.name or "").partition(":")

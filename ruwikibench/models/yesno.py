@@ -3,7 +3,7 @@
 The model is asked to start its answer with «Да» or «Нет». We find the first *answer* token — after any
 ``<think>…</think>`` block, whitespace, SentencePiece/BPE markers (``▁``, ``Ġ``), markdown (``**``, ``#``, ``_``),
 quotes and an optional ``Ответ:``/``Answer:`` label — and read that position's top log-probabilities.
-Every alternative is normalised (markers, markdown, quotes and trailing punctuation stripped, lower-cased) and
+Every alternative is normalized (markers, markdown, quotes and trailing punctuation stripped, lower-cased) and
 classified as *yes* (да/yes) or *no* (нет/no); the probabilities of all variants of a class are summed:
 
 - ``p_yes``, ``p_no``: the summed probability mass of the yes / no variants at the answer position;

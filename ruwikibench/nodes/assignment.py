@@ -118,7 +118,7 @@ def pick(fused: np.ndarray, per_section: int, exclusive: bool) -> list[list[int]
 
 
 def bm25_matrix(queries: list[str], texts: list[str], normalizer: str) -> np.ndarray:
-    """BM25 scores (queries × texts) over an index of just these texts (the stage-1 normaliser and index)."""
+    """BM25 scores (queries × texts) over an index of just these texts (the stage-1 normalizer and index)."""
     from ruwikibench.retrieval.bm25 import BM25Index
 
     pool = Dataset(

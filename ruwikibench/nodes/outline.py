@@ -5,7 +5,7 @@ Flow (see :mod:`ruwikibench.graphs.outline`)::
     cluster --Send per cluster--> select --> [describe] --> mini_outline --> merge --> parse
 
 ``cluster`` embeds the snippets as passages and runs KMeans. Centroids (``OutlineConfig.centroids``):
-``headings`` (paper: k = number of reference H2 headings, centroids initialised from the headings'
+``headings`` (paper: k = number of reference H2 headings, centroids initialized from the headings'
 embeddings), ``first_snippet`` (authors' code: each centroid is the embedding of the first snippet of the
 first kept source the H2 block cites) or ``data`` (writer mode, no gold: k chosen by silhouette, see
 :func:`choose_k`). Without reference headings the node falls back to ``data``.

@@ -1,6 +1,6 @@
 """Stage 3's LLM side: compressing a group of snippets into a description (the paper's iterative extend-the-
 description loop, or the authors' tree reduction) and writing the section text from the group descriptions by
-hierarchical summarisation. Every call goes to the ``sections`` role with a prompt file of the stage config.
+hierarchical summarization. Every call goes to the ``sections`` role with a prompt file of the stage config.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def write_prompt(config: SectionsConfig, level: int) -> str:
 async def write_section(
     context: StageContext, article: str, spec: SectionSpec, descriptions: list[str]
 ) -> tuple[str, int]:
-    """Hierarchical summarisation: merge descriptions in chunks until one chunk is left, then write the section.
+    """Hierarchical summarization: merge descriptions in chunks until one chunk is left, then write the section.
 
     The final write call is made even for a single description.
     """

@@ -5,7 +5,7 @@ the snippets of the sources its paragraphs cite; writer mode: the snippets the w
 filtered by the authors' oracle (cosine to the gold text) and capped; ``group`` embeds them and joins pairs with
 cosine >= threshold into connected components; ``compress`` describes one group (the paper's iterative loop:
 describe the first ``chunk_size`` texts, then extend that description with the next ones; or the authors' tree
-reduction); ``write`` writes the section from the group descriptions by hierarchical summarisation. The writer
+reduction); ``write`` writes the section from the group descriptions by hierarchical summarization. The writer
 prompt is called even for a single group, so raw snippet text is never returned as generated text.
 """
 

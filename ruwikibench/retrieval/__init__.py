@@ -1,4 +1,4 @@
-"""Retrieval: a BM25 index over a dataset's snippets with Russian/English normalisation."""
+"""Retrieval: a BM25 index over a dataset's snippets with Russian/English normalization."""
 
 from ruwikibench.retrieval.bm25 import BM25Index, Hit, IndexShelf, get_index, index_dir
 from ruwikibench.retrieval.normalize import Normalizer, stopwords

@@ -1,6 +1,6 @@
 """A BM25 index (bm25s, Lucene variant, k1 = 1.5, b = 0.75) over every snippet of a dataset.
 
-Built once per (dataset id, normaliser), saved under ``<cache dir>/bm25/<dataset id>-<normaliser>-<version>/``
+Built once per (dataset id, normalizer), saved under ``<cache dir>/bm25/<dataset id>-<normalizer>-<version>/``
 and reloaded from there by :func:`get_index`; a run keeps what it loaded on an :class:`IndexShelf` (thread-safe: one
 load or build per key even when many articles ask at once).
 """
@@ -31,7 +31,7 @@ class Hit(BaseModel):
 
 
 class BM25Index:
-    """Snippet ids plus a bm25s retriever over their normalised terms."""
+    """Snippet ids plus a bm25s retriever over their normalized terms."""
 
     def __init__(self, retriever, doc_ids: list[str], normalizer: NormalizerKind, dataset_id: str) -> None:
         self.retriever = retriever

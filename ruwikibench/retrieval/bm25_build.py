@@ -1,12 +1,12 @@
 """Build the BM25 index of a corpus quickly and in little memory, with bm25s's own scores.
 
 bm25s's ``tokenize`` + ``index`` keep a Python list of strings per document and walk every token in Python:
-about 0.5 ms per 600-word snippet here and 4 GB at 100k snippets. This builder tokenises a chunk of texts with
-one regex call per text, counts terms with numpy/scipy, normalises each distinct word once (pymorphy3 or
+about 0.5 ms per 600-word snippet here and 4 GB at 100k snippets. This builder tokenizes a chunk of texts with
+one regex call per text, counts terms with numpy/scipy, normalizes each distinct word once (pymorphy3 or
 Snowball, through :class:`~ruwikibench.retrieval.normalize.Normalizer`), and keeps only a sparse matrix of
-term counts; large corpora are tokenised by worker processes, one per core. The result is a ``bm25s.BM25``
+term counts; large corpora are tokenized by worker processes, one per core. The result is a ``bm25s.BM25``
 whose scores equal those of ``bm25s.tokenize(…)`` + ``BM25().index(…)`` with the same token pattern,
-stopwords and normaliser (Lucene variant, k1 = 1.5, b = 0.75; tests compare the two builds bit for bit).
+stopwords and normalizer (Lucene variant, k1 = 1.5, b = 0.75; tests compare the two builds bit for bit).
 """
 
 from __future__ import annotations
@@ -24,15 +24,15 @@ import numpy as np
 from ruwikibench.retrieval.normalize import TOKEN_PATTERN, Normalizer, fold, stopwords
 
 K1, B = 1.5, 0.75
-CHUNK = 4000  # texts per tokenising job
+CHUNK = 4000  # texts per tokenizing job
 PARALLEL_FROM = 40_000  # texts; below this, worker processes cost more than they save
 
 _TOKEN = re.compile(TOKEN_PATTERN)
-Tokenised = tuple[list[str], np.ndarray, np.ndarray, np.ndarray, int]
+Tokenized = tuple[list[str], np.ndarray, np.ndarray, np.ndarray, int]
 SCORE_BATCH = 1 << 24  # (term, document) pairs scored at a time: bounds the float64 temporaries
 
 
-def tokenize_chunk(texts: list[str]) -> Tokenised:
+def tokenize_chunk(texts: list[str]) -> Tokenized:
     """A chunk's word counts: (its distinct folded words, then for every (text, word) pair that occurs: the text's
     position in the chunk, the word's index, how often; and the number of texts)."""
     lists = [_TOKEN.findall(fold(text)) for text in texts]
@@ -48,7 +48,7 @@ def tokenize_chunk(texts: list[str]) -> Tokenised:
 
 
 class TermTable:
-    """Folded word -> index column (-1 for a stopword); every new word is normalised once, in batches."""
+    """Folded word -> index column (-1 for a stopword); every new word is normalized once, in batches."""
 
     def __init__(self, normalizer: Normalizer, stop: Iterable[str]) -> None:
         self.normalizer = normalizer
@@ -71,13 +71,13 @@ def _chunks(texts: Iterable[str], size: int) -> Iterator[list[str]]:
         yield chunk
 
 
-def _tokenised(texts: Iterable[str], workers: int) -> Iterator[Tokenised]:
-    """Chunks tokenised in order: here, or by ``workers`` processes with a bounded number of chunks in flight."""
+def _tokenized(texts: Iterable[str], workers: int) -> Iterator[Tokenized]:
+    """Chunks tokenized in order: here, or by ``workers`` processes with a bounded number of chunks in flight."""
     if workers <= 1:
         yield from map(tokenize_chunk, _chunks(texts, CHUNK))
         return
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-        pending: list[Future[Tokenised]] = []
+        pending: list[Future[Tokenized]] = []
         for chunk in _chunks(texts, CHUNK):
             pending.append(pool.submit(tokenize_chunk, chunk))
             if len(pending) > 2 * workers:
@@ -96,7 +96,7 @@ def count_terms(texts: Iterable[str], normalizer: Normalizer, workers: int = 1):
     table = TermTable(normalizer, stopwords())
     rows, columns, counts, lengths = [], [], [], []
     offset = 0
-    for words, text_index, word_index, count, n_texts in _tokenised(texts, workers):
+    for words, text_index, word_index, count, n_texts in _tokenized(texts, workers):
         column = table.columns_for(words)[word_index]
         kept = column >= 0
         row = text_index[kept] + offset

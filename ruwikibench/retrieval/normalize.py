@@ -1,7 +1,7 @@
-"""Russian + English token normalisation for BM25: pymorphy3 lemmas or Snowball stems, package stopwords.
+"""Russian + English token normalization for BM25: pymorphy3 lemmas or Snowball stems, package stopwords.
 
 A :class:`Normalizer` has the ``stemWords(list[str]) -> list[str]`` method bm25s expects of a stemmer.
-Cyrillic words go to the Russian normaliser (pymorphy3 lemma or Snowball «russian»), every other word to
+Cyrillic words go to the Russian normalizer (pymorphy3 lemma or Snowball «russian»), every other word to
 Snowball «english». «ё» is folded to «е» before anything else.
 """
 
@@ -72,7 +72,7 @@ class Normalizer:
             return list(_snowball("english").stemWords(words))
 
     def stemWords(self, words: list[str]) -> list[str]:
-        """Normalise a list of (lower-cased) words, memoising each distinct word."""
+        """Normalize a list of (lower-cased) words, memoizing each distinct word."""
         todo = sorted({w for w in words if w not in self._memo})
         russian = [w for w in todo if _CYRILLIC.search(w)]
         other = [w for w in todo if not _CYRILLIC.search(w)]
@@ -81,7 +81,7 @@ class Normalizer:
         return [self._memo[w] for w in words]
 
     def terms(self, text: str) -> list[str]:
-        """Index terms of a text: folded ``\\w\\w+`` tokens, stopwords removed, normalised."""
+        """Index terms of a text: folded ``\\w\\w+`` tokens, stopwords removed, normalized."""
         import bm25s
 
         tokens = bm25s.tokenize(

@@ -1,7 +1,7 @@
 """Load, before a run sends its first request, what its stages would otherwise load lazily mid-run.
 
 Importing a large package (sklearn, scipy, langchain-openai) or loading a morphology dictionary runs C
-initialisers that hold the GIL; done lazily in a worker thread in the middle of a run, each stalls the event
+initializers that hold the GIL; done lazily in a worker thread in the middle of a run, each stalls the event
 loop (and with it every request in flight) for up to half a second — measured on 2 loaded cores. Done once up
 front, before any request is in flight, it costs the same CPU and stalls nothing that matters.
 """

@@ -39,7 +39,7 @@ class TableEmbedder:
 
 
 def test_prf_hand_computed() -> None:
-    gen = np.array([[1.0, 0.0], [3.0, 4.0]])  # second row normalises to (0.6, 0.8)
+    gen = np.array([[1.0, 0.0], [3.0, 4.0]])  # second row normalizes to (0.6, 0.8)
     ref = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])
     # cosines: g1 -> (1, 0, -1); g2 -> (0.6, 0.8, -0.6)
     # P = (1 + 0.8) / 2 = 0.9 ; R = (1 + 0.8 + (-0.6)) / 3 = 0.4 ; F1 = 2·0.9·0.4 / 1.3

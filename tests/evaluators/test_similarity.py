@@ -10,7 +10,7 @@ from ruwikibench.models.embeddings import normalize
 
 
 class HashEmbedder:
-    """Deterministic bag-of-words vectors (md5 buckets), L2-normalised; records what it embedded."""
+    """Deterministic bag-of-words vectors (md5 buckets), L2-normalized; records what it embedded."""
 
     id = "hash"
 

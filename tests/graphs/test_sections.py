@@ -17,7 +17,7 @@ from ruwikibench.runner.stage import get_stage
 
 
 class HashEmbedder:
-    """Deterministic bag-of-words vectors (md5 buckets), L2-normalised."""
+    """Deterministic bag-of-words vectors (md5 buckets), L2-normalized."""
 
     id = "hash"
 

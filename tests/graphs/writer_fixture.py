@@ -70,7 +70,7 @@ def make_dataset() -> Dataset:
 
 
 class HashEmbedder:
-    """Deterministic bag-of-words vectors (md5 buckets), L2-normalised."""
+    """Deterministic bag-of-words vectors (md5 buckets), L2-normalized."""
 
     id = "hash"
 

@@ -155,7 +155,7 @@ def test_sentence_transformers_real_model_with_prefixes(tmp_path) -> None:
     assert queries.shape == (3, 384) and queries.dtype == np.float32
     assert np.allclose(np.linalg.norm(passages, axis=1), 1.0, atol=1e-5)
 
-    # independent check: the library itself, prefix written by hand, normalised by hand
+    # independent check: the library itself, prefix written by hand, normalized by hand
     reference = SentenceTransformer(path, device="cpu")
     by_hand = reference.encode(["search_query: " + t for t in texts], convert_to_numpy=True)
     by_hand /= np.linalg.norm(by_hand, axis=1, keepdims=True)

@@ -39,7 +39,7 @@ IRRELEVANT = (
 )
 
 
-def p_yes_normalised(completion: Completion) -> float:
+def p_yes_normalized(completion: Completion) -> float:
     """P(yes)/(P(yes)+P(no)) from the first answer token's top logprobs. The test's own small scorer:
     Qwen splits «Да» into «Д»+«а», so a token counts when it is a non-empty prefix of a variant."""
     tokens = completion.answer_logprobs()
@@ -100,7 +100,7 @@ async def test_yes_no_logprobs_separate_clear_pairs(llm: LLM) -> None:
         "ranking", PROMPT.format(query=IRRELEVANT[0], snippet=IRRELEVANT[1]), max_tokens=2, top_logprobs=10
     )
     assert relevant.completion_tokens <= 2  # the limit reaches llama.cpp (it ignores max_completion_tokens)
-    relevant_p, irrelevant_p = p_yes_normalised(relevant), p_yes_normalised(irrelevant)
+    relevant_p, irrelevant_p = p_yes_normalized(relevant), p_yes_normalized(irrelevant)
     assert relevant_p > 0.8 and irrelevant_p < 0.5 and relevant_p - irrelevant_p > 0.4
 
     again = await llm.complete(

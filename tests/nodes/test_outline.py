@@ -47,7 +47,7 @@ def test_heading_centroids_recover_the_blobs_in_heading_order() -> None:
     assert method == "headings" and notes == []
     assert [c.label for c in clusters] == ["c", "a", "b"]
     ids = [s.id for s in data.snippets]
-    assert set(clusters[0].members) == set(ids[10:15])  # blob 2 belongs to the heading initialised at centre 2
+    assert set(clusters[0].members) == set(ids[10:15])  # blob 2 belongs to the heading initialized at centre 2
     assert set(clusters[1].members) == set(ids[0:5])
     assert all(c.distances == sorted(c.distances) for c in clusters)
 

@@ -3,7 +3,7 @@
 Each check (:class:`ruwikibench.evaluators.citations.Check`) is one call of the ``support`` role (falls back to
 ``judge``) with ``prompts/ru/citation_support.txt``: the claim and the best-matching window of each cited snippet.
 The answer is read by the yes/no logprob scorer (:mod:`ruwikibench.models.yesno`): the probability is kept
-(P(yes) normalised over yes + no, or 1/0 from the text when the endpoint gives no logprobs), ``supported`` =
+(P(yes) normalized over yes + no, or 1/0 from the text when the endpoint gives no logprobs), ``supported`` =
 probability >= ``citations.threshold``; an answer that is neither yes nor no is counted unparseable, never guessed.
 """
 

@@ -188,7 +188,7 @@ def agreement(scorer: str, pairs: Sequence[SupportPair], probabilities: Sequence
 
 
 def best_threshold(truth: Sequence[bool], scores: Sequence[float]) -> tuple[float, float] | None:
-    """(threshold, accuracy) maximising accuracy of ``score >= threshold``; candidates are the midpoints between
+    """(threshold, accuracy) maximizing accuracy of ``score >= threshold``; candidates are the midpoints between
     neighbouring distinct scores and one beyond each end; ties go to the lowest threshold."""
     if not scores:
         return None

@@ -3,7 +3,7 @@
 Criteria are data (YAML, read by :mod:`~ruwikibench.evaluators.judges.criteria_set`). Verdicts
 (:mod:`~ruwikibench.evaluators.judges.criteria_records`) are appended to ``judge_criteria.jsonl`` in the run
 directory as they arrive; a rerun skips pairs already judged. Aggregates (per criterion, article, stage and
-run, normalised by the scale; critical failures apart; unparseable verdicts counted: see
+run, normalized by the scale; critical failures apart; unparseable verdicts counted: see
 :mod:`~ruwikibench.evaluators.judges.criteria_summary`) go to ``judge_criteria.json``.
 """
 
@@ -117,7 +117,7 @@ async def judge_one(
         options,
         status=verdict.status,
         score=verdict.score,
-        normalised=criterion.normalize(verdict.score) if verdict.score is not None else None,
+        normalized=criterion.normalize(verdict.score) if verdict.score is not None else None,
         rationale=verdict.rationale,
         verdict=completion.text,
         prompt_sha256=prompt_sha,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
 from ruwikibench.evaluators.judges.common import Group, JudgedItem, Mode, RecordStatus
 from ruwikibench.evaluators.judges.rundir import read_models
@@ -25,7 +25,9 @@ class CriterionRecord(JudgedItem):
     status: RecordStatus
     score: int | None = None
     max: int
-    normalised: float | None = None
+    normalized: float | None = Field(
+        default=None, validation_alias=AliasChoices("normalized", "normalised"),  # files written before the rename
+        description="the score on 0..1, higher is better (Criterion.normalize)")
     rationale: str = ""
     verdict: str = Field(default="", description="the judge's raw answer")
     prompt_sha256: str = ""

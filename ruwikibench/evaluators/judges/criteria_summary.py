@@ -1,4 +1,4 @@
-"""Criteria verdicts -> per judge and mode: per-criterion score distributions and normalised means with CIs, the
+"""Criteria verdicts -> per judge and mode: per-criterion score distributions and normalized means with CIs, the
 per-text overall score (general + encyclopedic criteria), critical failures, per-article and per-stage means;
 a run's verdicts as report rows."""
 
@@ -23,7 +23,7 @@ class CriterionSummary(BaseModel):
     statuses: dict[str, int]
     distribution: dict[int, int]
     mean_score: float | None
-    normalised: Estimate
+    normalized: Estimate
     failures: int = Field(default=0, description="critical criteria: texts that failed")
     failed_items: list[str] = Field(default_factory=list)
 
@@ -37,7 +37,7 @@ class JudgeSummary(BaseModel):
     calls: int
     statuses: dict[str, int]
     overall: Estimate = Field(
-        description="per-text mean normalised score over general + encyclopedic criteria"
+        description="per-text mean normalized score over general + encyclopedic criteria"
     )
     overall_without_critical: Estimate = Field(description="the same over texts with no critical failure")
     texts_with_critical_failure: int
@@ -64,12 +64,12 @@ def _summarize(judge: str, mode: str, rows: list[CriterionRecord], seed: int) ->
     text_meta: dict[str, CriterionRecord] = {}
     for r in rows:
         text_meta.setdefault(text_id(r), r)
-        if r.status == "ok" and r.normalised is not None:
+        if r.status == "ok" and r.normalized is not None:
             if r.group == "critical":
-                if r.normalised == 0.0:
+                if r.normalized == 0.0:
                     failed_texts.add(text_id(r))
             else:
-                per_text[text_id(r)].append(r.normalised)
+                per_text[text_id(r)].append(r.normalized)
     text_scores = {t: sum(v) / len(v) for t, v in per_text.items()}
     by_article: dict[str, list[float]] = defaultdict(list)
     by_stage: dict[str, list[float]] = defaultdict(list)
@@ -100,7 +100,7 @@ def _per_criterion(rows: list[CriterionRecord], seed: int) -> list[CriterionSumm
     out = []
     for name, items in by_criterion.items():
         ok = [r for r in items if r.status == "ok" and r.score is not None]
-        failed = sorted(text_id(r) for r in ok if r.group == "critical" and r.normalised == 0.0)
+        failed = sorted(text_id(r) for r in ok if r.group == "critical" and r.normalized == 0.0)
         out.append(
             CriterionSummary(
                 criterion=name,
@@ -109,7 +109,7 @@ def _per_criterion(rows: list[CriterionRecord], seed: int) -> list[CriterionSumm
                 statuses=dict(Counter(r.status for r in items)),
                 distribution=dict(sorted(Counter(r.score for r in ok if r.score is not None).items())),
                 mean_score=sum(r.score for r in ok if r.score is not None) / len(ok) if ok else None,
-                normalised=bootstrap_ci([r.normalised for r in ok if r.normalised is not None], seed=seed),
+                normalized=bootstrap_ci([r.normalized for r in ok if r.normalized is not None], seed=seed),
                 failures=len(failed),
                 failed_items=failed,
             )
@@ -126,7 +126,7 @@ def summarize_judgements(run_dir: str | Path) -> list[dict[str, str]]:
     """Table rows for reports: per judge and mode, one row per criterion and an overall row.
 
     Columns: judge, mode, group, criterion, n (verdicts parsed), score (mean / max, or critical failures),
-    normalised (mean [95% CI], higher is better), unparsed (unparseable + ambiguous + out of range), errors.
+    normalized (mean [95% CI], higher is better), unparsed (unparseable + ambiguous + out of range), errors.
     Empty when the run has not been judged.
     """
     path = Path(run_dir) / RESULTS_JSONL
@@ -137,7 +137,7 @@ def summarize_judgements(run_dir: str | Path) -> list[dict[str, str]]:
         base = {"judge": summary.judge, "mode": summary.mode}
         for c in summary.per_criterion:
             score = (
-                f"failures {c.failures}/{c.normalised.n}"
+                f"failures {c.failures}/{c.normalized.n}"
                 if c.group == "critical"
                 else (f"{c.mean_score:.2f} / {c.max}" if c.mean_score is not None else "—")
             )
@@ -146,9 +146,9 @@ def summarize_judgements(run_dir: str | Path) -> list[dict[str, str]]:
                     **base,
                     "group": c.group,
                     "criterion": c.criterion,
-                    "n": str(c.normalised.n),
+                    "n": str(c.normalized.n),
                     "score": score,
-                    "normalised": c.normalised.fmt(),
+                    "normalized": c.normalized.fmt(),
                     "unparsed": str(unparsed_count(c.statuses)),
                     "errors": str(c.statuses.get("error", 0)),
                 }
@@ -160,7 +160,7 @@ def summarize_judgements(run_dir: str | Path) -> list[dict[str, str]]:
                 "criterion": "overall (per-text mean)",
                 "n": str(summary.overall.n),
                 "score": f"critical failures: {summary.texts_with_critical_failure} texts",
-                "normalised": summary.overall.fmt(),
+                "normalized": summary.overall.fmt(),
                 "unparsed": str(unparsed_count(summary.statuses)),
                 "errors": str(summary.statuses.get("error", 0)),
             }

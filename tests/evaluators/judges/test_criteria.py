@@ -40,7 +40,7 @@ def test_default_set_follows_pollux_scales() -> None:
         assert all(re.search("[а-я]", text) for text in c.rubric.values())  # Russian rubrics
 
 
-def test_normalisation_and_critical_polarity() -> None:
+def test_normalization_and_critical_polarity() -> None:
     literacy, refusal = by_name("literacy"), by_name("refusal")
     assert [literacy.normalize(s) for s in (0, 1, 2)] == [0.0, 0.5, 1.0]
     # POLLUX's critical question asks whether the violation is present: 1 = failure = quality 0
@@ -129,8 +129,8 @@ async def test_judge_run_aggregates_and_counts_unparseable(make_run) -> None:
     per = {c["criterion"]: c for c in s["per_criterion"]}
     assert per["refusal"]["failures"] == 1 and per["refusal"]["failed_items"] == ["sections/Пушкин/s3"]
     assert per["structure_coherence"]["distribution"] == {"0": 1, "1": 2}
-    assert per["no_speech_errors"]["normalised"]["n"] == 0
-    # per-text mean of normalised general + encyclopedic scores, by hand:
+    assert per["no_speech_errors"]["normalized"]["n"] == 0
+    # per-text mean of normalized general + encyclopedic scores, by hand:
     # s1: 8 criteria parsed (5 general − 1 unparseable + 4 encyclopedic), all 1.0 except structure 0.5
     # s2: 7 (no sources criterion), structure 0.5; s3: everything 0
     s1, s2, s3 = (7 + 0.5) / 8, (6 + 0.5) / 7, 0.0
@@ -286,3 +286,18 @@ def test_a_text_written_twice_is_judged_once_in_its_latest_version(tmp_path) -> 
     (tmp_path / "generated.jsonl").write_text("".join(_json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     run = load_run(tmp_path)
     assert [(t.item, t.text) for t in run.texts] == [("s1", "new"), ("s2", "other")]
+
+
+async def test_verdicts_written_as_normalised_are_read_and_not_judged_again(make_run) -> None:
+    """Verdict files from before the -ize spelling keep their scores and are resumed, not judged again."""
+    path = make_run("run1", [section("s1", "Текст один.")])
+    chosen = CRITERIA.select(["literacy", "neutral_tone"])
+    llm, chat = fake_llm(scripted)
+    await judge_run(load_run(path), llm, chosen, judge="fake-judge", progress=False)
+    new = read_records(path / RESULTS_JSONL)
+    assert len(chat.calls) == 2 and all(r.normalized is not None for r in new)
+    old_spelling = (path / RESULTS_JSONL).read_text("utf-8").replace('"normalized":', '"normalised":')
+    (path / RESULTS_JSONL).write_text(old_spelling, "utf-8")
+    assert [r.normalized for r in read_records(path / RESULTS_JSONL)] == [r.normalized for r in new]
+    await judge_run(load_run(path), llm, chosen, judge="fake-judge", progress=False)
+    assert len(chat.calls) == 2
