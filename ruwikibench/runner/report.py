@@ -327,19 +327,12 @@ def _bars(
 ) -> None:
     import numpy as np
 
+    from ruwikibench.evaluators.charts import ci_bars
+
     width = 0.8 / max(1, len(runs))
     for index, (name, metrics) in enumerate(runs):
-        means, lows, highs = [], [], []
-        for _, key in columns:
-            est = metrics.get("metrics", {}).get(key, {}).get(view) or {
-                "mean": np.nan,
-                "low": np.nan,
-                "high": np.nan,
-            }
-            means.append(est["mean"] * scale)
-            lows.append((est["mean"] - est["low"]) * scale)
-            highs.append((est["high"] - est["mean"]) * scale)
-        x = np.arange(len(columns)) + index * width
-        ax.bar(x, means, width, yerr=[lows, highs], capsize=3, label=name)
+        found = [metrics.get("metrics", {}).get(key, {}).get(view) for _, key in columns]
+        estimates = [Estimate.model_validate(est) if est else None for est in found]
+        ci_bars(ax, np.arange(len(columns)) + index * width, estimates, scale=scale, width=width, capsize=3, label=name)
     ax.set_xticks(np.arange(len(columns)) + width * (len(runs) - 1) / 2)
     ax.set_xticklabels([title for title, _ in columns], rotation=20, ha="right")

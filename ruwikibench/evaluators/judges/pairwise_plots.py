@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
+from ruwikibench.evaluators.charts import ci_bars
 from ruwikibench.evaluators.judges.pairwise_summary import PairwiseSummary, load_summaries
 from ruwikibench.evaluators.judges.rundir import safe_id
 from ruwikibench.evaluators.stats import Estimate
@@ -16,11 +15,8 @@ def _bars(
 ) -> None:  # type: ignore[no-untyped-def]
     """Horizontal bars (mean delta) with CI whiskers and the reference at 0 (bar ``hatched`` drawn hatched)."""
     positions = list(range(len(labels)))[::-1]
-    means = [e.mean if e.n else 0.0 for e in estimates]
-    low = [max(e.mean - e.low, 0.0) if e.n else 0.0 for e in estimates]
-    high = [max(e.high - e.mean, 0.0) if e.n else 0.0 for e in estimates]
-    colors = ["#4c72b0" if m >= 0 else "#dd8452" for m in means]
-    bars = ax.barh(positions, means, xerr=np.array([low, high]), color=colors, capsize=4, ecolor="#333333")
+    colors = ["#4c72b0" if e.n == 0 or e.mean >= 0 else "#dd8452" for e in estimates]
+    bars = ci_bars(ax, positions, estimates, missing=0.0, horizontal=True, color=colors, capsize=4, ecolor="#333333")
     if hatched is not None:
         bars[hatched].set_hatch("//")
         bars[hatched].set_alpha(0.6)
