@@ -25,7 +25,7 @@ def whiskers(estimates: Sequence[Estimate | None], scale: float = 1.0,
     return means, errors
 
 
-def ci_bars(ax: Any, positions: Sequence[float], estimates: Sequence[Estimate | None], *, scale: float = 1.0,
+def ci_bars(ax: Any, positions: Sequence[float] | np.ndarray, estimates: Sequence[Estimate | None], *, scale: float = 1.0,
             missing: float = np.nan, horizontal: bool = False, **style: Any) -> Any:
     """Draw one bar per estimate at ``positions`` with its CI as whiskers (``style``: matplotlib bar options)."""
     means, errors = whiskers(estimates, scale, missing)
