@@ -14,7 +14,6 @@ from ruwikibench.cli.console import make_console, print_error
 console = make_console()
 
 
-
 def _current_stage(name: str) -> str:
     """--stage article (the writer's earlier name) still works."""
     from ruwikibench.contract import current_stage_name

@@ -36,6 +36,7 @@ from ruwikibench.rundir import RunDir
 from ruwikibench.runner.execute import RunOptions, build_spec, finalize, select_articles
 from ruwikibench.runner.floors import FLOORS_FILE, compute_floors
 from ruwikibench.runner.stage import Unit, get_stage
+from ruwikibench.writer.score import WRITER_TABLES
 
 FORMAT_VERSION = 1
 COPY = "external_outputs.jsonl"
@@ -219,7 +220,7 @@ class ExternalScorer:
         index = SourceIndex(self.dataset)
         for article in selected:
             if article.name not in by_article:
-                for stage in ARTICLE_STAGES:
+                for stage in WRITER_TABLES:
                     self.missing(stage, article)
                 continue
             line, row = by_article[article.name]
@@ -230,7 +231,7 @@ class ExternalScorer:
             try:
                 records = score_written(article, written, selected_ids, self.context)
             except Exception as exc:  # noqa: BLE001 - a failure of the article in every stage, as in the batch
-                for stage in ARTICLE_STAGES:
+                for stage in WRITER_TABLES:
                     self.fail(stage, article.name, "article", f"score: {type(exc).__name__}: {exc}")
                 continue
             unmatched = [m.given for m in matches if m.source_id is None]
@@ -246,12 +247,9 @@ class ExternalScorer:
                 self.rundir.append("generated.jsonl", text.model_dump(mode="json"))
             output = {"external_line": line, "written": written.model_dump(mode="json"),
                       "matches": [m.model_dump() for m in matches]}
-            for stage in ARTICLE_STAGES:
+            for stage in WRITER_TABLES:
                 self.rundir.append("outputs.jsonl", {"stage": stage, "article": article.name, "unit": "article",
                                                      "output": output})
-
-
-ARTICLE_STAGES = ("outline", "sections", "writer")  # the tables a whole article fills
 
 
 def drop_first_stage_metrics(records: list[dict[str, Any]]) -> None:
@@ -309,7 +307,7 @@ def score_outputs(context: StageContext, dataset_path: str, options: ExternalOpt
     rows = read_rows(options.outputs, stage)
     articles = resolve_articles(dataset, rows, options.outputs)
     sha = file_sha256(options.outputs)
-    stages = list(ARTICLE_STAGES) if stage == "writer" else [stage]
+    stages = list(WRITER_TABLES) if stage == "writer" else [stage]
     run_options = RunOptions(stages=stages, articles=options.articles, article_names=options.article_names,
                              out=options.out, run_id=options.name, progress=False)
     try:

@@ -24,9 +24,7 @@ from ruwikibench.rundir import RunDir
 from ruwikibench.runner.execute import RunOptions, build_spec, finalize, select_articles
 from ruwikibench.runner.overrides import check_overrides, fingerprint
 from ruwikibench.runner.report import markdown_table
-from ruwikibench.writer.score import ARTICLE_COLUMNS, generated_texts, score_written
-
-STAGES = ("outline", "sections", "writer")  # the tables a writer batch fills
+from ruwikibench.writer.score import ARTICLE_COLUMNS, WRITER_TABLES, generated_texts, score_written
 
 
 class BatchOptions(BaseModel):
@@ -55,7 +53,7 @@ async def write_batch(context: StageContext, dataset_path: str, options: BatchOp
 
     dataset = context.dataset
     assert dataset is not None, "StageContext.dataset must be set for a batch run"
-    run_options = RunOptions(stages=list(STAGES), articles=options.articles, article_names=options.article_names,
+    run_options = RunOptions(stages=list(WRITER_TABLES), articles=options.articles, article_names=options.article_names,
                              out=options.out, run_id=options.run_id, progress=options.progress)
     rundir = RunDir(options.out / (options.run_id or batch_run_id(context, options)))
     rundir.create()
@@ -86,7 +84,7 @@ async def _write_batch(
                 records = await run_on_model_lane(score_written, article, result.article, selected, context)
                 _record(rundir, article.name, result, records, generated_texts(article, result.article, records))
             except Exception as exc:  # noqa: BLE001 - counted as a failure of the article in every stage
-                for stage in STAGES:
+                for stage in WRITER_TABLES:
                     rundir.append("errors.jsonl", {"stage": stage, "article": article.name, "unit": "article",
                                                    "reason": f"{type(exc).__name__}: {exc}", "attempts": 1})
             progress.advance(bar)
@@ -136,7 +134,7 @@ def _record(rundir: RunDir, name: str, result: Any, records: list[Any], texts: l
     rundir.append_many("generated.jsonl", [text.model_dump(mode="json") | tag for text in texts])
     output = {"dir": str(result.out_dir), "stats": result.article.stats, "session": result.session.model_dump()}
     rundir.append_many("outputs.jsonl", [{"stage": stage, "article": name, "unit": "article", "output": output}
-                                         for stage in STAGES])
+                                         for stage in WRITER_TABLES])
 
 
 def article_table(run: str, metrics: dict[str, Any], view: str = "failures_excluded") -> list[list[str]]:

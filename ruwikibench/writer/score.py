@@ -22,6 +22,8 @@ from ruwikibench.contract import GeneratedText, ScoreRecord
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.writer.models import WrittenArticle
 
+WRITER_TABLES = ("outline", "sections", "writer")  # the stages whose tables a written article's records fill
+
 ARTICLE_COLUMNS = [
     ("Article F1", "f1"),
     ("Article ROUGE-L", "rouge_l"),
