@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from pydantic import BaseModel
@@ -46,3 +47,75 @@ def bootstrap_ci(
     alpha = (1 - confidence) / 2
     low, high = np.quantile(means, [alpha, 1 - alpha])
     return Estimate(mean=float(data.mean()), low=float(low), high=float(high), n=int(data.size))
+
+
+def _percentile_estimate(point: float, boot: np.ndarray, n: int, confidence: float) -> Estimate:
+    boot = boot[np.isfinite(boot)]
+    if boot.size == 0 or not np.isfinite(point):
+        return Estimate(mean=point, low=float("nan"), high=float("nan"), n=n)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(boot, [alpha, 1 - alpha])
+    return Estimate(mean=point, low=float(low), high=float(high), n=n)
+
+
+def paired_bootstrap(
+    columns: Sequence[Sequence[float]],
+    statistic: Callable[..., np.ndarray],
+    *,
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> Estimate:
+    """A statistic of paired columns (one value per item in each; NaN where an item has none) with a percentile
+    bootstrap CI that resamples ITEMS: one index row picks the same items from every column, so the values of one
+    item stay together. ``statistic(*arrays)`` takes 2-D arrays (one resample per row) and returns one value per
+    row; its value on the data itself is the estimate. ``n`` is the number of items."""
+    data = [np.asarray(column, dtype=float) for column in columns]
+    n = int(data[0].size)
+    if n == 0 or any(d.size != n for d in data):
+        if any(d.size != n for d in data):
+            raise ValueError(f"paired columns differ in length: {[d.size for d in data]}")
+        return Estimate(mean=float("nan"), low=float("nan"), high=float("nan"), n=0)
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a resample with no value in a NaN column: NaN, dropped
+        point = float(statistic(*[d[None, :] for d in data])[0])
+        if n == 1:
+            return Estimate(mean=point, low=point, high=point, n=1)
+        rows = bootstrap_rows(n, resamples, np.random.default_rng(seed))
+        boot = statistic(*[d[rows] for d in data])
+    return _percentile_estimate(point, np.asarray(boot, dtype=float), n, confidence)
+
+
+def _mean_difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a - b).mean(axis=1)
+
+
+def paired_difference(
+    a: Sequence[float], b: Sequence[float], *, confidence: float = 0.95, resamples: int = 2000, seed: int = 0
+) -> Estimate:
+    """Mean of a − b over items scored by both (a[i] and b[i] belong to the same item), with a paired percentile
+    bootstrap CI (items resampled, each keeping its pair)."""
+    return paired_bootstrap([a, b], _mean_difference, confidence=confidence, resamples=resamples, seed=seed)
+
+
+def randomization_p_value(a: Sequence[float], b: Sequence[float], *, resamples: int = 9999, seed: int = 0) -> float:
+    """Two-sided p-value of the mean paired difference a − b by approximate randomization (Noreen 1989; Koehn
+    2004 for MT metrics): under the null hypothesis the two values of an item are exchangeable, so each item's
+    pair is swapped at random. scipy's ``permutation_test(permutation_type='samples')`` enumerates all 2^n swaps
+    exactly when that is fewer than ``resamples``. NaN with no item."""
+    from scipy.stats import permutation_test
+
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.size != y.size:
+        raise ValueError(f"paired values differ in length: {x.size} vs {y.size}")
+    if x.size == 0:
+        return float("nan")
+    if np.allclose(x, y):
+        return 1.0
+
+    def mean_difference(u: np.ndarray, v: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.mean(u - v, axis=axis)
+
+    result = permutation_test((x, y), mean_difference, permutation_type="samples", n_resamples=resamples,
+                              alternative="two-sided", vectorized=True, random_state=seed)
+    return float(result.pvalue)
