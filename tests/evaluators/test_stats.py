@@ -2,7 +2,12 @@ import itertools
 
 import numpy as np
 
-from ruwikibench.evaluators.stats import bootstrap_ci, paired_bootstrap, paired_difference, randomization_p_value
+from ruwikibench.evaluators.stats import (
+    bootstrap_ci,
+    paired_bootstrap,
+    paired_difference,
+    randomization_p_value,
+)
 
 
 def test_bootstrap_mean_is_sample_mean_and_ci_brackets_it() -> None:
