@@ -6,11 +6,13 @@ against references it has nothing to do with:
 
 - for every scored item ``i`` (an article's outline, a section), up to ``per_item`` references of OTHER items
   are drawn — items of other articles first, other items of the same article only when no other article is
-  there — with a generator seeded by ``seed`` and the item's key (adding items changes no other item's draw);
+  there — by bottom-k sampling on a hash of (seed, item key, candidate key): the order in which units finished,
+  or the order of the pool, changes nothing;
 - the item's floor is the mean metric of its generated output against those references;
 - the run's floor ``b`` is the mean of the item floors;
 - rescaled = (x − b) / (1 − b), BERTScore's ``rescale_with_baseline``: 0 = chance level, 1 = a perfect match,
-  negative = below chance (an empty output or a failure counted as raw 0 lands at −b / (1 − b)).
+  negative = below chance (an empty output or a failure counted as raw 0 lands at −b / (1 − b)); its bootstrap
+  CI resamples items with their (score, floor) pairs.
 
 Everything here is pure arithmetic over numbers and keys; the embedding calls live with the stages.
 """
@@ -24,31 +26,50 @@ from typing import Any
 
 import numpy as np
 
-from ruwikibench.evaluators.stats import Estimate, resampled_means
+from ruwikibench.evaluators.stats import Estimate, paired_bootstrap
 
 FLOOR_SUFFIX = "_floor"
 RESCALED_SUFFIX = "_rescaled"
 
 
-def _item_seed(seed: int, key: str) -> list[int]:
-    return [seed, int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:12], 16)]
+_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def _key_hash(seed: int, article: str, item: str) -> np.uint64:
+    digest = hashlib.blake2b(f"{seed}\x1e{article}\x1f{item}".encode(), digest_size=8).digest()
+    return np.uint64(int.from_bytes(digest, "little"))
+
+
+def _mix(values: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer: a 64-bit hash of each value (numpy, wrapping arithmetic)."""
+    with np.errstate(over="ignore"):
+        z = values.astype(np.uint64) & _MASK
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
 
 
 def draw_others(
     items: Sequence[tuple[str, str]], pool: Sequence[tuple[str, str]], per_item: int, seed: int = 0
 ) -> list[list[int]]:
     """For each (article, item) of ``items``: indices into ``pool`` of up to ``per_item`` references of other
-    articles (or, when the pool holds no other article, of other items of the same article), drawn without
-    replacement, deterministic for a given seed."""
+    articles (or, when the pool holds no other article, of other items of the same article), in key order.
+
+    The draw is bottom-k sampling by a hash of (seed, item, other): each candidate's rank depends on the two keys
+    alone, so the order of the pool or of ``items`` changes nothing, and an item's references change when the
+    pool grows only where a new candidate ranks among its ``per_item`` lowest (consistent sampling)."""
+    keys = [(str(a), str(i)) for a, i in pool]
+    hashed = _mix(np.array([_key_hash(seed, *key) for key in keys], dtype=np.uint64))
     draws: list[list[int]] = []
     for article, item in items:
-        others = [j for j, (a, _) in enumerate(pool) if a != article]
+        others = [j for j, (a, _) in enumerate(keys) if a != article]
         if not others:
-            others = [j for j, key in enumerate(pool) if key != (article, item)]
+            others = [j for j, key in enumerate(keys) if key != (article, item)]
         if len(others) > per_item:
-            rng = np.random.default_rng(_item_seed(seed, f"{article}\x1f{item}"))
-            others = sorted(int(j) for j in rng.choice(others, size=per_item, replace=False))
-        draws.append(others)
+            own = _key_hash(seed, article, item)
+            order = np.argsort(_mix(hashed[others] ^ own), kind="stable")[:per_item]
+            others = [others[int(o)] for o in order]
+        draws.append(sorted(others, key=lambda j: keys[j]))
     return draws
 
 
@@ -59,6 +80,11 @@ def rescale(value: float, floor: float) -> float:
     return (value - floor) / (1.0 - floor)
 
 
+def _rescaled_means(values: np.ndarray, floors: np.ndarray) -> np.ndarray:
+    floor = np.nanmean(floors, axis=1)
+    return np.where(floor < 1.0, (values.mean(axis=1) - floor) / (1.0 - floor), np.nan)
+
+
 def rescaled_estimate(
     values: Sequence[float],
     floors: Sequence[float],
@@ -67,25 +93,18 @@ def rescaled_estimate(
     resamples: int = 2000,
     seed: int = 0,
 ) -> Estimate:
-    """Mean of ``values`` rescaled by the mean of ``floors``, with a percentile bootstrap CI that resamples both
-    (independently: the floor's own uncertainty widens the interval). ``n`` is the number of values."""
+    """Mean of ``values`` rescaled by the mean of ``floors``: (mean − floor) / (1 − floor), with a percentile
+    bootstrap CI that resamples ITEMS, each keeping its (score, floor) pair. ``floors[i]`` is item i's floor, NaN
+    where it has none (an empty output or a failure counted as 0: its score counts, it adds nothing to the
+    floor). ``n`` is the number of values."""
     data = np.asarray(values, dtype=float)
     base = np.asarray(floors, dtype=float)
     nan = float("nan")
-    if data.size == 0 or base.size == 0:
+    if data.size == 0 or not np.isfinite(base).any():
         return Estimate(mean=nan, low=nan, high=nan, n=0)
-    mean = rescale(float(data.mean()), float(base.mean()))
-    rng = np.random.default_rng(seed)
-    raw = resampled_means(data, resamples, rng)
-    floor = resampled_means(base, resamples, rng)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        boot = np.where(floor < 1.0, (raw - floor) / (1.0 - floor), np.nan)
-    boot = boot[np.isfinite(boot)]
-    if boot.size == 0 or not np.isfinite(mean):
-        return Estimate(mean=mean, low=nan, high=nan, n=int(data.size))
-    alpha = (1 - confidence) / 2
-    low, high = np.quantile(boot, [alpha, 1 - alpha])
-    return Estimate(mean=mean, low=float(low), high=float(high), n=int(data.size))
+    if base.size != data.size:
+        raise ValueError(f"rescaled_estimate: {data.size} values but {base.size} floors (one per item, NaN if none)")
+    return paired_bootstrap([data, base], _rescaled_means, confidence=confidence, resamples=resamples, seed=seed)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import Any
 
 from ruwikibench.context import StageContext
 from ruwikibench.evaluators.floor import FloorSide, draw_others
+from ruwikibench.jsonl import item_key
 from ruwikibench.rundir import RunDir
 from ruwikibench.runner.stage import Unit, get_stage
 
@@ -53,7 +54,7 @@ def stage_floors(
             log.info("no floor for %s/%s: %s", record["article"], record["unit"], exc)
     pool_of = getattr(stage, "reference_pool", None)
     small = len({s.article for s in sides}) <= per_item  # too few other articles in the run to draw from
-    pool = list(pool_of(context)) if pool_of is not None and small else sides
+    pool = sorted(pool_of(context) if pool_of is not None and small else sides, key=lambda p: (p.article, p.item))
     draws = draw_others([(s.article, s.item) for s in sides], [(p.article, p.item) for p in pool], per_item, seed)
     rows = []
     for done, (side, drawn) in enumerate(zip(sides, draws, strict=True), start=1):
@@ -82,5 +83,6 @@ def compute_floors(rundir: RunDir, context: StageContext, *, per_item: int = PER
             rows += stage_floors(stage, saved, context, per_item=per_item, seed=seed)
         except Exception as exc:  # noqa: BLE001 - the run's scores stand; its tables show no floor
             log.warning("floor of stage %s not computed: %s: %s", name, type(exc).__name__, exc)
+    rows.sort(key=item_key)  # the file reads the same however the units finished
     rundir.rewrite(FLOORS_FILE, rows)
     return rows

@@ -12,7 +12,8 @@ per-item values give the same means and intervals whatever order the units finis
 
 Embedding metrics with a permutation floor (rows of floors.jsonl, see :mod:`ruwikibench.runner.floors`) get two
 more keys: ``<key>_floor`` (mean of the item floors, bootstrap CI) and ``<key>_rescaled``
-((mean − floor) / (1 − floor), bootstrap CI resampling items and floors; failures count as raw 0).
+((mean − floor) / (1 − floor), bootstrap CI resampling items with their (score, floor) pairs; failures count as
+raw 0 with no floor).
 """
 
 from __future__ import annotations
@@ -47,6 +48,29 @@ def aggregate(
     }
 
 
+def floor_metrics(
+    key: str, scored: list[dict[str, Any]], zeros: int, floors: list[dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """``<key>_floor`` (mean of the item floors) and ``<key>_rescaled`` in both views, the rescaled CI resampling
+    items with their (score, floor) pairs: a scored item without a floor row (an empty output) and a failure
+    counted as 0 have a score and no floor. Nothing when no item has a floor for ``key``."""
+    by_item = {item_key(row): row["metrics"][key] for row in floors if key in row["metrics"]}
+    if not by_item:
+        return {}
+    pairs = [(r["metrics"][key], by_item.get(item_key(r), float("nan")))
+             for r in scored if r["metrics"].get(key) is not None]
+    values, aligned = [v for v, _ in pairs], [f for _, f in pairs]
+    estimate = bootstrap_ci(list(by_item.values())).model_dump()
+    return {
+        key + FLOOR_SUFFIX: {"failures_excluded": estimate, "failures_as_zero": estimate},
+        key + RESCALED_SUFFIX: {
+            "failures_excluded": rescaled_estimate(values, aligned).model_dump(),
+            "failures_as_zero": rescaled_estimate(values + [0.0] * zeros,
+                                                  aligned + [float("nan")] * zeros).model_dump(),
+        },
+    }
+
+
 def zeroed_keys(stage: str, reason: str, keys: list[str]) -> list[str]:
     """The metric keys a failure takes away: the stage's ``failure_keys(reason, keys)``, else all of them."""
     from ruwikibench.runner.stage import get_stage
@@ -72,14 +96,7 @@ def _stage_metrics(
             "failures_excluded": bootstrap_ci(values).model_dump(),
             "failures_as_zero": bootstrap_ci(with_zeros).model_dump(),
         }
-        floor = [row["metrics"][key] for row in floors if key in row["metrics"]]
-        if floor:
-            estimate = bootstrap_ci(floor).model_dump()
-            metrics[key + FLOOR_SUFFIX] = {"failures_excluded": estimate, "failures_as_zero": estimate}
-            metrics[key + RESCALED_SUFFIX] = {
-                "failures_excluded": rescaled_estimate(values, floor).model_dump(),
-                "failures_as_zero": rescaled_estimate(with_zeros, floor).model_dump(),
-            }
+        metrics.update(floor_metrics(key, scored, zeros[key], floors))
     judged = judgement_counts(records)
     reasons = Counter(str(r["excluded"]) for r in records if r.get("excluded"))
     failure_reasons = Counter(str(f.get("reason", "error")).split(":")[0] for f in failures)

@@ -117,3 +117,39 @@ def test_failures_as_zero_zeroes_only_what_failed() -> None:
     assert rows[0][-4:] == ["scored", "excluded", "failed", "zeroed"]
     zeroed = "1 in BM25 NDCG, 1 in BM25 R-Pr, 2 in Rerank NDCG, 2 in Rerank R-Pr, 1 in Pool recall"
     assert rows[1][-4:] == ["1", "0", "2", zeroed]
+
+
+class HashEmbedder:
+    """A vector per text from its hash: every pair has its own cosine (so a changed draw shows in the floor)."""
+
+    id = "hash"
+
+    def embed(self, texts: list[str], use: str = "symmetric") -> np.ndarray:
+        rows = [np.random.default_rng(abs(hash(t)) % 2**32).normal(size=16) for t in texts]
+        return np.array([r / np.linalg.norm(r) for r in rows], dtype=np.float32)
+
+
+def _many(articles: list[str]) -> list[dict]:
+    return [_saved(a, f"{a}-s{i}", f"Текст {a} {i}.", f"Эталон {a} {i}.") for a in articles for i in range(4)]
+
+
+def _item_floors(tmp_path, name: str, saved: list[dict]) -> dict[str, tuple[float, list[str]]]:
+    rundir = RunDir(tmp_path / name)
+    rundir.create()
+    for record in saved:
+        rundir.append("outputs.jsonl", record)
+    rows = compute_floors(rundir, _context(HashEmbedder()))  # type: ignore[arg-type]
+    return {f"{r['article']}/{r['item']}": (r["metrics"]["f1"], r["against"]) for r in rows}
+
+
+def test_item_floors_ignore_finishing_order_and_unrelated_articles(tmp_path) -> None:
+    """outputs.jsonl reversed gives the same item floors; with an article added, every item keeps its floor
+    unless the new article's sections rank into its draw (then only those references change)."""
+    saved = _many(list("ABCDEFGHIJ"))  # 40 sections, 36 candidates of other articles each, 8 drawn
+    first = _item_floors(tmp_path, "first", saved)
+    assert _item_floors(tmp_path, "reversed", list(reversed(saved))) == first
+    grown = _item_floors(tmp_path, "grown", saved + _many(["NEW"]))
+    kept = [key for key, (_, against) in grown.items()
+            if not key.startswith("NEW/") and not any(a.startswith("NEW/") for a in against)]
+    assert kept and all(grown[key] == first[key] for key in kept)
+    assert len(kept) < len(first)  # the new article did enter some draws: the test is not vacuous
