@@ -45,7 +45,8 @@ def test_rescaled_estimate_resamples_score_floor_pairs() -> None:
     independent = np.random.default_rng(0)
     boot = []
     for _ in range(2000):
-        s = np.mean(independent.choice(scores, 8)); f = np.mean(independent.choice(floors, 8))  # noqa: E702
+        s = np.mean(independent.choice(scores, 8))
+        f = np.mean(independent.choice(floors, 8))
         boot.append((s - f) / (1 - f))
     low, high = np.quantile(boot, [0.025, 0.975])
     assert paired.high - paired.low < 0.5 * (high - low)
