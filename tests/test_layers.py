@@ -22,6 +22,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("nodes", {"nodes"}),
     ("evaluators", {"evaluators"}),
     ("graphs", {"graphs"}),
+    ("baselines", {"baselines"}),
     ("runner", {"runner"}),
     ("writer", {"writer"}),
     ("external", {"external"}),

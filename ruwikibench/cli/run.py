@@ -83,6 +83,14 @@ def _execute(config: Any, dataset: Any, path: Path, options: Any) -> Any:
     return asyncio.run(go())
 
 
+def print_baseline_lines(stage: str, data: dict[str, Any], run: str) -> None:
+    """The run against its best no-LLM baseline, one line per compared metric."""
+    from ruwikibench.runner.report import baseline_lines
+
+    for line in baseline_lines(stage, data, run):
+        console.print(f"{stage}: {line.removeprefix('- ').replace('**', '')}", markup=False, highlight=False)
+
+
 def _show(rundir: Any, stages: list[str]) -> None:
     from ruwikibench.runner.report import PAPER_TABLE, judgements_line, stage_table
 
@@ -91,6 +99,7 @@ def _show(rundir: Any, stages: list[str]) -> None:
         if stage in metrics:
             rows = stage_table(stage, [(rundir.path.name, metrics[stage])])
             print_table(f"{stage} — paper {PAPER_TABLE.get(stage, '-')} layout (×100, mean [95% CI])", rows)
+            print_baseline_lines(stage, metrics[stage], "the run")
             if judgements_line(metrics[stage]):
                 console.print(f"{stage}: {judgements_line(metrics[stage])}", markup=False, highlight=False)
     console.print(f"run directory: {rundir.path}  (report: {rundir.path / 'report.md'})")
@@ -253,6 +262,8 @@ def report(run_dirs: Annotated[list[Path], typer.Argument(help="run directories 
     for stage in report_stages([m for _, m, _ in runs]):
         present = [(name, m[stage]) for name, m, _ in runs if stage in m]
         print_table(f"{stage} (×100, mean [95% CI], {view})", stage_table(stage, present, view))
+        for name, data in present:
+            print_baseline_lines(stage, data, name)
     console.print(f"written: {path}, {out / 'report.html'} (articles: {out / 'articles'})")
     if screenshot is not None:
         from ruwikibench.runner.browser import BrowserError

@@ -59,7 +59,7 @@ def _percentile_estimate(point: float, boot: np.ndarray, n: int, confidence: flo
 
 
 def paired_bootstrap(
-    columns: Sequence[Sequence[float]],
+    columns: Sequence[Sequence[float] | np.ndarray],
     statistic: Callable[..., np.ndarray],
     *,
     confidence: float = 0.95,

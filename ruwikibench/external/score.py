@@ -33,14 +33,16 @@ from ruwikibench.external.formats import (
     read_rows,
 )
 from ruwikibench.rundir import RunDir
+from ruwikibench.runner.baselines import BASELINES_FILE, compute_floors_and_baselines
 from ruwikibench.runner.execute import RunOptions, build_spec, finalize, select_articles
-from ruwikibench.runner.floors import FLOORS_FILE, compute_floors
+from ruwikibench.runner.floors import FLOORS_FILE
 from ruwikibench.runner.stage import Unit, get_stage
 from ruwikibench.writer.score import WRITER_TABLES
 
 FORMAT_VERSION = 1
 COPY = "external_outputs.jsonl"
-RUN_FILES = ("outputs.jsonl", "results.jsonl", "generated.jsonl", "errors.jsonl", "nodes.jsonl", FLOORS_FILE)
+RUN_FILES = ("outputs.jsonl", "results.jsonl", "generated.jsonl", "errors.jsonl", "nodes.jsonl", FLOORS_FILE,
+             BASELINES_FILE)
 
 
 class ExternalOptions(BaseModel):
@@ -333,7 +335,7 @@ def score_outputs(context: StageContext, dataset_path: str, options: ExternalOpt
         spec["last_session"] = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": {}}
         rundir.write_json("spec.json", spec)
         if stage != "writer":  # the permutation floor of the embedding metrics, as for native runs
-            compute_floors(rundir, context)
+            compute_floors_and_baselines(rundir, context)
         finalize(rundir)
         if stage == "writer":
             from ruwikibench.writer.batch import _append_article_table

@@ -106,6 +106,7 @@ class OutlineStage:
     ]
     count_keys: ClassVar[frozenset[str]] = frozenset({"gen_headings", "gen_max_depth", "ref_headings", "ref_max_depth"})
     floor_keys: ClassVar[tuple[str, ...]] = SIMILARITY_KEYS
+    baseline_keys: ClassVar[tuple[str, ...]] = ("f1", "f1_rescaled")  # compared with the no-LLM baselines
 
     def build_graph(self) -> StateGraph:
         return build_outline_graph()  # type: ignore[return-value]

@@ -80,6 +80,7 @@ class RankingStage:
     order = 1
     columns = COLUMNS
     headline_key = "rerank_ndcg"  # what the report's article index and per-article deltas rank by
+    baseline_keys = ("rerank_ndcg", "rerank_r_precision")  # compared with the no-LLM baselines (bm25, random)
 
     def build_graph(self) -> StateGraph:
         return build_ranking_graph()  # type: ignore[return-value]

@@ -170,6 +170,7 @@ class SectionsStage:
         ("R", "r"),
     ]
     floor_keys: ClassVar[tuple[str, ...]] = ("p", "r", "f1")
+    baseline_keys: ClassVar[tuple[str, ...]] = ("f1", "f1_rescaled", "rouge_l", "bleu")  # vs the no-LLM baselines
 
     def build_graph(self) -> StateGraph[SectionsState, StageContext, SectionsInput, SectionsOutput]:
         return build_sections_graph()

@@ -28,8 +28,9 @@ from ruwikibench.dataset import Article, Dataset
 from ruwikibench.executors import freeze_heap, run_cpu, run_on_model_lane
 from ruwikibench.jsonl import unit_key
 from ruwikibench.rundir import RunDir, scored_units
+from ruwikibench.runner.baselines import BASELINES_FILE, add_baselines, compute_floors_and_baselines
 from ruwikibench.runner.capture import NodeCapture
-from ruwikibench.runner.floors import FLOORS_FILE, compute_floors
+from ruwikibench.runner.floors import FLOORS_FILE
 from ruwikibench.runner.metrics import aggregate, metrics_rows
 from ruwikibench.runner.overrides import check_overrides, fingerprint, spec_records, stage_graph
 from ruwikibench.runner.stage import Stage, Unit, get_stage
@@ -280,8 +281,8 @@ async def _execute_locked(
             progress.update(bars[unit.stage], advance=1, usage=_usage_line(context))
 
         await asyncio.gather(*(one(u) for u in units))
-    if units or unscored or not rundir.file(FLOORS_FILE).exists():
-        await run_on_model_lane(compute_floors, rundir, context)
+    if units or unscored or not rundir.file(FLOORS_FILE).exists() or not rundir.file(BASELINES_FILE).exists():
+        await run_on_model_lane(compute_floors_and_baselines, rundir, context)
     spec["prompts"] = context.prompts.hashes()
     spec["units"] = {"total": total, "run_now": len(units), "scored_on_resume": len(unscored)}
     spec["last_session"] = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": context.llm.usage.as_dict()}
@@ -308,7 +309,9 @@ def finalize(rundir: RunDir) -> dict[str, Any]:
     from ruwikibench.runner.report import write_run_report
 
     errors = rundir.open_errors()
-    metrics = aggregate(rundir.results(), errors, list(rundir.read(FLOORS_FILE)))
+    results, floors = rundir.results(), list(rundir.read(FLOORS_FILE))
+    metrics = aggregate(results, errors, floors)
+    add_baselines(metrics, results, floors, list(rundir.read(BASELINES_FILE)))
     rundir.write_json("metrics.json", metrics)
     _write_csv(rundir.file("metrics.csv"), metrics_rows(rundir.path.name, metrics))
     write_run_report(rundir, metrics, errors)

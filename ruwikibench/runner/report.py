@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -65,19 +66,34 @@ def _cell(metrics: dict[str, Any], key: str, view: str, scale: float = SCALE) ->
     return Estimate.model_validate(est).fmt(scale)
 
 
+BASELINE_PREFIX = "↳ baseline: "
+
+
+def with_baseline_rows(runs: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """Each run followed by its no-LLM baselines (``metrics[stage]['baselines']``), labelled with
+    :data:`BASELINE_PREFIX`: a baseline has no failures, so both views show the same figures."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for name, metrics in runs:
+        out.append((name, metrics))
+        for baseline, summary in (metrics.get("baselines") or {}).items():
+            out.append((BASELINE_PREFIX + baseline, summary))
+    return out
+
+
 def stage_table(
-    stage: str, runs: list[tuple[str, dict[str, Any]]], view: str = "failures_excluded"
+    stage: str, runs: list[tuple[str, dict[str, Any]]], view: str = "failures_excluded", baselines: bool = True
 ) -> list[list[str]]:
-    """Rows (header first): one row per run, the stage's columns, then the counts: ``scored`` (items that were
-    scored: the n of the failures-excluded means), ``excluded`` (paper exclusions), ``failed`` (failed units) and,
-    in the failures-as-zero view, ``zeroed`` (failures averaged in as 0, and in which columns when not all)."""
+    """Rows (header first): one row per run (each followed by its no-LLM baselines unless ``baselines`` is
+    False), the stage's columns, then the counts: ``scored`` (items that were scored: the n of the
+    failures-excluded means), ``excluded`` (paper exclusions), ``failed`` (failed units) and, in the
+    failures-as-zero view, ``zeroed`` (failures averaged in as 0, and in which columns when not all)."""
     columns = stage_columns(stage, runs[0][1] if runs else {})
     counts_only = count_keys(stage)
     header = ["run", *[title for title, _ in columns], "scored", "excluded", "failed"]
     if view == "failures_as_zero":
         header.append("zeroed")
     rows = [header]
-    for name, metrics in runs:
+    for name, metrics in with_baseline_rows(runs) if baselines else runs:
         counts = metrics.get("counts", {})
         row = [
             name,
@@ -106,6 +122,37 @@ def _zeroed(columns: list[tuple[str, str]], counts: dict[str, Any]) -> str:
     return ", ".join(f"{n} in {title}" for title, n in per_column.items() if n) or "0"
 
 
+VERDICTS = {"better": "beats it", "worse": "is below it", "no significant difference": "does not differ from it "
+            "significantly", "no shared item": "shares no item with it"}
+
+
+def baseline_lines(stage: str, data: dict[str, Any], run: str = "the run") -> list[str]:
+    """One sentence per compared metric: the run − its best no-LLM baseline, paired over shared items."""
+    titles = {key: title for title, key in stage_columns(stage, data)}
+    counts = count_keys(stage)
+    lines = []
+    for key, versus in (data.get("vs_baseline") or {}).items():
+        diff = Estimate.model_validate(versus["difference"])
+        p = versus.get("p_value")
+        p_text = "—" if p is None or math.isnan(p) else f"{p:.3g}"
+        lines.append(
+            f"- {titles.get(key, key)}: {run} − best baseline ({versus['baseline']}) = "
+            f"{diff.fmt(metric_scale(key, counts))}, p = {p_text}, {versus['items']} paired items: "
+            f"{run} **{VERDICTS.get(versus['verdict'], versus['verdict'])}**"
+        )
+    return lines
+
+
+def baseline_note(stage: str, data: dict[str, Any], run: str = "the run") -> list[str]:
+    """The 'vs the best baseline' paragraph of a stage (empty when the run has no baselines)."""
+    lines = baseline_lines(stage, data, run)
+    if not lines:
+        return []
+    head = ("Against the no-LLM baselines (rows '↳ baseline: …'; paired bootstrap 95% CI over the items both "
+            "scored, approximate-randomization p):")
+    return [head, "", *lines, ""]
+
+
 def markdown_table(rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
     lines += ["| " + " | ".join(row) + " |" for row in rows[1:]]
@@ -126,6 +173,7 @@ def write_run_report(rundir: RunDir, metrics: dict[str, Any], errors: list[dict[
                 markdown_table(stage_table(stage, [(rundir.path.name, data)], view)),
                 "",
             ]
+        parts += baseline_note(stage, data)
         if data.get("floor"):
             parts += [floor_note(data["floor"]), ""]
         if judgements_line(data):
@@ -216,6 +264,8 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded") 
         ]
         with open(out / f"{stage}.csv", "w", newline="", encoding="utf-8") as handle:
             csv.writer(handle).writerows(rows)
+        for name, data in present:
+            parts += baseline_note(stage, data, name)
         plot_stage(stage, present, out / f"{stage}.png", view)
         charts[stage] = out / f"{stage}.png"
     parts += citation_section(runs)

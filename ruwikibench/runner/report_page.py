@@ -14,6 +14,7 @@ from typing import Any
 from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
 from ruwikibench.runner.report import (
     PAPER_TABLE,
+    baseline_lines,
     count_keys,
     floor_note,
     metric_scale,
@@ -63,6 +64,8 @@ def report_context(
                 "rows": stage_table(stage, present, view),
                 "chart": data_uri(charts[stage]) if stage in charts and charts[stage].exists() else None,
                 "floor_note": floor_note(floors[0]) if floors else "",
+                "baselines": [line.removeprefix("- ").replace("**", "") for name, m in present
+                              for line in baseline_lines(stage, m, name)],
             }
         )
     return {

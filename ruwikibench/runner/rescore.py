@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ruwikibench.context import StageContext
 from ruwikibench.rundir import RunDir
+from ruwikibench.runner.baselines import compute_floors_and_baselines
 from ruwikibench.runner.execute import finalize
-from ruwikibench.runner.floors import compute_floors
 from ruwikibench.runner.stage import Unit, get_stage
 
 
@@ -33,5 +33,5 @@ def _rescore(rundir: RunDir, context: StageContext) -> dict:
     rundir.rewrite("results.jsonl", results)
     rundir.rewrite("generated.jsonl", texts)
     rundir.rewrite("errors.jsonl", errors)
-    compute_floors(rundir, context)
+    compute_floors_and_baselines(rundir, context)
     return finalize(rundir)

@@ -1,0 +1,46 @@
+"""Baselines by stage name: the built-in ones (outline, sections, ranking); a stage may add its own with a
+``baselines`` attribute (a sequence of :class:`Baseline`)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ruwikibench.context import StageContext
+from ruwikibench.contract import Unit
+
+
+class BaselineSkipped(Exception):
+    """The baseline cannot be built for this unit (no snippets, no candidates, ...): the reason is counted."""
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """``build(unit, run_output, context)`` returns an output in the stage's output schema (JSON-able dict)."""
+
+    name: str
+    description: str
+    build: Callable[[Unit, dict[str, Any], StageContext], dict[str, Any]]
+
+
+BASELINES: dict[str, list[Baseline]] = {}
+
+
+def register(stage: str, baseline: Baseline) -> Baseline:
+    BASELINES.setdefault(stage, []).append(baseline)
+    return baseline
+
+
+def baselines_of(stage: Any) -> list[Baseline]:
+    """The built-in baselines of the stage named like ``stage``, then those the stage object declares."""
+    from ruwikibench.baselines import outline, ranking, sections  # noqa: F401 - registers the built-in ones
+
+    own: Sequence[Baseline] = getattr(stage, "baselines", ()) or ()
+    return [*BASELINES.get(stage.name, []), *own]
+
+
+def stable_seed(*parts: str) -> int:
+    """A seed from keys (never from the order in which units finished)."""
+    return int(hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:12], 16)

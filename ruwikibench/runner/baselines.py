@@ -1,0 +1,174 @@
+"""No-LLM baselines of a run, on disk (``baselines.jsonl``), and beside the run in its metrics.
+
+For every saved unit of a stage that has baselines (:mod:`ruwikibench.baselines`), each baseline builds an
+output from the unit's gold input (and, for ranking, the run's own candidate pool), the stage's ``score()``
+scores it and its permutation floor is measured as the run's is. One row per (baseline, item): a score record
+with ``baseline`` and, for embedding metrics, ``floor`` (the item's floor metrics). Computed when a run is
+scored — at the end of ``run``, by ``score`` and ``score-outputs`` — so old runs get them by ``score``.
+CPU-bound (embedding): call it from a worker thread, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import defaultdict
+from typing import Any
+
+from ruwikibench.baselines import BaselineSkipped, baselines_of
+from ruwikibench.context import StageContext
+from ruwikibench.jsonl import item_key
+from ruwikibench.rundir import RunDir
+from ruwikibench.runner.floors import compute_floors, stage_floors
+from ruwikibench.runner.stage import Unit, get_stage
+
+log = logging.getLogger(__name__)
+
+BASELINES_FILE = "baselines.jsonl"
+
+
+def _unit(record: dict[str, Any]) -> Unit:
+    return Unit(stage=record["stage"], article=record["article"], unit_id=record["unit"], input=record["input"])
+
+
+def _excluded(baseline: str, record: dict[str, Any], reason: str) -> dict[str, Any]:
+    return {"baseline": baseline, "stage": record["stage"], "article": record["article"], "item": record["unit"],
+            "unit": record["unit"], "metrics": {}, "excluded": reason}
+
+
+def baseline_rows(stage: Any, saved: list[dict[str, Any]], context: StageContext) -> list[dict[str, Any]]:
+    """Rows of every baseline of ``stage`` for its saved outputs (an item a baseline cannot be built for is a row
+    with ``excluded`` set to the reason)."""
+    rows: list[dict[str, Any]] = []
+    for baseline in baselines_of(stage):
+        made: list[dict[str, Any]] = []
+        for record in saved:
+            unit = _unit(record)
+            try:
+                output = baseline.build(unit, record["output"], context)
+                records = stage.score(unit, output, context)
+            except BaselineSkipped as exc:
+                rows.append(_excluded(baseline.name, record, f"baseline: {exc}"))
+                continue
+            except Exception as exc:  # noqa: BLE001 - one item's baseline must not stop the others
+                rows.append(_excluded(baseline.name, record, f"baseline failed: {type(exc).__name__}: {exc}"))
+                continue
+            rows += [{"baseline": baseline.name, "unit": unit.unit_id,
+                      **r.model_dump(mode="json", exclude={"info"})} for r in records]
+            made.append({**record, "output": output})
+        _attach_floors(baseline.name, rows, stage_floors(stage, made, context))
+    return rows
+
+
+def _attach_floors(name: str, rows: list[dict[str, Any]], floors: list[dict[str, Any]]) -> None:
+    by_item = {item_key(row): row["metrics"] for row in floors}
+    for row in rows:
+        if row["baseline"] == name and item_key(row) in by_item:
+            row["floor"] = by_item[item_key(row)]
+
+
+def compute_baselines(rundir: RunDir, context: StageContext) -> list[dict[str, Any]]:
+    """Recompute baselines.jsonl from outputs.jsonl for every stage with baselines."""
+    by_stage: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for record in rundir.outputs():
+        by_stage[record["stage"]].append(record)
+    rows: list[dict[str, Any]] = []
+    for name, saved in sorted(by_stage.items()):
+        try:
+            stage = get_stage(name)
+        except KeyError:
+            continue
+        saved.sort(key=lambda r: (r["article"], r["unit"]))
+        try:
+            rows += baseline_rows(stage, saved, context)
+        except Exception as exc:  # noqa: BLE001 - the run's own scores stand; its tables show no baseline
+            log.warning("baselines of stage %s not computed: %s: %s", name, type(exc).__name__, exc)
+    rows.sort(key=lambda r: (r["baseline"], *item_key(r)))
+    rundir.rewrite(BASELINES_FILE, rows)
+    return rows
+
+
+def compute_floors_and_baselines(rundir: RunDir, context: StageContext) -> None:
+    """floors.jsonl, then baselines.jsonl (whose floors reuse the same embeddings): what a scoring pass writes
+    beside results.jsonl."""
+    compute_floors(rundir, context)
+    compute_baselines(rundir, context)
+
+
+# --------------------------------------------------------------------------- beside the run in metrics.json
+
+
+def headline_keys(stage: str, metrics: dict[str, Any]) -> list[str]:
+    """The metrics compared with the baselines: the stage's ``baseline_keys``, else its table metrics that are not
+    counts (each embedding metric followed by its rescaled key); only those the run has."""
+    from ruwikibench.evaluators.floor import RESCALED_SUFFIX
+    from ruwikibench.runner.report import count_keys, stage_columns
+
+    try:
+        declared = getattr(get_stage(stage), "baseline_keys", None)
+    except KeyError:
+        declared = None
+    if declared:
+        return [key for key in declared if key in metrics.get("metrics", {})]
+    counts = count_keys(stage)
+    keys = [key for _, key in stage_columns(stage, metrics)
+            if key not in counts and not key.endswith("_floor") and key in metrics.get("metrics", {})]
+    return [k for k in keys if not k.endswith(RESCALED_SUFFIX) or k.removesuffix(RESCALED_SUFFIX) in keys]
+
+
+def _values(records: list[dict[str, Any]], key: str) -> dict[tuple[str, str, str], float]:
+    return {item_key(r): r["metrics"][key] for r in records
+            if not r.get("excluded") and r["metrics"].get(key) is not None}
+
+
+def versus_baselines(
+    stage: str, data: dict[str, Any], records: list[dict[str, Any]], floors: list[dict[str, Any]],
+    baselines: dict[str, list[dict[str, Any]]],
+) -> dict[str, Any]:
+    """Per headline metric: the best baseline (highest mean) and the paired difference run − that baseline over
+    the items both scored (bootstrap CI, approximate-randomization p-value, verdict)."""
+    from ruwikibench.evaluators.floor import RESCALED_SUFFIX
+    from ruwikibench.evaluators.paired import compare_paired
+
+    out: dict[str, Any] = {}
+    for key in headline_keys(stage, data):
+        raw = key.removesuffix(RESCALED_SUFFIX)
+        means = {name: summary["metrics"].get(key, {}).get("failures_excluded", {}).get("mean")
+                 for name, summary in data.get("baselines", {}).items()}
+        means = {name: m for name, m in means.items() if m is not None and not math.isnan(m)}
+        if not means:
+            continue
+        best = max(sorted(means), key=lambda name: means[name])
+        run_floors = base_floors = None
+        if key.endswith(RESCALED_SUFFIX):
+            run_floors = {item_key(r): r["metrics"][raw] for r in floors if raw in r["metrics"]}
+            base_floors = {item_key(r): r["floor"][raw] for r in baselines[best] if raw in (r.get("floor") or {})}
+        result = compare_paired(_values(records, raw), _values(baselines[best], raw), run_floors, base_floors)
+        out[key] = {"baseline": best, **result.model_dump()}
+    return out
+
+
+def add_baselines(
+    metrics: dict[str, Any], results: list[dict[str, Any]], floors: list[dict[str, Any]],
+    rows: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """``metrics[stage]['baselines'][name]`` (the baseline's metrics and counts, as a run's) and
+    ``metrics[stage]['vs_baseline'][key]`` for every stage of the run that has baseline rows."""
+    from ruwikibench.runner.metrics import aggregate
+
+    by_stage: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        by_stage[row["stage"]][row["baseline"]].append(row)
+    for stage, named in by_stage.items():
+        if stage not in metrics:
+            continue
+        summaries = {}
+        for name, base in sorted(named.items()):
+            base_floors = [{**r, "metrics": r["floor"]} for r in base if r.get("floor")]
+            summary = aggregate(base, [], base_floors).get(stage, {})
+            summaries[name] = {k: summary[k] for k in ("metrics", "counts", "excluded_reasons") if k in summary}
+        metrics[stage]["baselines"] = summaries
+        stage_records = [r for r in results if r["stage"] == stage]
+        stage_floors_ = [r for r in floors if r["stage"] == stage]
+        metrics[stage]["vs_baseline"] = versus_baselines(stage, metrics[stage], stage_records, stage_floors_, named)
+    return metrics
