@@ -35,3 +35,39 @@ def test_resume_on_another_port_is_the_same_run(tmp_path) -> None:
         assert "another config" in str(exc)
     else:
         raise AssertionError("a run with another temperature must not resume this one")
+
+
+def _ranked(embedder: dict[str, object] | None = None, **ranking: object) -> RunConfig:
+    model = {"name": "fake", "endpoints": ["http://127.0.0.1:8000/v1"]}
+    data: dict[str, object] = {"name": "r", "models": {"writer": model}, "ranking": ranking}
+    if embedder is not None:
+        data["embedder"] = embedder
+    return RunConfig.model_validate(data)
+
+
+BERTA = {"kind": "sentence-transformers", "name": "sergeyzh/BERTA"}
+
+
+def test_run_ids_of_configs_without_the_new_inputs_are_the_ids_they_had() -> None:
+    """Pinned before embedder.authors_prompt and the reference-queries identity existed: runs that use neither
+    keep resuming their run directories."""
+    from tests.retrieval.synthetic import make_dataset
+
+    dataset = make_dataset()
+    assert run_id_for(_ranked(query_mode="generated"), dataset, RunOptions()) == "r-586d8849"
+    assert run_id_for(_ranked(query_mode="title"), dataset, RunOptions()) == "r-66468370"
+    assert run_id_for(_ranked(), dataset, RunOptions(stages=["outline", "sections"])) == "r-0ca768da"
+    assert run_id_for(_ranked(BERTA, query_mode="generated"), dataset, RunOptions()) == "r-66e01607"
+
+
+def test_authors_prompt_is_part_of_the_run_id_and_the_spec() -> None:
+    from ruwikibench.runner.execute import build_spec
+
+    dataset, options = Dataset(articles=[], sources=[], snippets=[]), RunOptions(stages=["outline"])
+    base = run_id_for(_ranked(BERTA), dataset, options)
+    paper = _ranked({**BERTA, "authors_prompt": "Classification"})
+    assert run_id_for(paper, dataset, options) != base
+    assert run_id_for(_ranked({**BERTA, "authors_prompt": "Other"}), dataset, options) not in {
+        base, run_id_for(paper, dataset, options)}
+    spec = build_spec("r", paper, dataset, "data", options)
+    assert spec["config"]["embedder"]["authors_prompt"] == "Classification"
