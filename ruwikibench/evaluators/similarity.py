@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from razdel import sentenize
 
-from ruwikibench.models.embeddings import Embedder
+from ruwikibench.models.embeddings import Embedder, embed_prompted
 
 
 def split_sentences(text: str) -> list[str]:
@@ -31,12 +31,15 @@ def greedy_prf(generated: np.ndarray, reference: np.ndarray) -> dict[str, float]
     return {"p": precision, "r": recall, "f1": f1}
 
 
-def sentence_prf(generated: str, reference: str, embedder: Embedder) -> dict[str, float]:
-    """Sentence-level embedding P / R / F1 of ``generated`` against ``reference``; 0 when generated is empty."""
+def sentence_prf(
+    generated: str, reference: str, embedder: Embedder, prompt: str | None = None
+) -> dict[str, float]:
+    """Sentence-level embedding P / R / F1 of ``generated`` against ``reference``; 0 when generated is empty.
+    With ``prompt`` every sentence is encoded as ``prompt + sentence`` (:func:`embed_prompted`)."""
     gen_sents, ref_sents = split_sentences(generated), split_sentences(reference)
     if not ref_sents:
         raise ValueError("sentence_prf: the reference text has no sentence")
     if not gen_sents:
         return {"p": 0.0, "r": 0.0, "f1": 0.0}
-    vectors = embedder.embed(gen_sents + ref_sents, "symmetric")
+    vectors = embed_prompted(embedder, gen_sents + ref_sents, prompt)
     return greedy_prf(vectors[: len(gen_sents)], vectors[len(gen_sents) :])

@@ -141,7 +141,8 @@ class OutlineStage:
             return [record.model_copy(update={"excluded": "reference outline has no sections"})]
         result = OutlineOutput.model_validate(output)
         scored = score_outline(
-            article, [(h.level, h.title) for h in result.outline], context.embedder, selection(context.config.outline)
+            article, [(h.level, h.title) for h in result.outline], context.embedder, selection(context.config.outline),
+            context.config.embedder.authors_prompt,
         )
         info = {**scored.info, "k": result.k, "k_method": result.k_method, "ended": result.ended}
         info["notes"] = result.notes
@@ -175,7 +176,8 @@ class OutlineStage:
         assert context.dataset is not None
         own_title, titles = generated
         return outline_similarity(
-            titles, own_title, context.dataset.article(reference), context.embedder, selection(context.config.outline)
+            titles, own_title, context.dataset.article(reference), context.embedder, selection(context.config.outline),
+            context.config.embedder.authors_prompt,
         ).metrics
 
     def texts(self, unit: Unit, output: dict[str, Any]) -> list[GeneratedText]:

@@ -117,7 +117,8 @@ def exclusion(spec: dict[str, Any], result: dict[str, Any]) -> str | None:
 def score_section(
     unit: Unit, spec: dict[str, Any], result: dict[str, Any], context: StageContext
 ) -> ScoreRecord:
-    """Embedding P/R/F1 over sentences, ROUGE-L and BLEU of one section; empty output scores 0 (not excluded)."""
+    """Embedding P/R/F1 over sentences, ROUGE-L and BLEU of one section (+ ``*_authors`` P/R/F1 when
+    ``embedder.authors_prompt`` is set); empty output scores 0 (not excluded)."""
     cfg = context.config.sections
     info: dict[str, Any] = {
         "title": result["title"],
@@ -140,7 +141,8 @@ def score_section(
     if not text.strip():
         record.info["empty_output"] = True
     record.metrics = text_scores(text, reference, context.embedder, tokenize=cfg.bleu_tokenize,
-                                 lemmatize=cfg.rouge_lemmatize)
+                                 lemmatize=cfg.rouge_lemmatize,
+                                 authors_prompt=context.config.embedder.authors_prompt)
     return record
 
 

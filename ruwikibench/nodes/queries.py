@@ -13,6 +13,7 @@ model's name, the prompt hash and the dataset id), so every evaluated model rank
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import tempfile
 from datetime import UTC, datetime
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
+from ruwikibench.config import RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Article
 from ruwikibench.nodes.answers import ask
@@ -87,15 +89,38 @@ async def reference_record(article: Article, context: StageContext) -> QueryReco
 
 def reference_queries_path(context: StageContext) -> Path:
     """``ranking.reference_queries`` if set, else ``<dataset dir>/reference_queries.json``."""
-    configured = context.config.ranking.reference_queries
+    return reference_queries_file(context.config, context.dataset_dir)
+
+
+def reference_queries_file(config: RunConfig, dataset_dir: Path | None) -> Path:
+    """:func:`reference_queries_path` from a config and a dataset directory."""
+    configured = config.ranking.reference_queries
     if configured:
         return Path(configured).expanduser()
-    if context.dataset_dir is None:
+    if dataset_dir is None:
         raise ReferenceQueriesError(
             "ranking.query_mode is 'reference' but neither ranking.reference_queries nor the dataset directory "
             f"(StageContext.dataset_dir) is set; {HOW_TO}"
         )
-    return Path(context.dataset_dir) / REFERENCE_QUERIES_FILE
+    return Path(dataset_dir) / REFERENCE_QUERIES_FILE
+
+
+def reference_queries_identity(config: RunConfig, dataset_dir: Path | None) -> dict[str, str | None]:
+    """Which stored reference queries a run ranks with: the file's path, the sha256 of its bytes and the name of
+    the model that wrote it. Never raises: what cannot be known is None (no path configured, no file, not a
+    reference-queries file), and the ranking units then fail with the error that names the fix."""
+    try:
+        path = reference_queries_file(config, dataset_dir)
+        data = path.read_bytes()
+    except ReferenceQueriesError:
+        return {"path": None, "sha256": None, "model": None}
+    except OSError:
+        return {"path": str(path), "sha256": None, "model": None}
+    try:
+        model: str | None = ReferenceQueries.model_validate_json(data).model
+    except ValidationError:
+        model = None
+    return {"path": str(path), "sha256": hashlib.sha256(data).hexdigest(), "model": model}
 
 
 def read_reference_queries(path: Path) -> ReferenceQueries:

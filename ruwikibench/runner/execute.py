@@ -27,6 +27,7 @@ from ruwikibench.contract import current_stage_name
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.executors import freeze_heap, run_cpu, run_on_model_lane
 from ruwikibench.jsonl import unit_key
+from ruwikibench.nodes.queries import reference_queries_identity
 from ruwikibench.rundir import RunDir, scored_units
 from ruwikibench.runner.baselines import BASELINES_FILE, add_baselines, compute_floors_and_baselines
 from ruwikibench.runner.capture import NodeCapture
@@ -70,14 +71,27 @@ def select_articles(dataset: Dataset, options: RunOptions) -> list[Article]:
     return articles
 
 
-def run_id_for(config: RunConfig, dataset: Dataset, options: RunOptions) -> str:
+def run_inputs(config: RunConfig, options: RunOptions, dataset_dir: Path | None) -> dict[str, Any]:
+    """Files besides the config and the dataset that change a run's answers: the stored reference queries
+    (path, sha256, writing model) when the ranking stage runs with ``query_mode: reference``; else nothing."""
+    if "ranking" in options.stages and config.ranking.query_mode == "reference":
+        return {"reference_queries": reference_queries_identity(config, dataset_dir)}
+    return {}
+
+
+def run_id_for(
+    config: RunConfig, dataset: Dataset, options: RunOptions, inputs: dict[str, Any] | None = None
+) -> str:
     """Deterministic id: the same command on the same data resumes the same run directory (whatever endpoint,
-    timeout or concurrency it uses: :meth:`RunConfig.identity`)."""
+    timeout or concurrency it uses: :meth:`RunConfig.identity`). ``inputs``: :func:`run_inputs` (left out of
+    the hash when empty, so runs that read no such file keep their ids)."""
     parts: list[object] = [
         config.identity(), dataset.dataset_id, options.stages, options.articles, options.article_names
     ]
     if config.overrides:  # the code of every override (its source's sha256), not just its import path
         parts.append(fingerprint(check_overrides(config)))
+    if inputs:
+        parts.append(inputs)
     key = json.dumps(parts, sort_keys=True, default=str)
     return f"{config.name}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
 
@@ -91,7 +105,11 @@ def git_commit() -> str | None:
         return None
 
 
-def build_spec(run_id: str, config: RunConfig, dataset: Dataset, dataset_path: str, options: RunOptions) -> dict:
+def build_spec(
+    run_id: str, config: RunConfig, dataset: Dataset, dataset_path: str, options: RunOptions,
+    inputs: dict[str, Any] | None = None,
+) -> dict:
+    """spec.json: versions, dataset, models, config, options, and the ``inputs`` (:func:`run_inputs`) it read."""
     return {
         "run_id": run_id,
         "package_version": __version__,
@@ -103,6 +121,7 @@ def build_spec(run_id: str, config: RunConfig, dataset: Dataset, dataset_path: s
         "overrides": spec_records(check_overrides(config)),
         "config": config.model_dump(mode="json"),
         "options": options.model_dump(mode="json", exclude={"progress"}),
+        **(inputs or {}),
         "prompts": {},
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
@@ -241,18 +260,20 @@ async def execute(context: StageContext, dataset_path: str, options: RunOptions)
     """Run (or resume) the selected stages; writes the whole run directory and returns it."""
     dataset = context.dataset
     assert dataset is not None, "StageContext.dataset must be set for a benchmark run"
-    run_id = options.run_id or run_id_for(context.config, dataset, options)
+    inputs = await run_cpu(run_inputs, context.config, options, context.dataset_dir)  # hashes a file
+    run_id = options.run_id or run_id_for(context.config, dataset, options, inputs)
     rundir = RunDir(options.out / run_id)
     rundir.create()
     with rundir.lock():
-        return await _execute_locked(context, rundir, dataset, dataset_path, options)
+        return await _execute_locked(context, rundir, dataset, dataset_path, options, inputs)
 
 
 async def _execute_locked(
-    context: StageContext, rundir: RunDir, dataset: Dataset, dataset_path: str, options: RunOptions
+    context: StageContext, rundir: RunDir, dataset: Dataset, dataset_path: str, options: RunOptions,
+    inputs: dict[str, Any],
 ) -> RunDir:
     run_id = rundir.path.name
-    spec = await run_cpu(build_spec, run_id, context.config, dataset, dataset_path, options)  # runs git
+    spec = await run_cpu(build_spec, run_id, context.config, dataset, dataset_path, options, inputs)  # runs git
     if rundir.file("spec.json").exists():
         _check_same_run(rundir, spec)
     runner = await run_cpu(Runner, context, rundir, options)  # compiling graphs: CPU, off the loop
@@ -295,6 +316,10 @@ def _check_same_run(rundir: RunDir, spec: dict[str, Any]) -> None:
     old = rundir.read_json("spec.json")
     if _identity(old.get("config")) != _identity(spec["config"]) or old.get("dataset", {}).get("id") != spec["dataset"]["id"]:
         raise ValueError(f"{rundir.path}: holds a run with another config or dataset; choose another --run-id")
+    before, now = (s.get("reference_queries", {}).get("sha256") for s in (old, spec))
+    if before and now and before != now:
+        raise ValueError(f"{rundir.path}: holds a run ranked with other stored reference queries "
+                         f"(sha256 {before[:12]}…, now {now[:12]}…); choose another --run-id")
 
 
 def _identity(config: Any) -> Any:

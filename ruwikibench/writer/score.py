@@ -47,7 +47,8 @@ def score_outline_record(article: Article, written: WrittenArticle, context: Sta
     if not article.root.children:
         return record.model_copy(update={"excluded": "reference outline has no sections"})
     scored = score_outline(
-        article, [(i.level, i.title) for i in written.outline], context.embedder, selection(context.config.outline)
+        article, [(i.level, i.title) for i in written.outline], context.embedder, selection(context.config.outline),
+        context.config.embedder.authors_prompt,
     )
     return record.model_copy(update={"metrics": scored.metrics, "info": {**record.info, **scored.info}})
 

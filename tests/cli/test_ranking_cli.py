@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -63,6 +64,10 @@ def test_reference_queries_are_stored_then_ranked_with(setup) -> None:
                               "--query-mode", "reference", "--out", str(tmp / "runs")])
     assert run.exit_code == 0, run.output + repr(run.exception)
     rundir = next((tmp / "runs").iterdir())
+    spec = json.loads((rundir / "spec.json").read_text(encoding="utf-8"))
+    written = tmp / "data" / "reference_queries.json"
+    assert spec["reference_queries"] == {"path": str(written), "model": "fake",
+                                         "sha256": hashlib.sha256(written.read_bytes()).hexdigest()}
     outputs = [json.loads(line) for line in (rundir / "outputs.jsonl").read_text(encoding="utf-8").splitlines()]
     queries = [o for o in outputs if o.get("node") == "expand_query" or "query_mode" in json.dumps(o)]
     assert queries and "reference" in json.dumps(queries[0], ensure_ascii=False)

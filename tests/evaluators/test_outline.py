@@ -15,6 +15,7 @@ from ruwikibench.evaluators.outline import (
     generated_headings,
     heading_prf,
     heading_soft_recall,
+    outline_similarity,
     reference_headings,
     score_outline,
     soft_cardinality,
@@ -32,8 +33,10 @@ class TableEmbedder:
 
     def __init__(self, table: dict[str, list[float]]) -> None:
         self.table = table
+        self.seen: list[tuple[str, str]] = []
 
     def embed(self, texts: list[str], use: str = "symmetric") -> np.ndarray:
+        self.seen += [(use, t) for t in texts]
         rows = np.array([self.table[t] for t in texts], dtype=np.float32)
         return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
@@ -130,6 +133,28 @@ def test_score_outline_with_controlled_vectors() -> None:
     assert (m["ref_headings"], m["ref_max_depth"], m["ref_deep_share"]) == (4.0, 3.0, 0.0)
     empty = score_outline(article, [], embedder)
     assert empty.metrics["f1"] == 0.0 and empty.info["empty_outline"] is True
+
+
+def test_authors_prompt_encodes_classification_plus_heading_hand_computed() -> None:
+    """The authors' encode(..., prompt='Classification'): their variant embeds "Classification" + heading, with
+    no task prefix ('plain' use); the configured variant is embedded as before."""
+    plain = {"T": [1, 1, 1, 1], "A": [1, 0, 0, 0], "B": [0, 1, 0, 0], "C": [0, 0, 1, 0], "X": [0, 0, 0, 1]}
+    prompted = {"ClassificationT": [1, 0, 0, 0], "ClassificationA": [0, 1, 0, 0], "ClassificationB": [0, 1, 0, 0],
+                "ClassificationC": [0, 0, 1, 0], "ClassificationX": [0, 0, 3, 4]}
+    embedder = TableEmbedder({k: [float(x) for x in v] for k, v in (plain | prompted).items()})
+    m = score_outline(_article(), [(1, "T"), (2, "A"), (4, "X")], embedder, authors_prompt="Classification").metrics
+    assert sorted(t for use, t in embedder.seen if use == "plain") == sorted(prompted)
+    assert sorted(t for use, t in embedder.seen if use == "symmetric") == ["A", "B", "C", "X"]  # default side only
+    # authors: generated CT, CA, CX vs CT, CA, CC, CB; cos(CX, CC) = 0.6, every other best match 1
+    # P = (1 + 1 + 0.6) / 3 ; R = (1 + 1 + 0.6 + 1) / 4 = 0.9
+    p, r = 2.6 / 3, 0.9
+    assert (m["precision_authors"], m["recall_authors"]) == pytest.approx((p, r))
+    assert m["f1_authors"] == pytest.approx(2 * p * r / (p + r))
+    assert (m["precision"], m["recall"], m["f1"], m["soft_recall"]) == pytest.approx((0.5, 1 / 3, 0.4, 1 / 3))
+    embedder.seen.clear()
+    without = outline_similarity(["T", "A", "X"], "T", _article(), embedder).metrics
+    assert {use for use, _ in embedder.seen} == {"symmetric"}  # no prompt: one symmetric call, as before
+    assert without["f1_authors"] == pytest.approx(2 * (2.5 / 3) * 0.75 / (2.5 / 3 + 0.75))
 
 
 # ------------------------------------------------------------------ real articles

