@@ -113,7 +113,7 @@ def randomization_p_value(
         raise ValueError(f"paired values differ in length: {x.size} vs {y.size}")
     if x.size == 0:
         return float("nan")
-    if np.allclose(x, y):
+    if x.size == 1 or np.allclose(x, y):  # one item: its two swaps give ±d, both as extreme as d
         return 1.0
 
     def mean_difference(u: np.ndarray, v: np.ndarray, axis: int = -1) -> np.ndarray:

@@ -55,6 +55,13 @@ def test_difference_is_over_shared_items_only() -> None:
     assert row.verdict() == "no significant difference"
 
 
+def test_one_shared_item_is_never_significant() -> None:
+    raw, rescaled = _rows([_record("x", "s1", 0.2)], [_record("x", "s1", 0.9)], [_floor("x", "s1", 0.1)],
+                          [_floor("x", "s1", 0.1)])
+    assert raw.difference.mean == pytest.approx(0.7) and raw.p == 1.0 and rescaled.p == 1.0
+    assert raw.verdict() == rescaled.verdict() == "no significant difference"
+
+
 def test_a_later_record_replaces_an_earlier_one() -> None:
     items = stage_items([_record("x", "s1", 0.5), _record("x", "s1", None, "gone"), _record("x", "s2", 0.4),
                          _record("x", "s2", 0.9)], [], "sections")
