@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import csv
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -264,6 +265,11 @@ def report(run_dirs: Annotated[list[Path], typer.Argument(help="run directories 
         print_table(f"{stage} (×100, mean [95% CI], {view})", stage_table(stage, present, view))
         for name, data in present:
             print_baseline_lines(stage, data, name)
+        paired = out / f"{stage}_paired.csv"
+        if paired.exists():
+            with open(paired, newline="", encoding="utf-8") as handle:
+                rows = list(csv.reader(handle))
+            print_table(f"{stage}: paired differences vs {present[0][0]} (×100, shared items; p: randomization)", rows)
     console.print(f"written: {path}, {out / 'report.html'} (articles: {out / 'articles'})")
     if screenshot is not None:
         from ruwikibench.runner.browser import BrowserError

@@ -15,7 +15,13 @@ from typing import TypeVar
 import numpy as np
 from pydantic import BaseModel
 
-from ruwikibench.evaluators.stats import Estimate, paired_bootstrap, paired_difference, randomization_p_value
+from ruwikibench.evaluators.stats import (
+    Estimate,
+    paired_bootstrap,
+    paired_difference,
+    paired_randomization,
+    randomization_p_value,
+)
 
 ALPHA = 0.05
 K = TypeVar("K", bound=Hashable)
@@ -33,14 +39,6 @@ class PairedResult(BaseModel):
 def _rescaled_difference(a: np.ndarray, fa: np.ndarray, b: np.ndarray, fb: np.ndarray) -> np.ndarray:
     floor_a, floor_b = np.nanmean(fa, axis=1), np.nanmean(fb, axis=1)
     return (a.mean(axis=1) - floor_a) / (1 - floor_a) - (b.mean(axis=1) - floor_b) / (1 - floor_b)
-
-
-def _rescaled_items(values: list[float], floors: list[float]) -> list[float]:
-    known = [f for f in floors if np.isfinite(f)]
-    if not known:
-        return [float("nan")] * len(values)
-    floor = float(np.mean(known))
-    return [(v - floor) / (1 - floor) for v in values]
 
 
 def verdict(difference: Estimate, p_value: float) -> str:
@@ -63,8 +61,7 @@ def compare_paired(
     seed: int = 0,
 ) -> PairedResult:
     """a − b over the keys both hold (sorted, so the result never depends on insertion order). With floors, the
-    difference of the rescaled means, and the p-value tests per-item values rescaled by each side's mean floor
-    ((x − floor) / (1 − floor): their mean is the side's rescaled mean)."""
+    difference of the rescaled means, its p-value swapping each item's (score, floor) between the sides."""
     shared = sorted(set(a) & set(b), key=str)
     x = [float(a[k]) for k in shared]
     y = [float(b[k]) for k in shared]
@@ -73,10 +70,9 @@ def compare_paired(
         fa = [float(floors_a.get(k, nan)) for k in shared]
         fb = [float(floors_b.get(k, nan)) for k in shared]
         difference = paired_bootstrap([x, fa, y, fb], _rescaled_difference, seed=seed)
-        x, y = _rescaled_items(x, fa), _rescaled_items(y, fb)
+        p = paired_randomization([x, fa], [y, fb], _rescaled_difference, seed=seed) if shared else float("nan")
     else:
         difference = paired_difference(x, y, seed=seed)
-    usable = bool(shared) and all(np.isfinite(x)) and all(np.isfinite(y))
-    p = randomization_p_value(x, y, seed=seed) if usable else float("nan")
+        p = randomization_p_value(x, y, seed=seed) if shared else float("nan")
     return PairedResult(difference=difference, p_value=p, items=len(shared), only_a=len(set(a) - set(b)),
                         only_b=len(set(b) - set(a)), verdict=verdict(difference, p))

@@ -17,6 +17,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from ruwikibench.dataset import Dataset
 from ruwikibench.runner.article_page import article_context
+from ruwikibench.runner.paired import PairedRow
 from ruwikibench.runner.report import report_stages
 from ruwikibench.runner.report_data import Run, RunData
 from ruwikibench.runner.report_page import report_context
@@ -46,8 +47,11 @@ def _signed(value: float | None) -> str:
     return "—" if value is None else f"{value:+.2f}"
 
 
-def write_html_report(runs: list[Run], out: Path, view: str, charts: dict[str, Path]) -> Path:
-    """Write ``out/report.html`` and ``out/articles/aNNNN.html``; returns report.html."""
+def write_html_report(
+    runs: list[Run], out: Path, view: str, charts: dict[str, Path], paired: dict[str, list[PairedRow]] | None = None
+) -> Path:
+    """Write ``out/report.html`` and ``out/articles/aNNNN.html``; returns report.html. ``paired``: the stages'
+    paired differences (:func:`ruwikibench.runner.report.paired_comparison`), shown after each stage's table."""
     datasets: dict[str, tuple[Dataset | None, str]] = {}
     data = [RunData.load(run, datasets) for run in runs]
     stages = report_stages([r.metrics for r in data])
@@ -60,6 +64,6 @@ def write_html_report(runs: list[Run], out: Path, view: str, charts: dict[str, P
         (out / pages[article]).write_text(
             env.get_template("article.html.j2").render(**context), encoding="utf-8"
         )
-    context = report_context(data, stages, view, charts, articles, pages)
+    context = report_context(data, stages, view, charts, articles, pages, paired or {})
     (out / "report.html").write_text(env.get_template("report.html.j2").render(**context), encoding="utf-8")
     return out / "report.html"

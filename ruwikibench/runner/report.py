@@ -14,6 +14,7 @@ from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
 from ruwikibench.evaluators.stats import Estimate
 from ruwikibench.registry import get_stage, stage_names
 from ruwikibench.rundir import RunDir
+from ruwikibench.runner.paired import Headline, PairedRow, compare_runs_paired, load_items, paired_table
 
 SCALE = 100.0
 PAPER_TABLE = {"ranking": "Tables 3/4", "outline": "Table 5", "sections": "Table 7"}
@@ -251,6 +252,7 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded") 
         "",
     ]
     charts: dict[str, Path] = {}
+    paired = paired_comparison(runs)
     for stage in report_stages([m for _, m, _ in runs]):
         present = [(name, m[stage]) for name, m, _ in runs if stage in m]
         rows = stage_table(stage, present, view)
@@ -259,13 +261,16 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded") 
             "",
             markdown_table(rows),
             "",
+            *[line for name, data in present for line in baseline_note(stage, data, name)],
+            *paired_section(paired.get(stage, [])),
             f"![{stage}]({stage}.png)",
             "",
         ]
-        with open(out / f"{stage}.csv", "w", newline="", encoding="utf-8") as handle:
-            csv.writer(handle).writerows(rows)
-        for name, data in present:
-            parts += baseline_note(stage, data, name)
+        _write_csv(out / f"{stage}.csv", rows)
+        if paired.get(stage):
+            _write_csv(out / f"{stage}_paired.csv", paired_table(paired[stage]))
+        else:  # one run, or an --out directory used before: no stale table
+            (out / f"{stage}_paired.csv").unlink(missing_ok=True)
         plot_stage(stage, present, out / f"{stage}.png", view)
         charts[stage] = out / f"{stage}.png"
     parts += citation_section(runs)
@@ -273,8 +278,64 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded") 
     (out / "report.md").write_text("\n".join(parts) + "\n", encoding="utf-8")
     from ruwikibench.runner.html_report import write_html_report
 
-    write_html_report(runs, out, view, charts)
+    write_html_report(runs, out, view, charts, paired)
     return out / "report.md"
+
+
+def _write_csv(path: Path, rows: list[list[str]]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows(rows)
+
+
+def stage_headlines(stage: str, metrics: dict[str, Any]) -> list[Headline]:
+    """The metrics a paired comparison covers: the stage's columns but its counts (headings, depth), each
+    marked when it has a permutation floor (its rescaled difference follows it)."""
+    columns = stage_columns(stage, metrics)
+    keys = {key for _, key in columns}
+    counts = count_keys(stage)
+    return [
+        Headline(title, key, SCALE, key + RESCALED_SUFFIX in keys)
+        for title, key in columns
+        if key not in counts and not key.endswith((FLOOR_SUFFIX, RESCALED_SUFFIX))
+    ]
+
+
+def paired_comparison(runs: list[tuple[str, dict[str, Any], RunDir]]) -> dict[str, list[PairedRow]]:
+    """Per stage, each run after the first against the first over the items both scored (see
+    :mod:`ruwikibench.runner.paired`); empty for one run."""
+    if len(runs) < 2:
+        return {}
+    stages = report_stages([m for _, m, _ in runs])
+    first = {stage: next(m[stage] for _, m, _ in runs if stage in m) for stage in stages}
+    headlines = {stage: stage_headlines(stage, first[stage]) for stage in stages}
+    items = [(name, *load_items(rundir)) for name, _, rundir in runs]
+    return compare_runs_paired(items, stages, headlines)
+
+
+PAIRED_NOTE = (
+    "Each run minus the first run, over the items both scored (items scored by one run only, or excluded in "
+    "either, are left out and counted); ×100, mean difference [95% paired bootstrap CI]; p: two-sided "
+    "approximate randomization (the chance of a difference at least this large if the two runs were "
+    "interchangeable item by item), one test per row, no correction for the number of rows. A run *beats* "
+    "the other when p < 0.05 and the CI excludes 0."
+)
+
+
+def paired_section(rows: list[PairedRow]) -> list[str]:
+    """The stage's 'Paired differences' block of report.md (nothing for one run), significant rows spelled out."""
+    if not rows:
+        return []
+    found = [f"- {row.sentence()}" for row in rows if row.winner is not None]
+    return [
+        "### Paired differences",
+        "",
+        PAIRED_NOTE,
+        "",
+        markdown_table(paired_table(rows)),
+        "",
+        *(found or ["No significant difference in any metric."]),
+        "",
+    ]
 
 
 IGNORED_SETTINGS = ("name", "cache_dir", "options.out", "options.run_id")

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
+from ruwikibench.runner.paired import PairedRow, paired_table
 from ruwikibench.runner.report import (
+    PAIRED_NOTE,
     PAPER_TABLE,
     baseline_lines,
     count_keys,
@@ -51,7 +53,9 @@ def report_context(
     charts: dict[str, Path],
     articles: list[str],
     pages: dict[str, str],
+    paired: dict[str, list[PairedRow]] | None = None,
 ) -> dict[str, Any]:
+    paired = paired or {}
     runs: list[Run] = [(r.name, r.metrics, r.rundir) for r in data]
     stage_blocks = []
     for stage in stages:
@@ -66,6 +70,7 @@ def report_context(
                 "floor_note": floor_note(floors[0]) if floors else "",
                 "baselines": [line.removeprefix("- ").replace("**", "") for name, m in present
                               for line in baseline_lines(stage, m, name)],
+                "paired": paired_block(paired.get(stage, [])),
             }
         )
     return {
@@ -79,6 +84,17 @@ def report_context(
         "problems": problem_rows(data, pages),
         "index": index_table(data, stages, articles, pages),
         "deltas": [d for stage in stages if (d := delta_block(data, stage, articles, pages))],
+    }
+
+
+def paired_block(rows: list[PairedRow]) -> dict[str, Any] | None:
+    """The stage's paired differences against the first run (the table report.md prints), None for one run."""
+    if not rows:
+        return None
+    return {
+        "note": PAIRED_NOTE.replace("*", ""),
+        "rows": paired_table(rows),
+        "verdicts": [row.sentence() for row in rows if row.winner is not None],
     }
 
 

@@ -127,6 +127,8 @@ def test_report_page_tables_deltas_and_no_request(report: Path) -> None:
     settings = dom.select_one("#settings + div table").get_text()
     assert 'outline.mode="description"' in settings and 'outline.mode="direct"' in settings
     assert dom.select_one("#deltas") is not None and len(dom.select("table.deltas")) == 3
+    paired = dom.select("table.sortable.paired-table")  # after each stage's table: one row per metric
+    assert len(paired) == 3 and all(t.select_one("th").get_text() == "metric" for t in paired)
     assert len(dom.select("table.problems tbody tr")) == 6  # the fixture's sections without a source snippet
     assert [a["href"] for a in dom.select("table.article-index a")] == [
         f"articles/a{i:04d}.html" for i in (1, 2, 3)

@@ -46,6 +46,7 @@ def test_run_all_score_and_report(setup) -> None:
 
     report = runner.invoke(app, ["report", base_dir, direct_dir, "--out", str(tmp / "cmp")])
     assert report.exit_code == 0, report.output + repr(report.exception)
+    assert "sections: paired differences vs" in report.output and "Δ vs" in report.output
     md = (tmp / "cmp" / "report.md").read_text(encoding="utf-8")
     for heading in ("## ranking (Tables 3/4)", "## outline (Table 5)", "## sections (Table 7)"):
         assert heading in md
@@ -70,5 +71,6 @@ def test_run_all_score_and_report(setup) -> None:
     assert page.count("data:image/png;base64,") == 3  # the three stage charts, inlined
     assert page.count('<table class="sortable stage-table">') == 3
     assert 'href="articles/a0002.html"' in page and "Per-article deltas" in page
+    assert page.count('<table class="sortable paired-table">') == 3  # a paired table after each stage's table
     article = (tmp / "cmp" / "articles" / "a0002.html").read_text(encoding="utf-8")  # Москва: 2nd by name
     assert "ЗОЛОТО" in article and "Node trace" in article  # reference texts beside generated ones, the trace

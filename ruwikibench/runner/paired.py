@@ -1,0 +1,262 @@
+"""Paired comparison of runs: each run against the first, per stage and headline metric, over the items both
+runs scored.
+
+Items are keyed by (article, item) of results.jsonl. An item excluded in either run (the paper's exclusions),
+or scored in one run only (failed, missing or not selected in the other), is left out of the pair and counted.
+On the shared items: the mean difference (run − first run) with a paired bootstrap 95% CI (items resampled,
+each keeping its pair) and a two-sided approximate-randomization p-value (each item's two values swapped at
+random under the null hypothesis). Embedding metrics with a permutation floor (floors.jsonl) also get the
+difference of their rescaled means, (mean − floor) / (1 − floor) per run, resampled and randomized over the
+four columns (score and floor of each run) of the shared items; an item with no floor row counts in the score
+mean but not in the floor mean.
+
+Everything but :func:`load_items` is pure: records in, numbers out. Rendering lives in the report modules.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ruwikibench.evaluators.floor import RESCALED_SUFFIX
+from ruwikibench.evaluators.stats import (
+    Estimate,
+    paired_bootstrap,
+    paired_difference,
+    paired_randomization,
+    randomization_p_value,
+)
+from ruwikibench.jsonl import latest
+from ruwikibench.rundir import RunDir
+
+ALPHA = 0.05
+ItemKey = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class StageItems:
+    """One run's items of one stage: scores of the items scored (not excluded), the excluded keys, floor rows."""
+
+    scores: dict[ItemKey, dict[str, float]] = field(default_factory=dict)
+    excluded: frozenset[ItemKey] = frozenset()
+    floors: dict[ItemKey, dict[str, float]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """The items both runs scored in ``key`` (sorted), their values, and what was left out."""
+
+    keys: list[ItemKey]
+    base: list[float]
+    other: list[float]
+    only_base: int
+    only_other: int
+    excluded: int
+
+    def left_out(self) -> str:
+        parts = [(self.only_base, "only in first run"), (self.only_other, "only in this run"),
+                 (self.excluded, "excluded")]
+        return ", ".join(f"{n} {what}" for n, what in parts if n) or "0"
+
+
+@dataclass(frozen=True)
+class PairedRow:
+    """One metric of one run against the first: Δ = run − first run (raw units), its CI, p, the alignment."""
+
+    stage: str
+    title: str
+    key: str
+    base: str
+    run: str
+    difference: Estimate
+    p: float
+    alignment: Alignment
+    scale: float = 100.0
+
+    @property
+    def shared(self) -> int:
+        return len(self.alignment.keys)
+
+    @property
+    def winner(self) -> str | None:
+        """The run that is significantly better (p < ALPHA and the CI on that side of 0), else None."""
+        d = self.difference
+        if not (self.p < ALPHA and math.isfinite(d.low) and math.isfinite(d.high)):
+            return None
+        return self.run if d.low > 0 else self.base if d.high < 0 else None
+
+    def verdict(self) -> str:
+        if self.shared == 0:
+            return "no shared item"
+        if self.winner is None:
+            return "no significant difference"
+        loser = self.base if self.winner == self.run else self.run
+        return f"{self.winner} beats {loser}"
+
+    def sentence(self) -> str:
+        """'B beats A on sections Mean F1: +1.20 [0.30, 2.10], p = 0.010, 14 shared items'."""
+        return (f"{self.verdict()} on {self.stage} {self.title}: {format_delta(self.difference, self.scale)}, "
+                f"p = {format_p(self.p)}, {self.shared} shared items")
+
+
+def format_delta(estimate: Estimate, scale: float) -> str:
+    if estimate.n == 0 or not math.isfinite(estimate.mean):
+        return "—"
+    low, high = (f"{v * scale:+.2f}" if math.isfinite(v) else "—" for v in (estimate.low, estimate.high))
+    return f"{estimate.mean * scale:+.2f} [{low}, {high}]"
+
+
+def format_p(p: float) -> str:
+    """Three decimals; below 0.001 one significant digit (0.0002, 3e-05: still numbers for the HTML sorting)."""
+    if not math.isfinite(p):
+        return "—"
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.1g}"
+
+
+def stage_items(results: Sequence[dict[str, Any]], floors: Sequence[dict[str, Any]], stage: str) -> StageItems:
+    """One stage's items from ScoreRecord dicts and floors.jsonl rows (the last record of an item wins)."""
+    scores: dict[ItemKey, dict[str, float]] = {}
+    excluded: set[ItemKey] = set()
+    for record in results:
+        if record["stage"] != stage:
+            continue
+        key = (str(record["article"]), str(record["item"]))
+        if record.get("excluded"):
+            excluded.add(key)
+            scores.pop(key, None)
+        else:
+            excluded.discard(key)
+            scores[key] = {k: v for k, v in record.get("metrics", {}).items() if isinstance(v, int | float)}
+    rows = {(str(r["article"]), str(r["item"])): dict(r.get("metrics", {})) for r in floors if r["stage"] == stage}
+    return StageItems(scores, frozenset(excluded), rows)
+
+
+def load_items(rundir: RunDir) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The run's latest score records and floor rows (none when the run has no floors.jsonl)."""
+    from ruwikibench.runner.floors import FLOORS_FILE
+
+    floors = latest(rundir.read(FLOORS_FILE)) if rundir.file(FLOORS_FILE).exists() else []
+    return rundir.results(), floors
+
+
+def align(base: StageItems, other: StageItems, key: str) -> Alignment:
+    """The items scored in ``key`` by both runs; items scored by one run only, and items excluded in either run
+    (whatever the other did), counted."""
+    has_base = {k for k, m in base.scores.items() if _finite(m.get(key))}
+    has_other = {k for k, m in other.scores.items() if _finite(m.get(key))}
+    excluded = base.excluded | other.excluded
+    shared = sorted((has_base & has_other) - excluded)
+    return Alignment(
+        keys=shared,
+        base=[base.scores[k][key] for k in shared],
+        other=[other.scores[k][key] for k in shared],
+        only_base=len(has_base - has_other - excluded),
+        only_other=len(has_other - has_base - excluded),
+        excluded=len(excluded),
+    )
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value)
+
+
+def compare_metric(stage: str, title: str, key: str, names: tuple[str, str], alignment: Alignment,
+                   scale: float = 100.0) -> PairedRow:
+    """Δ = other − base of the mean of ``key`` on the aligned items, paired bootstrap CI, randomization p."""
+    difference = paired_difference(alignment.other, alignment.base)
+    p = randomization_p_value(alignment.other, alignment.base)
+    return PairedRow(stage, title, key, names[0], names[1], difference, p, alignment, scale)
+
+
+def floor_column(items: StageItems, keys: list[ItemKey], key: str) -> list[float]:
+    """Each item's floor of ``key`` (NaN where the item has no floor row)."""
+    values = [items.floors.get(k, {}).get(key, math.nan) for k in keys]
+    return [float(v) if _finite(v) else math.nan for v in values]
+
+
+def rescaled_difference(
+    score_a: np.ndarray, floor_a: np.ndarray, score_b: np.ndarray, floor_b: np.ndarray
+) -> np.ndarray:
+    """Per resample (row): rescaled mean of B minus rescaled mean of A, rescaled = (mean − floor) / (1 − floor),
+    the floor the mean over the items that have one."""
+    return _rescaled(score_b, floor_b) - _rescaled(score_a, floor_a)
+
+
+def _rescaled(score: np.ndarray, floor: np.ndarray) -> np.ndarray:
+    base = np.nanmean(floor, axis=1)
+    value = (np.nanmean(score, axis=1) - base) / (1.0 - base)
+    return np.where(base < 1.0, value, np.nan)
+
+
+def compare_rescaled(stage: str, title: str, key: str, names: tuple[str, str], alignment: Alignment,
+                     base: StageItems, other: StageItems, scale: float = 100.0) -> PairedRow | None:
+    """Δ of the rescaled means (other − base) on the aligned items; None when either run has no floor there."""
+    floor_a = floor_column(base, alignment.keys, key)
+    floor_b = floor_column(other, alignment.keys, key)
+    if all(math.isnan(f) for f in floor_a) or all(math.isnan(f) for f in floor_b):
+        return None
+    columns = [alignment.base, floor_a, alignment.other, floor_b]
+    difference = paired_bootstrap(columns, rescaled_difference)
+    p = paired_randomization([alignment.base, floor_a], [alignment.other, floor_b], rescaled_difference)
+    return PairedRow(stage, f"{title} rescaled", key + RESCALED_SUFFIX, names[0], names[1], difference, p,
+                     alignment, scale)
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A metric the paired table compares: its title, key, display scale, and whether it has a floor."""
+
+    title: str
+    key: str
+    scale: float = 100.0
+    floor: bool = False
+
+
+def compare_stage(stage: str, headlines: list[Headline], base: tuple[str, StageItems],
+                  other: tuple[str, StageItems]) -> list[PairedRow]:
+    """The rows of one stage, one run against the first: each headline metric, then its rescaled difference."""
+    names = (base[0], other[0])
+    rows: list[PairedRow] = []
+    for h in headlines:
+        alignment = align(base[1], other[1], h.key)
+        rows.append(compare_metric(stage, h.title, h.key, names, alignment, h.scale))
+        if h.floor and (row := compare_rescaled(stage, h.title, h.key, names, alignment, base[1], other[1],
+                                                h.scale)):
+            rows.append(row)
+    return rows
+
+
+def paired_table(rows: list[PairedRow]) -> list[list[str]]:
+    """Table rows (header first): metric, run, Δ vs the first run [95% CI] (×100 for fractions), p, shared
+    items, items left out, verdict."""
+    base = rows[0].base if rows else "first run"
+    header = ["metric", "run", f"Δ vs {base} [95% CI]", "p", "shared items", "left out", "verdict"]
+    return [header] + [
+        [r.title, r.run, format_delta(r.difference, r.scale), format_p(r.p), str(r.shared),
+         r.alignment.left_out(), r.verdict()]
+        for r in rows
+    ]
+
+
+RunItems = tuple[str, list[dict[str, Any]], list[dict[str, Any]]]
+
+
+def compare_runs_paired(
+    runs: Sequence[RunItems], stages: Sequence[str], headlines: dict[str, list[Headline]]
+) -> dict[str, list[PairedRow]]:
+    """Per stage: every run after the first against the first, one row per headline metric (and rescaled metric)
+    and run, metric by metric. ``runs``: (name, score records, floor rows); stages a run lacks are skipped."""
+    out: dict[str, list[PairedRow]] = {}
+    for stage in stages:
+        present = [(name, stage_items(results, floors, stage)) for name, results, floors in runs
+                   if any(r["stage"] == stage for r in results)]
+        if len(present) < 2 or not headlines.get(stage):
+            continue
+        order = {key: i for i, h in enumerate(headlines[stage]) for key in (h.key, h.key + RESCALED_SUFFIX)}
+        rows = [row for other in present[1:] for row in compare_stage(stage, headlines[stage], present[0], other)]
+        out[stage] = sorted(rows, key=lambda row: (order[row.key], row.key))  # stable: runs in the order given
+    return out
