@@ -23,6 +23,7 @@ from ruwikibench.config import RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.contract import GeneratedText, ScoreRecord, Unit
 from ruwikibench.dataset import Article, Dataset
+from ruwikibench.evaluators.entities import entity_scores
 from ruwikibench.evaluators.floor import FloorSide
 from ruwikibench.evaluators.similarity import sentence_prf
 from ruwikibench.evaluators.text_scores import text_scores
@@ -117,7 +118,8 @@ def exclusion(spec: dict[str, Any], result: dict[str, Any]) -> str | None:
 def score_section(
     unit: Unit, spec: dict[str, Any], result: dict[str, Any], context: StageContext
 ) -> ScoreRecord:
-    """Embedding P/R/F1 over sentences, ROUGE-L and BLEU of one section; empty output scores 0 (not excluded)."""
+    """Embedding P/R/F1 over sentences, ROUGE-L, BLEU and entity R/P/F1 (absent when the reference names no
+    entity) of one section; empty output scores 0 (not excluded)."""
     cfg = context.config.sections
     info: dict[str, Any] = {
         "title": result["title"],
@@ -141,6 +143,7 @@ def score_section(
         record.info["empty_output"] = True
     record.metrics = text_scores(text, reference, context.embedder, tokenize=cfg.bleu_tokenize,
                                  lemmatize=cfg.rouge_lemmatize)
+    record.metrics.update(entity_scores(text, reference))
     return record
 
 
@@ -168,6 +171,9 @@ class SectionsStage:
         ("Mean BLEU", "bleu"),
         ("P", "p"),
         ("R", "r"),
+        ("Entity R", "entity_recall"),
+        ("Entity P", "entity_precision"),
+        ("Entity F1", "entity_f1"),
     ]
     floor_keys: ClassVar[tuple[str, ...]] = ("p", "r", "f1")
 
