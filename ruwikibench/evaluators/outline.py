@@ -205,8 +205,9 @@ def score_outline(
     """Score (level, title) headings against the article's reference outline.
 
     Metrics: ``precision``/``recall``/``f1`` and ``soft_recall`` under ``selection``; ``*_authors`` under
-    the authors' variant (see :func:`outline_similarity`, also for ``authors_prompt``); structure stats ``gen_*`` (all generated headings,
-    levels as written) and ``ref_*`` (every reference heading, the title counted as level 1).
+    the authors' variant (see :func:`outline_similarity`, also for ``authors_prompt``); structure stats ``gen_*``
+    (all generated headings, levels as written) and ``ref_*`` (every reference heading, the title counted as
+    level 1); ``entity_*`` (:func:`heading_entity_scores`, absent when the reference headings name no entity).
     """
     titles = [t for _, t in generated]
     similarity = outline_similarity(titles, article.title, article, embedder, selection, authors_prompt)
@@ -221,4 +222,16 @@ def score_outline(
         "reference_scored": similarity.reference_scored,
         "empty_outline": not titles,
     }
+    metrics.update(heading_entity_scores(titles, article, selection))
     return OutlineScore(metrics=metrics, info=info)
+
+
+def heading_entity_scores(
+    titles: Sequence[str], reference: Article, selection: HeadingSelection = DEFAULT
+) -> dict[str, float]:
+    """Entity recall / precision / F1 of the generated headings (joined, title echoes dropped) against the
+    reference headings under ``selection`` (joined); no key when the reference headings name no entity."""
+    from ruwikibench.evaluators.entities import entity_scores, headings_text
+
+    generated = generated_headings(titles, reference.title, selection)
+    return entity_scores(headings_text(generated), headings_text(reference_headings(reference, selection)))

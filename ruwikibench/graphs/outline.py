@@ -97,6 +97,9 @@ class OutlineStage:
         ("Mean F1", "f1"),
         ("F1 (authors)", "f1_authors"),
         ("Soft recall", "soft_recall"),
+        ("Entity R", "entity_recall"),
+        ("Entity P", "entity_precision"),
+        ("Entity F1", "entity_f1"),
         ("Headings", "gen_headings"),
         ("Max depth", "gen_max_depth"),
         ("Share > 3", "gen_deep_share"),
@@ -106,7 +109,7 @@ class OutlineStage:
     ]
     count_keys: ClassVar[frozenset[str]] = frozenset({"gen_headings", "gen_max_depth", "ref_headings", "ref_max_depth"})
     floor_keys: ClassVar[tuple[str, ...]] = SIMILARITY_KEYS
-    baseline_keys: ClassVar[tuple[str, ...]] = ("f1", "f1_rescaled")  # compared with the no-LLM baselines
+    baseline_keys: ClassVar[tuple[str, ...]] = ("f1", "f1_rescaled", "entity_recall")  # vs the no-LLM baselines
 
     def build_graph(self) -> StateGraph:
         return build_outline_graph()  # type: ignore[return-value]

@@ -23,6 +23,7 @@ from ruwikibench.config import RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.contract import GeneratedText, ScoreRecord, Unit
 from ruwikibench.dataset import Article, Dataset
+from ruwikibench.evaluators.entities import entity_scores
 from ruwikibench.evaluators.floor import FloorSide
 from ruwikibench.evaluators.similarity import sentence_prf
 from ruwikibench.evaluators.text_scores import text_scores
@@ -117,8 +118,9 @@ def exclusion(spec: dict[str, Any], result: dict[str, Any]) -> str | None:
 def score_section(
     unit: Unit, spec: dict[str, Any], result: dict[str, Any], context: StageContext
 ) -> ScoreRecord:
-    """Embedding P/R/F1 over sentences, ROUGE-L and BLEU of one section (+ ``*_authors`` P/R/F1 when
-    ``embedder.authors_prompt`` is set); empty output scores 0 (not excluded)."""
+    """Embedding P/R/F1 over sentences, ROUGE-L, BLEU and entity R/P/F1 (absent when the reference names no
+    entity) of one section (+ ``*_authors`` P/R/F1 when ``embedder.authors_prompt`` is set); empty output scores
+    0 (not excluded)."""
     cfg = context.config.sections
     info: dict[str, Any] = {
         "title": result["title"],
@@ -143,6 +145,7 @@ def score_section(
     record.metrics = text_scores(text, reference, context.embedder, tokenize=cfg.bleu_tokenize,
                                  lemmatize=cfg.rouge_lemmatize,
                                  authors_prompt=context.config.embedder.authors_prompt)
+    record.metrics.update(entity_scores(text, reference))
     return record
 
 
@@ -170,9 +173,12 @@ class SectionsStage:
         ("Mean BLEU", "bleu"),
         ("P", "p"),
         ("R", "r"),
+        ("Entity R", "entity_recall"),
+        ("Entity P", "entity_precision"),
+        ("Entity F1", "entity_f1"),
     ]
     floor_keys: ClassVar[tuple[str, ...]] = ("p", "r", "f1")
-    baseline_keys: ClassVar[tuple[str, ...]] = ("f1", "f1_rescaled", "rouge_l", "bleu")  # vs the no-LLM baselines
+    baseline_keys: ClassVar[tuple[str, ...]] = ("f1", "f1_rescaled", "rouge_l", "bleu", "entity_recall")  # vs baselines
 
     def build_graph(self) -> StateGraph[SectionsState, StageContext, SectionsInput, SectionsOutput]:
         return build_sections_graph()

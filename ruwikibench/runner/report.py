@@ -103,8 +103,8 @@ def stage_table(
             str(counts.get("excluded", 0)),
             str(counts.get("failed_units", 0)),
         ]
-        if view == "failures_as_zero":
-            row.append(_zeroed(columns, counts))
+        if view == "failures_as_zero":  # columns this run has no estimate for (no item had the key) say nothing
+            row.append(_zeroed([c for c in columns if c[1] in metrics.get("metrics", {})], counts))
         rows.append(row)
     return rows
 

@@ -45,4 +45,16 @@ def warm_up(stages: list[str], config: RunConfig) -> list[str]:
 
         stopwords()
         Normalizer(config.ranking.normalizer).terms("прогрев словаря")
+    if {"outline", "sections", "writer"} & set(stages):
+        _warm_entities()
     return loaded
+
+
+def _warm_entities() -> None:
+    """The NER model of the entity metrics (about a second of CPU to load, most of it holding the GIL)."""
+    try:
+        from ruwikibench.evaluators.entities import entity_set
+
+        entity_set("Прогрев словаря в Москве.")
+    except (ImportError, RuntimeError):
+        return

@@ -3,10 +3,11 @@
 Records use the benchmark's stage names, so a writer run's ``metrics.json`` has the same ``outline`` and
 ``sections`` keys (and columns) as a benchmark run and ``ruwikibench report`` can put them side by side:
 
-- ``outline``: heading P/R/F1 of the written outline against the reference outline (stage-2 evaluator);
+- ``outline``: heading P/R/F1 and entity R/P/F1 of the written outline against the reference outline (stage-2
+  evaluator);
 - ``sections``: each reference section with text against the best-matching written section (cosine of whole-text
-  embeddings; the reference lead against the written lead), sentence-embedding P/R/F1, ROUGE-L, BLEU (stage-3
-  evaluators);
+  embeddings; the reference lead against the written lead), sentence-embedding P/R/F1, ROUGE-L, BLEU, entity
+  R/P/F1 (stage-3 evaluators);
 - ``article``: the whole written text against the whole reference text (sentence-embedding P/R/F1, ROUGE-L), and
   how much of what was selected and cited comes from the article's own sources.
 """
@@ -63,10 +64,11 @@ def best_matches(reference: list[str], generated: list[str], context: StageConte
 
 
 def text_metrics(text: str, reference: str, context: StageContext) -> dict[str, float]:
+    from ruwikibench.evaluators.entities import entity_scores
     from ruwikibench.evaluators.text_scores import HEADLINE, text_scores
 
     metrics = text_scores(text, reference, context.embedder, tokenize=context.config.sections.bleu_tokenize)
-    return {key: metrics[key] for key in HEADLINE}
+    return {**{key: metrics[key] for key in HEADLINE}, **entity_scores(text, reference)}
 
 
 def score_section_records(article: Article, written: WrittenArticle, context: StageContext) -> list[ScoreRecord]:
