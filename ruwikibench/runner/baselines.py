@@ -116,20 +116,23 @@ def headline_keys(stage: str, metrics: dict[str, Any]) -> list[str]:
     return [k for k in keys if not k.endswith(RESCALED_SUFFIX) or k.removesuffix(RESCALED_SUFFIX) in keys]
 
 
-def _values(records: list[dict[str, Any]], key: str) -> dict[tuple[str, str, str], float]:
-    return {item_key(r): r["metrics"][key] for r in records
-            if not r.get("excluded") and r["metrics"].get(key) is not None}
+def _verdict(row: Any, baseline: str) -> str:
+    if row.shared == 0:
+        return "no shared item"
+    return {"run": "better", baseline: "worse"}.get(row.winner, "no significant difference")
 
 
 def versus_baselines(
     stage: str, data: dict[str, Any], records: list[dict[str, Any]], floors: list[dict[str, Any]],
     baselines: dict[str, list[dict[str, Any]]],
 ) -> dict[str, Any]:
-    """Per headline metric: the best baseline (highest mean) and the paired difference run − that baseline over
-    the items both scored (bootstrap CI, approximate-randomization p-value, verdict)."""
+    """Per compared metric: the best baseline (highest mean) and the paired difference run − that baseline over
+    the items both scored (:mod:`ruwikibench.runner.paired`: bootstrap CI, approximate-randomization p, for a
+    rescaled metric each item's score and floor kept together), with a verdict."""
     from ruwikibench.evaluators.floor import RESCALED_SUFFIX
-    from ruwikibench.evaluators.paired import compare_paired
+    from ruwikibench.runner.paired import align, compare_metric, compare_rescaled, stage_items
 
+    run = stage_items(records, floors, stage)
     out: dict[str, Any] = {}
     for key in headline_keys(stage, data):
         raw = key.removesuffix(RESCALED_SUFFIX)
@@ -139,12 +142,16 @@ def versus_baselines(
         if not means:
             continue
         best = max(sorted(means), key=lambda name: means[name])
-        run_floors = base_floors = None
-        if key.endswith(RESCALED_SUFFIX):
-            run_floors = {item_key(r): r["metrics"][raw] for r in floors if raw in r["metrics"]}
-            base_floors = {item_key(r): r["floor"][raw] for r in baselines[best] if raw in (r.get("floor") or {})}
-        result = compare_paired(_values(records, raw), _values(baselines[best], raw), run_floors, base_floors)
-        out[key] = {"baseline": best, **result.model_dump()}
+        base_floors = [{**r, "metrics": r["floor"]} for r in baselines[best] if r.get("floor")]
+        base = stage_items(baselines[best], base_floors, stage)
+        alignment = align(base, run, raw)
+        names = (best, "run")
+        row = (compare_rescaled(stage, key, raw, names, alignment, base, run) if key != raw
+               else compare_metric(stage, key, raw, names, alignment))
+        if row is None:
+            continue
+        out[key] = {"baseline": best, "difference": row.difference.model_dump(), "p_value": row.p,
+                    "items": row.shared, "left_out": row.alignment.left_out(), "verdict": _verdict(row, best)}
     return out
 
 
@@ -170,5 +177,10 @@ def add_baselines(
         metrics[stage]["baselines"] = summaries
         stage_records = [r for r in results if r["stage"] == stage]
         stage_floors_ = [r for r in floors if r["stage"] == stage]
-        metrics[stage]["vs_baseline"] = versus_baselines(stage, metrics[stage], stage_records, stage_floors_, named)
+        try:
+            metrics[stage]["vs_baseline"] = versus_baselines(stage, metrics[stage], stage_records, stage_floors_,
+                                                             named)
+        except Exception as exc:  # noqa: BLE001 - the run's own metrics stand; the report says why none
+            log.warning("baseline comparison of stage %s failed: %s: %s", stage, type(exc).__name__, exc)
+            metrics[stage]["vs_baseline_error"] = f"{type(exc).__name__}: {exc}"
     return metrics
