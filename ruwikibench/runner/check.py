@@ -12,6 +12,7 @@ they land, but do not decide.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from itertools import pairwise
 
@@ -31,6 +32,7 @@ HEADLINE = {"outline": ("f1",), "sections": ("f1",)}
 
 __all__ = [
     "DECISIVE",
+    "ENTITY_KEYS",
     "HEADLINE",
     "RUNGS",
     "MetricCheck",
@@ -38,6 +40,7 @@ __all__ = [
     "Step",
     "check_rows",
     "check_stage",
+    "entity_checks",
     "failed_headlines",
     "ladder_items",
     "outline_items",
@@ -150,14 +153,17 @@ def check_stage(
             done += 1
             if progress:
                 progress(done, total)
-    floors = [f for f in _item_floors(items, score, context, keys, per_item, seed) if f is not None]
+    floors = _item_floors(items, score, context, keys, per_item, seed)
     if progress:
         progress(total, total)
-    return [_metric_check(stage_name, key, raw[key], [f[key] for f in floors]) for key in keys]
+    nan = float("nan")
+    checks = [_metric_check(stage_name, key, raw[key], [f[key] if f else nan for f in floors]) for key in keys]
+    return checks + entity_checks(stage_name, items, context)
 
 
 def _metric_check(stage: str, metric: str, values: dict[str, list[float]], floors: list[float]) -> MetricCheck:
-    floor = bootstrap_ci(floors)
+    """``floors``: one per item (NaN where an item has none), paired with its values in the rescaled CI."""
+    floor = bootstrap_ci([f for f in floors if not math.isnan(f)])
     return MetricCheck(
         stage=stage,
         metric=metric,
@@ -166,6 +172,49 @@ def _metric_check(stage: str, metric: str, values: dict[str, list[float]], floor
         rescaled={r: rescaled_estimate(values[r], floors) for r in RUNGS},
         steps=_steps(values, floor.mean),
     )
+
+
+ENTITY_KEYS = ("entity_recall", "entity_f1")
+NO_FLOOR = Estimate(mean=0.0, low=0.0, high=0.0, n=0)
+
+
+def _entity_scorer(stage: str, context: StageContext) -> Callable[[object, object], dict[str, float]] | None:
+    """Entity scores of a rung's output against an item's reference, as the stage scores them; None for a stage
+    without entity metrics."""
+    from ruwikibench.evaluators.entities import entity_scores
+    from ruwikibench.evaluators.outline import heading_entity_scores
+    from ruwikibench.graphs.outline import selection
+
+    if stage == "sections":
+        return lambda generated, reference: entity_scores(str(generated), str(reference))
+    if stage == "outline" and context.dataset is not None:
+        dataset, chosen = context.dataset, selection(context.config.outline)
+        return lambda generated, reference: heading_entity_scores(
+            list(generated[1]), dataset.article(str(reference)), chosen)  # type: ignore[index]
+    return None
+
+
+def entity_checks(stage: str, items: list[PlantedItem], context: StageContext) -> list[MetricCheck]:
+    """The ladder of the entity metrics (no embedder, no floor: 0 is chance, the rescaled column is the raw
+    score) over the items whose reference names an entity; none when no reference does."""
+    score = _entity_scorer(stage, context)
+    if score is None:
+        return []
+    values: dict[str, dict[str, list[float]]] = {k: {r: [] for r in RUNGS} for k in ENTITY_KEYS}
+    for item in items:
+        if not score(item.outputs["reference"], item.reference):
+            continue  # the reference names no entity: the metric is undefined for this item
+        for rung in RUNGS:
+            metrics = score(item.outputs[rung], item.reference)
+            for key in ENTITY_KEYS:
+                values[key][rung].append(metrics.get(key, 0.0))
+    if len(values[ENTITY_KEYS[0]]["reference"]) < 2:
+        return []
+    return [
+        MetricCheck(stage=stage, metric=key, floor=NO_FLOOR, raw={r: bootstrap_ci(v[r]) for r in RUNGS},
+                    rescaled={r: bootstrap_ci(v[r]) for r in RUNGS}, steps=_steps(v, 0.0))
+        for key, v in values.items()
+    ]
 
 
 def check_rows(checks: list[MetricCheck], scale: float = 100.0) -> list[list[str]]:
