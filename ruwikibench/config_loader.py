@@ -72,7 +72,9 @@ def read_config_data(path: Path, seen: tuple[Path, ...] = ()) -> dict:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
+        raise ConfigError(f"{path}: invalid YAML: {_yaml_problem(exc)}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a run config is a mapping of settings")
     data = cast(dict, expand_env(data, path))
@@ -84,6 +86,14 @@ def read_config_data(path: Path, seen: tuple[Path, ...] = ()) -> dict:
     if not isinstance(base, str):
         raise ConfigError(f"{path}: base: the path of another run config, got {base!r}")
     return merged(read_config_data(path.parent / base, (*seen, path.resolve())), data)
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """A YAML error as one line: the problem and where (line, column)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return " ".join(f"{problem}{where}".split())
 
 
 def load_config(path: str | Path) -> RunConfig:
