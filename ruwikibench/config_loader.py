@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from ruwikibench.config import ConfigError, RunConfig
 from ruwikibench.prompts import PromptLibrary, placeholders
+from ruwikibench.secrets import looks_secret, register, register_env
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -29,6 +30,8 @@ def expand_env(value: object, path: Path) -> object:
     def repl(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
         if name in os.environ:
+            if looks_secret(name):
+                register(os.environ[name])
             return os.environ[name]
         if default is not None:
             return default
@@ -105,6 +108,8 @@ def load_config(path: str | Path) -> RunConfig:
     except ValidationError as exc:
         fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"{path}: {fields}") from exc
+    for model in config.models.values():
+        register_env(model.api_key_env)
     check_stages(config, path)
     check_prompt_fields(config, path)
     return config

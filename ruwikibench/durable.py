@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ruwikibench.secrets import redact
+
 
 def fsync_dir(path: str | Path) -> None:
     """fsync a directory: makes the renames and creations inside it durable (a no-op where directories cannot
@@ -30,10 +32,10 @@ def replace_durably(tmp: str | Path, target: str | Path) -> None:
 
 
 def write_atomic(path: str | Path, data: str | bytes) -> None:
-    """Replace ``path`` with ``data`` (text as UTF-8) atomically and durably."""
+    """Replace ``path`` with ``data`` (text as UTF-8, secrets redacted) atomically and durably."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    raw = data.encode("utf-8") if isinstance(data, str) else data
+    raw = redact(data).encode("utf-8") if isinstance(data, str) else data
     with open(tmp, "wb") as handle:
         handle.write(raw)
         handle.flush()

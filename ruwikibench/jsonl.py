@@ -22,6 +22,7 @@ from typing import Any, Self
 from pydantic import BaseModel
 
 from ruwikibench.durable import replace_durably
+from ruwikibench.secrets import redact
 
 
 class JsonlError(ValueError):
@@ -31,7 +32,7 @@ class JsonlError(ValueError):
 def dumps(record: BaseModel | dict[str, Any]) -> str:
     """One record as one JSON line (no newline); pydantic models are dumped in JSON mode."""
     data = record.model_dump(mode="json") if isinstance(record, BaseModel) else record
-    return json.dumps(data, ensure_ascii=False, default=_fallback)
+    return redact(json.dumps(data, ensure_ascii=False, default=_fallback))
 
 
 def _fallback(obj: Any) -> Any:

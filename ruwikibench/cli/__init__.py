@@ -96,6 +96,9 @@ def main() -> None:
     import os
     import sys
 
+    from ruwikibench.secrets import install_log_redaction
+
+    install_log_redaction()
     debug = "--debug" in sys.argv[1:] or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     args = [a for a in sys.argv[1:] if a != "--debug"]
     try:
@@ -136,5 +139,7 @@ def _error_status(exc: BaseException, debug: bool) -> int:
             traceback.print_exception(exc)
         hint = "" if debug else f" (--debug or {DEBUG_ENV}=1 shows the traceback)"
         message = f"{type(exc).__name__}: {exc}{hint}"
-    print("error: " + " ".join(message.split()), file=sys.stderr, flush=True)
+    from ruwikibench.secrets import redact
+
+    print(redact("error: " + " ".join(message.split())), file=sys.stderr, flush=True)
     return 2

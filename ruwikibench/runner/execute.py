@@ -44,6 +44,7 @@ from ruwikibench.runner.metrics import aggregate, metrics_rows
 from ruwikibench.runner.overrides import check_overrides, fingerprint, spec_records, stage_graph
 from ruwikibench.runner.stage import Stage, Unit, get_stage
 from ruwikibench.runner.warmup import warm_up
+from ruwikibench.secrets import redact_data
 
 
 class RunOptions(BaseModel):
@@ -121,8 +122,9 @@ def build_spec(
     run_id: str, config: RunConfig, dataset: Dataset, dataset_path: str, options: RunOptions,
     inputs: dict[str, Any] | None = None,
 ) -> dict:
-    """spec.json: versions, dataset, models, config, options, and the ``inputs`` (:func:`run_inputs`) it read."""
-    return {
+    """spec.json: versions, dataset, models, config, options, and the ``inputs`` (:func:`run_inputs`) it read;
+    secrets redacted (:mod:`ruwikibench.secrets`)."""
+    return redact_data({
         "run_id": run_id,
         "package_version": __version__,
         "git_commit": git_commit(),
@@ -136,7 +138,7 @@ def build_spec(
         **(inputs or {}),
         "prompts": {},
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-    }
+    })
 
 
 class Runner:
