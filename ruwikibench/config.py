@@ -30,7 +30,7 @@ def role_served_by(role: str, configured: Container[str]) -> str | None:
 
 
 _NOT_IDENTITY = {
-    "endpoints", "api_key_env", "timeout", "max_retries", "retry_base_delay", "retry_max_delay", "local"
+    "endpoints", "api_key_env", "headers", "timeout", "max_retries", "retry_base_delay", "retry_max_delay", "local"
 }
 
 
@@ -52,6 +52,8 @@ class ModelConfig(BaseModel):
         default=None, description="start the bundled local model server for this model"
     )
     api_key_env: str | None = Field(default=None, description="environment variable holding the API key")
+    headers: dict[str, str] = Field(default_factory=dict, description="extra HTTP headers sent with every request "
+                                    "(e.g. a gateway's auth: '${MY_TOKEN}'; redacted in run files)")
     temperature: float = 0.01
     top_p: float = 0.9
     repetition_penalty: float | None = Field(default=1.0, description="vLLM extra body field; None = not sent")

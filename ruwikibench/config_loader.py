@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from ruwikibench.config import ConfigError, RunConfig
 from ruwikibench.prompts import PromptLibrary, placeholders
+from ruwikibench.secrets import looks_secret, register, register_env
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -29,6 +30,8 @@ def expand_env(value: object, path: Path) -> object:
     def repl(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
         if name in os.environ:
+            if looks_secret(name):
+                register(os.environ[name])
             return os.environ[name]
         if default is not None:
             return default
@@ -72,7 +75,9 @@ def read_config_data(path: Path, seen: tuple[Path, ...] = ()) -> dict:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
+        raise ConfigError(f"{path}: invalid YAML: {_yaml_problem(exc)}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a run config is a mapping of settings")
     data = cast(dict, expand_env(data, path))
@@ -86,6 +91,14 @@ def read_config_data(path: Path, seen: tuple[Path, ...] = ()) -> dict:
     return merged(read_config_data(path.parent / base, (*seen, path.resolve())), data)
 
 
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """A YAML error as one line: the problem and where (line, column)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return " ".join(f"{problem}{where}".split())
+
+
 def load_config(path: str | Path) -> RunConfig:
     """Load a YAML run config (and its ``base:`` chain); errors name the file and the field."""
     path = Path(path)
@@ -95,6 +108,8 @@ def load_config(path: str | Path) -> RunConfig:
     except ValidationError as exc:
         fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"{path}: {fields}") from exc
+    for model in config.models.values():
+        register_env(model.api_key_env)
     check_stages(config, path)
     check_prompt_fields(config, path)
     return config

@@ -21,6 +21,9 @@ from typing import Any, Self
 
 from pydantic import BaseModel
 
+from ruwikibench.durable import replace_durably
+from ruwikibench.secrets import redact
+
 
 class JsonlError(ValueError):
     """A JSONL file that cannot be read; the message names the file and the line."""
@@ -29,7 +32,7 @@ class JsonlError(ValueError):
 def dumps(record: BaseModel | dict[str, Any]) -> str:
     """One record as one JSON line (no newline); pydantic models are dumped in JSON mode."""
     data = record.model_dump(mode="json") if isinstance(record, BaseModel) else record
-    return json.dumps(data, ensure_ascii=False, default=_fallback)
+    return redact(json.dumps(data, ensure_ascii=False, default=_fallback))
 
 
 def _fallback(obj: Any) -> Any:
@@ -102,14 +105,14 @@ def append_jsonl(path: str | Path, records: Iterable[BaseModel | dict[str, Any]]
 
 
 def rewrite_jsonl(path: str | Path, records: Iterable[BaseModel | dict[str, Any]]) -> None:
-    """Replace the file atomically: a temporary file written and fsynced, then renamed over it."""
+    """Replace the file atomically: a temporary file written and fsynced, renamed over it, the directory fsynced."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
         handle.write("".join(dumps(r) + "\n" for r in records))
         handle.flush()
         os.fsync(handle.fileno())
-    tmp.replace(path)
+    replace_durably(tmp, path)
 
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -17,7 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ruwikibench.config import RunInputError
 from ruwikibench.contract import with_current_stage
+from ruwikibench.durable import write_atomic
 from ruwikibench.jsonl import append_jsonl, item_key, latest, read_records, rewrite_jsonl, unit_key
 from ruwikibench.runlock import LOCK, RunDirLocked, run_lock
 
@@ -68,15 +70,21 @@ class RunDir:
         return open_errors(list(self.read("errors.jsonl")), self.outputs(), self.results())
 
     def write_json(self, name: str, data: Any) -> None:
-        tmp = self.file(name + ".tmp")
-        tmp.write_text(json.dumps(data, ensure_ascii=False, indent=2, default=str), encoding="utf-8")
-        tmp.replace(self.file(name))
+        """Replace ``name`` atomically and durably (temporary file fsynced, renamed, directory fsynced)."""
+        write_atomic(self.file(name), json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
     def read_json(self, name: str) -> Any:
         path = self.file(name)
         if not path.exists():
-            raise FileNotFoundError(f"{path}: not found — is {self.path} a run directory?")
-        return json.loads(path.read_text(encoding="utf-8"))
+            raise NotARunDir(f"{path}: not found — is {self.path} a run directory?")
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise NotARunDir(f"{path}: not readable JSON ({exc}) — is {self.path} a run directory?") from None
+
+
+class NotARunDir(RunInputError, FileNotFoundError):
+    """A run directory's JSON file (spec.json, metrics.json) missing or unreadable: bad input, one line."""
 
 
 def scored_units(results: list[dict[str, Any]]) -> set[tuple[str, str, str]]:

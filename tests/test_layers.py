@@ -16,7 +16,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "ruwikibench"
 
 LAYERS: list[tuple[str, set[str]]] = [
-    ("bottom", {"", "config", "dataset", "contract", "registry", "jsonl", "runlock", "executors", "progress", "prompts", "rundir", "config_loader"}),
+    ("bottom", {"", "config", "dataset", "contract", "registry", "jsonl", "runlock", "executors", "progress", "prompts", "rundir", "config_loader",
+                "durable", "faults", "secrets"}),
     ("support", {"models", "retrieval", "corpus_builder"}),
     ("context", {"context"}),
     ("nodes", {"nodes"}),

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import typer
 
+EXIT_CODES = (  # ruwikibench.runner.status computes them
+    "Exit status: 0 no unit failed; 1 units failed and none that needed the endpoint succeeded (endpoint down, "
+    "every request failing); 2 bad input (one 'error:' line naming the file, field or option; nothing run); "
+    "3 some units failed, others succeeded (a partial run: the same command resumes it). "
+    "--debug (or RUWIKIBENCH_DEBUG=1) shows the traceback of an unexpected error."
+)
+
 app = typer.Typer(
     name="ruwikibench",
     help="RuWikiBench on LangGraph: build corpora, run and score the benchmark stages, write articles.",
+    epilog=EXIT_CODES,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-run_app = typer.Typer(help="Run benchmark stages over a dataset.", no_args_is_help=True)
+run_app = typer.Typer(help="Run benchmark stages over a dataset.", epilog=EXIT_CODES, no_args_is_help=True)
 
 
 @app.command()
@@ -76,17 +84,62 @@ def _register() -> None:
 _register()
 
 
+DEBUG_ENV = "RUWIKIBENCH_DEBUG"
+
+
 def main() -> None:
-    """The `ruwikibench` entry point: bad input (a file, field, option or article), a run directory in use, or an
-    unreadable JSONL line ends the command with one plain line on stderr and exit status 2, never a traceback."""
+    """The `ruwikibench` entry point. Bad input (a file, field, option or article), a run directory in use, an
+    unreadable JSONL line, a usage error — and any unexpected error — end the command with one ``error:`` line on
+    stderr and exit status 2, never a traceback; ``--debug`` (anywhere on the command line) or
+    ``RUWIKIBENCH_DEBUG=1`` prints the traceback of an unexpected error too. A command's own status (0, 1, 3:
+    :mod:`ruwikibench.runner.status`) is the process's."""
+    import os
     import sys
+
+    from ruwikibench.secrets import install_log_redaction
+
+    install_log_redaction()
+    debug = "--debug" in sys.argv[1:] or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    args = [a for a in sys.argv[1:] if a != "--debug"]
+    try:
+        status = app(args=args, standalone_mode=False)
+    except BaseException as exc:  # noqa: BLE001 - the one place that turns every error into one line
+        status = _error_status(exc, debug)
+    sys.stdout.flush()
+    sys.exit(status if isinstance(status, int) else 0)
+
+
+def _error_status(exc: BaseException, debug: bool) -> int:
+    """Print ``exc`` as one ``error:`` line (and its traceback under ``debug`` when unexpected); the exit status."""
+    import sys
+    import traceback
+
+    from typer._click import exceptions as click  # typer's own click (typer >= 0.25 vendors it)
 
     from ruwikibench.config import RunInputError
     from ruwikibench.jsonl import JsonlError
     from ruwikibench.runlock import RunDirLocked
 
-    try:
-        app()
-    except (RunInputError, RunDirLocked, JsonlError) as exc:
-        print(f"error: {exc}", file=sys.stderr, flush=True)
-        sys.exit(2)
+    if isinstance(exc, SystemExit):
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    if isinstance(exc, KeyboardInterrupt):
+        print("error: interrupted", file=sys.stderr, flush=True)
+        return 130
+    if isinstance(exc, click.NoArgsIsHelpError):  # a bare command group: its help, as before
+        exc.show()
+        return exc.exit_code
+    if isinstance(exc, click.ClickException):
+        message = exc.format_message()
+        if isinstance(exc, click.UsageError) and exc.ctx is not None:
+            message += f" (see: {exc.ctx.command_path} --help)"
+    elif isinstance(exc, RunInputError | RunDirLocked | JsonlError):
+        message = str(exc)
+    else:
+        if debug:
+            traceback.print_exception(exc)
+        hint = "" if debug else f" (--debug or {DEBUG_ENV}=1 shows the traceback)"
+        message = f"{type(exc).__name__}: {exc}{hint}"
+    from ruwikibench.secrets import redact
+
+    print(redact("error: " + " ".join(message.split())), file=sys.stderr, flush=True)
+    return 2

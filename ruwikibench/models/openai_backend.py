@@ -21,6 +21,7 @@ from ruwikibench.config import ConfigError, ModelConfig
 from ruwikibench.executors import run_cpu
 from ruwikibench.models.retry import LLMRequestError, backoff_delay, is_retryable
 from ruwikibench.models.types import Completion, Messages, TokenLogprob, TopLogprob
+from ruwikibench.secrets import register
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
 
@@ -101,6 +102,7 @@ class OpenAIBackend:
 
         cfg = self.config
         key = os.environ.get(cfg.api_key_env, "") if cfg.api_key_env else ""
+        register(key)
         extra: dict[str, object] = dict(cfg.extra_body)
         if cfg.repetition_penalty is not None:
             extra["repetition_penalty"] = cfg.repetition_penalty
@@ -117,6 +119,7 @@ class OpenAIBackend:
             timeout=cfg.timeout,
             max_retries=0,  # retries are ours: counted, with backoff, rotating over replicas
             extra_body=extra or None,
+            default_headers=dict(cfg.headers) or None,
             http_async_client=httpx.AsyncClient(
                 timeout=cfg.timeout,
                 limits=httpx.Limits(max_connections=max(100, self.connections),

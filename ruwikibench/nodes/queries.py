@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field, ValidationError
 from ruwikibench.config import RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Article
+from ruwikibench.durable import replace_durably
 from ruwikibench.nodes.answers import ask
 from ruwikibench.progress import progress_bar
 from ruwikibench.prompts import PromptLibrary
@@ -160,7 +161,7 @@ def _write_atomically(path: Path, payload: ReferenceQueries) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(payload.model_dump_json(indent=1))
     os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
+    replace_durably(tmp, path)
 
 
 async def generate_reference_queries(

@@ -61,7 +61,7 @@ class GroupSummary(BaseModel):
     calls: int
 
 
-Status = Literal["ok", "no_snippets", "oracle_empty", "empty_output"]
+Status = Literal["ok", "no_snippets", "oracle_empty", "empty_output", "no_reference"]
 
 
 class SectionResult(BaseModel):
@@ -95,6 +95,7 @@ class SectionState(TypedDict, total=False):
     snippets: list[dict[str, Any]]
     snippets_total: int
     oracle_dropped: list[str]
+    no_reference: bool  # the oracle filter is on and the section has no gold text: excluded, nothing written
     groups: list[list[str]]
     summaries: Annotated[list[dict[str, Any]], operator.add]
     done: list[dict[str, Any]]
@@ -230,10 +231,8 @@ async def collect(state: SectionInput, runtime: Runtime[StageContext]) -> dict[s
     snippets = resolve_snippets(spec, context.dataset, article)
     total, dropped = len(snippets), list[str]()
     if cfg.oracle_filter is not None:
-        if not spec.reference:
-            raise ValueError(
-                f"article {article!r}, section {spec.id!r}: the oracle filter needs the gold text ('reference')"
-            )
+        if spec.reference is None or not spec.reference.strip():  # nothing to filter against: excluded, not written
+            return {"snippets": [], "snippets_total": total, "oracle_dropped": [], "no_reference": True}
         snippets, dropped = await oracle_filter(
             snippets, spec.reference, context.embedder, cfg.oracle_filter, cfg.snippet_use
         )
@@ -320,6 +319,8 @@ async def write(state: SectionState, runtime: Runtime[StageContext]) -> dict[str
 
 
 def section_status(state: SectionState, summaries: list[GroupSummary], text: str) -> Status:
+    if state.get("no_reference"):
+        return "no_reference"
     if not state.get("snippets"):
         return "oracle_empty" if state.get("oracle_dropped") else "no_snippets"
     return "ok" if text.strip() else "empty_output"

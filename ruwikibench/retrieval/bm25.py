@@ -8,7 +8,6 @@ load or build per key even when many articles ask at once).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 import threading
@@ -18,6 +17,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from ruwikibench.dataset import Dataset
+from ruwikibench.durable import replace_durably
 from ruwikibench.retrieval.bm25_build import build_retriever
 from ruwikibench.retrieval.normalize import Normalizer, NormalizerKind, stopwords_hash
 
@@ -107,7 +107,7 @@ def _save_atomically(index: BM25Index, target: Path) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
     try:
         index.save(tmp)
-        os.replace(tmp, target)
+        replace_durably(tmp, target)
     except OSError:  # another process saved it first
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -10,6 +10,8 @@ CPU-bound (embedding): call it from a worker thread, never on the event loop.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import math
 from collections import defaultdict
@@ -17,14 +19,17 @@ from typing import Any
 
 from ruwikibench.baselines import BaselineSkipped, baselines_of
 from ruwikibench.context import StageContext
+from ruwikibench.faults import fault_point
 from ruwikibench.jsonl import item_key
 from ruwikibench.rundir import RunDir
-from ruwikibench.runner.floors import compute_floors, stage_floors
+from ruwikibench.runner.floors import FLOORS_FILE, compute_floors, stage_floors
 from ruwikibench.runner.stage import Unit, get_stage
 
 log = logging.getLogger(__name__)
 
 BASELINES_FILE = "baselines.jsonl"
+STAMP_FILE = "derived.json"  # the outputs and results floors.jsonl and baselines.jsonl were computed from
+INPUT_FILES = ("outputs.jsonl", "results.jsonl")
 
 
 def _unit(record: dict[str, Any]) -> Unit:
@@ -90,9 +95,42 @@ def compute_baselines(rundir: RunDir, context: StageContext) -> list[dict[str, A
 
 def compute_floors_and_baselines(rundir: RunDir, context: StageContext) -> None:
     """floors.jsonl, then baselines.jsonl (whose floors reuse the same embeddings): what a scoring pass writes
-    beside results.jsonl."""
+    beside results.jsonl; then the stamp (:data:`STAMP_FILE`) naming the outputs and results they were computed
+    from. A kill anywhere before the stamp leaves the old stamp (or none), so the next run recomputes both."""
+    digest = inputs_digest(rundir)
+    fault_point("before_floors")
     compute_floors(rundir, context)
+    fault_point("before_baselines")
     compute_baselines(rundir, context)
+    fault_point("before_stamp")
+    rundir.write_json(STAMP_FILE, {"inputs_sha256": digest, "files": [FLOORS_FILE, BASELINES_FILE]})
+
+
+def inputs_digest(rundir: RunDir) -> str:
+    """sha256 over the bytes of outputs.jsonl and results.jsonl: what floors and baselines are computed from."""
+    digest = hashlib.sha256()
+    for name in INPUT_FILES:
+        path = rundir.file(name)
+        digest.update(name.encode() + b"\0")
+        if path.exists():
+            with open(path, "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def derived_current(rundir: RunDir) -> bool:
+    """True when floors.jsonl and baselines.jsonl exist and were computed from exactly the outputs and results
+    now on disk (their stamp matches); else they must be computed again."""
+    stamp = rundir.file(STAMP_FILE)
+    if not (stamp.exists() and rundir.file(FLOORS_FILE).exists() and rundir.file(BASELINES_FILE).exists()):
+        return False
+    try:
+        recorded = json.loads(stamp.read_text(encoding="utf-8")).get("inputs_sha256")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return bool(recorded == inputs_digest(rundir))
 
 
 # --------------------------------------------------------------------------- beside the run in metrics.json

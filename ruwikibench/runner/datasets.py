@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ruwikibench.config import RunInputError
 from ruwikibench.dataset import Dataset
+from ruwikibench.durable import replace_durably
 
 HUB_PREFIX = "hf://"
 DEFAULT_HUB_FILE = "ruwikibench_articles.json"
@@ -109,7 +110,7 @@ def download_from_hub(repo_and_file: str, timeout: float = 60.0) -> Path:
             tmp = target.with_suffix(target.suffix + ".part")
             with open(tmp, "wb") as handle:
                 handle.writelines(response.iter_bytes())
-            tmp.replace(target)
+            replace_durably(tmp, target)
     except httpx.HTTPStatusError as exc:
         raise DatasetError(
             f"cannot download {url}: the hub answered HTTP {exc.response.status_code}; check OWNER/NAME and the "

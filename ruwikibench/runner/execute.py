@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -25,17 +26,25 @@ from ruwikibench.config import RunConfig, RunInputError
 from ruwikibench.context import StageContext
 from ruwikibench.contract import current_stage_name
 from ruwikibench.dataset import Article, Dataset
+from ruwikibench.durable import write_atomic
 from ruwikibench.executors import freeze_heap, run_cpu, run_on_model_lane
+from ruwikibench.faults import fault_point
 from ruwikibench.jsonl import unit_key
 from ruwikibench.nodes.queries import reference_queries_identity
 from ruwikibench.rundir import RunDir, scored_units
-from ruwikibench.runner.baselines import BASELINES_FILE, add_baselines, compute_floors_and_baselines
+from ruwikibench.runner.baselines import (
+    BASELINES_FILE,
+    add_baselines,
+    compute_floors_and_baselines,
+    derived_current,
+)
 from ruwikibench.runner.capture import NodeCapture
 from ruwikibench.runner.floors import FLOORS_FILE
 from ruwikibench.runner.metrics import aggregate, metrics_rows
 from ruwikibench.runner.overrides import check_overrides, fingerprint, spec_records, stage_graph
 from ruwikibench.runner.stage import Stage, Unit, get_stage
 from ruwikibench.runner.warmup import warm_up
+from ruwikibench.secrets import redact_data
 
 
 class RunOptions(BaseModel):
@@ -57,6 +66,10 @@ class UnknownArticle(RunInputError, KeyError):
 
 
 def select_articles(dataset: Dataset, options: RunOptions) -> list[Article]:
+    """The articles a run covers (``--article`` names, then the first ``--articles`` N); bad values are
+    :class:`RunInputError`."""
+    if options.articles is not None and options.articles < 1:
+        raise RunInputError(f"--articles {options.articles}: the number of articles must be at least 1")
     articles = dataset.articles
     if options.article_names:
         known = {a.name for a in articles} | {a.title for a in articles}
@@ -109,8 +122,9 @@ def build_spec(
     run_id: str, config: RunConfig, dataset: Dataset, dataset_path: str, options: RunOptions,
     inputs: dict[str, Any] | None = None,
 ) -> dict:
-    """spec.json: versions, dataset, models, config, options, and the ``inputs`` (:func:`run_inputs`) it read."""
-    return {
+    """spec.json: versions, dataset, models, config, options, and the ``inputs`` (:func:`run_inputs`) it read;
+    secrets redacted (:mod:`ruwikibench.secrets`)."""
+    return redact_data({
         "run_id": run_id,
         "package_version": __version__,
         "git_commit": git_commit(),
@@ -124,7 +138,7 @@ def build_spec(
         **(inputs or {}),
         "prompts": {},
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-    }
+    })
 
 
 class Runner:
@@ -217,6 +231,7 @@ class Runner:
         output = json.loads(json.dumps(output, ensure_ascii=False, default=_jsonable))
         self.rundir.append("outputs.jsonl", {"stage": unit.stage, "article": unit.article, "unit": unit.unit_id,
                                              "input": unit.input, "output": output})
+        fault_point("after_outputs")
         await self.score_output(stage, unit, output)
 
     async def score_output(self, stage: Stage, unit: Unit, output: dict[str, Any]) -> None:
@@ -261,11 +276,25 @@ async def execute(context: StageContext, dataset_path: str, options: RunOptions)
     dataset = context.dataset
     assert dataset is not None, "StageContext.dataset must be set for a benchmark run"
     inputs = await run_cpu(run_inputs, context.config, options, context.dataset_dir)  # hashes a file
+    select_articles(dataset, options)  # an unknown --article stops here, before a run directory exists
     run_id = options.run_id or run_id_for(context.config, dataset, options, inputs)
     rundir = RunDir(options.out / run_id)
+    created = not rundir.path.exists()
     rundir.create()
-    with rundir.lock():
-        return await _execute_locked(context, rundir, dataset, dataset_path, options, inputs)
+    try:
+        with rundir.lock():
+            return await _execute_locked(context, rundir, dataset, dataset_path, options, inputs)
+    except BaseException:
+        if created:
+            _remove_if_empty(rundir)
+        raise
+
+
+def _remove_if_empty(rundir: RunDir) -> None:
+    """A run directory this command created and that holds nothing but its lock: removed (a command that stopped
+    on bad input leaves no run directory behind)."""
+    if {p.name for p in rundir.path.iterdir()} <= {"run.lock"}:
+        shutil.rmtree(rundir.path, ignore_errors=True)
 
 
 async def _execute_locked(
@@ -302,11 +331,12 @@ async def _execute_locked(
             progress.update(bars[unit.stage], advance=1, usage=_usage_line(context))
 
         await asyncio.gather(*(one(u) for u in units))
-    if units or unscored or not rundir.file(FLOORS_FILE).exists() or not rundir.file(BASELINES_FILE).exists():
+    if not await run_cpu(derived_current, rundir):  # a unit ran or was scored, or a kill cut the last finish
         await run_on_model_lane(compute_floors_and_baselines, rundir, context)
     spec["prompts"] = context.prompts.hashes()
     spec["units"] = {"total": total, "run_now": len(units), "scored_on_resume": len(unscored)}
     spec["last_session"] = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": context.llm.usage.as_dict()}
+    fault_point("before_spec")
     rundir.write_json("spec.json", spec)
     await run_cpu(finalize, rundir)
     return rundir
@@ -315,10 +345,11 @@ async def _execute_locked(
 def _check_same_run(rundir: RunDir, spec: dict[str, Any]) -> None:
     old = rundir.read_json("spec.json")
     if _identity(old.get("config")) != _identity(spec["config"]) or old.get("dataset", {}).get("id") != spec["dataset"]["id"]:
-        raise ValueError(f"{rundir.path}: holds a run with another config or dataset; choose another --run-id")
+        raise RunInputError(f"--run-id {rundir.path.name}: {rundir.path} holds a run with another config or "
+                            "dataset; choose another --run-id")
     before, now = (s.get("reference_queries", {}).get("sha256") for s in (old, spec))
     if before and now and before != now:
-        raise ValueError(f"{rundir.path}: holds a run ranked with other stored reference queries "
+        raise RunInputError(f"{rundir.path}: holds a run ranked with other stored reference queries "
                          f"(sha256 {before[:12]}…, now {now[:12]}…); choose another --run-id")
 
 
@@ -337,17 +368,22 @@ def finalize(rundir: RunDir) -> dict[str, Any]:
     results, floors = rundir.results(), list(rundir.read(FLOORS_FILE))
     metrics = aggregate(results, errors, floors)
     add_baselines(metrics, results, floors, list(rundir.read(BASELINES_FILE)))
+    fault_point("before_metrics")
     rundir.write_json("metrics.json", metrics)
+    fault_point("before_csv")
     _write_csv(rundir.file("metrics.csv"), metrics_rows(rundir.path.name, metrics))
+    fault_point("before_report")
     write_run_report(rundir, metrics, errors)
     return metrics
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     import csv
+    import io
 
     fields = ["run", "stage", "metric", "view", "mean", "low", "high", "n"]
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
+    buffer = io.StringIO(newline="")
+    writer = csv.DictWriter(buffer, fieldnames=fields)
+    writer.writeheader()
+    writer.writerows(rows)
+    write_atomic(path, buffer.getvalue())

@@ -36,8 +36,8 @@ def _key_of(line: bytes) -> Key | None:
         return current_stage_name(stage), article, unit
     try:
         record = json.loads(line)
-    except json.JSONDecodeError:
-        return None  # a torn last line from a killed run
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None  # a torn last line from a killed run (cut inside a character, too)
     if not isinstance(record, dict) or record.get("article") is None:
         return None
     return current_stage_name(str(record.get("stage", ""))), str(record["article"]), str(record.get("unit", ""))
@@ -78,6 +78,6 @@ class JsonlIndex:
                 handle.seek(start)
                 try:
                     record = json.loads(handle.read(length))
-                except json.JSONDecodeError:
+                except (json.JSONDecodeError, UnicodeDecodeError):
                     continue
                 yield with_current_stage(record) if isinstance(record, dict) else record

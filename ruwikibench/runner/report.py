@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ruwikibench.durable import write_atomic
 from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
 from ruwikibench.evaluators.stats import Estimate
 from ruwikibench.registry import get_stage, stage_names
@@ -191,7 +192,7 @@ def write_run_report(rundir: RunDir, metrics: dict[str, Any], errors: list[dict[
         parts += ["## Errors", ""] + [
             f"- {e['stage']} / {e['article']} / {e['unit']}: {e['reason']}" for e in errors[-50:]
         ]
-    rundir.file("report.md").write_text("\n".join(parts) + "\n", encoding="utf-8")
+    write_atomic(rundir.file("report.md"), "\n".join(parts) + "\n")
 
 
 def judgements_line(data: dict[str, Any]) -> str:
@@ -238,8 +239,8 @@ def load_run(path: str | Path) -> tuple[str, dict[str, Any], RunDir]:
 
 def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded") -> Path:
     """Write report.md, one CSV and one PNG per stage, and report.html comparing the runs; returns report.md."""
+    runs = [load_run(p) for p in paths]  # a directory that is not a run stops here, before `out` exists
     out.mkdir(parents=True, exist_ok=True)
-    runs = [load_run(p) for p in paths]
     parts = [
         "# RuWikiBench comparison",
         "",

@@ -136,6 +136,8 @@ async def judge_run_citations(run_dir: Path, llm: LLM, *, judge: str, options: C
     scores = [score_cited_text(t, verdict_map(t, known + new, judge, options.threshold), options) for t in texts]
     summary = summarize(scores, judge=judge, options=options)
     summary["checks_now"] = len(new)
+    failed = sum(r.source == "error" for r in new)  # failed checks are asked again each session: all are in new
+    summary["statuses"] = {"error": failed, "ok": sum(r.source != "error" for r in known + new)}
     summary["usage"] = llm.usage.as_dict()
     write_json(run_dir / RESULTS_JSON, summary)
     render_marked_html(articles, scores)

@@ -35,7 +35,8 @@ def test_ranking_outputs_scored(tmp_path, data) -> None:
                                                     {"article": "Python", "ranking": ["Москва/src0#0"]}])
     result = cli("score-outputs", "--stage", "ranking", "--outputs", str(rows), "--dataset", str(data),
                  "--out", str(tmp_path / "runs"), "--name", "ext", tmp=tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode == 3, result.stdout + result.stderr  # scored, but one article has no row: partial
+    assert "1 units failed to score (first: ranking / Сколково: missing" in result.stderr
     assert "run directory:" in result.stdout
     results = [json.loads(x) for x in (tmp_path / "runs" / "ext" / "results.jsonl").read_text("utf-8").splitlines()]
     by_article = {r["article"]: r["metrics"] for r in results}

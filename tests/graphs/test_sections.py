@@ -8,12 +8,13 @@ import pytest
 from ruwikibench.config import ModelConfig, RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Article, Dataset, Paragraph, Section, Snippet, Source
-from ruwikibench.graphs.sections import STAGE, build_section_graph, build_sections_graph
+from ruwikibench.graphs.sections import STAGE, SectionsStage, build_section_graph, build_sections_graph
 from ruwikibench.models.embeddings import normalize
 from ruwikibench.models.fake import ScriptedChat
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
-from ruwikibench.runner.stage import get_stage
+from ruwikibench.runner.metrics import aggregate
+from ruwikibench.runner.stage import Unit, get_stage
 
 
 class HashEmbedder:
@@ -182,8 +183,16 @@ def test_oracle_filter_is_optional_and_labelled() -> None:
         build_section_graph(), {"article": "КК", "section": {**section, "snippets": snippets[1:]}}, context
     )["done"][0]
     assert empty["status"] == "oracle_empty" and empty["calls"] == 0
-    with pytest.raises(ValueError, match="oracle filter needs the gold text"):
-        run(build_section_graph(), {"article": "КК", "section": {**section, "reference": None}}, context)
+    for reference in (None, "", "  "):  # no gold text: excluded with its reason and counted, never a failure
+        result = run(build_section_graph(), {"article": "КК", "section": {**section, "reference": reference}},
+                     context)["done"][0]
+        assert result["status"] == "no_reference" and result["calls"] == 0 and result["text"] == ""
+        unit = Unit(stage="sections", article="КК", unit_id=section["id"],
+                    input={"article": "КК", "sections": [{**section, "reference": reference}]})
+        [record] = SectionsStage().score(unit, {"results": [result]}, context)
+        assert record.excluded == "no reference text" and not record.metrics
+        assert aggregate([record.model_dump(mode="json")], [])["sections"]["excluded_reasons"] == \
+            {"no reference text": 1}
 
 
 # --------------------------------------------------------------------------- the benchmark STAGE

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ruwikibench.corpus_builder.web.safety import STRICT
 from ruwikibench.corpus_builder.web.types import FetchResult
+from ruwikibench.durable import replace_durably
 
 
 def url_key(url: str) -> str:
@@ -23,7 +24,7 @@ def url_key(url: str) -> str:
 def _write_atomic(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_bytes(data)
-    os.replace(tmp, path)
+    replace_durably(tmp, path)
 
 
 class PageCache:

@@ -1,0 +1,47 @@
+"""Exit statuses of the commands that run units (``run``, ``write --batch``, ``score-outputs``, the judges).
+
+- 0: no unit failed;
+- 1: units failed and no unit that needed the endpoint succeeded (the endpoint down, every request failing);
+  for commands that make no LLM call (``score-outputs``): no unit succeeded at all;
+- 2: bad input (a file, field, option or article), a run directory in use: one ``error:`` line, nothing run;
+- 3: some units failed, others succeeded: a partial run; the same command resumes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ruwikibench.jsonl import unit_key
+from ruwikibench.rundir import RunDir
+
+OK, NONE_SUCCEEDED, BAD_INPUT, PARTIAL = 0, 1, 2, 3
+
+
+
+def exit_status(failed: int, succeeded: int) -> int:
+    """0 without failures; else 1 when nothing (that needed the endpoint) succeeded, 3 when something did."""
+    if not failed:
+        return OK
+    return PARTIAL if succeeded else NONE_SUCCEEDED
+
+
+def combined(statuses: Iterable[int]) -> int:
+    """One status for several runs (``run outline --mode all``): 0 if all are 0, 1 if all are 1, else 3."""
+    values = set(statuses)
+    if values <= {OK}:
+        return OK
+    return NONE_SUCCEEDED if values == {NONE_SUCCEEDED} else PARTIAL
+
+
+def endpoint_units(rundir: RunDir) -> int:
+    """Units of the run with an output whose nodes asked the LLM (answers from the cache count): the units that
+    needed the endpoint and succeeded. Units that make no call (a section without snippets) do not count."""
+    done = {unit_key(o) for o in rundir.outputs()}
+    asked = {unit_key(r) for r in rundir.read("nodes.jsonl") if r.get("llm_calls")}
+    return len(done & asked)
+
+
+def run_status(rundir: RunDir) -> int:
+    """The exit status of a benchmark run directory (``run``): from its open errors and its units."""
+    errors = rundir.open_errors()
+    return exit_status(len(errors), endpoint_units(rundir) if errors else 0)

@@ -1,0 +1,63 @@
+"""Secrets expanded into a config (a token in an endpoint URL, a key in a header, the api_key_env variable) never
+reach spec.json, the other run files, the reports, the console or the logs — while the endpoint does get them."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import yaml
+
+from ruwikibench.corpus_builder.store import save_dataset
+from ruwikibench.secrets import MASK, install_log_redaction, looks_secret, redact, register
+from tests.cli.test_input_errors import cli
+from tests.fake_openai import StubServer, serving
+from tests.graphs.writer_fixture import make_dataset
+
+TOKEN, HEADER_KEY, API_KEY = "tok-planted-7f3a91", "hdr-planted-55c2e0", "api-planted-19bb04"
+
+
+def _files(root: Path) -> dict[Path, str]:
+    return {p: p.read_bytes().decode("utf-8", "replace") for p in root.rglob("*") if p.is_file()}
+
+
+def test_planted_secrets_are_redacted_everywhere(tmp_path: Path) -> None:
+    save_dataset(make_dataset(), tmp_path / "data")
+    stub = StubServer(answer=lambda body: "Да", synthetic_logprobs=False)
+    with serving(stub):
+        url = stub.base_url.replace("/v1", "/gw/${RWB_TEST_URL_TOKEN}/v1")  # a gateway token in the path
+        model = {"name": "fake", "endpoints": [url], "max_retries": 0, "timeout": 10, "api_key_env": "RWB_API",
+                 "headers": {"X-Gateway-Key": "${RWB_GATEWAY_KEY}"}}
+        config = {"name": "s", "models": {"writer": model}, "cache_dir": str(tmp_path / "cache"),
+                  "ranking": {"query_mode": "title"}}
+        (tmp_path / "c.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+        env = {"RWB_TEST_URL_TOKEN": TOKEN, "RWB_GATEWAY_KEY": HEADER_KEY, "RWB_API": API_KEY}
+        result = cli(tmp_path, "run", "ranking", "--dataset", "data", "--config", "c.yaml", "--run-id", "r", env=env)
+        assert result.returncode == 0, result.stdout + result.stderr
+        report = cli(tmp_path, "report", "runs/r", "--out", "cmp", env=env)
+        assert report.returncode == 0, report.stderr
+    sent = [{k.lower(): v for k, v in h.items()} for h in stub.headers]
+    assert sent and all(h.get("x-gateway-key") == HEADER_KEY for h in sent)  # the plants are real
+    assert all(h.get("authorization") == f"Bearer {API_KEY}" for h in sent)
+    files = _files(tmp_path / "runs") | _files(tmp_path / "cmp")
+    spec = files[tmp_path / "runs" / "r" / "spec.json"]
+    assert f"/gw/{MASK}/v1" in spec and f'"X-Gateway-Key": "{MASK}"' in spec
+    for secret in (TOKEN, HEADER_KEY, API_KEY):
+        leaks = [str(p) for p, text in files.items() if secret in text]
+        assert not leaks, (secret, leaks)
+        assert secret not in result.stdout + result.stderr + report.stdout + report.stderr
+
+
+def test_error_lines_and_logs_are_redacted(tmp_path: Path, capsys, caplog) -> None:  # type: ignore[no-untyped-def]
+    from ruwikibench.cli.console import print_error
+
+    assert looks_secret("MY_API_KEY") and looks_secret("hf_token") and looks_secret("DB_PASSWORD")
+    assert not looks_secret("HOME") and not looks_secret("RUWIKIBENCH_CACHE")
+    register("line-secret-0042")
+    print_error("connection to http://u:line-secret-0042@host failed")
+    assert capsys.readouterr().err == f"error: connection to http://u:{MASK}@host failed\n"
+    install_log_redaction()
+    with caplog.at_level(logging.WARNING):
+        logging.getLogger("ruwikibench.test").warning("endpoint %s refused", "http://x/line-secret-0042")
+    assert caplog.records[-1].getMessage() == f"endpoint http://x/{MASK} refused"
+    assert redact("no secret here") == "no secret here"
