@@ -226,7 +226,8 @@ class ExternalScorer:
                     self.missing(stage, article)
                 continue
             line, row = by_article[article.name]
-            matches = [index.match(int(n), value, article) for n, value in row.sources.items()]
+            matches = [index.match(int(n), value, article, row.source_snippets.get(n))
+                       for n, value in row.sources.items()]
             written = written_article(article, row.markdown, matches, row.outline)
             selected_ids = selected_snippets(matches)
             written.stats["sources_selected"] = float(len(selected_ids))
@@ -242,7 +243,11 @@ class ExternalScorer:
                     for key in ("sources_unmatched", "markers_unresolved"):
                         record.metrics[key] = written.stats[key]
                     record.info.update({"sources_given": len(matches), "unmatched_sources": unmatched,
-                                        "matched_by": {m.n: m.how for m in matches}})
+                                        "matched_by": {m.n: m.how for m in matches},
+                                        "shared_url_sources": {m.n: m.source_ids for m in matches
+                                                               if len(m.source_ids) > 1}})
+                    if (row.model_extra or {}).get("storm_markers"):
+                        record.info["storm_markers"] = row.model_extra["storm_markers"]
             for record in records:
                 self.rundir.append("results.jsonl", record.model_dump(mode="json"))
             for text in generated_texts(article, written, records):
