@@ -96,7 +96,7 @@ class SourceIndex:
     def by_snippets(self, candidates: list[Source], recorded: list[str]) -> list[Source]:
         """The candidates that best hold at least one recorded snippet (a tie or a weak overlap chooses none)."""
         texts = {s.id: [_words(x.text) for x in self.dataset.snippets_of_source(s.id)] for s in candidates}
-        chosen: list[Source] = []
+        chosen: dict[str, Source] = {}
         for text in recorded:
             words = _words(text)
             if not words:
@@ -105,8 +105,8 @@ class SourceIndex:
                              for i, s in enumerate(candidates)), reverse=True)
             best, index = scores[0]
             if best >= MIN_OVERLAP and (len(scores) == 1 or best > scores[1][0]):
-                chosen.append(candidates[index])
-        return list(dict.fromkeys(chosen))
+                chosen.setdefault(candidates[index].id, candidates[index])
+        return [s for s in candidates if s.id in chosen]
 
     def _sources(self, n: int, given: str, sources: list[Source], how: str) -> SourceMatch:
         snippet_ids = [s.id for source in sources

@@ -246,8 +246,9 @@ class ExternalScorer:
                                         "matched_by": {m.n: m.how for m in matches},
                                         "shared_url_sources": {m.n: m.source_ids for m in matches
                                                                if len(m.source_ids) > 1}})
-                    if (row.model_extra or {}).get("storm_markers"):
-                        record.info["storm_markers"] = row.model_extra["storm_markers"]
+                    storm_markers = (row.model_extra or {}).get("storm_markers")
+                    if storm_markers:
+                        record.info["storm_markers"] = storm_markers
             for record in records:
                 self.rundir.append("results.jsonl", record.model_dump(mode="json"))
             for text in generated_texts(article, written, records):
