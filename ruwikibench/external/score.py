@@ -35,7 +35,7 @@ from ruwikibench.external.formats import (
 from ruwikibench.rundir import RunDir
 from ruwikibench.runner.baselines import BASELINES_FILE, compute_floors_and_baselines
 from ruwikibench.runner.execute import RunOptions, build_spec, finalize, select_articles
-from ruwikibench.runner.floors import FLOORS_FILE
+from ruwikibench.runner.floors import FLOORS_FILE, compute_floors
 from ruwikibench.runner.stage import Unit, get_stage
 from ruwikibench.writer.score import WRITER_TABLES
 
@@ -340,13 +340,12 @@ def score_outputs(context: StageContext, dataset_path: str, options: ExternalOpt
         getattr(scorer, stage)(selected, checked)
         spec["last_session"] = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": {}}
         rundir.write_json("spec.json", spec)
-        if stage != "writer":  # the permutation floor of the embedding metrics, as for native runs
+        if stage == "writer":  # the permutation floor of the outline and section metrics, as for writer runs
+            compute_floors(rundir, context)
+        else:  # the floor of the embedding metrics and the no-LLM baselines, as for native runs
             compute_floors_and_baselines(rundir, context)
         finalize(rundir)
         if stage == "writer":
-            from ruwikibench.writer.batch import _append_article_table
-
-            _append_article_table(rundir, rundir.read_json("metrics.json"))
             _append_unmatched(rundir)
     return rundir
 
