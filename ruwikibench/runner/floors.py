@@ -98,21 +98,13 @@ def compute_floors(rundir: RunDir, context: StageContext, *, per_item: int = PER
             stage = get_stage(name)
         except KeyError:
             continue
+        run_floors = getattr(stage, "run_floors", None)  # a stage whose records land in other stages' tables
         try:
             rows += stage_floors(stage, saved, context, per_item=per_item, seed=seed)
+            if run_floors is not None:
+                rows += run_floors(rundir, context, per_item=per_item, seed=seed)
         except Exception as exc:  # noqa: BLE001 - the run's scores stand; its tables show no floor
             log.warning("floor of stage %s not computed: %s: %s", name, type(exc).__name__, exc)
-    rows += _writer_rows(rundir, context, per_item, seed)
     rows.sort(key=item_key)  # the file reads the same however the units finished
     rundir.rewrite(FLOORS_FILE, rows)
     return rows
-
-
-def _writer_rows(rundir: RunDir, context: StageContext, per_item: int, seed: int) -> list[dict[str, Any]]:
-    from ruwikibench.writer.floors import writer_floor_rows
-
-    try:
-        return writer_floor_rows(rundir, context, per_item=per_item, seed=seed)
-    except Exception as exc:  # noqa: BLE001 - the run's scores stand; its tables show no floor
-        log.warning("floor of the writer's records not computed: %s: %s", type(exc).__name__, exc)
-        return []
