@@ -20,6 +20,8 @@ A stage is an object registered by name in :mod:`ruwikibench.registry` (``@regis
 - ``floor_keys``, ``floor_sides(unit, output, context)``, ``cross_score(generated, reference, context)`` and
   ``reference_pool(context)`` (all optional): the embedding metrics that get a permutation floor and a rescaled
   score, see :mod:`ruwikibench.runner.floors`
+- ``run_floors(rundir, context, *, per_item, seed)`` (optional): floor rows a stage computes over the whole run
+  directory, for records it files under other stages (the writer's outline and sections records)
 - ``failure_keys(reason, keys)`` (optional): the metric keys a failed unit zeroes in the failures-as-zero view
   (default: all)
 - ``order`` (optional): where the stage's table comes in reports (lower first; default 100)

@@ -42,8 +42,19 @@ class SourceMatch(BaseModel):
     n: int
     given: str
     source_id: str | None = None
+    source_ids: list[str] = Field(default_factory=list, description="every source the number stands for (several "
+                                                                    "when a shared URL could not be narrowed down)")
     snippet_ids: list[str] = Field(default_factory=list)
-    how: str = Field(default="unmatched", description="url | source_id | snippet_id | unmatched")
+    how: str = Field(default="unmatched", description="url | url_snippets | url_shared | source_id | snippet_id | "
+                                                      "unmatched")
+
+
+_WORD = re.compile(r"\w{3,}")
+MIN_OVERLAP = 0.5  # share of a recorded snippet's words that the chosen dataset snippet must hold
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.casefold().replace("ё", "е")))
 
 
 class SourceIndex:
@@ -56,28 +67,52 @@ class SourceIndex:
             if source.url:
                 self.by_url.setdefault(url_key(source.url), []).append(source)
 
-    def match(self, n: int, given: str, article: Article) -> SourceMatch:
+    def match(self, n: int, given: str, article: Article, snippets: list[str] | None = None) -> SourceMatch:
+        """The dataset source(s) of one number: by snippet id, source id or URL. A URL several sources share is
+        narrowed down by ``snippets`` (the texts the system recorded for it): each goes to the source holding the
+        dataset snippet with most of its words; when none does, the number stands for all of them."""
         value = given.strip()
         try:
             snippet = self.dataset.snippet(value)
-            return SourceMatch(n=n, given=given, source_id=snippet.source_id, snippet_ids=[snippet.id],
-                               how="snippet_id")
+            return SourceMatch(n=n, given=given, source_id=snippet.source_id, source_ids=[snippet.source_id],
+                               snippet_ids=[snippet.id], how="snippet_id")
         except KeyError:
             pass
         try:
-            source = self.dataset.source(value)
-            return self._source(n, given, source, "source_id")
+            return self._sources(n, given, [self.dataset.source(value)], "source_id")
         except KeyError:
             pass
         found = self.by_url.get(url_key(value), []) if "://" in value or value.startswith("www.") else []
-        if found:
-            own = [s for s in found if s.article == article.name]
-            return self._source(n, given, (own or found)[0], "url")
+        candidates = [s for s in found if s.article == article.name] or found
+        if len(candidates) > 1:
+            chosen = self.by_snippets(candidates, snippets or [])
+            if chosen:
+                return self._sources(n, given, chosen, "url_snippets")
+            return self._sources(n, given, candidates, "url_shared")
+        if candidates:
+            return self._sources(n, given, candidates, "url")
         return SourceMatch(n=n, given=given)
 
-    def _source(self, n: int, given: str, source: Source, how: str) -> SourceMatch:
-        snippets = sorted(self.dataset.snippets_of_source(source.id), key=lambda s: s.index)
-        return SourceMatch(n=n, given=given, source_id=source.id, snippet_ids=[s.id for s in snippets], how=how)
+    def by_snippets(self, candidates: list[Source], recorded: list[str]) -> list[Source]:
+        """The candidates that best hold at least one recorded snippet (a tie or a weak overlap chooses none)."""
+        texts = {s.id: [_words(x.text) for x in self.dataset.snippets_of_source(s.id)] for s in candidates}
+        chosen: dict[str, Source] = {}
+        for text in recorded:
+            words = _words(text)
+            if not words:
+                continue
+            scores = sorted(((max((len(words & w) / len(words) for w in texts[s.id]), default=0.0), i)
+                             for i, s in enumerate(candidates)), reverse=True)
+            best, index = scores[0]
+            if best >= MIN_OVERLAP and (len(scores) == 1 or best > scores[1][0]):
+                chosen.setdefault(candidates[index].id, candidates[index])
+        return [s for s in candidates if s.id in chosen]
+
+    def _sources(self, n: int, given: str, sources: list[Source], how: str) -> SourceMatch:
+        snippet_ids = [s.id for source in sources
+                       for s in sorted(self.dataset.snippets_of_source(source.id), key=lambda s: s.index)]
+        return SourceMatch(n=n, given=given, source_id=sources[0].id, source_ids=[s.id for s in sources],
+                           snippet_ids=snippet_ids, how=how)
 
 
 def split_markdown(text: str) -> tuple[str, list[tuple[int, str, str]]]:

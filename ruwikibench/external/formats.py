@@ -7,7 +7,8 @@ Every row names its article by ``article``: the dataset's article title (or its 
 - ``outline``:  ``{"article": T, "outline": "# T\\n## Heading\\n### Subheading"}`` (Markdown headings)
 - ``sections``: ``{"article": T, "section": "s3" (section id, or its exact heading when unique), "text": "..."}``
 - ``writer``:   ``{"article": T, "markdown": "# T\\n\\nLead [1].\\n\\n## Heading\\n\\nText [2]...",
-  "sources": {"1": "https://…" | source id | snippet id, …}, "outline": "## …" (optional)}``
+  "sources": {"1": "https://…" | source id | snippet id, …}, "outline": "## …" (optional),
+  "source_snippets": {"1": ["text read from that source", …]} (optional)}``
 
 ``article``, the writer stage's earlier name, is read as ``writer``.
 
@@ -72,6 +73,9 @@ class ArticleRow(_Row):
     sources: dict[str, str] = Field(default_factory=dict, description="n -> source URL, source id or snippet id")
     outline: str | None = Field(default=None, description="Markdown headings scored as the outline (default: the "
                                                           "article's own headings)")
+    source_snippets: dict[str, list[str]] = Field(
+        default_factory=dict, description="n -> the texts the system read from that source (optional; they pick "
+                                          "the right source of a URL that several dataset sources share)")
 
     @field_validator("sources")
     @classmethod

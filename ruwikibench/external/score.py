@@ -17,7 +17,7 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, Field
 
@@ -35,9 +35,13 @@ from ruwikibench.external.formats import (
 from ruwikibench.rundir import RunDir
 from ruwikibench.runner.baselines import BASELINES_FILE, compute_floors_and_baselines
 from ruwikibench.runner.execute import RunOptions, build_spec, finalize, select_articles
-from ruwikibench.runner.floors import FLOORS_FILE
+from ruwikibench.runner.floors import FLOORS_FILE, compute_floors
 from ruwikibench.runner.stage import Unit, get_stage
 from ruwikibench.writer.score import WRITER_TABLES
+
+if TYPE_CHECKING:
+    from ruwikibench.contract import ScoreRecord
+    from ruwikibench.external.article import SourceMatch
 
 FORMAT_VERSION = 1
 COPY = "external_outputs.jsonl"
@@ -226,7 +230,8 @@ class ExternalScorer:
                     self.missing(stage, article)
                 continue
             line, row = by_article[article.name]
-            matches = [index.match(int(n), value, article) for n, value in row.sources.items()]
+            matches = [index.match(int(n), value, article, row.source_snippets.get(n))
+                       for n, value in row.sources.items()]
             written = written_article(article, row.markdown, matches, row.outline)
             selected_ids = selected_snippets(matches)
             written.stats["sources_selected"] = float(len(selected_ids))
@@ -236,13 +241,9 @@ class ExternalScorer:
                 for stage in WRITER_TABLES:
                     self.fail(stage, article.name, "article", f"score: {type(exc).__name__}: {exc}")
                 continue
-            unmatched = [m.given for m in matches if m.source_id is None]
             for record in records:
                 if record.stage == "writer" and not record.excluded:
-                    for key in ("sources_unmatched", "markers_unresolved"):
-                        record.metrics[key] = written.stats[key]
-                    record.info.update({"sources_given": len(matches), "unmatched_sources": unmatched,
-                                        "matched_by": {m.n: m.how for m in matches}})
+                    add_source_info(record, written.stats, matches, (row.model_extra or {}).get("storm_markers"))
             for record in records:
                 self.rundir.append("results.jsonl", record.model_dump(mode="json"))
             for text in generated_texts(article, written, records):
@@ -252,6 +253,19 @@ class ExternalScorer:
             for stage in WRITER_TABLES:
                 self.rundir.append("outputs.jsonl", {"stage": stage, "article": article.name, "unit": "article",
                                                      "output": output})
+
+
+def add_source_info(record: ScoreRecord, stats: dict[str, float], matches: list[SourceMatch],
+                    storm_markers: dict[str, Any] | None = None) -> None:
+    """The writer record's source counts and how each number of the sources map was matched."""
+    for key in ("sources_unmatched", "markers_unresolved"):
+        record.metrics[key] = stats[key]
+    record.info.update({"sources_given": len(matches),
+                        "unmatched_sources": [m.given for m in matches if m.source_id is None],
+                        "matched_by": {m.n: m.how for m in matches},
+                        "shared_url_sources": {m.n: m.source_ids for m in matches if len(m.source_ids) > 1}})
+    if storm_markers:
+        record.info["storm_markers"] = storm_markers
 
 
 def drop_first_stage_metrics(records: list[dict[str, Any]]) -> None:
@@ -334,13 +348,12 @@ def score_outputs(context: StageContext, dataset_path: str, options: ExternalOpt
         getattr(scorer, stage)(selected, checked)
         spec["last_session"] = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": {}}
         rundir.write_json("spec.json", spec)
-        if stage != "writer":  # the permutation floor of the embedding metrics, as for native runs
+        if stage == "writer":  # the permutation floor of the outline and section metrics, as for writer runs
+            compute_floors(rundir, context)
+        else:  # the floor of the embedding metrics and the no-LLM baselines, as for native runs
             compute_floors_and_baselines(rundir, context)
         finalize(rundir)
         if stage == "writer":
-            from ruwikibench.writer.batch import _append_article_table
-
-            _append_article_table(rundir, rundir.read_json("metrics.json"))
             _append_unmatched(rundir)
     return rundir
 

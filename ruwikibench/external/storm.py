@@ -12,8 +12,11 @@ cut to 125 characters (``truncate_filename``). Each folder holds (``storm_wiki/e
   ``url_to_unified_index[url]``.
 
 The polished article is read when present, else the draft; the outline file is the outline scored (STORM's
-outline stage; the article may drop empty sections of it). Missing files are one clear error naming folder
-and file.
+outline stage; the article may drop empty sections of it). ``url_to_info.json`` numbers the draft's markers:
+the polished article's renumbered markers are mapped back to the draft's numbers through the text both files
+share (:mod:`ruwikibench.external.storm_citations`); a polished number that cannot be mapped has no entry in
+the sources map and is counted as an unresolved marker. Missing files are one clear error naming folder and
+file.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.external.article import split_markdown
 from ruwikibench.external.formats import ExternalFormatError
+from ruwikibench.external.storm_citations import MarkerMap, map_polished
 
 OUTLINE = "storm_gen_outline.txt"
 ARTICLE = "storm_gen_article.txt"
@@ -113,11 +117,38 @@ def read_topic(folder: Path, dataset: Dataset) -> dict[str, Any]:
     if not text_file.is_file():
         raise ExternalFormatError(f"{folder}: missing {POLISHED} and {ARTICLE} (the generated article)")
     numbers = read_url_to_info(folder / URL_TO_INFO)
-    markdown = storm_markdown(article.title, text_file.read_text(encoding="utf-8"))
-    outline = storm_outline(article.title, (folder / OUTLINE).read_text(encoding="utf-8"))
-    return {"article": article.title, "markdown": markdown, "outline": outline,
-            "sources": {str(n): url for url, n in sorted(numbers.items(), key=lambda item: item[1])},
-            "storm_folder": folder.name, "storm_file": text_file.name}
+    text = text_file.read_text(encoding="utf-8")
+    row: dict[str, Any] = {"article": article.title, "markdown": storm_markdown(article.title, text),
+                           "outline": storm_outline(article.title, (folder / OUTLINE).read_text(encoding="utf-8")),
+                           "storm_folder": folder.name, "storm_file": text_file.name}
+    by_number = {n: url for url, n in sorted(numbers.items(), key=lambda item: item[1])}
+    if text_file.name == POLISHED:
+        markers = polished_markers(folder, text)
+        row["sources"] = {str(p): by_number[d] for p, d in markers.mapped.items() if d in by_number}
+        row["storm_markers"] = markers.model_dump()
+    else:
+        row["sources"] = {str(n): url for n, url in by_number.items()}
+    recorded = read_snippets(folder / URL_TO_INFO)
+    row["source_snippets"] = {n: recorded[url] for n, url in row["sources"].items() if recorded.get(url)}
+    return row
+
+
+def polished_markers(folder: Path, polished: str) -> MarkerMap:
+    """The polished article's numbers mapped to the draft's (every number unresolved without the draft)."""
+    draft = folder / ARTICLE
+    return map_polished(polished, draft.read_text(encoding="utf-8") if draft.is_file() else "")
+
+
+def read_snippets(path: Path) -> dict[str, list[str]]:
+    """url -> the snippets STORM recorded for it (``url_to_info[url].snippets``; empty when absent)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    info = data.get("url_to_info") if isinstance(data, dict) else None
+    out: dict[str, list[str]] = {}
+    for url, entry in (info or {}).items():
+        snippets = entry.get("snippets") if isinstance(entry, dict) else None
+        if isinstance(snippets, list):
+            out[url] = [s for s in snippets if isinstance(s, str) and s.strip()]
+    return out
 
 
 def storm_rows(root: Path, dataset: Dataset) -> list[dict[str, Any]]:

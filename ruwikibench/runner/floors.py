@@ -47,11 +47,30 @@ def stage_floors(
         return []
     sides: list[FloorSide] = []
     for record in saved:
+        if "input" not in record:  # a writer run's article records: their floors come from writer_floor_rows
+            continue
         unit = Unit(stage=record["stage"], article=record["article"], unit_id=record["unit"], input=record["input"])
         try:
             sides += stage.floor_sides(unit, record["output"], context)
         except Exception as exc:  # noqa: BLE001 - an output that cannot be scored is listed in errors.jsonl
             log.info("no floor for %s/%s: %s", record["article"], record["unit"], exc)
+    return floors_of_sides(stage, sides, context, per_item=per_item, seed=seed, progress=progress)
+
+
+def floors_of_sides(
+    stage: Any,
+    sides: list[FloorSide],
+    context: StageContext,
+    *,
+    per_item: int = PER_ITEM,
+    seed: int = SEED,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Floor rows of the scored items ``sides``: each against up to ``per_item`` references of other articles
+    (the stage's ``reference_pool`` when the items come from no more than ``per_item`` articles)."""
+    keys = tuple(getattr(stage, "floor_keys", ()))
+    if not keys or not sides:
+        return []
     pool_of = getattr(stage, "reference_pool", None)
     small = len({s.article for s in sides}) <= per_item  # too few other articles in the run to draw from
     pool = sorted(pool_of(context) if pool_of is not None and small else sides, key=lambda p: (p.article, p.item))
@@ -79,8 +98,11 @@ def compute_floors(rundir: RunDir, context: StageContext, *, per_item: int = PER
             stage = get_stage(name)
         except KeyError:
             continue
+        run_floors = getattr(stage, "run_floors", None)  # a stage whose records land in other stages' tables
         try:
             rows += stage_floors(stage, saved, context, per_item=per_item, seed=seed)
+            if run_floors is not None:
+                rows += run_floors(rundir, context, per_item=per_item, seed=seed)
         except Exception as exc:  # noqa: BLE001 - the run's scores stand; its tables show no floor
             log.warning("floor of stage %s not computed: %s: %s", name, type(exc).__name__, exc)
     rows.sort(key=item_key)  # the file reads the same however the units finished

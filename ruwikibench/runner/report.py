@@ -19,6 +19,13 @@ from ruwikibench.runner.paired import Headline, PairedRow, compare_runs_paired, 
 
 SCALE = 100.0
 PAPER_TABLE = {"ranking": "Tables 3/4", "outline": "Table 5", "sections": "Table 7"}
+TABLE_LABEL = {**PAPER_TABLE, "writer": "whole article, not in the paper"}
+
+
+def table_title(stage: str, note: str = "") -> str:
+    """'writer (whole article, not in the paper; ×100 …)': the stage, its table label and ``note``."""
+    inside = "; ".join(part for part in (TABLE_LABEL.get(stage, ""), note) if part)
+    return f"{stage} ({inside})" if inside else stage
 
 
 def report_stages(metrics: list[dict[str, Any]]) -> list[str]:
@@ -167,7 +174,7 @@ def write_run_report(rundir: RunDir, metrics: dict[str, Any], errors: list[dict[
     parts = [f"# Run {rundir.path.name}", "", _spec_summary(spec), ""]
     for stage in report_stages([metrics]):
         data = metrics[stage]
-        parts += [f"## {stage} ({PAPER_TABLE.get(stage, '')}; ×100, mean [95% CI])", ""]
+        parts += [f"## {table_title(stage, '×100, mean [95% CI]')}", ""]
         for view in ("failures_excluded", "failures_as_zero"):
             parts += [
                 f"*{view.replace('_', ' ')}*",
@@ -258,7 +265,7 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded") 
         present = [(name, m[stage]) for name, m, _ in runs if stage in m]
         rows = stage_table(stage, present, view)
         parts += [
-            f"## {stage} ({PAPER_TABLE.get(stage, '')})",
+            f"## {table_title(stage)}",
             "",
             markdown_table(rows),
             "",
@@ -428,7 +435,7 @@ def plot_stage(stage: str, runs: list[tuple[str, dict[str, Any]]], path: Path, v
         _bars(ax, panel, runs, view, scale)
         ax.set_ylabel("×100" if scale == SCALE else "count")
     axes[0][0].legend(fontsize=8)
-    fig.suptitle(f"{stage} ({PAPER_TABLE.get(stage, '')}), mean with 95% CI")
+    fig.suptitle(f"{table_title(stage)}, mean with 95% CI")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -22,6 +22,7 @@ from ruwikibench.context import StageContext
 from ruwikibench.executors import run_on_model_lane
 from ruwikibench.rundir import RunDir
 from ruwikibench.runner.execute import RunOptions, build_spec, finalize, select_articles
+from ruwikibench.runner.floors import compute_floors
 from ruwikibench.runner.overrides import check_overrides, fingerprint
 from ruwikibench.runner.report import markdown_table
 from ruwikibench.writer.score import ARTICLE_COLUMNS, WRITER_TABLES, generated_texts, score_written
@@ -91,8 +92,8 @@ async def _write_batch(
     spec["prompts"] = context.prompts.hashes()
     spec["last_session"] = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": context.llm.usage.as_dict()}
     rundir.write_json("spec.json", spec)
-    metrics = finalize(rundir)
-    _append_article_table(rundir, metrics)
+    await run_on_model_lane(compute_floors, rundir, context)  # floors of the outline and section metrics
+    finalize(rundir)
     if options.citations and any((rundir.path / "articles").glob("*/article.json")):
         await judge_batch_citations(context, rundir)
     return rundir
@@ -147,14 +148,3 @@ def article_table(run: str, metrics: dict[str, Any], view: str = "failures_exclu
     row = [run, *[_cell(data, key, view) for _, key in ARTICLE_COLUMNS], str(counts.get("evaluated", 0)),
            str(counts.get("failed_units", 0))]
     return [header, row]
-
-
-def _append_article_table(rundir: RunDir, metrics: dict[str, Any]) -> None:
-    if "writer" not in metrics:
-        return
-    path = rundir.file("report.md")
-    parts = [path.read_text(encoding="utf-8") if path.exists() else "", ("## writer (whole article; "
-             "×100 for shares and scores, mean [95% CI])"), ""]
-    for view in ("failures_excluded", "failures_as_zero"):
-        parts += [f"*{view.replace('_', ' ')}*", "", markdown_table(article_table(rundir.path.name, metrics, view)), ""]
-    path.write_text("\n".join(parts) + "\n", encoding="utf-8")

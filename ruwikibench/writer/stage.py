@@ -20,6 +20,7 @@ from ruwikibench.contract import GeneratedText, ScoreRecord, Unit
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.nodes.written import WrittenArticle
 from ruwikibench.registry import instance_of, register_stage
+from ruwikibench.rundir import RunDir
 from ruwikibench.writer.score import ARTICLE_COLUMNS, generated_texts, score_written
 
 
@@ -53,6 +54,12 @@ class WriterStage:
         with self._lock:  # the texts need the gold article and the records: kept for texts()
             self._texts[(unit.article, unit.unit_id)] = generated_texts(article, written, records)
         return records
+
+    def run_floors(self, rundir: RunDir, context: StageContext, *, per_item: int, seed: int) -> list[dict[str, Any]]:
+        """Floor rows of the written articles' outline and sections records (called by ``compute_floors``)."""
+        from ruwikibench.writer.floors import writer_floor_rows
+
+        return writer_floor_rows(rundir, context, per_item=per_item, seed=seed)
 
     def texts(self, unit: Unit, output: dict[str, Any]) -> list[GeneratedText]:
         with self._lock:

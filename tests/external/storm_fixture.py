@@ -26,6 +26,7 @@ POLISHED = """# summary
 # География
 
 Москва стоит на реке Москве, климат умеренно континентальный.[2]"""
+MOSCOW_DRAFT = POLISHED.split("\n\n", 2)[2]  # the draft: the polished body before the lead was added (same numbers)
 DRAFT = """# Центр
 
 Сколково — инновационный центр под Москвой, где работают стартапы.[1]
@@ -55,7 +56,7 @@ def make_storm_dir(root: Path) -> Path:
     moscow.mkdir(parents=True)
     (moscow / "storm_gen_outline.txt").write_text(OUTLINE, encoding="utf-8")
     (moscow / "direct_gen_outline.txt").write_text("# История", encoding="utf-8")
-    (moscow / "storm_gen_article.txt").write_text("# История\n\nчерновик", encoding="utf-8")
+    (moscow / "storm_gen_article.txt").write_text(MOSCOW_DRAFT, encoding="utf-8")
     (moscow / "storm_gen_article_polished.txt").write_text(POLISHED, encoding="utf-8")
     urls = ["https://example.org/0/0", "https://www.example.org/0/1/", "https://ru.wikipedia.org/wiki/Москва"]
     (moscow / "url_to_info.json").write_text(json.dumps(_info(urls), ensure_ascii=False, indent=2), "utf-8")

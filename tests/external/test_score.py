@@ -151,7 +151,29 @@ def test_reference_article_scores_1_and_sources_are_matched(context, dataset, tm
     assert len(sections) == 4 and all(r["metrics"]["f1"] == pytest.approx(1.0) for r in sections)
     for stage in ("outline", "sections", "writer"):
         assert metrics[stage]["counts"]["failed_units"] == 2  # Python and Сколково have no row
-    assert "## writer (whole article" in rundir.file("report.md").read_text(encoding="utf-8")
+    report = rundir.file("report.md").read_text(encoding="utf-8")
+    assert report.count("\n## writer (whole article, not in the paper; ×100, mean [95% CI])\n") == 1
+    assert report.count("\n## writer") == 1 and "()" not in report and "(;" not in report
+
+
+def test_writer_outline_and_sections_get_floor_columns(context, dataset, tmp_path) -> None:
+    """The written article's outline and section metrics have a permutation floor and rescaled scores, as the
+    stage tables do; the whole-article table has none (no floor is measured for it)."""
+    rows = [{"article": title, "markdown": _reference_markdown(dataset.article(title)), "sources": {"1": "Москва/src0"}}
+            for title in ("Москва", "Python")]
+    rundir, _, metrics = _score(context, tmp_path, "writer", rows)
+    for stage in ("outline", "sections"):
+        keys = metrics[stage]["metrics"]
+        assert {"f1_floor", "f1_rescaled"} <= set(keys), stage
+        floor = keys["f1_floor"]["failures_excluded"]["mean"]
+        assert 0.0 < floor < 1.0
+    floors = read_jsonl(rundir.file("floors.jsonl"))
+    assert {r["stage"] for r in floors} == {"outline", "sections"}
+    assert all(not r["against"][0].startswith(r["article"] + "/") for r in floors if r["stage"] == "outline")
+    assert "f1_floor" not in metrics["writer"]["metrics"]
+    report = rundir.file("report.md").read_text(encoding="utf-8")
+    outline_table = report.split("## outline", 1)[1].split("\n## ", 1)[0]
+    assert "Mean F1 floor" in outline_table and "Mean F1 rescaled" in outline_table
 
 
 def test_rerun_same_file_rewrites_other_file_refused(context, tmp_path) -> None:

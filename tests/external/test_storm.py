@@ -85,3 +85,39 @@ def test_bad_url_to_info_layout(tmp_path) -> None:
     (root / "Москва" / "url_to_info.json").write_text('{"url_to_info": {}}', encoding="utf-8")
     with pytest.raises(ExternalFormatError, match="url_to_info.json: field 'url_to_unified_index'"):
         storm_rows(root, storm_dataset())
+
+
+def test_polished_numbers_mapped_through_shared_sentences() -> None:
+    from ruwikibench.external.storm_citations import map_polished
+
+    draft = "# История\n\nОснована в 1147 году.[2] Стоит на реке.[1][3]\n\n# Экономика\n\nРастёт.[3]"
+    polished = ("# summary\n\nСтолица.[1] Город.[9] Река.[2, 4]\n\n# История\n\nОснована в 1147 году.[1] "
+                "Стоит на реке.[2] [3]\n\n# Экономика\n\nРастёт.[3]")
+    result = map_polished(polished, draft)
+    assert result.mapped == {1: 2, 3: 3}  # 2 is also in a grouped (not renumbered) marker: ambiguous
+    assert result.unresolved == [9, 2, 4]  # the lead's own number and the grouped ones, never guessed
+
+
+def test_inconsistent_pairings_are_unresolved() -> None:
+    from ruwikibench.external.storm_citations import map_polished
+
+    draft = "# А\n\nПервое.[1]\n\n# Б\n\nВторое.[2]"
+    polished = "# А\n\nПервое.[1]\n\n# Б\n\nВторое.[1]"  # 1 would stand for two draft numbers
+    result = map_polished(polished, draft)
+    assert result.mapped == {} and result.unresolved == [1] and result.conflicting == [1]
+
+
+def test_shared_url_narrowed_down_by_recorded_snippets() -> None:
+    from ruwikibench.external.article import SourceIndex
+
+    dataset = storm_dataset()
+    moscow = dataset.article("Москва")
+    first, second = [s for s in dataset.sources if s.article == moscow.name][:2]
+    second.url = first.url  # two sources of the article behind one URL
+    index = SourceIndex(dataset)
+    recorded = [" ".join(dataset.snippets_of_source(second.id)[0].text.split()[:12])]
+    match = index.match(1, first.url or "", moscow, recorded)
+    assert (match.how, match.source_ids) == ("url_snippets", [second.id])  # not the first source of the URL
+    assert match.snippet_ids == [s.id for s in dataset.snippets_of_source(second.id)]
+    fallback = index.match(1, first.url or "", moscow, ["совсем другой текст без общих слов"])
+    assert (fallback.how, fallback.source_ids) == ("url_shared", [first.id, second.id])

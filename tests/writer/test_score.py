@@ -78,6 +78,9 @@ def test_batch_writes_scores_and_resumes(tmp_path) -> None:
     assert (rundir.path / "articles" / TITLE / "article.html").exists()
     report = (rundir.path / "report.md").read_text(encoding="utf-8")
     assert "## outline" in report and "## sections" in report and "## writer (whole article" in report
+    assert report.count("\n## writer") == 1  # the whole-article table once, with its title
+    assert {"f1_floor", "f1_rescaled"} <= set(metrics["outline"]["metrics"])  # floored as the stage tables
+    assert {"f1_floor", "f1_rescaled"} <= set(metrics["sections"]["metrics"])
     spec = json.loads((rundir.path / "spec.json").read_text(encoding="utf-8"))
     assert spec["mode"] == "writer"
     # citation faithfulness: each section sentence names the tag of the snippet it cites (supported); the
