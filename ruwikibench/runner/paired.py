@@ -223,6 +223,8 @@ def compare_stage(stage: str, headlines: list[Headline], base: tuple[str, StageI
     rows: list[PairedRow] = []
     for h in headlines:
         alignment = align(base[1], other[1], h.key)
+        if not (alignment.keys or alignment.only_base or alignment.only_other):
+            continue  # neither run has the metric (e.g. entity recall where no reference names an entity)
         rows.append(compare_metric(stage, h.title, h.key, names, alignment, h.scale))
         if h.floor and (row := compare_rescaled(stage, h.title, h.key, names, alignment, base[1], other[1],
                                                 h.scale)):

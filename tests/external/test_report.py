@@ -47,7 +47,7 @@ def test_external_runs_beside_native_in_one_report(native) -> None:
     (storm / "Инновационный_центр_Сколково").rename(storm / "Сколково")  # the plain dataset's title
     second = runner.invoke(app, ["score-outputs", "--stage", "writer", "--storm", str(storm), "--name", "storm",
                                  *common])
-    assert second.exit_code == 0, second.output + repr(second.exception)
+    assert second.exit_code == 3, second.output + repr(second.exception)  # partial: no STORM folder for 2 articles
 
     runs = [native_dir, str(tmp / "runs" / "other-outline"), str(tmp / "runs" / "storm")]
     report = runner.invoke(app, ["report", *runs, "--out", str(tmp / "cmp"), "--view", "failures_as_zero"])

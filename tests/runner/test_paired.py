@@ -159,8 +159,9 @@ def test_compare_runs_writes_the_paired_section(tmp_path: Path) -> None:
                "metrics": {"f1": 0.4, "p": 0.4, "r": 0.4}} for i in range(16)]
     base = _write_run(tmp_path / "base", _sections(values, 0.0), floors)
     better = _write_run(tmp_path / "better", _sections(values, 0.05), floors)
-    assert [h.key for h in stage_headlines("sections", {})] == ["f1", "rouge_l", "bleu", "p", "r"]
-    assert [h.floor for h in stage_headlines("sections", {})] == [True, False, False, True, True]
+    assert [h.key for h in stage_headlines("sections", {})] == ["f1", "rouge_l", "bleu", "p", "r", "entity_recall",
+                                                                "entity_precision", "entity_f1"]
+    assert [h.floor for h in stage_headlines("sections", {})] == [True, False, False, True, True, False, False, False]
 
     md = compare_runs([base, better], tmp_path / "cmp").read_text(encoding="utf-8")
     section = md.split("## sections")[1]
