@@ -345,12 +345,14 @@ def _code_hashes(spec: dict[str, Any]) -> dict[str, Any]:
                               for key, record in (spec.get("overrides") or {}).items()}
     for name, record in (spec.get("stage_identity") or {}).items():
         code = record.get("code") or {}
-        hashes[f"stage {name}"] = [code.get("sha256"), code.get("version"), record.get("prompts")]
+        hashes[f"stage {name}"] = [code.get("sha256"), code.get("version"), record.get("prompts"),
+                                   record.get("options")]
     return hashes
 
 
 def _check_same_code(rundir: RunDir, old: dict[str, Any], spec: dict[str, Any]) -> None:
-    """A named run (``--run-id``) does not resume over outputs of other plug-in or override code."""
+    """A named run (``--run-id``) does not resume over outputs of other plug-in or override code (or other options
+    of a stage)."""
     before, now = _code_hashes(old), _code_hashes(spec)
     changed = sorted(key for key in before.keys() & now.keys() if before[key] != now[key])
     if changed:

@@ -19,9 +19,12 @@ from importlib.metadata import Distribution, PackageNotFoundError, distribution,
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from ruwikibench.config import RunConfig
 from ruwikibench.contract import Stage
 from ruwikibench.prompts import PromptLibrary
+from ruwikibench.registry import stage_options
 
 BUILTIN_PREFIX = "ruwikibench."
 
@@ -111,9 +114,18 @@ def is_builtin(obj: Any) -> bool:
     return module == "ruwikibench" or module.startswith(BUILTIN_PREFIX)
 
 
-def stage_prompts(stage: Stage) -> list[str]:
-    """The prompt files a stage declares before the run (its ``prompt_files``)."""
-    return list(getattr(stage, "prompt_files", ()))
+def prompt_fields(model: type[BaseModel]) -> list[str]:
+    """The fields of an options model naming prompt files (declared with :func:`ruwikibench.config.prompt_slot`)."""
+    return [name for name, info in model.model_fields.items()
+            if isinstance(info.json_schema_extra, dict) and "prompt_fields" in info.json_schema_extra]
+
+
+def stage_prompts(stage: Stage, options: BaseModel | None = None) -> list[str]:
+    """The prompt files a stage declares before the run: its ``prompt_files`` and its options' prompt fields."""
+    names = list(getattr(stage, "prompt_files", ()))
+    if options is not None:
+        names += [str(getattr(options, field)) for field in prompt_fields(type(options))]
+    return names
 
 
 def prompt_hashes(names: list[str], config: RunConfig) -> dict[str, str]:
@@ -123,11 +135,21 @@ def prompt_hashes(names: list[str], config: RunConfig) -> dict[str, str]:
 
 
 def stage_identity(stage: Stage, config: RunConfig) -> dict[str, Any] | None:
-    """What a run of ``stage`` adds to the run id and spec.json: for a plug-in stage its code and declared prompt
-    files; None for a built-in stage."""
-    if is_builtin(stage):
+    """What a run of ``stage`` adds to the run id and spec.json: for a plug-in stage its code, declared prompt
+    files and options; for a built-in stage its options when it declares an options model; else None."""
+    options = stage_options(config, stage.name)
+    builtin = is_builtin(stage)
+    if builtin and options is None:
         return None
-    return {"code": code_identity(stage).record(), "prompts": prompt_hashes(stage_prompts(stage), config)}
+    record: dict[str, Any] = {}
+    if not builtin:
+        record["code"] = code_identity(stage).record()
+    prompts = stage_prompts(stage, options)
+    if prompts or not builtin:
+        record["prompts"] = prompt_hashes(prompts, config)
+    if options is not None:
+        record["options"] = options.model_dump(mode="json")
+    return record
 
 
 def stages_identity(stages: list[Stage], config: RunConfig) -> dict[str, dict[str, Any]]:
@@ -137,10 +159,12 @@ def stages_identity(stages: list[Stage], config: RunConfig) -> dict[str, dict[st
 
 
 def identity_key(records: dict[str, dict[str, Any]]) -> str:
-    """The run-id part of :func:`stages_identity`: code and prompt hashes, no file paths (moving a checkout keeps
-    the id)."""
+    """The run-id part of :func:`stages_identity`: code and prompt hashes (no file paths: moving a checkout keeps
+    the id) and the stage options."""
     def one(record: dict[str, Any]) -> dict[str, Any]:
         key: dict[str, Any] = {"prompts": sorted(record.get("prompts", {}).values())}
+        if "options" in record:
+            key["options"] = record["options"]
         if "code" in record:
             code = record["code"]
             key["code"] = [code["qualname"], code["sha256"], code["distribution"], code["version"]]
