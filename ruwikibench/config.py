@@ -3,19 +3,22 @@
 Roles: ``query`` (query expansion), ``ranking`` (relevance yes/no), ``outline``, ``sections`` (Stage 3's
 describe / extend / write calls, in the benchmark and in the writer; falls back to ``writer``), ``writer`` (the
 writer's lead), ``judge`` (LLM-as-judge evaluators), ``support`` (does a cited snippet support a sentence; falls back to
-``judge``) and ``reference`` (writes the stored reference queries once).
+``judge``) and ``reference`` (writes the stored reference queries once). A registered stage may declare roles of
+its own (``roles = ("lead",)``); ``models:`` then accepts them (checked when a config loads, see
+:mod:`ruwikibench.config_loader`), and an unconfigured one falls back like any role.
 """
 
 from __future__ import annotations
 
 from collections.abc import Container
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Profile = Literal["benchmark", "writer"]
 Role = Literal["query", "ranking", "outline", "sections", "writer", "judge", "support", "reference"]
+BUILTIN_ROLES: tuple[str, ...] = get_args(Role)
 ROLE_FALLBACKS: dict[str, tuple[str, ...]] = {"support": ("judge",), "sections": ("writer",)}
 """Roles tried before the general fallback (writer, outline, ranking, query) when a role is not configured."""
 
@@ -290,7 +293,8 @@ class RunConfig(BaseModel):
         description="benchmark: every stage on gold inputs, as in the paper; writer: the stage configs in writer "
         "mode (no gold data), see RunConfig.with_profile; `ruwikibench write` always runs under 'writer'",
     )
-    models: dict[Role, ModelConfig]
+    models: dict[str, ModelConfig] = Field(
+        description="a model per role: the built-in roles (Role) and the roles registered stages declare")
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
     ranking: RankingConfig = Field(default_factory=RankingConfig)
     outline: OutlineConfig = Field(default_factory=OutlineConfig)
@@ -307,6 +311,12 @@ class RunConfig(BaseModel):
         description="replace a node ('stage.node': 'pkg.module:function') or a whole stage graph "
         "('stage': 'pkg.module:build_graph') with your own code; checked when a command loads the config "
         "(ruwikibench.runner.overrides)",
+    )
+    stage_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="options of stages that declare an options model (`options_model`), by stage name: "
+        "validated by that model when a command loads the config (ruwikibench.config_loader), recorded in "
+        "spec.json and in the run id of runs of that stage",
     )
     max_concurrency: int = Field(default=4, ge=1, description="global limit on in-flight LLM requests")
     cache_dir: str = Field(default="~/.cache/ruwikibench", description="LLM and embedding caches")
@@ -347,13 +357,13 @@ class RunConfig(BaseModel):
             raise ValueError("a writer-profile config has its stage settings replaced; load it again for 'benchmark'")
         return RunConfig.model_validate({**self.model_dump(), "profile": profile})
 
-    def model_for(self, role: Role) -> ModelConfig:
+    def model_for(self, role: str) -> ModelConfig:
         """The model of a role; roles not named fall back to their own fallbacks (``support`` -> ``judge``), then to
         ``writer``, then to any configured model."""
         served_by = role_served_by(role, self.models)
         if served_by is None:
             raise KeyError(f"config names no model for role {role!r}")
-        return self.models[served_by]  # type: ignore[index]
+        return self.models[served_by]
 
     @property
     def cache_path(self) -> Path:
@@ -363,8 +373,10 @@ class RunConfig(BaseModel):
         """What changes a run's answers or scores: the run id hashes this. Where and how fast the models are
         reached (endpoints, timeouts, retries, concurrency, cache folder) is left out, so the same run on
         another endpoint or port resumes the same run directory and reuses its cached answers. The judges'
-        settings are left out too: they judge a finished run, they do not change it."""
-        data = self.model_dump(mode="json", exclude={"max_concurrency", "cache_dir", "judges"})
+        settings are left out too: they judge a finished run, they do not change it. Stage options enter the
+        run id through the stages that read them (:mod:`ruwikibench.runner.identity`), so a config without them
+        keeps its id."""
+        data = self.model_dump(mode="json", exclude={"max_concurrency", "cache_dir", "judges", "stage_options"})
         data["models"] = {role: model.identity() for role, model in self.models.items()}
         data["embedder"] = self.embedder.identity()
         return data

@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import yaml
 from pydantic import ValidationError
 
-from ruwikibench.config import ConfigError, RunConfig
+from ruwikibench.config import BUILTIN_ROLES, ConfigError, RunConfig
 from ruwikibench.prompts import PromptLibrary, placeholders
 from ruwikibench.secrets import looks_secret, register, register_env
 
@@ -111,19 +111,70 @@ def load_config(path: str | Path) -> RunConfig:
     for model in config.models.values():
         register_env(model.api_key_env)
     check_stages(config, path)
+    check_stage_options(config, path)
+    check_roles(config, path)
     check_prompt_fields(config, path)
     return config
 
 
+def _fields(exc: ValidationError, prefix: str) -> str:
+    return "; ".join(f"{'.'.join([prefix, *map(str, e['loc'])])}: {e['msg']}" for e in exc.errors())
+
+
+def check_stage_options(config: RunConfig, origin: str | Path) -> None:
+    """Every ``stage_options`` block names a registered stage with an options model and is valid under it; the
+    block is stored as validated (defaults filled), so equal settings give equal run ids."""
+    from ruwikibench.registry import StageRegistryError, get_stage, options_model
+
+    for name, values in list(config.stage_options.items()):
+        try:
+            stage = get_stage(name)
+            model = options_model(stage)
+        except StageRegistryError as exc:
+            raise ConfigError(f"{origin}: stage_options.{name}: {exc}") from None
+        if model is None:
+            raise ConfigError(f"{origin}: stage_options.{name}: stage {stage.name!r} declares no options "
+                              "(no options_model)")
+        try:
+            options = model.model_validate(values)
+        except ValidationError as exc:
+            raise ConfigError(f"{origin}: {_fields(exc, f'stage_options.{name}')}") from None
+        del config.stage_options[name]
+        config.stage_options[stage.name] = options.model_dump(mode="json")
+
+
+def check_roles(config: RunConfig, origin: str | Path) -> None:
+    """Every role under ``models:`` is a built-in role or one a registered stage declares (``roles``)."""
+    from ruwikibench.registry import stage_roles
+
+    declared = stage_roles()
+    for role in config.models:
+        if role not in BUILTIN_ROLES and role not in declared:
+            extra = f"; stage roles: {', '.join(sorted(declared))}" if declared else ""
+            raise ConfigError(f"{origin}: models.{role}: not a role; built-in roles: {', '.join(BUILTIN_ROLES)}"
+                              f"{extra}")
+
+
 PROMPT_BLOCKS = ("ranking", "outline", "sections", "writer", "citations", "judges")
+
+
+def _prompt_blocks(config: RunConfig) -> list[tuple[str, Any]]:
+    """The config blocks that may name prompt files: the built-in ones and the options of the config's stages."""
+    from ruwikibench.registry import stage_options
+
+    blocks: list[tuple[str, Any]] = [(name, getattr(config, name)) for name in PROMPT_BLOCKS]
+    for stage in dict.fromkeys([*config.stages, *config.stage_options]):
+        options = stage_options(config, stage)
+        if options is not None:
+            blocks.append((f"stage_options.{stage}", options))
+    return blocks
 
 
 def check_prompt_fields(config: RunConfig, origin: str | Path) -> None:
     """Every prompt file the config names exists and uses only the fields the code fills in (so a ``{titel}``
     stops the run here, before any request, with the config key, the file and the fields it may use)."""
     library = PromptLibrary(config.prompts_dir)
-    for block_name in PROMPT_BLOCKS:
-        block = getattr(config, block_name)
+    for block_name, block in _prompt_blocks(config):
         for name, info in type(block).model_fields.items():
             extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
             if "prompt_fields" not in extra:

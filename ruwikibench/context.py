@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from ruwikibench.config import Profile, RunConfig
 from ruwikibench.dataset import Dataset
 from ruwikibench.models.embeddings import Embedder
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
+from ruwikibench.registry import stage_options
 from ruwikibench.retrieval.bm25 import IndexShelf
 
 
@@ -29,3 +31,8 @@ class StageContext:
         """The same services with the config under ``profile`` (see :meth:`RunConfig.with_profile`)."""
         config = self.config.with_profile(profile)
         return self if config is self.config else replace(self, config=config)
+
+    def stage_options(self, stage: str) -> Any:
+        """The options of a stage that declares an ``options_model``: the run config's ``stage_options.<stage>``
+        validated by it (defaults where the config is silent); None for a stage without options."""
+        return stage_options(self.config, stage)

@@ -26,9 +26,14 @@ import importlib
 import pkgutil
 import threading
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel
 
 from ruwikibench.contract import Stage, current_stage_name
+
+if TYPE_CHECKING:
+    from ruwikibench.config import RunConfig
 
 ENTRY_POINT_GROUP = "ruwikibench.stages"
 BUILTIN_PACKAGES = ("ruwikibench.graphs",)
@@ -160,3 +165,24 @@ def plugin_errors() -> dict[str, str]:
     """Entry points that failed to load: name -> one-line reason."""
     discover()
     return dict(_broken)
+
+
+def options_model(stage: Stage) -> type[BaseModel] | None:
+    """The stage's options model (its ``options_model`` class attribute), or None."""
+    model = getattr(stage, "options_model", None)
+    if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise StageRegistryError(f"stage {stage.name!r}: options_model must be a pydantic model class, got {model!r}")
+    return model
+
+
+def stage_options(config: RunConfig, name: str) -> BaseModel | None:
+    """The options of stage ``name`` under ``config``: its ``stage_options`` block validated by the stage's options
+    model (defaults where the config is silent); None for a stage without an options model."""
+    stage = get_stage(name)
+    model = options_model(stage)
+    return None if model is None else model.model_validate(config.stage_options.get(stage.name, {}))
+
+
+def stage_roles() -> dict[str, str]:
+    """Model roles the registered stages declare (their ``roles``): role -> the stage declaring it."""
+    return {role: name for name, stage in known_stages().items() for role in getattr(stage, "roles", ())}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 EXIT_CODES = (  # ruwikibench.runner.status computes them
@@ -35,8 +37,9 @@ def graph(
     xray: int = typer.Option(1, help="how many levels of subgraphs to draw inside their nodes"),
     update_docs: bool = typer.Option(False, "--update-docs", help="rewrite the graph blocks of the stage pages"),
     docs: str = typer.Option("docs", help="the docs folder (with --update-docs)"),
+    config: str = typer.Option(None, "--config", "-c", help="a run config: draw the graph with its overrides"),
 ) -> None:
-    """Print a stage graph as a Mermaid flowchart, drawn from the compiled graph."""
+    """Print a stage graph as a Mermaid flowchart, drawn from the compiled graph (with a config's overrides)."""
     from pathlib import Path
 
     from ruwikibench.runner.pictures import mermaid
@@ -51,9 +54,24 @@ def graph(
     from ruwikibench.registry import StageRegistryError
 
     try:
-        typer.echo(mermaid(stage, xray))
+        typer.echo(mermaid(stage, xray, _config_overrides(config)))
     except StageRegistryError as exc:
         typer.echo(f"error: {exc.args[0]}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _config_overrides(path: str | None) -> dict[str, Any]:
+    """The checked overrides of a run config (none without one); a bad config is one line, exit status 2."""
+    if path is None:
+        return {}
+    from ruwikibench.config import RunInputError
+    from ruwikibench.config_loader import load_config
+    from ruwikibench.runner.overrides import check_overrides
+
+    try:
+        return check_overrides(load_config(path), path)
+    except RunInputError as exc:
+        typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
 
 

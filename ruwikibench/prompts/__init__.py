@@ -2,12 +2,14 @@
 
 Templates use ``str.format`` fields (``{title}``, ``{text}`` …). An ablation swaps a prompt by pointing the
 config at another file: a path relative to ``RunConfig.prompts_dir`` (searched first) or to this folder,
-or an absolute path.
+an absolute path, or ``package:relative/path`` — a file inside an importable package (how a plug-in names the
+prompt files it ships, e.g. ``rwb_lead:prompts/lead.txt``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +21,22 @@ PACKAGE_PROMPTS = Path(__file__).parent
 def placeholders(text: str) -> set[str]:
     """The ``str.format`` fields a template uses (``{title}``, ``{a.b}`` -> ``a``); ValueError if it is not one."""
     return {name.split(".")[0].split("[")[0] for _, name, _, _ in string.Formatter().parse(text) if name is not None}
+
+
+def package_file(name: str) -> Path:
+    """``package:relative/path`` -> the file inside the importable package (FileNotFoundError when missing)."""
+    package, _, relative = name.partition(":")
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError) as exc:
+        raise FileNotFoundError(f"prompt file {name!r}: cannot import {package!r}: {exc}") from None
+    if spec is None or spec.origin is None and not spec.submodule_search_locations:
+        raise FileNotFoundError(f"prompt file {name!r}: no importable package {package!r}")
+    locations = list(spec.submodule_search_locations or [])
+    base = Path(locations[0]) if locations else Path(str(spec.origin)).parent
+    if not (base / relative).is_file():
+        raise FileNotFoundError(f"prompt file {name!r} not found: no {relative} in {base}")
+    return base / relative
 
 
 @dataclass(frozen=True)
@@ -50,6 +68,8 @@ class PromptLibrary:
 
     def resolve(self, name: str) -> Path:
         candidate = Path(name)
+        if not candidate.is_absolute() and ":" in name:
+            return package_file(name)
         if candidate.is_absolute():
             if candidate.exists():
                 return candidate

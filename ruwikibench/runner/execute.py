@@ -40,6 +40,7 @@ from ruwikibench.runner.baselines import (
 )
 from ruwikibench.runner.capture import NodeCapture
 from ruwikibench.runner.floors import FLOORS_FILE
+from ruwikibench.runner.identity import identity_key, stages_identity
 from ruwikibench.runner.metrics import aggregate, metrics_rows
 from ruwikibench.runner.overrides import check_overrides, fingerprint, spec_records, stage_graph
 from ruwikibench.runner.stage import Stage, Unit, get_stage
@@ -103,10 +104,18 @@ def run_id_for(
     ]
     if config.overrides:  # the code of every override (its source's sha256), not just its import path
         parts.append(fingerprint(check_overrides(config)))
+    stages = run_stages_identity(config, options)
+    if stages:  # plug-in stages: their code and prompt files (built-in stages add nothing: their ids stay)
+        parts.append({"stages": identity_key(stages)})
     if inputs:
         parts.append(inputs)
     key = json.dumps(parts, sort_keys=True, default=str)
     return f"{config.name}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+
+
+def run_stages_identity(config: RunConfig, options: RunOptions) -> dict[str, dict[str, Any]]:
+    """:func:`ruwikibench.runner.identity.stages_identity` of the stages a run runs."""
+    return stages_identity([get_stage(name) for name in options.stages], config)
 
 
 def git_commit() -> str | None:
@@ -133,12 +142,19 @@ def build_spec(
         "embedder": config.embedder.id,
         "profile": config.profile,
         "overrides": spec_records(check_overrides(config)),
+        **_stage_identity_block(config, options),
         "config": config.model_dump(mode="json"),
         "options": options.model_dump(mode="json", exclude={"progress"}),
         **(inputs or {}),
         "prompts": {},
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
     })
+
+
+def _stage_identity_block(config: RunConfig, options: RunOptions) -> dict[str, Any]:
+    """spec.json's ``stage_identity`` (plug-in stages' code, prompt files): absent when there is none."""
+    stages = run_stages_identity(config, options)
+    return {"stage_identity": stages} if stages else {}
 
 
 class Runner:
@@ -347,10 +363,32 @@ def _check_same_run(rundir: RunDir, spec: dict[str, Any]) -> None:
     if _identity(old.get("config")) != _identity(spec["config"]) or old.get("dataset", {}).get("id") != spec["dataset"]["id"]:
         raise RunInputError(f"--run-id {rundir.path.name}: {rundir.path} holds a run with another config or "
                             "dataset; choose another --run-id")
+    _check_same_code(rundir, old, spec)
     before, now = (s.get("reference_queries", {}).get("sha256") for s in (old, spec))
     if before and now and before != now:
         raise RunInputError(f"{rundir.path}: holds a run ranked with other stored reference queries "
                          f"(sha256 {before[:12]}…, now {now[:12]}…); choose another --run-id")
+
+
+def _code_hashes(spec: dict[str, Any]) -> dict[str, Any]:
+    """The code hashes a spec records: overrides' and plug-in stages' (file sha256, distribution version)."""
+    hashes: dict[str, Any] = {f"override {key}": [record.get("sha256"), record.get("version")]
+                              for key, record in (spec.get("overrides") or {}).items()}
+    for name, record in (spec.get("stage_identity") or {}).items():
+        code = record.get("code") or {}
+        hashes[f"stage {name}"] = [code.get("sha256"), code.get("version"), record.get("prompts"),
+                                   record.get("options")]
+    return hashes
+
+
+def _check_same_code(rundir: RunDir, old: dict[str, Any], spec: dict[str, Any]) -> None:
+    """A named run (``--run-id``) does not resume over outputs of other plug-in or override code (or other options
+    of a stage)."""
+    before, now = _code_hashes(old), _code_hashes(spec)
+    changed = sorted(key for key in before.keys() & now.keys() if before[key] != now[key])
+    if changed:
+        raise RunInputError(f"{rundir.path}: holds a run made with other code ({', '.join(changed)} changed since); "
+                            "choose another --run-id")
 
 
 def _identity(config: Any) -> Any:

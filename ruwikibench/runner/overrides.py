@@ -14,13 +14,13 @@ input schema is filled by the stage's units and whose output schema carries what
 Everything is checked by :func:`resolve_overrides` when a command loads the config, before any LLM call: an
 import error, a missing attribute, a callable with the wrong signature, an unknown stage or node, or a graph whose
 schemas do not fit the stage contract each give one :class:`OverrideError` line naming the config key. Every
-override is recorded in ``spec.json`` (import path, source file, its sha256) and enters the run id.
+override is recorded in ``spec.json`` (import path, the source file the object is defined in, its sha256, the
+installed distribution holding it) and enters the run id.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import importlib
 import inspect
 import json
@@ -35,6 +35,7 @@ from pydantic import BaseModel
 from ruwikibench.config import ConfigError, RunConfig
 from ruwikibench.contract import Stage
 from ruwikibench.registry import StageRegistryError, get_stage
+from ruwikibench.runner.identity import CodeIdentity, code_identity, file_sha256
 
 INJECTED = frozenset({"runtime", "config", "writer", "store"})  # parameters LangGraph fills in for a node
 
@@ -52,19 +53,29 @@ class Override:
     obj: Any
     file: str | None
     sha256: str | None
+    distribution: str | None = None
+    version: str | None = None
 
     def record(self) -> dict[str, Any]:
         """What spec.json keeps of it."""
-        return {"kind": "node" if self.node else "graph", "target": self.target, "file": self.file,
-                "sha256": self.sha256}
+        record = {"kind": "node" if self.node else "graph", "target": self.target, "file": self.file,
+                  "sha256": self.sha256}
+        if self.distribution:
+            record |= {"distribution": self.distribution, "version": self.version}
+        return record
+
+    def id_key(self) -> list[str | None]:
+        """What the run id hashes (the import path and the code; an installed distribution's name and version)."""
+        return [self.target, self.sha256] + ([self.distribution, self.version] if self.distribution else [])
 
 
 def _fail(key: str, message: str) -> OverrideError:
     return OverrideError(f"overrides.{key}: {message}")
 
 
-def load_target(key: str, target: str) -> tuple[Any, str | None, str | None]:
-    """Import ``package.module:attribute``; returns the object, its source file and the file's sha256."""
+def load_target(key: str, target: str) -> tuple[Any, CodeIdentity]:
+    """Import ``package.module:attribute``; returns the object and its code identity (the file that defines it,
+    which for a re-exported function is not the module the config names)."""
     module_name, sep, attribute = target.partition(":")
     if not sep or not module_name or not attribute:
         raise _fail(key, f"{target!r} is not 'package.module:attribute'")
@@ -77,9 +88,11 @@ def load_target(key: str, target: str) -> tuple[Any, str | None, str | None]:
         if not hasattr(obj, part):
             raise _fail(key, f"module {module_name!r} has no attribute {attribute!r}")
         obj = getattr(obj, part)
-    file = getattr(module, "__file__", None)
-    sha = hashlib.sha256(Path(file).read_bytes()).hexdigest() if file and Path(file).is_file() else None
-    return obj, file, sha
+    identity = code_identity(obj)
+    if identity.file is None:  # an object without source of its own (an instance, a C function): its module's
+        file = getattr(module, "__file__", None)
+        identity = dataclasses.replace(identity, file=file, sha256=file_sha256(file))
+    return obj, identity
 
 
 def check_node_signature(key: str, fn: Any) -> None:
@@ -186,7 +199,7 @@ def resolve_overrides(config: RunConfig) -> dict[str, Override]:
         except StageRegistryError as exc:
             raise _fail(key, str(exc)) from None
         stage_name = stage.name  # a renamed stage's earlier name ("article.merge") finds it under its name now
-        obj, file, sha = load_target(key, target)
+        obj, code = load_target(key, target)
         if node is None:
             graph = build_override_graph(key, obj)
             check_graph_fits(key, stage, stage.build_graph(), graph)
@@ -197,7 +210,8 @@ def resolve_overrides(config: RunConfig) -> dict[str, Override]:
                 raise _fail(key, f"the {stage_name} graph has no node {node!r} (nodes: {', '.join(graph.nodes)})")
             check_node_signature(key, obj)
         resolved[f"{stage_name}.{node}" if node else stage_name] = Override(
-            key=key, stage=stage_name, node=node, target=target, obj=obj, file=file, sha256=sha
+            key=key, stage=stage_name, node=node, target=target, obj=obj, file=code.file, sha256=code.sha256,
+            distribution=code.distribution, version=code.version,
         )
     return resolved
 
@@ -242,4 +256,4 @@ def spec_records(overrides: dict[str, Override]) -> dict[str, dict[str, Any]]:
 def fingerprint(overrides: dict[str, Override]) -> str:
     """What enters the run id: each key with its import path and source hash (two runs that differ only by the
     code of one node get different ids)."""
-    return json.dumps({k: [o.target, o.sha256] for k, o in sorted(overrides.items())}, sort_keys=True)
+    return json.dumps({k: o.id_key() for k, o in sorted(overrides.items())}, sort_keys=True)

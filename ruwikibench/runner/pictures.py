@@ -11,14 +11,15 @@ import re
 from pathlib import Path
 
 from ruwikibench.registry import get_stage
-from ruwikibench.runner.overrides import stage_graph
+from ruwikibench.runner.overrides import Override, stage_graph
 
 DOCS = {"ranking": "ranking.md", "outline": "outline.md", "sections": "sections.md", "writer": "writer.md"}
 
 
-def mermaid(stage: str, xray: int = 1) -> str:
-    """The Mermaid flowchart of a registered stage's compiled graph (subgraphs drawn ``xray`` levels deep)."""
-    graph = stage_graph(get_stage(stage), {}).compile()
+def mermaid(stage: str, xray: int = 1, overrides: dict[str, Override] | None = None) -> str:
+    """The Mermaid flowchart of a registered stage's compiled graph (subgraphs drawn ``xray`` levels deep), with
+    ``overrides`` (:func:`ruwikibench.runner.overrides.check_overrides` of a run config) applied."""
+    graph = stage_graph(get_stage(stage), overrides or {}).compile()
     return graph.get_graph(xray=xray).draw_mermaid().strip()
 
 

@@ -47,3 +47,25 @@ def test_graph_command_prints_mermaid_and_names_an_unknown_stage() -> None:
     assert result.exit_code == 0 and result.output.strip() == mermaid("outline")
     bad = runner.invoke(app, ["graph", "nosuch"])
     assert bad.exit_code == 2 and "unknown stage 'nosuch'" in bad.output
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "rwb_plugins"
+
+
+def test_graph_command_draws_the_graph_with_the_configs_overrides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`graph STAGE --config CFG`: the one-call outline graph replaces the built-in one; a node override of the
+    writer's ranking subgraph keeps the node's place; a config with a bad override is one line, exit 2."""
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    runner, config = CliRunner(), str(EXAMPLE / "configs" / "plugins.yaml")
+    outline = runner.invoke(app, ["graph", "outline", "--config", config])
+    assert outline.exit_code == 0, outline.output
+    assert "outline_in_one_call" in outline.output and "mini_outline" not in outline.output
+    assert "mini_outline" in mermaid("outline")  # without a config: the built-in graph
+    ranking = runner.invoke(app, ["graph", "ranking", "--config", config])
+    assert ranking.exit_code == 0 and ranking.output.strip() == mermaid("ranking")  # same nodes, same edges
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("models: {writer: {name: m}}\noverrides: {outline: no_such_module_x:build}\n", encoding="utf-8")
+    broken = runner.invoke(app, ["graph", "outline", "--config", str(bad)])
+    assert broken.exit_code == 2 and "overrides.outline: cannot import 'no_such_module_x'" in broken.output

@@ -1,0 +1,112 @@
+"""The ``lead`` stage: pick -> write, scored by ROUGE-L against the reference lead.
+
+Options (``stage_options.lead`` in a run config, validated by :class:`LeadOptions`): how many snippets to show,
+how long each may be, the answer cap and the prompt file. Role: ``lead`` (``models.lead``; without it the
+writer's model answers).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, ConfigDict, Field
+
+from ruwikibench.config import RunConfig, prompt_slot
+from ruwikibench.context import StageContext
+from ruwikibench.contract import GeneratedText, ScoreRecord, Unit
+from ruwikibench.dataset import Article, Dataset
+from ruwikibench.evaluators.lexical import rouge_l
+from ruwikibench.nodes.answers import ask, clean_answer
+from ruwikibench.prompts.render import numbered_texts
+
+NAME = "lead"
+
+
+class LeadOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    top_k: int = Field(default=3, ge=1, description="snippets shown to the model")
+    snippet_chars: int = Field(default=600, ge=50, description="each snippet cut to this many characters")
+    max_tokens: int = Field(default=300, ge=1, description="answer cap")
+    prompt: str = prompt_slot("rwb_lead:prompts/lead.txt", "title", "snippets")
+
+
+class LeadInput(TypedDict):
+    title: str
+    snippets: list[dict[str, str]]  # {"id", "text"}: the article's source snippets
+
+
+class LeadOutput(TypedDict):
+    picked: list[str]
+    lead: str
+
+
+class LeadState(LeadInput, LeadOutput, total=False):
+    pass
+
+
+def overlap(title: str, text: str) -> int:
+    """How many words of the title occur in the text (lower case)."""
+    words = set(text.lower().split())
+    return sum(1 for word in title.lower().split() if word in words)
+
+
+def options_of(context: StageContext) -> LeadOptions:
+    options: LeadOptions = context.stage_options(NAME)
+    return options
+
+
+async def pick(state: LeadState, runtime: Runtime[StageContext]) -> dict[str, Any]:
+    """The ``top_k`` snippets sharing most words with the title (ties: in input order)."""
+    top_k = options_of(runtime.context).top_k
+    ranked = sorted(state["snippets"], key=lambda s: -overlap(state["title"], s["text"]))
+    return {"picked": [s["id"] for s in ranked[:top_k]]}
+
+
+async def write(state: LeadState, runtime: Runtime[StageContext]) -> dict[str, Any]:
+    """One call for the ``lead`` role with the picked snippets, numbered and cut."""
+    options = options_of(runtime.context)
+    texts = {s["id"]: s["text"] for s in state["snippets"]}
+    shown = numbered_texts([texts[i] for i in state["picked"]], options.snippet_chars)
+    lead = await ask(runtime.context, "lead", options.prompt, max_tokens=options.max_tokens,
+                     clean=lambda text: clean_answer(text, state["title"]), title=state["title"], snippets=shown)
+    return {"lead": lead}
+
+
+class LeadStage:
+    name = NAME
+    columns: ClassVar[list[tuple[str, str]]] = [("ROUGE-L F", "rouge_l"), ("P", "rouge_l_p"), ("R", "rouge_l_r")]
+    options_model = LeadOptions
+    roles = ("lead",)
+    order = 50
+
+    def build_graph(self) -> StateGraph:
+        graph = StateGraph(LeadState, context_schema=StageContext, input_schema=LeadInput,
+                           output_schema=LeadOutput)
+        graph.add_node("pick", pick)
+        graph.add_node("write", write)
+        graph.add_edge(START, "pick")
+        graph.add_edge("pick", "write")
+        graph.add_edge("write", END)
+        return graph
+
+    def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]:
+        snippets = [{"id": s.id, "text": s.text} for s in dataset.snippets_of(article.name)]
+        return [Unit(stage=NAME, article=article.name, unit_id="lead",
+                     input={"title": article.title, "snippets": snippets})]
+
+    def score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[ScoreRecord]:
+        assert context.dataset is not None
+        reference = context.dataset.article(unit.article).root.text()
+        record = ScoreRecord(stage=NAME, article=unit.article, item="lead", info={"picked": output["picked"]})
+        if not reference.strip():
+            return [record.model_copy(update={"excluded": "the reference article has no lead"})]
+        scores = rouge_l(output["lead"], reference)
+        record.metrics = {"rouge_l": scores["f"], "rouge_l_p": scores["p"], "rouge_l_r": scores["r"]}
+        return [record]
+
+    def texts(self, unit: Unit, output: dict[str, Any]) -> list[GeneratedText]:
+        return [GeneratedText(stage=NAME, article=unit.article, item="lead", title=unit.input["title"],
+                              text=output["lead"])]
