@@ -16,6 +16,7 @@ from ruwikibench.runner.paired import PairedRow, paired_table
 from ruwikibench.runner.report import (
     PAIRED_NOTE,
     PAPER_TABLE,
+    TABLE_LABEL,
     baseline_lines,
     count_keys,
     floor_note,
@@ -65,6 +66,7 @@ def report_context(
             {
                 "name": stage,
                 "paper": PAPER_TABLE.get(stage, ""),
+                "label": TABLE_LABEL.get(stage, ""),
                 "rows": stage_table(stage, present, view),
                 "chart": data_uri(charts[stage]) if stage in charts and charts[stage].exists() else None,
                 "floor_note": floor_note(floors[0]) if floors else "",

@@ -64,6 +64,8 @@ def test_external_runs_beside_native_in_one_report(native) -> None:
     assert [r[0] for r in sections[1:] if not r[0].startswith(BASELINE_PREFIX)][1:] == ["storm"]
     md = (tmp / "cmp" / "report.md").read_text(encoding="utf-8")
     assert "| storm |" in md and "| other-outline |" in md
+    page = (tmp / "cmp" / "report.html").read_text(encoding="utf-8")
+    assert 'writer <span class="note">(whole article, not in the paper)</span></h2>' in page  # the HTML labels it too
 
 
 def test_score_command_rescores_an_external_run_the_same_way(tmp_path, monkeypatch) -> None:
