@@ -2,8 +2,9 @@
 
 :class:`StubServer` answers every ``POST …/chat/completions`` with ``answer(body)`` — a text, or a
 :class:`~ruwikibench.models.types.Completion` whose logprobs are returned when the client asks for logprobs —
-after serving its scripted ``failures`` (status, headers, delay) first; it records every request body, its
-headers and arrival time. With ``synthetic_logprobs`` a text answer gets made-up logprobs (its words at
+after serving its scripted ``failures`` (status, headers, delay) first, and with a 500 every request that
+``fail_if(body)`` picks (partial runs: one article's or one text's requests fail); it records every request
+body, its headers and arrival time. With ``synthetic_logprobs`` a text answer gets made-up logprobs (its words at
 p = 0.8) when logprobs are asked for. :func:`fake_openai_server` is the short form for CLI tests: a responder
 of the messages, the base URL yielded.
 """
@@ -43,6 +44,7 @@ class StubServer:
 
     failures: list[Failure] = field(default_factory=list)
     answer: Callable[[dict], Answer] = answer_of
+    fail_if: Callable[[dict], bool] | None = None
     delay: float = 0.0
     synthetic_logprobs: bool = True
     requests: list[dict] = field(default_factory=list)
@@ -60,6 +62,8 @@ class StubServer:
             self.requests.append(body)
             self.times.append(time.monotonic())
             failure = self.failures.pop(0) if self.failures else None
+        if failure is None and self.fail_if is not None and self.fail_if(body):
+            failure = Failure(500)
         if failure is not None:
             error = {"error": {"message": f"scripted {failure.status}", "type": "server_error"}}
             return failure.status, failure.headers, error, failure.delay
@@ -133,8 +137,11 @@ def serving(stub: StubServer) -> Iterator[StubServer]:
 
 
 @contextmanager
-def fake_openai_server(responder: Callable[[list[dict[str, str]]], Answer]) -> Iterator[str]:
-    """Serve answers of ``responder(messages)`` until the block ends; yields the base URL (…/v1)."""
-    stub = StubServer(answer=lambda body: responder(body["messages"]), synthetic_logprobs=False)
+def fake_openai_server(responder: Callable[[list[dict[str, str]]], Answer],
+                       fail_if: Callable[[list[dict[str, str]]], bool] | None = None) -> Iterator[str]:
+    """Serve answers of ``responder(messages)`` until the block ends (a 500 for the requests whose messages
+    ``fail_if`` picks); yields the base URL (…/v1)."""
+    picked = None if fail_if is None else (lambda body: fail_if(body["messages"]))
+    stub = StubServer(answer=lambda body: responder(body["messages"]), fail_if=picked, synthetic_logprobs=False)
     with serving(stub):
         yield stub.base_url
