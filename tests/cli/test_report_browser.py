@@ -117,8 +117,12 @@ def test_report_page_tables_deltas_and_no_request(report: Path) -> None:
     dom = BeautifulSoup(html, "html.parser")
     stage_tables = dom.select("table.stage-table")
     assert len(stage_tables) == 3
-    for table in stage_tables:
-        assert table.select_one("th").get_text() == "run" and len(table.select("tbody tr")) == 2
+    for table, baselines in zip(stage_tables, (2, 3, 2), strict=True):  # ranking, outline, sections
+        assert table.select_one("th").get_text() == "run"
+        labels = [row.select_one("td").get_text() for row in table.select("tbody tr")]
+        assert len([x for x in labels if not x.startswith("↳ baseline: ")]) == 2  # the two runs
+        assert len([x for x in labels if x.startswith("↳ baseline: ")]) == 2 * baselines  # each run's baselines
+    assert len(dom.select("ul.baselines")) == 3  # the verdict lines against the best baseline, per stage
     ranking = {th.get_text(): i for i, th in enumerate(stage_tables[0].select("thead th"))}
     assert {"BM25 NDCG", "Rerank NDCG", "scored", "excluded", "failed"} <= set(ranking)
     cells = stage_tables[0].select("tbody tr")[0].select("td")
