@@ -40,7 +40,7 @@ def expand_env(value: object, path: Path) -> object:
     return _ENV.sub(repl, value)
 
 
-def check_stages(config: RunConfig, path: Path) -> None:
+def check_stages(config: RunConfig, path: str | Path) -> None:
     """Every name in ``stages`` is a registered stage (built in, or from an installed plug-in package); a renamed
     stage's earlier name is replaced by its name now."""
     from ruwikibench.registry import StageRegistryError, get_stage
@@ -102,18 +102,23 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
 def load_config(path: str | Path) -> RunConfig:
     """Load a YAML run config (and its ``base:`` chain); errors name the file and the field."""
     path = Path(path)
-    data = read_config_data(path)
+    return config_from_data(read_config_data(path), path)
+
+
+def config_from_data(data: dict[str, Any], origin: str | Path) -> RunConfig:
+    """A run config from its settings (a loaded YAML mapping, or a dict given in Python), checked exactly as a
+    config file is; errors name ``origin`` and the field."""
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as exc:
         fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"{path}: {fields}") from exc
+        raise ConfigError(f"{origin}: {fields}") from exc
     for model in config.models.values():
         register_env(model.api_key_env)
-    check_stages(config, path)
-    check_stage_options(config, path)
-    check_roles(config, path)
-    check_prompt_fields(config, path)
+    check_stages(config, origin)
+    check_stage_options(config, origin)
+    check_roles(config, origin)
+    check_prompt_fields(config, origin)
     return config
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import csv
 from pathlib import Path
 from typing import Annotated, Any
@@ -33,23 +32,17 @@ def print_table(title: str, rows: list[list[str]]) -> None:
 
 
 def _load(config_path: Path, dataset_spec: str) -> tuple[Any, Any, Path]:
-    """Config and dataset; bad input is one line on stderr and exit status 2. Articles of a RuWikiBench JSON that
-    failed to import are reported one line each, as `corpus import` reports them."""
+    """Config and dataset (:func:`ruwikibench.api.load_inputs`); bad input is one line on stderr and exit status 2.
+    Articles of a RuWikiBench JSON that failed to import are reported one line each, as `corpus import` reports
+    them."""
+    from ruwikibench.api import load_inputs
     from ruwikibench.config import RunInputError
-    from ruwikibench.config_loader import load_config
-    from ruwikibench.runner.datasets import import_errors, resolve_dataset
-    from ruwikibench.runner.overrides import check_overrides
 
     try:
-        config = load_config(config_path)
-        check_overrides(config, config_path)  # node/graph overrides: before any LLM call
-        dataset, path = resolve_dataset(dataset_spec)
+        return load_inputs(config_path, dataset_spec, lambda line: typer.echo(f"error: {line}", err=True))
     except RunInputError as exc:
         print_error(exc)
         raise typer.Exit(2) from None
-    for line in import_errors(path):
-        typer.echo(f"error: {line}", err=True)
-    return config, dataset, path
 
 
 def with_overrides(config: Any, overrides: dict[str, dict[str, Any]], origin: str) -> Any:
@@ -69,19 +62,9 @@ def with_overrides(config: Any, overrides: dict[str, dict[str, Any]], origin: st
 
 
 def _execute(config: Any, dataset: Any, path: Path, options: Any) -> Any:
-    from ruwikibench.runner.execute import execute
-    from ruwikibench.runner.setup import build_context
+    from ruwikibench.api import execute_run
 
-    async def go() -> Any:
-        context = build_context(config, dataset, path)
-        try:
-            return await execute(context, str(path), options)
-        finally:
-            close = getattr(context.llm, "aclose", None)
-            if close is not None:
-                await close()
-
-    return asyncio.run(go())
+    return execute_run(config, dataset, path, options)
 
 
 def print_baseline_lines(stage: str, data: dict[str, Any], run: str) -> None:
@@ -239,24 +222,10 @@ def stages() -> None:
 @app.command("score", epilog=EXIT_CODES)
 def score(run_dir: Annotated[Path, typer.Argument(help="a run directory")]) -> None:
     """Re-score a saved run from its captured outputs (no LLM call)."""
-    from ruwikibench.config import RunConfig
-    from ruwikibench.rundir import RunDir
-    from ruwikibench.runner.datasets import resolve_dataset
-    from ruwikibench.runner.rescore import rescore
-    from ruwikibench.runner.setup import build_context
+    from ruwikibench.api import rescore_run
 
-    rundir = RunDir(run_dir)
-    spec = rundir.read_json("spec.json")
-    config = RunConfig.model_validate(spec["config"])
-    dataset, path = resolve_dataset(spec["dataset"]["path"])
-    context = build_context(config, dataset, path, with_llm=False)
-    if spec.get("mode") == "external":  # outputs of another system: scored again from the run's copy of them
-        from ruwikibench.external.score import rescore_external
-
-        rescore_external(rundir, context, str(path))
-    else:
-        rescore(rundir, context)
-    _show(rundir, list(spec["options"]["stages"]))
+    rundir = rescore_run(run_dir)
+    _show(rundir, list(rundir.read_json("spec.json")["options"]["stages"]))
 
 
 @app.command("report")
