@@ -80,9 +80,11 @@ def rescale(value: float, floor: float) -> float:
     return (value - floor) / (1.0 - floor)
 
 
-def _rescaled_means(values: np.ndarray, floors: np.ndarray) -> np.ndarray:
+def rescaled_means(values: np.ndarray, floors: np.ndarray) -> np.ndarray:
+    """Per row (one bootstrap resample each): (mean value − mean floor) / (1 − mean floor), NaN entries left out of
+    either mean (an item without a floor still counts in the value mean); NaN when the floor is 1 or more."""
     floor = np.nanmean(floors, axis=1)
-    return np.where(floor < 1.0, (values.mean(axis=1) - floor) / (1.0 - floor), np.nan)
+    return np.where(floor < 1.0, (np.nanmean(values, axis=1) - floor) / (1.0 - floor), np.nan)
 
 
 def rescaled_estimate(
@@ -104,7 +106,7 @@ def rescaled_estimate(
         return Estimate(mean=nan, low=nan, high=nan, n=0)
     if base.size != data.size:
         raise ValueError(f"rescaled_estimate: {data.size} values but {base.size} floors (one per item, NaN if none)")
-    return paired_bootstrap([data, base], _rescaled_means, confidence=confidence, resamples=resamples, seed=seed)
+    return paired_bootstrap([data, base], rescaled_means, confidence=confidence, resamples=resamples, seed=seed)
 
 
 @dataclass(frozen=True)

@@ -140,18 +140,21 @@ def headline_keys(stage: str, metrics: dict[str, Any]) -> list[str]:
     """The metrics compared with the baselines: the stage's ``baseline_keys``, else its table metrics that are not
     counts (each embedding metric followed by its rescaled key); only those the run has."""
     from ruwikibench.evaluators.floor import RESCALED_SUFFIX
-    from ruwikibench.runner.report import count_keys, stage_columns
+    from ruwikibench.runner.report import stage_headlines
 
     try:
         declared = getattr(get_stage(stage), "baseline_keys", None)
     except KeyError:
         declared = None
-    if declared:
-        return [key for key in declared if key in metrics.get("metrics", {})]
-    counts = count_keys(stage)
-    keys = [key for _, key in stage_columns(stage, metrics)
-            if key not in counts and not key.endswith("_floor") and key in metrics.get("metrics", {})]
-    return [k for k in keys if not k.endswith(RESCALED_SUFFIX) or k.removesuffix(RESCALED_SUFFIX) in keys]
+    if not declared:
+        declared = [key for h in stage_headlines(stage, metrics)
+                    for key in (h.key, *([h.key + RESCALED_SUFFIX] if h.floor else []))]
+    return [key for key in declared if key in metrics.get("metrics", {})]
+
+
+def _floor_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Baseline rows with their item floor as ``metrics``: the shape of floors.jsonl rows."""
+    return [{**r, "metrics": r["floor"]} for r in rows if r.get("floor")]
 
 
 def _verdict(row: Any, baseline: str) -> str:
@@ -180,8 +183,7 @@ def versus_baselines(
         if not means:
             continue
         best = max(sorted(means), key=lambda name: means[name])
-        base_floors = [{**r, "metrics": r["floor"]} for r in baselines[best] if r.get("floor")]
-        base = stage_items(baselines[best], base_floors, stage)
+        base = stage_items(baselines[best], _floor_rows(baselines[best]), stage)
         alignment = align(base, run, raw)
         names = (best, "run")
         row = (compare_rescaled(stage, key, raw, names, alignment, base, run) if key != raw
@@ -209,8 +211,7 @@ def add_baselines(
             continue
         summaries = {}
         for name, base in sorted(named.items()):
-            base_floors = [{**r, "metrics": r["floor"]} for r in base if r.get("floor")]
-            summary = aggregate(base, [], base_floors).get(stage, {})
+            summary = aggregate(base, [], _floor_rows(base)).get(stage, {})
             summaries[name] = {k: summary[k] for k in ("metrics", "counts", "excluded_reasons") if k in summary}
         metrics[stage]["baselines"] = summaries
         stage_records = [r for r in results if r["stage"] == stage]

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ruwikibench.evaluators.floor import RESCALED_SUFFIX
+from ruwikibench.evaluators.floor import RESCALED_SUFFIX, rescaled_means
 from ruwikibench.evaluators.stats import (
     Estimate,
     paired_bootstrap,
@@ -183,13 +183,7 @@ def rescaled_difference(
 ) -> np.ndarray:
     """Per resample (row): rescaled mean of B minus rescaled mean of A, rescaled = (mean − floor) / (1 − floor),
     the floor the mean over the items that have one."""
-    return _rescaled(score_b, floor_b) - _rescaled(score_a, floor_a)
-
-
-def _rescaled(score: np.ndarray, floor: np.ndarray) -> np.ndarray:
-    base = np.nanmean(floor, axis=1)
-    value = (np.nanmean(score, axis=1) - base) / (1.0 - base)
-    return np.where(base < 1.0, value, np.nan)
+    return rescaled_means(score_b, floor_b) - rescaled_means(score_a, floor_a)
 
 
 def compare_rescaled(stage: str, title: str, key: str, names: tuple[str, str], alignment: Alignment,

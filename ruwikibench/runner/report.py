@@ -155,6 +155,8 @@ def baseline_lines(stage: str, data: dict[str, Any], run: str = "the run") -> li
 def baseline_note(stage: str, data: dict[str, Any], run: str = "the run") -> list[str]:
     """The 'vs the best baseline' paragraph of a stage (empty when the run has no baselines)."""
     lines = baseline_lines(stage, data, run)
+    if data.get("vs_baseline_error"):
+        lines.append(f"- {run}: no comparison with the baselines ({data['vs_baseline_error']})")
     if not lines:
         return []
     head = ("Against the no-LLM baselines (rows '↳ baseline: …'; paired bootstrap 95% CI over the items both "

@@ -132,3 +132,11 @@ def test_bm25_baseline_scores_as_the_runs_bm25_columns() -> None:
     base = stage.score(unit, bm25_order(unit, output, context), context)[0].metrics
     assert base["rerank_ndcg"] == pytest.approx(run["bm25_ndcg"])
     assert base["rerank_r_precision"] == pytest.approx(run["bm25_r_precision"])
+
+
+def test_a_failed_baseline_comparison_is_said_in_the_report() -> None:
+    from ruwikibench.runner.report import baseline_note
+
+    note = baseline_note("sections", {"metrics": {}, "vs_baseline_error": "ValueError: boom"}, "run A")
+    assert "- run A: no comparison with the baselines (ValueError: boom)" in note
+    assert baseline_note("sections", {"metrics": {}}) == []
