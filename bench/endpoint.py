@@ -58,7 +58,9 @@ class Responder:
         self.templates = {kind: _fragments(library.get(path).text) for kind, path in KINDS.items()}
         self.by_title = {a.title: a for a in dataset.articles}
         self.article_sources = {a.title: set(a.source_ids) for a in dataset.articles}
-        self.source_of = {" ".join(s.text.split())[:200]: s.source_id for s in dataset.snippets}
+        self.sources_of: dict[str, set[str]] = {}  # a text can be in several articles' sources (bench/scale.py)
+        for snippet in dataset.snippets:
+            self.sources_of.setdefault(" ".join(snippet.text.split())[:200], set()).add(snippet.source_id)
 
     def kind(self, prompt: str) -> str:
         for name, parts in sorted(self.templates.items(), key=lambda item: -sum(map(len, item[1]))):
@@ -77,8 +79,8 @@ class Responder:
         quoted = prompt.split('"""')
         if title is None or len(quoted) < 3:
             return False
-        source = self.source_of.get(" ".join(quoted[1].split())[:200])
-        return source is not None and source in self.article_sources[title]
+        sources = self.sources_of.get(" ".join(quoted[1].split())[:200], set())
+        return not sources.isdisjoint(self.article_sources[title])
 
     def answer(self, prompt: str) -> tuple[str, list[dict[str, Any]] | None]:
         kind = self.kind(prompt)

