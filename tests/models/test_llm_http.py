@@ -233,3 +233,24 @@ def test_one_client_serves_several_event_loops(stub_server: StubServer) -> None:
     assert asyncio.run(llm.complete("writer", "второй цикл")).text == "ответ: второй цикл"
     assert asyncio.run(llm.complete("writer", "первый цикл")).cached
     assert len(stub_server.requests) == 2
+
+
+async def test_many_connections_are_spread_over_small_pools(stub_server: StubServer) -> None:
+    backend = OpenAIBackend(_model(stub_server), connections=256)
+    llm = LLM({"writer": backend}, max_concurrency=256)
+    answers = await asyncio.gather(*(llm.complete("writer", f"вопрос {i}") for i in range(40)))
+    assert [a.text for a in answers] == [f"ответ: вопрос {i}" for i in range(40)]
+    clients = await backend._clients()
+    assert [len(lanes) for lanes in clients] == [8]
+    pools = [client.http_async_client._transport._pool for client in clients[0]]
+    assert {pool._max_keepalive_connections for pool in pools} == {32}
+    assert all(pool._max_connections == 32 for pool in pools)
+    assert sum(len(pool.connections) for pool in pools) >= 8  # every lane opened connections: requests spread
+
+
+async def test_a_small_run_keeps_one_pool(stub_server: StubServer) -> None:
+    backend = OpenAIBackend(_model(stub_server), connections=32)
+    await LLM({"writer": backend}).complete("writer", "один")
+    clients = await backend._clients()
+    assert len(clients[0]) == 1
+    assert clients[0][0].http_async_client._transport._pool._max_connections == 100
