@@ -1,6 +1,6 @@
 """ruwikibench: the RuWikiBench benchmark as LangGraph stage graphs, and a STORM-like writer built from them."""
 
-from ruwikibench.api import Run, report, run, score
+from ruwikibench.api import Run, merge, report, run, score
 from ruwikibench.config import RunConfig
 from ruwikibench.config_loader import load_config
 from ruwikibench.dataset import Article, Dataset, Paragraph, Reference, Section, Snippet, Source
@@ -19,6 +19,7 @@ __all__ = [
     "Source",
     "__version__",
     "load_config",
+    "merge",
     "report",
     "run",
     "score",

@@ -90,16 +90,33 @@ def run(
     out: str | Path = "runs",
     run_id: str | None = None,
     progress: bool = False,
+    shard: str | None = None,
 ) -> Run:
     """Run (or resume) ``stages`` (default: the config's) on ``dataset``, as ``ruwikibench run all`` does: the same
     run directory under ``out`` and the same run id for the same inputs.
 
     ``config``: a YAML path, a dict of settings or a :class:`RunConfig`; ``dataset``: a processed dataset directory,
-    a RuWikiBench JSON file or ``hf://OWNER/NAME[/FILE]``; ``articles``: the first N; ``article_names``: by name.
+    a RuWikiBench JSON file or ``hf://OWNER/NAME[/FILE]``; ``articles``: the first N; ``article_names``: by name;
+    ``shard``: ``"I/N"``, share I of N of the articles (one machine each; :func:`merge` joins the shards).
     """
+    from ruwikibench.runner.shard import Shard
+
+    share = Shard.parse(shard) if shard is not None else None
     loaded, data, path = load_inputs(config, dataset)
-    options = run_options(loaded, stages, articles, article_names, out, run_id, progress)
+    options = run_options(loaded, stages, articles, article_names, out, run_id, progress).model_copy(
+        update={"shard": share})
     return Run.open(execute_run(loaded, data, path, options).path)
+
+
+def merge(shard_dirs: Iterable[str | Path | Run], into: str | Path | None = None,
+          dataset: str | Path | None = None) -> Run:
+    """Join the shard directories of one run, as ``ruwikibench merge`` does: ``<into>/<run id>`` (default ``into``:
+    the first shard's folder) with floors, baselines, metrics and report of the whole."""
+    from ruwikibench.runner.merge import merge_shards
+
+    merged = merge_shards([_path(d) for d in shard_dirs], Path(into) if into is not None else None,
+                          str(dataset) if dataset is not None else None)
+    return Run.open(merged.path)
 
 
 def score(run_dir: str | Path | Run) -> Run:

@@ -85,6 +85,16 @@ def test_score_gives_the_same_metrics(runs: dict[str, Any]) -> None:
     assert again.path == run.path and again.metrics == run.metrics
 
 
+def test_shards_merge_into_the_run(runs: dict[str, Any]) -> None:
+    tmp = runs["tmp"]
+    shards = [ruwikibench.run(runs["data"], tmp / "data", out=tmp / f"machine{i}", shard=f"{i}/2") for i in (1, 2)]
+    assert [s.path.name for s in shards] == [f"{runs['api'].run_id}.shard-{i}-of-2" for i in (1, 2)]
+    merged = ruwikibench.merge(shards, into=tmp / "merged")
+    assert merged.path == tmp / "merged" / runs["api"].run_id and merged.metrics == runs["api"].metrics
+    with pytest.raises(RunInputError, match="shard 1/2 missing"):
+        ruwikibench.merge(shards[1:], into=tmp / "merged")
+
+
 def test_run_inside_a_running_event_loop(runs: dict[str, Any]) -> None:
     """As in Jupyter: run() called from a coroutine on a running loop (here it resumes the finished run)."""
 

@@ -20,6 +20,9 @@ ArticlesOpt = Annotated[int | None, typer.Option("--articles", "-n", help="only 
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="parent directory of run directories")]
 RunIdOpt = Annotated[str | None, typer.Option("--run-id", help="run directory name (default: derived from config+data)")]
 ArticleOpt = Annotated[list[str] | None, typer.Option("--article", "-a", help="an article name (repeatable)")]
+ShardOpt = Annotated[str | None, typer.Option(
+    "--shard", help="I/N: run share I of N of the articles (by a stable hash of the name), one machine each; "
+    "`ruwikibench merge` joins the N shard directories")]
 
 
 def print_table(title: str, rows: list[list[str]]) -> None:
@@ -91,15 +94,23 @@ def _show(rundir: Any, stages: list[str]) -> None:
 
 def _run(stages: list[str] | None, config_path: Path, dataset: str, articles: int | None, article: list[str] | None,
          out: Path, run_id: str | None, overrides: dict[str, dict[str, Any]] | None = None,
-         exit_on_failure: bool = True) -> Any:
+         exit_on_failure: bool = True, shard: str | None = None) -> Any:
     """Run (or resume) stages; with ``exit_on_failure`` the command ends with the run's exit status (see
     :mod:`ruwikibench.runner.status`) when units failed."""
+    from ruwikibench.config import RunInputError
     from ruwikibench.runner.execute import RunOptions
+    from ruwikibench.runner.shard import Shard
 
+    try:
+        share = Shard.parse(shard) if shard is not None else None
+    except RunInputError as exc:
+        print_error(exc)
+        raise typer.Exit(2) from None
     config, data, path = _load(config_path, dataset)
     stages = stages or list(config.stages)
     config = with_overrides(config, overrides or {}, "command-line options")
-    options = RunOptions(stages=stages, articles=articles, article_names=article, out=out, run_id=run_id)
+    options = RunOptions(stages=stages, articles=articles, article_names=article, out=out, run_id=run_id,
+                         shard=share)
     rundir = _execute(config, data, path, options)
     _show(rundir, stages)
     status = _failures(rundir)
@@ -128,14 +139,14 @@ def _failures(rundir: Any) -> int:
 
 @run_app.command("all", epilog=EXIT_CODES)
 def run_all(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
-            out: OutOpt = Path("runs"), run_id: RunIdOpt = None) -> None:
+            out: OutOpt = Path("runs"), run_id: RunIdOpt = None, shard: ShardOpt = None) -> None:
     """The config's stages (default all three), each on gold inputs, articles concurrently; resumes a run."""
-    _run(None, config, dataset, articles, article, out, run_id)
+    _run(None, config, dataset, articles, article, out, run_id, shard=shard)
 
 
 @run_app.command("ranking", epilog=EXIT_CODES)
 def run_ranking(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
-                out: OutOpt = Path("runs"), run_id: RunIdOpt = None,
+                out: OutOpt = Path("runs"), run_id: RunIdOpt = None, shard: ShardOpt = None,
                 max_candidates: Annotated[int | None, typer.Option(help="cap the reranked pool")] = None,
                 query_mode: Annotated[str | None, typer.Option(help="reference | generated | title")] = None) -> None:
     """Stage 1: query expansion -> BM25 -> LLM rerank (paper Tables 3/4)."""
@@ -144,7 +155,7 @@ def run_ranking(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = 
         update["max_candidates"] = max_candidates
     if query_mode is not None:
         update["query_mode"] = query_mode
-    _run(["ranking"], config, dataset, articles, article, out, run_id, {"ranking": update})
+    _run(["ranking"], config, dataset, articles, article, out, run_id, {"ranking": update}, shard=shard)
 
 
 OUTLINE_MODES = {"direct": "Direct, no neighbors", "neighbors": "Direct, one neighbor", "description": "Description"}
@@ -152,7 +163,7 @@ OUTLINE_MODES = {"direct": "Direct, no neighbors", "neighbors": "Direct, one nei
 
 @run_app.command("outline", epilog=EXIT_CODES)
 def run_outline(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
-                out: OutOpt = Path("runs"), run_id: RunIdOpt = None,
+                out: OutOpt = Path("runs"), run_id: RunIdOpt = None, shard: ShardOpt = None,
                 mode: Annotated[str, typer.Option(help="direct | neighbors | description | all")] = "all") -> None:
     """Stage 2: cluster -> describe -> mini-outline -> merge (paper Table 5); `--mode all` runs the three modes."""
     from ruwikibench.runner.report import _cell, stage_columns
@@ -166,7 +177,7 @@ def run_outline(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = 
     for each in modes:  # every mode runs even when one fails entirely; the exit status says so at the end
         rid = f"{run_id}-{each}" if run_id else None
         rundir = _run(["outline"], config, dataset, articles, article, out, rid, {"outline": {"mode": each}},
-                      exit_on_failure=False)
+                      exit_on_failure=False, shard=shard)
         statuses.append(_status(rundir))
         metrics = rundir.read_json("metrics.json").get("outline", {})
         key = stage_columns("outline", metrics)[0][1]
@@ -184,17 +195,17 @@ def _status(rundir: Any) -> int:
 
 @run_app.command("sections", epilog=EXIT_CODES)
 def run_sections(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
-                 out: OutOpt = Path("runs"), run_id: RunIdOpt = None,
+                 out: OutOpt = Path("runs"), run_id: RunIdOpt = None, shard: ShardOpt = None,
                  max_snippets: Annotated[int | None, typer.Option(help="cap snippets per section")] = None) -> None:
     """Stage 3: group -> iterative summarization -> section text (paper Table 7)."""
     update = {"max_snippets": max_snippets} if max_snippets is not None else {}
-    _run(["sections"], config, dataset, articles, article, out, run_id, {"sections": update})
+    _run(["sections"], config, dataset, articles, article, out, run_id, {"sections": update}, shard=shard)
 
 
 @run_app.command("stage", epilog=EXIT_CODES)
 def run_stage(name: Annotated[str, typer.Argument(help="a registered stage (`ruwikibench stages` lists them)")],
               dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
-              out: OutOpt = Path("runs"), run_id: RunIdOpt = None) -> None:
+              out: OutOpt = Path("runs"), run_id: RunIdOpt = None, shard: ShardOpt = None) -> None:
     """One stage by its registered name: a built-in one or a stage from an installed plug-in package."""
     from ruwikibench.registry import StageRegistryError, get_stage
 
@@ -203,7 +214,7 @@ def run_stage(name: Annotated[str, typer.Argument(help="a registered stage (`ruw
     except StageRegistryError as exc:
         print_error(exc)
         raise typer.Exit(2) from exc
-    _run([name], config, dataset, articles, article, out, run_id)
+    _run([name], config, dataset, articles, article, out, run_id, shard=shard)
 
 
 @app.command("stages")
@@ -226,6 +237,29 @@ def score(run_dir: Annotated[Path, typer.Argument(help="a run directory")]) -> N
 
     rundir = rescore_run(run_dir)
     _show(rundir, list(rundir.read_json("spec.json")["options"]["stages"]))
+
+
+@app.command("merge", epilog=EXIT_CODES)
+def merge(run_dirs: Annotated[list[Path], typer.Argument(help="the shard directories of one run (`run … --shard I/N`)")],
+          into: Annotated[Path | None, typer.Option(
+              "--into", help="parent folder of the merged run directory (default: the first shard's)")] = None,
+          dataset: Annotated[str | None, typer.Option(
+              "--dataset", "-d", help="the dataset, when its path recorded by the shards is not valid here")] = None,
+          ) -> None:
+    """Join the shard directories of one run into one run directory: floors, baselines, metrics and report
+    recomputed for the whole (no LLM call)."""
+    from ruwikibench.config import RunInputError
+    from ruwikibench.runner.merge import merge_shards
+
+    try:
+        rundir = merge_shards(run_dirs, into, dataset)
+    except RunInputError as exc:
+        print_error(exc)
+        raise typer.Exit(2) from None
+    _show(rundir, list(rundir.read_json("spec.json")["options"]["stages"]))
+    status = _failures(rundir)
+    if status:
+        raise typer.Exit(status)
 
 
 @app.command("report")

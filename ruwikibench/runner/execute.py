@@ -43,6 +43,7 @@ from ruwikibench.runner.floors import FLOORS_FILE
 from ruwikibench.runner.identity import identity_key, stages_identity
 from ruwikibench.runner.metrics import aggregate, metrics_rows
 from ruwikibench.runner.overrides import check_overrides, fingerprint, spec_records, stage_graph
+from ruwikibench.runner.shard import Shard
 from ruwikibench.runner.stage import Stage, Unit, get_stage
 from ruwikibench.runner.warmup import warm_up
 from ruwikibench.secrets import redact_data
@@ -58,6 +59,7 @@ class RunOptions(BaseModel):
     retries: int = Field(default=1, description="extra attempts for a failed unit")
     unit_timeout: float | None = Field(default=None, description="seconds per unit attempt")
     progress: bool = True
+    shard: Shard | None = Field(default=None, description="run only this share of the articles (not in the run id)")
 
 
 class UnknownArticle(RunInputError, KeyError):
@@ -82,6 +84,8 @@ def select_articles(dataset: Dataset, options: RunOptions) -> list[Article]:
         articles = [dataset.article(name) for name in options.article_names]
     if options.articles is not None:
         articles = articles[: options.articles]
+    if options.shard is not None:
+        articles = [a for a in articles if options.shard.holds(a.name)]
     return articles
 
 
@@ -144,7 +148,7 @@ def build_spec(
         "overrides": spec_records(check_overrides(config)),
         **_stage_identity_block(config, options),
         "config": config.model_dump(mode="json"),
-        "options": options.model_dump(mode="json", exclude={"progress"}),
+        "options": options.model_dump(mode="json", exclude={"progress"} | ({"shard"} if options.shard is None else set())),
         **(inputs or {}),
         "prompts": {},
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -294,12 +298,12 @@ async def execute(context: StageContext, dataset_path: str, options: RunOptions)
     inputs = await run_cpu(run_inputs, context.config, options, context.dataset_dir)  # hashes a file
     select_articles(dataset, options)  # an unknown --article stops here, before a run directory exists
     run_id = options.run_id or run_id_for(context.config, dataset, options, inputs)
-    rundir = RunDir(options.out / run_id)
+    rundir = RunDir(options.out / (options.shard.directory(run_id) if options.shard else run_id))
     created = not rundir.path.exists()
     rundir.create()
     try:
         with rundir.lock():
-            return await _execute_locked(context, rundir, dataset, dataset_path, options, inputs)
+            return await _execute_locked(context, rundir, run_id, dataset, dataset_path, options, inputs)
     except BaseException:
         if created:
             _remove_if_empty(rundir)
@@ -314,15 +318,17 @@ def _remove_if_empty(rundir: RunDir) -> None:
 
 
 async def _execute_locked(
-    context: StageContext, rundir: RunDir, dataset: Dataset, dataset_path: str, options: RunOptions,
+    context: StageContext, rundir: RunDir, run_id: str, dataset: Dataset, dataset_path: str, options: RunOptions,
     inputs: dict[str, Any],
 ) -> RunDir:
-    run_id = rundir.path.name
     spec = await run_cpu(build_spec, run_id, context.config, dataset, dataset_path, options, inputs)  # runs git
     if rundir.file("spec.json").exists():
         _check_same_run(rundir, spec)
     runner = await run_cpu(Runner, context, rundir, options)  # compiling graphs: CPU, off the loop
     articles = select_articles(dataset, options)
+    if options.shard is not None:  # which share this directory holds: `ruwikibench merge` checks them
+        spec["shard"] = {"index": options.shard.index, "count": options.shard.count,
+                         "articles": [a.name for a in articles]}
     units, total = await run_cpu(runner.pending_units, articles)
     unscored = await run_cpu(runner.unscored_outputs)
     for unit, output in unscored:
