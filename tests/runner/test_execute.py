@@ -84,3 +84,21 @@ async def test_report_compares_runs(tmp_path: Path) -> None:
     assert len(articles) == 2
     cat = articles[0].read_text()  # a0001: Кошка (articles sorted by name)
     assert "Кошка это статья" in cat and "нечто" in cat  # both runs' texts on the article's page
+
+
+async def test_node_records_of_a_unit_are_appended_in_one_write(tmp_path: Path, monkeypatch) -> None:
+    """One fsync per unit, not per node (on the event loop), failed attempts' nodes kept."""
+    writes: list[tuple[str, int]] = []
+    original = RunDir.append_many
+
+    def counted(rundir: RunDir, name: str, records: list) -> None:
+        writes.append((name, len(records)))
+        original(rundir, name, records)
+
+    monkeypatch.setattr(RunDir, "append_many", counted)
+    dataset = _dataset(["Кошка", "Собака дом", "Плохая статья"])
+    context, _ = _context(dataset, _answer)
+    rundir = await execute(context, "mem", RunOptions(stages=["toy"], out=tmp_path, progress=False, retries=1))
+    node_writes = [n for name, n in writes if name == "nodes.jsonl"]
+    assert len(node_writes) == 2 + 2  # one per attempt: two good units, the bad one tried twice
+    assert sum(node_writes) == len(list(rundir.read("nodes.jsonl")))
