@@ -11,6 +11,9 @@ import hashlib
 import json
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +39,8 @@ def _current_task_id() -> str | None:
 
 PROMPT_HASH_CHARS = 12
 
+_ACTIVE: ContextVar[NodeCapture | None] = ContextVar("ruwikibench_node_capture", default=None)
+
 
 @dataclass
 class TaskUsage:
@@ -57,7 +62,20 @@ class NodeCapture:
     started: dict[str, tuple[float, float, Any]] = field(default_factory=dict)
     usage: dict[str, TaskUsage] = field(default_factory=lambda: defaultdict(TaskUsage))
 
+    @contextmanager
+    def active(self) -> Iterator[None]:
+        """Run the unit's graph inside: its calls (the graph's tasks inherit the context) are this capture's, and
+        the captures of the other units running at the same time ignore them. Without it every capture kept a
+        usage entry for every call of every unit in flight: 5 GB at 64 articles (bench/scale.py)."""
+        token = _ACTIVE.set(self)
+        try:
+            yield
+        finally:
+            _ACTIVE.reset(token)
+
     def on_completion(self, role: str, completion: Completion) -> None:
+        if _ACTIVE.get() is not self:
+            return
         task_id = _current_task_id()
         if task_id is None:
             return
@@ -70,6 +88,8 @@ class NodeCapture:
 
     def on_prompt(self, prompt: Prompt) -> None:
         """A prompt file served to the running node (name -> first characters of its sha256)."""
+        if _ACTIVE.get() is not self:
+            return
         task_id = _current_task_id()
         if task_id is not None:
             self.usage[task_id].prompts[prompt.name] = prompt.sha256[:PROMPT_HASH_CHARS]

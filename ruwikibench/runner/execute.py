@@ -235,15 +235,16 @@ class Runner:
         # fsync per node on the event loop took ~4.5 ms each on a busy disk, ~100k nodes at the paper's size
         nodes: list[dict[str, Any]] = []
         try:
-            async for namespace, mode, data in graph.astream(  # type: ignore[call-overload]  # a Stage types no context
-                unit.input, context=self.context, stream_mode=["tasks", "values"], subgraphs=True
-            ):
-                if mode == "tasks":
-                    record = capture.on_task(namespace, data)
-                    if record:
-                        nodes.append(record)
-                elif not namespace:
-                    final = data
+            with capture.active():
+                async for namespace, mode, data in graph.astream(  # type: ignore[call-overload]  # no context type
+                    unit.input, context=self.context, stream_mode=["tasks", "values"], subgraphs=True
+                ):
+                    if mode == "tasks":
+                        record = capture.on_task(namespace, data)
+                        if record:
+                            nodes.append(record)
+                    elif not namespace:
+                        final = data
         finally:
             self.context.llm.listeners.remove(capture.on_completion)
             self.context.prompts.listeners.remove(capture.on_prompt)

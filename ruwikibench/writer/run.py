@@ -137,12 +137,13 @@ async def _stream(app: Any, graph_input: Any, config: RunnableConfig, context: S
     context.llm.listeners.append(capture.on_completion)
     context.prompts.listeners.append(capture.on_prompt)
     try:
-        async for namespace, mode, data in app.astream(
-            graph_input, config, context=context, stream_mode=["tasks"], subgraphs=True
-        ):
-            record = capture.on_task(namespace, data) if mode == "tasks" else None
-            if record:
-                append_trace(out_dir / TRACE, record)
+        with capture.active():  # the calls of this article's graph, not of other articles written meanwhile
+            async for namespace, mode, data in app.astream(
+                graph_input, config, context=context, stream_mode=["tasks"], subgraphs=True
+            ):
+                record = capture.on_task(namespace, data) if mode == "tasks" else None
+                if record:
+                    append_trace(out_dir / TRACE, record)
     finally:
         context.llm.listeners.remove(capture.on_completion)
         context.prompts.listeners.remove(capture.on_prompt)

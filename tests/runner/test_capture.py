@@ -51,6 +51,18 @@ def _graph() -> Any:
     return graph.compile()
 
 
+async def _captured(capture: NodeCapture, context: StageContext, title: str) -> list[dict[str, Any]]:
+    records = []
+    with capture.active():
+        async for namespace, _mode, data in _graph().astream(
+            {"title": title}, context=context, stream_mode=["tasks"], subgraphs=True
+        ):
+            record = capture.on_task(namespace, data)
+            if record:
+                records.append(record)
+    return records
+
+
 async def test_capture_times_prompts_and_answers(tmp_path: Path) -> None:
     for name in ("left", "right"):
         (tmp_path / f"{name}.txt").write_text(f"{name}: {{title}}", encoding="utf-8")
@@ -61,13 +73,7 @@ async def test_capture_times_prompts_and_answers(tmp_path: Path) -> None:
     capture = NodeCapture("toy", "Кошка", "article")
     context.llm.listeners.append(capture.on_completion)
     context.prompts.listeners.append(capture.on_prompt)
-    records = []
-    async for namespace, _mode, data in _graph().astream(
-        {"title": "Кошка"}, context=context, stream_mode=["tasks"], subgraphs=True
-    ):
-        record = capture.on_task(namespace, data)
-        if record:
-            records.append(record)
+    records = await _captured(capture, context, "Кошка")
     by_node = {r["node"]: r for r in records}
     assert set(by_node) == {"left", "right", "quiet"}
     left, right, quiet_node = by_node["left"], by_node["right"], by_node["quiet"]
@@ -82,3 +88,26 @@ async def test_capture_times_prompts_and_answers(tmp_path: Path) -> None:
     # the two branches ran in parallel: their intervals overlap; the join ran after both
     assert max(left["started_at"], right["started_at"]) < min(left["ended_at"], right["ended_at"])
     assert quiet_node["started_at"] >= max(left["ended_at"], right["ended_at"]) - 0.01
+
+
+async def test_units_running_together_keep_only_their_own_calls(tmp_path: Path) -> None:
+    """Every unit's capture listens to the one LLM client: each records its own unit's calls and keeps nothing of
+    the others' (it kept a usage entry per call of every unit in flight: gigabytes at the paper's size)."""
+    for name in ("left", "right"):
+        (tmp_path / f"{name}.txt").write_text(f"{name}: {{title}}", encoding="utf-8")
+    chat = ScriptedChat(lambda messages: "ответ на " + messages[-1]["content"])
+    context = StageContext(config=RunConfig(name="t", models={"writer": {"name": "fake"}}),
+                           llm=LLM({"writer": chat}), embedder=None,  # type: ignore[arg-type]
+                           prompts=PromptLibrary(tmp_path))
+    titles = ["Кошка", "Собака", "Лиса"]
+    captures = [NodeCapture("toy", title, "article") for title in titles]
+    for capture in captures:
+        context.llm.listeners.append(capture.on_completion)
+        context.prompts.listeners.append(capture.on_prompt)
+    runs = await asyncio.gather(*(_captured(c, context, t) for c, t in zip(captures, titles, strict=True)))
+    for title, capture, records in zip(titles, captures, runs, strict=True):
+        answers = sorted(a["text"] for r in records for a in r["answers"])
+        assert answers == [f"ответ на left: {title}", f"ответ на right: {title}"]
+        assert sum(r["llm_calls"] for r in records) == 2
+        assert all(len(r["prompts"]) == (r["node"] != "quiet") for r in records)
+        assert dict(capture.usage) == {} and capture.started == {}
