@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "ruwikibench"
 
 LAYERS: list[tuple[str, set[str]]] = [
     ("bottom", {"", "config", "dataset", "contract", "registry", "jsonl", "runlock", "executors", "progress", "prompts", "rundir", "config_loader",
-                "durable", "faults", "secrets"}),
+                "durable", "faults", "secrets", "runspec"}),
     ("support", {"models", "retrieval", "corpus_builder"}),
     ("context", {"context"}),
     ("nodes", {"nodes"}),

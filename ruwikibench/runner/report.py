@@ -16,6 +16,7 @@ from ruwikibench.evaluators.stats import Estimate
 from ruwikibench.registry import get_stage, stage_names
 from ruwikibench.rundir import RunDir
 from ruwikibench.runner.paired import Headline, PairedRow, compare_runs_paired, load_items, paired_table
+from ruwikibench.runspec import spec_record
 
 SCALE = 100.0
 PAPER_TABLE = {"ranking": "Tables 3/4", "outline": "Table 5", "sections": "Table 7"}
@@ -172,7 +173,7 @@ def markdown_table(rows: list[list[str]]) -> str:
 
 def write_run_report(rundir: RunDir, metrics: dict[str, Any], errors: list[dict[str, Any]] | None = None) -> None:
     """report.md of one run; ``errors``: the failures still open (default: :meth:`RunDir.open_errors`)."""
-    spec = rundir.read_json("spec.json") if rundir.file("spec.json").exists() else {}
+    spec = spec_record(rundir)
     parts = [f"# Run {rundir.path.name}", "", _spec_summary(spec), ""]
     for stage in report_stages([metrics]):
         data = metrics[stage]
@@ -363,7 +364,7 @@ def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
 def settings_table(runs: list[tuple[str, dict[str, Any], RunDir]]) -> list[list[str]]:
     """Rows (header first): each run's config name and the settings in which the runs differ."""
     specs = [
-        rundir.read_json("spec.json") if rundir.file("spec.json").exists() else {} for _, _, rundir in runs
+        spec_record(rundir) for _, _, rundir in runs
     ]
     flat = [
         _flatten(spec.get("config", {})) | _flatten(spec.get("options", {}), "options.")
