@@ -42,6 +42,11 @@ from ruwikibench.runner.identity import stages_identity
 from ruwikibench.runner.metrics import aggregate, metrics_rows
 from ruwikibench.runner.open_run import OpenRun, RunKey, benchmark_key, open_run, run_id, run_path
 from ruwikibench.runner.overrides import check_overrides, spec_records, stage_graph
+from ruwikibench.runner.reference_queries import (
+    reads_reference_queries,
+    session_record,
+    write_missing_queries,
+)
 from ruwikibench.runner.stage import Stage, Unit, get_stage
 from ruwikibench.runner.warmup import warm_up
 from ruwikibench.runspec import FORMAT_VERSION, RunMode, RunSpec, UnitCounts, parse_spec, read_spec
@@ -88,7 +93,7 @@ def select_articles(dataset: Dataset, options: RunOptions) -> list[Article]:
 def run_inputs(config: RunConfig, options: RunOptions, dataset_dir: Path | None) -> dict[str, Any]:
     """Files besides the config and the dataset that change a run's answers: the stored reference queries
     (path, sha256, writing model) when the ranking stage runs with ``query_mode: reference``; else nothing."""
-    if "ranking" in options.stages and config.ranking.query_mode == "reference":
+    if reads_reference_queries(config, options.stages):
         return {"reference_queries": reference_queries_identity(config, dataset_dir)}
     return {}
 
@@ -294,16 +299,18 @@ async def execute(context: StageContext, dataset_path: str, options: RunOptions)
     """Run (or resume) the selected stages; writes the whole run directory and returns it."""
     dataset = context.dataset
     assert dataset is not None, "StageContext.dataset must be set for a benchmark run"
-    select_articles(dataset, options)  # an unknown --article stops here, before a run directory exists
+    articles = select_articles(dataset, options)  # an unknown --article stops here, before a run directory exists
+    written = await write_missing_queries(context, options.stages, articles, options.progress)  # before the id
     inputs = await run_cpu(run_inputs, context.config, options, context.dataset_dir)  # hashes a file
     key = await run_cpu(run_key, context.config, dataset, options, inputs)
     with open_run(run_path(options.out, options.run_id, key)) as opened:
-        return await _execute_locked(context, opened, dataset, dataset_path, options, inputs)
+        return await _execute_locked(context, opened, dataset, dataset_path, options, inputs,
+                                     session_record(written))
 
 
 async def _execute_locked(
     context: StageContext, opened: OpenRun, dataset: Dataset, dataset_path: str, options: RunOptions,
-    inputs: dict[str, Any],
+    inputs: dict[str, Any], session: dict[str, Any],
 ) -> RunDir:
     rundir = opened.rundir
     spec = await run_cpu(new_spec, opened.run_id, context.config, dataset, dataset_path, options, inputs)  # runs git
@@ -338,7 +345,8 @@ async def _execute_locked(
         await run_on_model_lane(compute_floors_and_baselines, rundir, context)
     spec.prompts = context.prompts.hashes()
     spec.units = UnitCounts(total=total, run_now=len(units), scored_on_resume=len(unscored))
-    spec.last_session = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": context.llm.usage.as_dict()}
+    spec.last_session = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": context.llm.usage.as_dict(),
+                         **session}
     fault_point("before_spec")
     opened.write_spec(spec)
     await run_cpu(finalize, rundir)
