@@ -19,7 +19,6 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, Field
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ruwikibench import __version__
 from ruwikibench.config import RunConfig, RunInputError
 from ruwikibench.context import StageContext
 from ruwikibench.contract import current_stage_name
@@ -51,6 +50,7 @@ from ruwikibench.runner.stage import Stage, Unit, get_stage
 from ruwikibench.runner.warmup import warm_up
 from ruwikibench.runspec import FORMAT_VERSION, RunMode, RunSpec, UnitCounts, parse_spec, read_spec
 from ruwikibench.secrets import redact_data
+from ruwikibench.version import __version__
 
 
 class RunOptions(BaseModel):
@@ -401,7 +401,7 @@ def _identity(config: Any) -> Any:
 
 def finalize(rundir: RunDir) -> dict[str, Any]:
     """Recompute metrics.json/.csv and report.md from the latest score records and the errors still open."""
-    from ruwikibench.runner.report import write_run_report
+    from ruwikibench.reporting.run_report import write_run_report
 
     errors = rundir.open_errors()
     results, floors = rundir.results(), list(rundir.read(FLOORS_FILE))
