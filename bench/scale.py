@@ -139,7 +139,7 @@ def measure_one(data: Path, work: Path, latency: float, concurrency: int) -> dic
 def prepare(real_path: str, n: int, work: Path, concurrency: int) -> Path:
     """The synthetic dataset of N articles saved in ``work/data``, embedded and indexed into ``work/cache``."""
     from ruwikibench.corpus_builder.store import save_dataset
-    from ruwikibench.runner.datasets import resolve_dataset
+    from ruwikibench.dataset_files import resolve_dataset
 
     real, _ = resolve_dataset(real_path)
     data = work / "data"

@@ -20,6 +20,7 @@ from ruwikibench.jsonl import read_records
 from ruwikibench.rundir import RunDir
 from ruwikibench.runner.baselines import compute_floors_and_baselines
 from ruwikibench.runner.execute import finalize
+from ruwikibench.runspec import SPEC_FILE, parse_spec, read_spec
 
 MERGED_FILES = ("outputs.jsonl", "nodes.jsonl", "results.jsonl", "generated.jsonl", "errors.jsonl")
 
@@ -29,7 +30,7 @@ class ShardDir:
 
     def __init__(self, path: str | Path) -> None:
         self.rundir = RunDir(path)
-        self.spec: dict[str, Any] = self.rundir.read_json("spec.json")
+        self.spec: dict[str, Any] = read_spec(self.rundir.path).record()
         shard = self.spec.get("shard")
         if not isinstance(shard, dict) or not {"index", "count", "articles"} <= shard.keys():
             raise RunInputError(f"{self.rundir.path}: not a shard of a run (its spec.json has no 'shard'; "
@@ -104,8 +105,8 @@ def target_dir(shards: list[ShardDir], into: Path | None) -> RunDir:
     earlier merge of the same run is refused."""
     parent = into if into is not None else shards[0].rundir.path.parent
     rundir = RunDir(parent / shards[0].run_id)
-    if rundir.file("spec.json").exists():
-        old = rundir.read_json("spec.json")
+    if rundir.file(SPEC_FILE).exists():
+        old = read_spec(rundir.path).record()
         if "merged_from" not in old or old.get("run_id") != shards[0].run_id:
             raise RunInputError(f"{rundir.path}: holds a run that is not a merge of run {shards[0].run_id}'s "
                                 "shards; choose another folder with --into")
@@ -124,7 +125,7 @@ def merge_shards(paths: Sequence[str | Path], into: Path | None = None, dataset:
     with rundir.lock():
         for name in MERGED_FILES:
             rundir.rewrite(name, [record for shard in shards for record in read_records(shard.rundir.file(name))])
-        rundir.write_json("spec.json", spec)
+        rundir.write_json(SPEC_FILE, parse_spec(spec).record())
         compute_floors_and_baselines(rundir, context)
         finalize(rundir)
     return rundir
@@ -132,7 +133,7 @@ def merge_shards(paths: Sequence[str | Path], into: Path | None = None, dataset:
 
 def _context(spec: dict[str, Any], dataset: str | None) -> tuple[Any, str]:
     """A scoring context (no LLM) for the run's config and dataset; the dataset must be the shards' (same id)."""
-    from ruwikibench.runner.datasets import resolve_dataset
+    from ruwikibench.dataset_files import resolve_dataset
     from ruwikibench.runner.setup import build_context
 
     config = RunConfig.model_validate(spec["config"])

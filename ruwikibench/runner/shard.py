@@ -50,7 +50,15 @@ class Shard(BaseModel):
 
     def directory(self, run_id: str) -> str:
         """The shard's run directory name."""
-        return f"{run_id}.shard-{self.index}-of-{self.count}"
+        return f"{run_id}{self._suffix}"
+
+    def run_id_of(self, directory: str) -> str:
+        """The run id in the shard's directory name (:meth:`directory`)."""
+        return directory.removesuffix(self._suffix)
+
+    @property
+    def _suffix(self) -> str:
+        return f".shard-{self.index}-of-{self.count}"
 
 
 def share_of(article_name: str, count: int) -> int:
