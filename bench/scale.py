@@ -1,9 +1,10 @@
 """The whole benchmark at the paper's size: a run of N synthetic articles built from the sample's real texts.
 
 The sample's 8 articles are repeated under new names (``<name> · 017``) with their own sources, snippets and
-sections; each snippet's text ends with its copy's number (``[017]``), so every relevance prompt is a request of
+sections; each snippet's text starts with its copy's number (``[017]``), so every relevance prompt is a request of
 its own, as on the real benchmark (identical prompts are sent once: with the texts unchanged, 20,947 of 23,049
-judgements at N = 64 were answered by other copies' requests). The copies follow
+judgements at N = 64 were answered by other copies' requests; with the number at the end, cut off with the
+snippet at ``ranking.snippet_chars``, 16,399). The copies follow
 a cycle of 19: every real article twice, then the largest three more times (128 snippets per article on average,
 the paper's 36,860 / 285 = 129), so N = 285 is 15 cycles and ~36,500 snippets. Each N runs in its own process:
 
@@ -93,7 +94,7 @@ def synthetic_dataset(real: Dataset, n: int) -> Dataset:
 
         sources += [s.model_copy(update={"id": new_id(s.id), "article": name}) for s in sources_of.get(base.name, [])]
         snippets += [s.model_copy(update={"id": new_id(s.id), "article": name, "source_id": new_id(s.source_id),
-                                          "text": f"{s.text} [{k:03d}]"})
+                                          "text": f"[{k:03d}] {s.text}"})
                      for s in snippets_of.get(base.name, [])]
         articles.append(base.model_copy(update={
             "name": name, "title": base.title + suffix, "root": _renamed(base.root, suffix, True),
