@@ -37,7 +37,7 @@ def baselines_of(stage: Any) -> list[Baseline]:
     """The built-in baselines of the stage named like ``stage``, then those the stage object declares."""
     from ruwikibench.baselines import outline, ranking, sections  # noqa: F401 - registers the built-in ones
 
-    own: Sequence[Baseline] = getattr(stage, "baselines", ()) or ()
+    own: Sequence[Baseline] = stage.baselines
     return [*BASELINES.get(stage.name, []), *own]
 
 

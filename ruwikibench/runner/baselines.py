@@ -51,7 +51,7 @@ def baseline_rows(stage: Any, saved: list[dict[str, Any]], context: StageContext
             unit = _unit(record)
             try:
                 output = baseline.build(unit, record["output"], context)
-                records = stage.score(unit, output, context)
+                records = stage.checked_score(unit, output, context).records
             except BaselineSkipped as exc:
                 rows.append(_excluded(baseline.name, record, f"baseline: {exc}"))
                 continue
@@ -143,9 +143,9 @@ def headline_keys(stage: str, metrics: dict[str, Any]) -> list[str]:
     from ruwikibench.runner.report import stage_headlines
 
     try:
-        declared = getattr(get_stage(stage), "baseline_keys", None)
+        declared: list[str] = list(get_stage(stage).baseline_keys)
     except KeyError:
-        declared = None
+        declared = []
     if not declared:
         declared = [key for h in stage_headlines(stage, metrics)
                     for key in (h.key, *([h.key + RESCALED_SUFFIX] if h.floor else []))]

@@ -141,8 +141,8 @@ def check_stage(
 ) -> list[MetricCheck]:
     """Floor, raw and rescaled estimates of every rung and the ladder's steps, for every floor metric."""
     stage = get_stage(stage_name)
-    keys = tuple(stage.floor_keys)  # type: ignore[attr-defined]
-    score: Callable[..., dict[str, float]] = stage.cross_score  # type: ignore[attr-defined]
+    keys = tuple(stage.floor_keys)
+    score: Callable[..., dict[str, float]] = stage.cross_score
     raw: dict[str, dict[str, list[float]]] = {k: {r: [] for r in RUNGS} for k in keys}
     total, done = len(items) * (len(RUNGS) + 1), 0
     for item in items:

@@ -122,7 +122,7 @@ def prompt_fields(model: type[BaseModel]) -> list[str]:
 
 def stage_prompts(stage: Stage, options: BaseModel | None = None) -> list[str]:
     """The prompt files a stage declares before the run: its ``prompt_files`` and its options' prompt fields."""
-    names = list(getattr(stage, "prompt_files", ()))
+    names = list(stage.prompt_files)
     if options is not None:
         names += [str(getattr(options, field)) for field in prompt_fields(type(options))]
     return names

@@ -137,7 +137,7 @@ def schema_keys(schema: Any) -> tuple[set[str], set[str]]:
 def output_keys(stage: Stage, builtin: StateGraph) -> set[str]:
     """The output keys the stage's ``score()`` reads: its ``output_keys`` if declared, else the required keys of
     its own graph's output schema."""
-    declared = getattr(stage, "output_keys", None)
+    declared = stage.output_keys
     if declared is not None:
         return set(declared)
     return schema_keys(builtin.output_schema)[1]
@@ -235,12 +235,11 @@ def replace_node(graph: StateGraph, node: str, fn: Any) -> None:
 def stage_graph(stage: Stage, overrides: dict[str, Override]) -> StateGraph:
     """The stage's uncompiled graph with the config's overrides applied (a fresh graph each call)."""
     whole = overrides.get(stage.name)
-    subgraph_stages = getattr(stage, "subgraph_stages", ())
+    subgraph_stages = stage.subgraph_stages
     if whole is not None:
         graph = whole.obj()
     elif subgraph_stages:  # the writer: its stage subgraphs with their overrides
-        graph = stage.build_graph({name: stage_graph(get_stage(name), overrides)  # type: ignore[call-arg]
-                                   for name in subgraph_stages})
+        graph = stage.build_graph_from({name: stage_graph(get_stage(name), overrides) for name in subgraph_stages})
     else:
         graph = stage.build_graph()
     for override in overrides.values():

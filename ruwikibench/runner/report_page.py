@@ -41,7 +41,7 @@ def headline(stage: str, metrics: dict[str, Any]) -> tuple[str, str]:
     try:
         from ruwikibench.registry import get_stage
 
-        key = getattr(get_stage(stage), "headline_key", None)
+        key = get_stage(stage).headline_key
     except Exception:  # noqa: BLE001 - a stage module that cannot be imported: first column
         key = None
     return next((c for c in columns if c[1] == key), columns[0]) if columns else ("", "")
