@@ -24,6 +24,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("evaluators", {"evaluators"}),
     ("graphs", {"graphs"}),
     ("baselines", {"baselines"}),
+    ("plugin", {"plugin"}),  # the plug-in authors' module: re-exports the layers below
     ("runner", {"runner"}),
     ("writer", {"writer"}),
     ("external", {"external"}),
