@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ruwikibench.context import StageContext
-from ruwikibench.contract import Unit
+from ruwikibench.contract import Stage, Unit
 
 
 class BaselineSkipped(Exception):
@@ -33,7 +33,7 @@ def register(stage: str, baseline: Baseline) -> Baseline:
     return baseline
 
 
-def baselines_of(stage: Any) -> list[Baseline]:
+def baselines_of(stage: Stage[Any]) -> list[Baseline]:
     """The built-in baselines of the stage named like ``stage``, then those the stage object declares."""
     from ruwikibench.baselines import outline, ranking, sections  # noqa: F401 - registers the built-in ones
 

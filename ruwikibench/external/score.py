@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import AfterValidator, BaseModel, Field
 
 from ruwikibench.context import StageContext
-from ruwikibench.contract import current_stage_name, score_failure
+from ruwikibench.contract import Unit, current_stage_name, score_failure
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.external.formats import (
     ArticleRow,
@@ -32,11 +32,11 @@ from ruwikibench.external.formats import (
     SectionsRow,
     read_rows,
 )
+from ruwikibench.registry import get_stage
 from ruwikibench.rundir import RunDir
 from ruwikibench.runner.baselines import BASELINES_FILE, compute_floors_and_baselines
 from ruwikibench.runner.execute import RunOptions, build_spec, finalize, select_articles
 from ruwikibench.runner.floors import FLOORS_FILE, compute_floors
-from ruwikibench.runner.stage import Unit, get_stage
 from ruwikibench.writer.score import WRITER_TABLES
 
 if TYPE_CHECKING:

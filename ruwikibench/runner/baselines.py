@@ -19,11 +19,12 @@ from typing import Any
 
 from ruwikibench.baselines import BaselineSkipped, baselines_of
 from ruwikibench.context import StageContext
+from ruwikibench.contract import Stage, Unit
 from ruwikibench.faults import fault_point
 from ruwikibench.jsonl import item_key
+from ruwikibench.registry import get_stage
 from ruwikibench.rundir import RunDir
 from ruwikibench.runner.floors import FLOORS_FILE, compute_floors, stage_floors
-from ruwikibench.runner.stage import Unit, get_stage
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ def _excluded(baseline: str, record: dict[str, Any], reason: str) -> dict[str, A
             "unit": record["unit"], "metrics": {}, "excluded": reason}
 
 
-def baseline_rows(stage: Any, saved: list[dict[str, Any]], context: StageContext) -> list[dict[str, Any]]:
+def baseline_rows(stage: Stage[Any], saved: list[dict[str, Any]], context: StageContext) -> list[dict[str, Any]]:
     """Rows of every baseline of ``stage`` for its saved outputs (an item a baseline cannot be built for is a row
     with ``excluded`` set to the reason)."""
     rows: list[dict[str, Any]] = []

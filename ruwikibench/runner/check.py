@@ -22,9 +22,9 @@ from ruwikibench.context import StageContext
 from ruwikibench.dataset import Dataset
 from ruwikibench.evaluators.floor import FloorSide, draw_others, rescale, rescaled_estimate
 from ruwikibench.evaluators.stats import Estimate, bootstrap_ci, paired_difference
+from ruwikibench.registry import get_stage
 from ruwikibench.runner.floors import PER_ITEM, SEED
 from ruwikibench.runner.ladder import RUNGS, PlantedItem, outline_items, section_items, shuffle_words
-from ruwikibench.runner.stage import get_stage
 
 DECISIVE = ("restated", "25%", "50%", "75%", "wrong article")
 REPORTED = ("reference", "title template", "shuffled words")

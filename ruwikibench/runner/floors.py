@@ -20,10 +20,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ruwikibench.context import StageContext
+from ruwikibench.contract import Stage, Unit
 from ruwikibench.evaluators.floor import FloorSide, draw_others
 from ruwikibench.jsonl import item_key
+from ruwikibench.registry import get_stage
 from ruwikibench.rundir import RunDir
-from ruwikibench.runner.stage import Unit, get_stage
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ SEED = 0
 
 
 def stage_floors(
-    stage: Any,
+    stage: Stage[Any],
     saved: list[dict[str, Any]],
     context: StageContext,
     *,
@@ -58,7 +59,7 @@ def stage_floors(
 
 
 def floors_of_sides(
-    stage: Any,
+    stage: Stage[Any],
     sides: list[FloorSide],
     context: StageContext,
     *,

@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ruwikibench.config import RunConfig
-from ruwikibench.contract import Stage
+from ruwikibench.contract import Stage, defining_stage
 from ruwikibench.prompts import PromptLibrary
 from ruwikibench.registry import stage_options
 
@@ -120,7 +120,7 @@ def prompt_fields(model: type[BaseModel]) -> list[str]:
             if isinstance(info.json_schema_extra, dict) and "prompt_fields" in info.json_schema_extra]
 
 
-def stage_prompts(stage: Stage, options: BaseModel | None = None) -> list[str]:
+def stage_prompts(stage: Stage[Any], options: BaseModel | None = None) -> list[str]:
     """The prompt files a stage declares before the run: its ``prompt_files`` and its options' prompt fields."""
     names = list(stage.prompt_files)
     if options is not None:
@@ -134,16 +134,17 @@ def prompt_hashes(names: list[str], config: RunConfig) -> dict[str, str]:
     return {name: library.get(name).sha256 for name in sorted(set(names))}
 
 
-def stage_identity(stage: Stage, config: RunConfig) -> dict[str, Any] | None:
+def stage_identity(stage: Stage[Any], config: RunConfig) -> dict[str, Any] | None:
     """What a run of ``stage`` adds to the run id and spec.json: for a plug-in stage its code, declared prompt
     files and options; for a built-in stage its options when it declares an options model; else None."""
     options = stage_options(config, stage.name)
-    builtin = is_builtin(stage)
+    code = defining_stage(stage)  # an older plug-in's own object, not the adapter around it
+    builtin = is_builtin(code)
     if builtin and options is None:
         return None
     record: dict[str, Any] = {}
     if not builtin:
-        record["code"] = code_identity(stage).record()
+        record["code"] = code_identity(code).record()
     prompts = stage_prompts(stage, options)
     if prompts or not builtin:
         record["prompts"] = prompt_hashes(prompts, config)
@@ -152,7 +153,7 @@ def stage_identity(stage: Stage, config: RunConfig) -> dict[str, Any] | None:
     return record
 
 
-def stages_identity(stages: list[Stage], config: RunConfig) -> dict[str, dict[str, Any]]:
+def stages_identity(stages: list[Stage[Any]], config: RunConfig) -> dict[str, dict[str, Any]]:
     """:func:`stage_identity` of every stage that has one, by name."""
     found = {stage.name: stage_identity(stage, config) for stage in stages}
     return {name: record for name, record in found.items() if record is not None}

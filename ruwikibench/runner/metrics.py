@@ -73,7 +73,7 @@ def floor_metrics(
 
 def zeroed_keys(stage: str, reason: str, keys: list[str]) -> list[str]:
     """The metric keys a failure takes away: the stage's ``failure_keys(reason, keys)``, else all of them."""
-    from ruwikibench.runner.stage import get_stage
+    from ruwikibench.registry import get_stage
 
     try:
         found = get_stage(stage)

@@ -134,7 +134,7 @@ def schema_keys(schema: Any) -> tuple[set[str], set[str]]:
     return set(hints), set(hints)
 
 
-def output_keys(stage: Stage, builtin: StateGraph) -> set[str]:
+def output_keys(stage: Stage[Any], builtin: StateGraph) -> set[str]:
     """The output keys the stage's ``score()`` reads: its ``output_keys`` if declared, else the required keys of
     its own graph's output schema."""
     declared = stage.output_keys
@@ -165,7 +165,7 @@ def build_override_graph(key: str, builder: Any) -> StateGraph:
     return graph
 
 
-def check_graph_fits(key: str, stage: Stage, builtin: StateGraph, graph: StateGraph) -> None:
+def check_graph_fits(key: str, stage: Stage[Any], builtin: StateGraph, graph: StateGraph) -> None:
     given, _ = schema_keys(builtin.input_schema)
     _, needed = schema_keys(graph.input_schema)
     missing_in = sorted(needed - given)
@@ -232,7 +232,7 @@ def replace_node(graph: StateGraph, node: str, fn: Any) -> None:
     graph.nodes[node] = dataclasses.replace(spec, runnable=coerce_to_runnable(fn, name=node, trace=False))
 
 
-def stage_graph(stage: Stage, overrides: dict[str, Override]) -> StateGraph:
+def stage_graph(stage: Stage[Any], overrides: dict[str, Override]) -> StateGraph:
     """The stage's uncompiled graph with the config's overrides applied (a fresh graph each call)."""
     whole = overrides.get(stage.name)
     subgraph_stages = stage.subgraph_stages

@@ -202,3 +202,24 @@ def test_an_output_that_does_not_fit_the_output_model_names_the_stage() -> None:
     unit = Unit(stage="echo_title", article="a", unit_id="article", input={})
     with pytest.raises(StageOutputError, match=r"stage 'echo_title': the output does not fit EchoOut: echo: Field"):
         EchoStage().checked_score(unit, {"other": 1}, None)  # type: ignore[arg-type]
+
+
+def doc_stage_source() -> str:
+    """The Python block under '### A complete minimal stage' in docs/plugins.md."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "plugins.md").read_text(encoding="utf-8")
+    section = text.split("### A complete minimal stage", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_minimal_stage_of_the_docs_runs(tmp: Path) -> None:
+    namespace: dict[str, Any] = {"__name__": "docs_minimal_stage"}
+    exec(compile(doc_stage_source(), "docs/plugins.md", "exec"), namespace)  # noqa: S102 - the docs' example, run to keep it true
+    try:
+        result = run_stage(tmp, "restate")
+    finally:
+        unregister_stage("restate")
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    run = tmp / "runs" / "restate"
+    records = lines(run / "results.jsonl")
+    assert len(records) == len(make_dataset().articles) and all(0 <= r["metrics"]["rouge_l"] <= 1 for r in records)
+    assert all(t["text"].endswith("статья энциклопедии.") for t in lines(run / "generated.jsonl"))
