@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from langgraph.graph import StateGraph
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from ruwikibench.config import RunConfig
 from ruwikibench.dataset import Article, Dataset
@@ -112,9 +112,10 @@ class Stage(Generic[OutputT]):
     """The stage's table: (column header, metric key) pairs; every metric key is aggregated over items (mean,
     bootstrap 95% CI) and printed one row per run."""
 
-    output_model: ClassVar[Any] = None
-    """The schema ``score()`` receives the output as: a pydantic model class (or a TypedDict) validated from the
-    stored JSON output; None: the stored dict as it is."""
+    output_model: ClassVar[type[BaseModel] | None] = None
+    """The pydantic model ``score()`` receives the output as (validated from the stored JSON output; the graph's
+    output schema, or a model of the keys ``score()`` reads); None: the stored dict as it is (the built-in ranking,
+    sections and writer stages, whose output schemas are TypedDicts)."""
     order: ClassVar[int] = 100
     """Where the stage's table comes in reports (lower first)."""
     profiles: ClassVar[tuple[str, ...]] = ("benchmark", "writer")
@@ -195,7 +196,7 @@ class Stage(Generic[OutputT]):
         if self.output_model is None:
             return output  # type: ignore[return-value]  # a stage without output_model scores the dict
         try:
-            return _adapter(self.output_model).validate_python(output)  # type: ignore[no-any-return]
+            return self.output_model.model_validate(output)  # type: ignore[return-value]
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '(output)'}: {e['msg']}" for e in exc.errors()[:3])
             raise StageOutputError(
@@ -234,15 +235,6 @@ class Stage(Generic[OutputT]):
 
 def _type_name(kind: Any) -> str:
     return str(getattr(kind, "__name__", kind))
-
-
-_adapters: dict[Any, TypeAdapter[Any]] = {}
-
-
-def _adapter(schema: Any) -> TypeAdapter[Any]:
-    if schema not in _adapters:
-        _adapters[schema] = TypeAdapter(schema)
-    return _adapters[schema]
 
 
 REQUIRED_MEMBERS = ("name", "columns", "build_graph", "units", "score")
