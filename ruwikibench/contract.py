@@ -281,7 +281,11 @@ class AdaptedStage(Stage[Any]):
 
 
 def missing_members(stage: object) -> list[str]:
-    """The required members a stage object lacks."""
+    """The required members a stage object lacks (for a :class:`Stage` subclass: the methods it does not define
+    itself, since the base class's only raise)."""
+    if isinstance(stage, Stage):
+        return [member for member in REQUIRED_MEMBERS
+                if not hasattr(stage, member) or getattr(type(stage), member) is getattr(Stage, member, None)]
     return [member for member in REQUIRED_MEMBERS if not hasattr(stage, member)]
 
 

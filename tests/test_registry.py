@@ -150,3 +150,17 @@ def test_a_broken_plugin_is_one_line_when_asked_for_and_spares_the_rest(installe
     assert "\n" not in message
     assert "broken_plugin_pkg:Stage" in message and "echo-plugin-pkg" in message and "needs a missing library" in message
     assert get_stage("ranking").name == "ranking"
+
+
+def test_a_stage_subclass_must_define_the_required_methods() -> None:
+    from ruwikibench.plugin import Stage
+
+    class HalfStage(Stage[dict]):
+        name = "half_test_stage"
+        columns: ClassVar[list[tuple[str, str]]] = []
+
+        def build_graph(self): ...
+
+    with pytest.raises(StageRegistryError, match="missing units, score"):
+        register_stage(HalfStage)
+    assert "half_test_stage" not in stage_names()
