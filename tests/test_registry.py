@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from typer.testing import CliRunner
 
 from ruwikibench import registry
+from ruwikibench.cli import app
 from ruwikibench.contract import AdaptedStage, defining_stage
 from ruwikibench.registry import (
     StageRegistryError,
@@ -140,6 +142,9 @@ def test_entry_point_stages_are_discovered(installed_plugin: Path) -> None:
     assert "echo_plugin" in stage_names()
     compiled = stage.build_graph().compile()
     assert compiled.invoke({"title": "Бородино"}) == {"title": "Бородино"}
+    listed = CliRunner().invoke(app, ["stages"], terminal_width=200)
+    row = next(line for line in listed.output.splitlines() if "echo_plugin" in line)
+    assert "echo_plugin_pkg" in row  # the plug-in's own module, not the adapter's
 
 
 def test_a_broken_plugin_is_one_line_when_asked_for_and_spares_the_rest(installed_plugin: Path) -> None:
