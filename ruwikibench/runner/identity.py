@@ -45,7 +45,10 @@ class CodeIdentity:
 
 
 def defining_object(obj: Any) -> Any:
-    """The function or class whose source defines ``obj``: decorators unwrapped, an instance's class."""
+    """The function or class whose source defines ``obj``: decorators unwrapped, an instance's class (for an
+    older plug-in stage seen through :class:`~ruwikibench.contract.AdaptedStage`, the plug-in's class)."""
+    if isinstance(obj, Stage):
+        obj = defining_stage(obj)
     if inspect.isfunction(obj) or inspect.ismethod(obj) or inspect.isclass(obj) or inspect.ismodule(obj):
         return inspect.unwrap(obj) if callable(obj) and not inspect.isclass(obj) else obj
     return type(obj)
@@ -138,13 +141,12 @@ def stage_identity(stage: Stage[Any], config: RunConfig) -> dict[str, Any] | Non
     """What a run of ``stage`` adds to the run id and spec.json: for a plug-in stage its code, declared prompt
     files and options; for a built-in stage its options when it declares an options model; else None."""
     options = stage_options(config, stage.name)
-    code = defining_stage(stage)  # an older plug-in's own object, not the adapter around it
-    builtin = is_builtin(code)
+    builtin = is_builtin(stage)
     if builtin and options is None:
         return None
     record: dict[str, Any] = {}
     if not builtin:
-        record["code"] = code_identity(code).record()
+        record["code"] = code_identity(stage).record()
     prompts = stage_prompts(stage, options)
     if prompts or not builtin:
         record["prompts"] = prompt_hashes(prompts, config)
