@@ -16,6 +16,8 @@ older way, a list of :class:`ScoreRecord` (texts then come from ``texts()``). An
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from langgraph.graph import StateGraph
@@ -23,28 +25,12 @@ from pydantic import BaseModel, Field, ValidationError
 
 from ruwikibench.config import RunConfig
 from ruwikibench.dataset import Article, Dataset
+from ruwikibench.stage_renames import RENAMED_STAGES, current_stage_name, with_current_stage
 
 AnyGraph = StateGraph[Any, Any, Any, Any]
 """Any stage graph (its state, context and input/output schemas are the stage's own)."""
 
-RENAMED_STAGES: dict[str, str] = {"article": "writer"}  # an earlier name -> the stage's name now
-
-
-def current_stage_name(name: str) -> str:
-    """The stage's name now: run files, configs and commands from before a rename still name the old one."""
-    return RENAMED_STAGES.get(name, name)
-
-
-def with_current_stage(record: dict[str, Any]) -> dict[str, Any]:
-    """A run-file record with its ``stage`` under the current name (the record itself, renamed in place)."""
-    stage = record.get("stage")
-    if isinstance(stage, str) and stage in RENAMED_STAGES:
-        record["stage"] = RENAMED_STAGES[stage]
-    return record
-
-
 if TYPE_CHECKING:
-    from ruwikibench.baselines.registry import Baseline
     from ruwikibench.context import StageContext
     from ruwikibench.evaluators.floor import FloorSide
     from ruwikibench.rundir import RunDir
@@ -79,6 +65,20 @@ class GeneratedText(BaseModel):
     reference: str = ""
     sources: list[str] = Field(default_factory=list)
     category: str | None = None
+
+
+class BaselineSkipped(Exception):
+    """The baseline cannot be built for this unit (no snippets, no candidates, ...): the reason is counted."""
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A no-LLM baseline of a stage: ``build(unit, run_output, context)`` returns an output in the stage's output
+    schema (JSON-able dict), scored by the stage's own ``score()``."""
+
+    name: str
+    description: str
+    build: Callable[[Unit, dict[str, Any], StageContext], dict[str, Any]]
 
 
 class StageScore(BaseModel):
@@ -305,3 +305,10 @@ def score_failure(exc: BaseException) -> str:
     if isinstance(exc, StageReturnError | StageOutputError):
         return str(exc)
     return f"{type(exc).__name__}: {exc}"
+
+
+__all__ = [
+    "RENAMED_STAGES", "AdaptedStage", "AnyGraph", "Baseline", "BaselineSkipped", "GeneratedText", "ScoreRecord",
+    "Stage", "StageOutputError", "StageReturnError", "StageScore", "Unit", "as_stage", "current_stage_name",
+    "defining_stage", "missing_members", "score_failure", "with_current_stage",
+]

@@ -40,10 +40,11 @@ What ``score()`` uses: the evaluators' pure functions (:func:`rouge_l`, :func:`s
 
 from __future__ import annotations
 
-from ruwikibench.baselines.registry import Baseline, BaselineSkipped
 from ruwikibench.config import RunConfig, prompt_slot
 from ruwikibench.context import StageContext
 from ruwikibench.contract import (
+    Baseline,
+    BaselineSkipped,
     GeneratedText,
     ScoreRecord,
     Stage,

@@ -69,14 +69,14 @@ def _execute(config: Any, dataset: Any, path: Path, options: Any) -> Any:
 
 def print_baseline_lines(stage: str, data: dict[str, Any], run: str) -> None:
     """The run against its best no-LLM baseline, one line per compared metric."""
-    from ruwikibench.runner.report import baseline_lines
+    from ruwikibench.reporting.tables import baseline_lines
 
     for line in baseline_lines(stage, data, run):
         console.print(f"{stage}: {line.removeprefix('- ').replace('**', '')}", markup=False, highlight=False)
 
 
 def _show(rundir: Any, stages: list[str]) -> None:
-    from ruwikibench.runner.report import PAPER_TABLE, judgements_line, stage_table
+    from ruwikibench.reporting.tables import PAPER_TABLE, judgements_line, stage_table
 
     metrics = rundir.read_json("metrics.json")
     for stage in stages:
@@ -155,7 +155,7 @@ def run_outline(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = 
                 out: OutOpt = Path("runs"), run_id: RunIdOpt = None,
                 mode: Annotated[str, typer.Option(help="direct | neighbors | description | all")] = "all") -> None:
     """Stage 2: cluster -> describe -> mini-outline -> merge (paper Table 5); `--mode all` runs the three modes."""
-    from ruwikibench.runner.report import _cell, stage_columns
+    from ruwikibench.reporting.tables import cell, stage_columns
 
     modes = list(OUTLINE_MODES) if mode == "all" else [mode]
     if any(m not in OUTLINE_MODES for m in modes):
@@ -170,7 +170,7 @@ def run_outline(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = 
         statuses.append(_status(rundir))
         metrics = rundir.read_json("metrics.json").get("outline", {})
         key = stage_columns("outline", metrics)[0][1]
-        cells.append(_cell(metrics, key, "failures_excluded"))
+        cells.append(cell(metrics, key, "failures_excluded"))
     print_table("outline — paper Table 5 layout (Mean F1 ×100)", [[OUTLINE_MODES[m] for m in modes], cells])
     if combined(statuses):
         raise typer.Exit(combined(statuses))
@@ -236,7 +236,8 @@ def report(run_dirs: Annotated[list[Path], typer.Argument(help="run directories 
            screenshot: Annotated[Path | None, typer.Option(help="also save a PNG of report.html (headless Chromium)")]
            = None) -> None:
     """Compare runs in the paper's table layouts: Markdown, CSV, PNG charts with CIs, report.html + article pages."""
-    from ruwikibench.runner.report import compare_runs, load_run, report_stages, stage_table
+    from ruwikibench.reporting.compare import compare_runs, load_run
+    from ruwikibench.reporting.tables import report_stages, stage_table
 
     path = compare_runs(run_dirs, out, view)
     runs = [load_run(p) for p in run_dirs]
@@ -252,8 +253,8 @@ def report(run_dirs: Annotated[list[Path], typer.Argument(help="run directories 
             print_table(f"{stage}: paired differences vs {present[0][0]} (×100, shared items; p: randomization)", rows)
     console.print(f"written: {path}, {out / 'report.html'} (articles: {out / 'articles'})")
     if screenshot is not None:
-        from ruwikibench.runner.browser import BrowserError
-        from ruwikibench.runner.browser import screenshot as take
+        from ruwikibench.reporting.browser import BrowserError
+        from ruwikibench.reporting.browser import screenshot as take
 
         try:
             console.print(f"screenshot: {take(out / 'report.html', screenshot)}")

@@ -21,7 +21,6 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, Field
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ruwikibench import __version__
 from ruwikibench.config import RunConfig, RunInputError
 from ruwikibench.context import StageContext
 from ruwikibench.contract import Stage, Unit, current_stage_name, score_failure
@@ -46,6 +45,7 @@ from ruwikibench.runner.metrics import aggregate, metrics_rows
 from ruwikibench.runner.overrides import check_overrides, fingerprint, spec_records, stage_graph
 from ruwikibench.runner.warmup import warm_up
 from ruwikibench.secrets import redact_data
+from ruwikibench.version import __version__
 
 
 class RunOptions(BaseModel):
@@ -395,7 +395,7 @@ def _identity(config: Any) -> Any:
 
 def finalize(rundir: RunDir) -> dict[str, Any]:
     """Recompute metrics.json/.csv and report.md from the latest score records and the errors still open."""
-    from ruwikibench.runner.report import write_run_report
+    from ruwikibench.reporting.run_report import write_run_report
 
     errors = rundir.open_errors()
     results, floors = rundir.results(), list(rundir.read(FLOORS_FILE))

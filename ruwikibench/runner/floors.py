@@ -24,11 +24,10 @@ from ruwikibench.contract import Stage, Unit
 from ruwikibench.evaluators.floor import FloorSide, draw_others
 from ruwikibench.jsonl import item_key
 from ruwikibench.registry import get_stage
-from ruwikibench.rundir import RunDir
+from ruwikibench.rundir import FLOORS_FILE, RunDir
 
 log = logging.getLogger(__name__)
 
-FLOORS_FILE = "floors.jsonl"
 PER_ITEM = 8
 SEED = 0
 

@@ -20,11 +20,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ruwikibench.context import StageContext
 from ruwikibench.executors import run_on_model_lane
+from ruwikibench.reporting.tables import markdown_table
 from ruwikibench.rundir import RunDir
 from ruwikibench.runner.execute import RunOptions, build_spec, finalize, select_articles
 from ruwikibench.runner.floors import compute_floors
 from ruwikibench.runner.overrides import check_overrides, fingerprint
-from ruwikibench.runner.report import markdown_table
 from ruwikibench.writer.score import ARTICLE_COLUMNS, WRITER_TABLES, generated_texts, score_written
 
 
@@ -103,10 +103,10 @@ async def judge_batch_citations(context: StageContext, rundir: RunDir) -> None:
     """Citation faithfulness of every written article (the ``support`` role, else ``judge``), then its table in
     report.md; checks already in citations.jsonl are not asked again."""
     from ruwikibench.evaluators.judges.citations import summarize_citations
-    from ruwikibench.writer.citations import judge_run_citations
+    from ruwikibench.writer.citations import judge_and_mark
 
     config = context.config
-    await judge_run_citations(rundir.path, context.llm, judge=config.model_for("support").name,
+    await judge_and_mark(rundir.path, context.llm, judge=config.model_for("support").name,
                               options=config.citations, prompts=context.prompts, dataset=context.dataset)
     rows = summarize_citations(rundir.path)
     if rows:
@@ -140,11 +140,11 @@ def _record(rundir: RunDir, name: str, result: Any, records: list[Any], texts: l
 
 def article_table(run: str, metrics: dict[str, Any], view: str = "failures_excluded") -> list[list[str]]:
     """The whole-article figures of a writer run as table rows (header first)."""
-    from ruwikibench.runner.report import _cell
+    from ruwikibench.reporting.tables import cell
 
     data = metrics.get("writer", {})
     counts = data.get("counts", {})
     header = ["run", *[title for title, _ in ARTICLE_COLUMNS], "n", "failed"]
-    row = [run, *[_cell(data, key, view) for _, key in ARTICLE_COLUMNS], str(counts.get("evaluated", 0)),
+    row = [run, *[cell(data, key, view) for _, key in ARTICLE_COLUMNS], str(counts.get("evaluated", 0)),
            str(counts.get("failed_units", 0))]
     return [header, row]

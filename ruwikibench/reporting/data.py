@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ruwikibench.dataset import Dataset
+from ruwikibench.reporting.jsonl_index import JsonlIndex
 from ruwikibench.rundir import RunDir
-from ruwikibench.runner.jsonl_index import JsonlIndex
 
 Run = tuple[str, dict[str, Any], RunDir]
 
@@ -71,7 +71,7 @@ def _dataset_of(
     """The run's dataset (reference outlines, snippet relevance), loaded once per path; a note when unavailable."""
     path = str(spec.get("dataset", {}).get("path") or "")
     if path not in cache:
-        from ruwikibench.runner.datasets import resolve_dataset
+        from ruwikibench.dataset_files import resolve_dataset
 
         try:
             cache[path] = (resolve_dataset(path)[0], "") if path else (None, "the run names no dataset")
