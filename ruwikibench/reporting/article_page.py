@@ -134,7 +134,8 @@ def trace_units(nodes: list[dict[str, Any]], errors: PageErrors | None = None) -
     return [{"unit": unit, **_trace(records, errors)} for unit, records in by_unit.items()]
 
 
-def _trace(records: list[dict[str, Any]], errors: PageErrors) -> dict[str, Any]:
+def _trace(records: list[dict[str, Any]], errors: PageErrors | None = None) -> dict[str, Any]:
+    errors = errors or PageErrors()
     timed = all("started_at" in r and "ended_at" in r for r in records)
     ordered = sorted(records, key=lambda r: (r["started_at"], r["ended_at"])) if timed else records
     rows = [_node_row(r, errors) for r in ordered]
