@@ -60,31 +60,32 @@ def _run(args: list[str], proxy: str | None, timeout: float) -> subprocess.Compl
     return done
 
 
-def dump_dom(page: Path, *, proxy: str | None = None, timeout: float = 120.0, wait_ms: int = 0) -> str:
+def dump_dom(page: Path, *, proxy: str | None = None, timeout: float = 120.0, wait_ms: int = 0,
+             width: int | None = None) -> str:
     """The page's DOM as HTML after its scripts ran; ``wait_ms``: virtual time given to asynchronous scripts
-    (promises, timers) before the DOM is taken."""
+    (promises, timers) before the DOM is taken; ``width``: the window's width in pixels (layout measured by the
+    page's scripts depends on it)."""
     wait = [f"--virtual-time-budget={wait_ms}"] if wait_ms else []
-    return _run([*wait, "--dump-dom", page.resolve().as_uri()], proxy, timeout).stdout
+    window = [f"--window-size={width},900"] if width else []
+    return _run([*wait, *window, "--dump-dom", page.resolve().as_uri()], proxy, timeout).stdout
 
 
 AXE_RESULTS_ID = "axe-results"
 AXE_RUNNER = """
 <script>
-axe.run(document, {resultTypes: ["violations"]}).then(function (results) {
+function axeResults(value) {
   var out = document.createElement("pre");
-  out.id = "%s";
-  out.textContent = JSON.stringify(results.violations.map(function (v) {
+  out.id = "axe-results";
+  out.textContent = JSON.stringify(value);
+  document.body.appendChild(out);
+}
+axe.run(document, {resultTypes: ["violations"]}).then(function (results) {
+  axeResults(results.violations.map(function (v) {
     return {id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(function (n) { return n.target.join(" "); })};
   }));
-  document.body.appendChild(out);
-}, function (error) {
-  var out = document.createElement("pre");
-  out.id = "%s";
-  out.textContent = JSON.stringify({error: String(error)});
-  document.body.appendChild(out);
-});
+}, function (error) { axeResults({error: String(error)}); });
 </script>
-""" % (AXE_RESULTS_ID, AXE_RESULTS_ID)
+"""
 
 
 def axe_violations(page: Path, axe_js: Path, *, timeout: float = 180.0) -> list[dict[str, Any]]:

@@ -91,7 +91,8 @@ def report_context(
         "settings": settings_table(runs),
         "stages": stage_blocks,
         "judges": judge_blocks(data),
-        "problems": problem_rows(data, pages),
+        "problems": (problems := problem_rows(data, pages)),
+        "problem_count": sum(p["count"] for p in problems),
         "index": index_table(data, stages, articles, pages),
         "deltas": [d for stage in stages if (d := delta_block(data, stage, articles, pages))],
     }
@@ -194,36 +195,26 @@ def judge_blocks(data: list[RunData]) -> list[dict[str, Any]]:
 
 
 def problem_rows(data: list[RunData], pages: dict[str, str]) -> list[dict[str, Any]]:
-    """Failed units (their last error) and excluded items (the paper's exclusion reason), per run."""
-    rows = []
+    """Failed units (their last error) and excluded items (the paper's exclusion reason): one row per run, stage,
+    kind and reason, with the articles and items it covers, so a reason shared by many units is shown once."""
+    rows: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+
+    def add(run: str, stage: str, kind: str, reason: str, article: str, item: str) -> None:
+        row = rows.setdefault((run, stage, kind, reason), {
+            "run": run, "stage": stage, "kind": kind, "reason": reason, "count": 0, "articles": {},
+        })
+        row["count"] += 1
+        row["articles"].setdefault(article, {"article": article, "page": pages.get(article), "items": []})
+        row["articles"][article]["items"].append(item)
+
     for run in data:
         for error in run.errors:
-            rows.append(
-                {
-                    "run": run.name,
-                    "stage": error["stage"],
-                    "article": error["article"],
-                    "page": pages.get(error["article"]),
-                    "item": error["unit"],
-                    "kind": "failed",
-                    "reason": error["reason"],
-                }
-            )
+            add(run.name, error["stage"], "failed", str(error["reason"]), error["article"], error["unit"])
         for (stage, article), records in sorted(run.results.items()):
             for record in records:
                 if record.get("excluded"):
-                    rows.append(
-                        {
-                            "run": run.name,
-                            "stage": stage,
-                            "article": article,
-                            "page": pages.get(article),
-                            "item": record["item"],
-                            "kind": "excluded",
-                            "reason": record["excluded"],
-                        }
-                    )
-    return rows
+                    add(run.name, stage, "excluded", str(record["excluded"]), article, record["item"])
+    return [row | {"articles": list(row["articles"].values())} for row in rows.values()]
 
 
 def _shown(stage: str, key: str, value: float | None) -> float | None:

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from itertools import pairwise
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -171,7 +172,9 @@ def test_report_page_tables_deltas_and_no_request(report: Path) -> None:
     assert dom.select_one("#deltas") is not None and len(dom.select("table.deltas")) == 3
     paired = dom.select("table.sortable.paired-table")  # after each stage's table: one row per metric
     assert len(paired) == 3 and all(t.select_one("th").get_text() == "metric" for t in paired)
-    assert len(dom.select("table.problems tbody tr")) == 6  # the fixture's sections without a source snippet
+    problems = dom.select("table.problems tbody tr")  # the fixture's sections without a source snippet: one row a run
+    assert len(problems) == 2 and [row.select("td")[3].get_text() for row in problems] == ["3", "3"]
+    assert all(row.select("td")[5].get_text() == "no source snippet" for row in problems)
     assert [a["href"] for a in dom.select("table.article-index a")] == [
         f"articles/a{i:04d}.html" for i in (1, 2, 3)
     ]
@@ -241,14 +244,8 @@ def _measured(page: Path, expression: str, name: str) -> object:
     script = ("var out = document.createElement('pre'); out.id = 'measured'; "
               f"out.textContent = JSON.stringify({expression}); document.body.appendChild(out);")
     probe = _with_script(page, script, name)
-    dom = BeautifulSoup(dump_dom_at(probe, 1366), "html.parser")
+    dom = BeautifulSoup(dump_dom(probe, width=1366), "html.parser")
     return json.loads(dom.select_one("#measured").get_text())
-
-
-def dump_dom_at(page: Path, width: int) -> str:
-    from ruwikibench.reporting.browser import _run
-
-    return _run([f"--window-size={width},900", "--dump-dom", page.resolve().as_uri()], None, 120.0).stdout
 
 
 def test_charts_are_small_multiples_read_at_1366_px(shapes: Path) -> None:
@@ -327,7 +324,7 @@ def test_article_page_of_failed_runs_traces_and_errors_once(shapes: Path) -> Non
 
 def _heading_jumps(dom: BeautifulSoup) -> list[str]:
     levels = [(int(h.name[1]), h.get_text(" ", strip=True)) for h in dom.select("h1, h2, h3, h4, h5, h6")]
-    return [f"{text} (h{level} after h{before})" for (before, _), (level, text) in zip(levels, levels[1:], strict=False)
+    return [f"{text} (h{level} after h{before})" for (before, _), (level, text) in pairwise(levels)
             if level > before + 1]
 
 
