@@ -168,3 +168,31 @@ def test_page_errors_show_each_error_once() -> None:
     assert first["short"] == "LLMRequestError: cache at …/ruwikibench/llm.sqlite is locked"
     assert first["full"] == reason
     assert shorten_paths("at http://127.0.0.1:8000/v1/chat/completions") == "at http://127.0.0.1:8000/v1/chat/completions"
+
+
+def test_chart_panels_group_each_metric_with_its_floor_and_mark_failed_runs(tmp_path) -> None:
+    """Outline: the three embedding metrics each with floor and rescaled, the rest in runs of up to three of one
+    scale; the PNG is 1260 px wide whatever the number of metrics, a failed run named with its reason."""
+    import struct
+
+    from ruwikibench.reporting.failures import stage_failures
+    from ruwikibench.reporting.plots import chart_description, metric_groups, plot_stage
+    from ruwikibench.reporting.tables import stage_columns
+
+    groups = metric_groups("outline", stage_columns("outline", {}))
+    assert [g[0][0] for g in groups[:3]] == ["Mean F1", "F1 (authors)", "Soft recall"]
+    assert all([t for t, _ in g[1:]] == ["floor", "rescaled"] for g in groups[:3])
+    assert all(len(g) <= 3 for g in groups) and sum(len(g) for g in groups) == len(stage_columns("outline", {}))
+    estimate = {"mean": 0.4, "low": 0.3, "high": 0.5, "n": 3}
+    passed = {"metrics": {"f1": {"failures_excluded": estimate}}, "counts": {"evaluated": 3, "failed_units": 0}}
+    failed = {"metrics": {}, "counts": {"evaluated": 0, "failed_units": 3}}
+    errors = [{"stage": "outline", "article": a, "unit": "article",
+               "reason": "OperationalError: unable to open /home/u/.cache/ruwikibench/llm.sqlite"} for a in "ab"]
+    failures = stage_failures("outline", [("A", passed, []), ("B", failed, errors)])
+    assert failures == {"B": "OperationalError: unable to open …/ruwikibench/llm.sqlite"}
+    plot_stage("outline", [("A", passed), ("B", failed)], tmp_path / "outline.png", "failures_excluded", failures)
+    width, height = struct.unpack(">II", (tmp_path / "outline.png").read_bytes()[16:24])
+    assert width == 1260 and height < 1200
+    alt = chart_description("outline", ["A", "B"], failures, passed)
+    assert alt.startswith("Bar chart of the outline stage") and "Mean F1 with its floor and rescaled" in alt
+    assert alt.endswith("Runs: A, B (failed: OperationalError: unable to open …/ruwikibench/llm.sqlite).")
