@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from ruwikibench.rundir import RunDir
+from ruwikibench.runspec import spec_record
 
 IGNORED_SETTINGS = ("name", "cache_dir", "options.out", "options.run_id")
 
@@ -22,7 +23,7 @@ def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
 def settings_table(runs: list[tuple[str, dict[str, Any], RunDir]]) -> list[list[str]]:
     """Rows (header first): each run's config name and the settings in which the runs differ."""
     specs = [
-        rundir.read_json("spec.json") if rundir.file("spec.json").exists() else {} for _, _, rundir in runs
+        spec_record(rundir) for _, _, rundir in runs
     ]
     flat = [
         _flatten(spec.get("config", {})) | _flatten(spec.get("options", {}), "options.")
