@@ -30,6 +30,7 @@ import socket
 import sys
 import tempfile
 import time
+from collections import Counter
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -214,10 +215,23 @@ def call_levels(rundir: Path, chunk: int) -> tuple[list[int], str]:
 def level_bound(levels: list[int], requests: int, concurrency: int) -> int:
     """A lower bound, in latencies, on any schedule: calls of level ≥ k cannot start before k latencies and need
     ⌈n / concurrency⌉ latencies more, so the run takes at least max over k of k + ⌈n(≥k) / concurrency⌉.
-    Calls counted twice in the outputs (identical prompts, sent once) are taken off the deepest levels first,
-    which can only lower the bound."""
-    levels = sorted(levels)[: max(requests, 0)]
-    return max((k + math.ceil(sum(1 for x in levels if x >= k) / concurrency) for k in set(levels)), default=0)
+
+    Calls counted twice in the outputs (identical prompts, sent once: ``requests`` < ``len(levels)``) are taken
+    off the deepest levels first, which can only lower the bound — but never the last call of a level: the
+    deepest chain was sent, one call per level, so the bound never drops below the chain (deepest level + 1)."""
+    counts = Counter(levels)
+    excess = max(0, len(levels) - max(requests, 0))
+    for keep in (1, 0):  # first down to one call per level; only then (fewer requests than levels) to none
+        for level in sorted(counts, reverse=True):
+            taken = min(excess, counts[level] - keep)
+            counts[level] -= taken
+            excess -= taken
+    bound = 0
+    for k in sorted(counts):
+        at_or_deeper = sum(n for level, n in counts.items() if level >= k)
+        if counts[k]:
+            bound = max(bound, k + math.ceil(at_or_deeper / concurrency))
+    return bound
 
 
 def _phases(start: float, end: float, spans: list[tuple[float, float]]) -> dict[str, float]:
