@@ -49,7 +49,7 @@ def _serve(dataset: str, latency: float, port: int) -> None:
     import asyncio
 
     from bench.endpoint import serve
-    from ruwikibench.runner.datasets import resolve_dataset
+    from ruwikibench.dataset_files import resolve_dataset
 
     asyncio.run(serve(resolve_dataset(dataset)[0], latency, port))
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from ruwikibench.corpus_builder.store import save_dataset
 from ruwikibench.dataset import Article, Dataset, Paragraph, Section, Snippet, Source
 from ruwikibench.jsonl import dumps
+from ruwikibench.reporting.browser import dump_dom
 from ruwikibench.rundir import RunDir
-from ruwikibench.runner.browser import dump_dom
 from ruwikibench.runner.execute import finalize
 
 SECTIONS, SOURCES, SNIPPETS_PER_SOURCE, POOL = 6, 8, 5, 36

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from PIL import Image
 
-from ruwikibench.runner.browser import screenshot
-from ruwikibench.runner.report import compare_runs
+from ruwikibench.reporting.browser import screenshot
+from ruwikibench.reporting.compare import compare_runs
 
 
 def shrink(path: Path, colours: int = 128) -> Path:

@@ -4,8 +4,7 @@ from ruwikibench.api import Run, report, run, score
 from ruwikibench.config import RunConfig
 from ruwikibench.config_loader import load_config
 from ruwikibench.dataset import Article, Dataset, Paragraph, Reference, Section, Snippet, Source
-
-__version__ = "0.1.0"
+from ruwikibench.version import __version__
 
 __all__ = [
     "Article",

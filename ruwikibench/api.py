@@ -111,7 +111,7 @@ def report(run_dirs: Iterable[str | Path | Run], out: str | Path = "runs/report"
            view: str = "failures_excluded") -> Path:
     """Compare runs as ``ruwikibench report`` does: report.md, report.html, CSV and PNG per stage in ``out``;
     returns the path of report.md."""
-    from ruwikibench.runner.report import compare_runs
+    from ruwikibench.reporting.compare import compare_runs
 
     return compare_runs([_path(r) for r in run_dirs], Path(out), view)
 
@@ -124,7 +124,7 @@ def load_inputs(config: ConfigLike, dataset: str | Path, on_import_error: Callab
     """The checked config (node/graph overrides resolved: before any LLM call) and the dataset with its path.
     Each article of a RuWikiBench JSON that failed to import is one line to ``on_import_error`` (default: a
     warning; the CLI prints it as an error line)."""
-    from ruwikibench.runner.datasets import import_errors, resolve_dataset
+    from ruwikibench.dataset_files import import_errors, resolve_dataset
     from ruwikibench.runner.overrides import check_overrides
 
     loaded, origin = load_any_config(config)
@@ -192,17 +192,20 @@ def execute_run(config: RunConfig, dataset: Dataset, path: Path, options: RunOpt
 
 def rescore_run(run_dir: Path) -> RunDir:
     """Re-score a run directory from its outputs (an external run from its copy of them); no LLM call."""
+    from ruwikibench.dataset_files import resolve_dataset
     from ruwikibench.rundir import RunDir
-    from ruwikibench.runner.datasets import resolve_dataset
     from ruwikibench.runner.rescore import rescore
     from ruwikibench.runner.setup import build_context
+    from ruwikibench.runspec import InvalidSpec, read_spec
 
     rundir = RunDir(run_dir)
-    spec = rundir.read_json("spec.json")
-    config = RunConfig.model_validate(spec["config"])
-    dataset, path = resolve_dataset(spec["dataset"]["path"])
+    spec = read_spec(rundir.path)
+    config = spec.run_config(rundir.file("spec.json"))
+    if spec.dataset is None or not spec.dataset.path:
+        raise InvalidSpec(f"{rundir.file('spec.json')}: field 'dataset.path' missing")
+    dataset, path = resolve_dataset(spec.dataset.path)
     context = build_context(config, dataset, path, with_llm=False)
-    if spec.get("mode") == "external":
+    if spec.mode == "external":
         from ruwikibench.external.score import rescore_external
 
         rescore_external(rundir, context, str(path))
@@ -224,8 +227,9 @@ def run_coroutine(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
 def _status(rundir: RunDir) -> int:
     from ruwikibench.runner.status import exit_status, run_status
+    from ruwikibench.runspec import read_spec
 
-    if rundir.read_json("spec.json").get("mode") == "external":  # no endpoint: did any unit succeed at all
+    if read_spec(rundir.path).mode == "external":  # no endpoint: did any unit succeed at all
         errors = rundir.open_errors()
         return exit_status(len(errors), len(list(rundir.outputs())) if errors else 0)
     return run_status(rundir)

@@ -23,9 +23,12 @@ from ruwikibench.durable import write_atomic
 from ruwikibench.jsonl import append_jsonl, item_key, latest, read_records, rewrite_jsonl, unit_key
 from ruwikibench.runlock import LOCK, RunDirLocked, run_lock
 
-__all__ = ["FILES", "LOCK", "RunDir", "RunDirLocked", "run_lock"]
+__all__ = ["FILES", "FLOORS_FILE", "LOCK", "RunDir", "RunDirLocked", "run_lock"]
 
 FILES = ("spec.json", "nodes.jsonl", "outputs.jsonl", "results.jsonl", "errors.jsonl", "generated.jsonl")
+FLOORS_FILE = "floors.jsonl"  # permutation-floor rows (written by ruwikibench.runner.floors)
+
+
 class RunDir:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)

@@ -17,13 +17,15 @@ PACKAGE = Path(__file__).resolve().parents[1] / "ruwikibench"
 
 LAYERS: list[tuple[str, set[str]]] = [
     ("bottom", {"", "config", "dataset", "contract", "registry", "jsonl", "runlock", "executors", "progress", "prompts", "rundir", "config_loader",
-                "durable", "faults", "secrets"}),
+                "durable", "faults", "secrets", "version", "runspec"}),
     ("support", {"models", "retrieval", "corpus_builder"}),
+    ("datasets", {"dataset_files"}),
     ("context", {"context"}),
     ("nodes", {"nodes"}),
     ("evaluators", {"evaluators"}),
     ("graphs", {"graphs"}),
     ("baselines", {"baselines"}),
+    ("reporting", {"reporting"}),
     ("runner", {"runner"}),
     ("writer", {"writer"}),
     ("external", {"external"}),
@@ -63,12 +65,27 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def runtime_imports(tree: ast.AST, module: str, is_package: bool) -> list[tuple[int, str]]:
-    """(line, imported module) of every import outside ``if TYPE_CHECKING:`` blocks; relative imports resolved."""
+def _imported_by_name(call: ast.Call) -> bool:
+    """``import_module("ruwikibench.x")`` / ``importlib.import_module("ruwikibench.x")`` with a constant name."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return (
+        name == "import_module"
+        and bool(call.args)
+        and isinstance(call.args[0], ast.Constant)
+        and isinstance(call.args[0].value, str)
+    )
+
+
+def runtime_imports(
+    tree: ast.AST, module: str, is_package: bool, annotations: bool = False
+) -> list[tuple[int, str]]:
+    """(line, imported module) of every import outside ``if TYPE_CHECKING:`` blocks (inside them too with
+    ``annotations``); relative imports resolved."""
     found: list[tuple[int, str]] = []
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node):
+        if isinstance(node, ast.If) and _is_type_checking(node) and not annotations:
             for child in node.orelse:
                 visit(child)
             return
@@ -84,6 +101,8 @@ def runtime_imports(tree: ast.AST, module: str, is_package: bool) -> list[tuple[
                 found.extend((node.lineno, f"{base}.{alias.name}") for alias in node.names)
             else:
                 found.append((node.lineno, base))
+        elif isinstance(node, ast.Call) and _imported_by_name(node):
+            found.append((node.lineno, node.args[0].value))  # type: ignore[attr-defined]
         for child in ast.iter_child_nodes(node):
             visit(child)
 
@@ -101,18 +120,115 @@ def upward_imports() -> list[str]:
             if imported != "ruwikibench" and not imported.startswith("ruwikibench."):
                 continue
             target = top_of(imported)
-            try:
-                theirs = layer_of(target)
-            except KeyError:
-                if imported.split(".")[1] == "__version__":
-                    continue
-                raise
+            theirs = layer_of(target)
             if theirs > own and (module, imported) not in FACADE:
                 problems.append(
                     f"{path.relative_to(PACKAGE.parent)}:{line}: {module} ({LAYERS[own][0]}) imports {imported} "
                     f"({LAYERS[theirs][0]})"
                 )
     return problems
+
+
+def known_modules() -> dict[str, Path]:
+    return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imported_module(imported: str, known: dict[str, Path]) -> str | None:
+    """The package module an import loads: 'ruwikibench.reporting.tables.cell' -> 'ruwikibench.reporting.tables'."""
+    parts = imported.split(".")
+    while parts:
+        name = ".".join(parts)
+        if name in known:
+            return name
+        parts.pop()
+    return None
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports (late imports inside functions included: they loop at run time;
+    annotations under ``if TYPE_CHECKING:`` too: a type that loops belongs in a module of its own); a package's ``__init__`` importing its own modules is left out (that is how a
+    package re-exports, and Python runs it before any of them)."""
+    known = known_modules()
+    graph: dict[str, set[str]] = {}
+    for module, path in known.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        targets = {imported_module(name, known) for _, name in runtime_imports(tree, module, path.name == "__init__.py", annotations=True)}
+        is_package = path.name == "__init__.py"
+        graph[module] = {
+            t for t in targets if t and t != module and not (is_package and t.startswith(module + "."))
+        }
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(cycles)
+
+
+# The one loop left on purpose, through annotations only: the stage contract names the StageContext its methods
+# receive, the context looks up a stage's options in the registry, the registry holds contract Stages.
+ANNOTATION_LOOPS = [["ruwikibench.context", "ruwikibench.contract", "ruwikibench.registry"]]
+
+
+def test_no_import_cycles() -> None:
+    """No loop of imports between modules, within a layer either (late and annotation imports count)."""
+    assert import_cycles(import_graph()) == ANNOTATION_LOOPS
+
+
+def test_the_allowed_loop_is_annotations_only() -> None:
+    runtime = {module: set(targets) for module, targets in import_graph().items()}
+    known = known_modules()
+    for module, path in known.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        runtime[module] = {
+            t for _, name in runtime_imports(tree, module, path.name == "__init__.py")
+            if (t := imported_module(name, known)) and t != module and not (
+                path.name == "__init__.py" and t.startswith(module + ".")
+            )
+        }
+    assert import_cycles(runtime) == []
+
+
+def test_the_cycle_finder_finds_a_loop_and_nothing_else() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert import_cycles(graph) == [["a", "b", "c"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_import_module_by_name_counts_as_an_import() -> None:
+    source = "import importlib\nimportlib.import_module('ruwikibench.runner.execute')\n"
+    imports = runtime_imports(ast.parse(source), "ruwikibench.nodes.fake", is_package=False)
+    assert ("ruwikibench.runner.execute") in [name for _, name in imports]
 
 
 def test_every_top_level_module_has_a_layer() -> None:

@@ -26,7 +26,7 @@ run_app = typer.Typer(help="Run benchmark stages over a dataset.", epilog=EXIT_C
 @app.command()
 def version() -> None:
     """Print the package version."""
-    from ruwikibench import __version__
+    from ruwikibench.version import __version__
 
     typer.echo(__version__)
 

@@ -192,8 +192,8 @@ def embed(
 
     from ruwikibench.config import ConfigError
     from ruwikibench.config_loader import load_config
+    from ruwikibench.dataset_files import DatasetError, resolve_dataset
     from ruwikibench.models.embeddings import make_embedder
-    from ruwikibench.runner.datasets import DatasetError, resolve_dataset
     from ruwikibench.runner.precompute import build_bm25, embed_snippets, snippets_to_embed
 
     try:

@@ -34,7 +34,7 @@ def _fail(exc: Exception) -> typer.Exit:
 def _load(dataset_spec: str, config_path: Path | None) -> tuple[Any, Any, Path]:
     from ruwikibench.config import ConfigError, RunConfig
     from ruwikibench.config_loader import load_config
-    from ruwikibench.runner.datasets import DatasetError, resolve_dataset
+    from ruwikibench.dataset_files import DatasetError, resolve_dataset
 
     try:
         config = load_config(config_path) if config_path else RunConfig(name="external", models={})

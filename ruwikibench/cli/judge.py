@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -12,6 +12,10 @@ from rich.table import Table
 
 from ruwikibench.cli import EXIT_CODES
 from ruwikibench.cli.console import make_console, print_error
+
+if TYPE_CHECKING:
+    from ruwikibench.config import RunConfig
+    from ruwikibench.evaluators.judges.rundir import Run
 
 judge_app = typer.Typer(
     help="LLM judges: criteria (POLLUX), pairwise (rulm-sbs2), agreement with humans.", no_args_is_help=True
@@ -74,7 +78,6 @@ def criteria_command(
 ) -> None:
     """Judge each generated text on each criterion; results in RUN_DIR/judge_criteria.jsonl and .json."""
     from ruwikibench.evaluators.judges.common import Limits, judge_llm
-    from ruwikibench.evaluators.judges.common import judge_config as pick_config
     from ruwikibench.evaluators.judges.criteria import CriteriaOptions, judge_run
     from ruwikibench.evaluators.judges.criteria_set import load_criteria
     from ruwikibench.evaluators.judges.criteria_summary import summarize_judgements
@@ -160,7 +163,6 @@ def pairwise_command(
 ) -> None:
     """Side-by-side judge of the same items of two runs; delta B − A against the reference run."""
     from ruwikibench.evaluators.judges.common import Limits, judge_llm
-    from ruwikibench.evaluators.judges.common import judge_config as pick_config
     from ruwikibench.evaluators.judges.pairwise import PairwiseOptions, judge_runs
     from ruwikibench.evaluators.judges.pairwise_summary import summarize_pairwise
     from ruwikibench.evaluators.judges.rundir import RunError, load_run
@@ -276,9 +278,9 @@ def citations_command(
     ] = None,
 ) -> None:
     """Citation faithfulness: is each cited sentence supported by the snippets it cites (ALCE-style)?"""
+    from ruwikibench.dataset_files import DatasetError
     from ruwikibench.evaluators.judges.citations import summarize_citations
     from ruwikibench.evaluators.judges.rundir import RunError
-    from ruwikibench.runner.datasets import DatasetError
 
     try:
         config = _citations_config(run_dir, judge_config)
@@ -306,22 +308,25 @@ def _citations_config(run_dir: Path, judge_config: Path | None):  # type: ignore
     from ruwikibench.config import RunConfig
     from ruwikibench.config_loader import load_config
     from ruwikibench.evaluators.judges.rundir import RunError
+    from ruwikibench.runspec import read_spec
 
     if judge_config is not None:
         return load_config(judge_config)
-    for name in ("spec.json", "article.json"):
-        path = run_dir / name
-        if path.is_file():
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if isinstance(data.get("config"), dict):
-                return RunConfig.model_validate(data["config"])
+    spec = run_dir / "spec.json"
+    if spec.is_file() and read_spec(spec).config is not None:
+        return read_spec(spec).run_config(spec)
+    article = run_dir / "article.json"
+    if article.is_file():
+        data = json.loads(article.read_text(encoding="utf-8"))
+        if isinstance(data.get("config"), dict):
+            return RunConfig.model_validate(data["config"])
     raise RunError(f"{run_dir}: no config recorded (spec.json or article.json); pass --judge-config CONFIG")
 
 
 def _dataset(spec: str | None):  # type: ignore[no-untyped-def]
     if spec is None:
         return None
-    from ruwikibench.runner.datasets import resolve_dataset
+    from ruwikibench.dataset_files import resolve_dataset
 
     return resolve_dataset(spec)[0]
 
@@ -330,12 +335,12 @@ async def _judge_citations(run_dir: Path, config, dataset):  # type: ignore[no-u
     from ruwikibench.evaluators.judges.citations import support_llm
     from ruwikibench.progress import progress_bar
     from ruwikibench.prompts import PromptLibrary
-    from ruwikibench.writer.citations import judge_run_citations
+    from ruwikibench.writer.citations import judge_and_mark
 
     llm, name = support_llm(config)
     try:
         with progress_bar(None, "support checks") as advance:
-            return await judge_run_citations(
+            return await judge_and_mark(
                 run_dir, llm, judge=name, options=config.citations, prompts=PromptLibrary(config.prompts_dir),
                 dataset=dataset, on_record=lambda _: advance(),
             )
@@ -420,3 +425,16 @@ def _measure_cosine(labelled, embedder_config, cache, threshold):  # type: ignor
 
     probabilities = cosine_probabilities(labelled, make_embedder(embedder_config, cache))
     return agreement(f"cosine {embedder_config.id}", labelled, probabilities, threshold)
+
+
+def pick_config(run: Run, config_path: str | Path | None) -> RunConfig:
+    """The run config that names the judge: ``--judge-config`` if given, else the run's own config."""
+    from ruwikibench.config_loader import load_config
+    from ruwikibench.evaluators.judges.rundir import RunError
+
+    if config_path is not None:
+        return load_config(config_path)
+    if run.config is None:
+        reason = run.config_error or f"{run.path / 'spec.json'}: no 'config' recorded"
+        raise RunError(f"{reason}; pass --judge-config CONFIG")
+    return run.config

@@ -69,14 +69,14 @@ def _execute(config: Any, dataset: Any, path: Path, options: Any) -> Any:
 
 def print_baseline_lines(stage: str, data: dict[str, Any], run: str) -> None:
     """The run against its best no-LLM baseline, one line per compared metric."""
-    from ruwikibench.runner.report import baseline_lines
+    from ruwikibench.reporting.tables import baseline_lines
 
     for line in baseline_lines(stage, data, run):
         console.print(f"{stage}: {line.removeprefix('- ').replace('**', '')}", markup=False, highlight=False)
 
 
 def _show(rundir: Any, stages: list[str]) -> None:
-    from ruwikibench.runner.report import PAPER_TABLE, judgements_line, stage_table
+    from ruwikibench.reporting.tables import PAPER_TABLE, judgements_line, stage_table
 
     metrics = rundir.read_json("metrics.json")
     for stage in stages:
@@ -112,12 +112,14 @@ def _failures(rundir: Any) -> int:
     """One line on stderr when units failed; the run's exit status (0, 1: nothing that needed the endpoint
     succeeded, 3: a partial run)."""
     from ruwikibench.runner.status import NONE_SUCCEEDED, run_status
+    from ruwikibench.runspec import read_spec
 
     errors = rundir.open_errors()
     if not errors:
         return 0
     status = run_status(rundir)
-    total = rundir.read_json("spec.json").get("units", {}).get("total", 0)
+    units = read_spec(rundir.path).units
+    total = units.total if units is not None else 0
     first = errors[0]
     reason = " ".join(str(first["reason"]).split())  # an exception text with newlines stays one line
     none = "; no unit that needed the endpoint succeeded" if status == NONE_SUCCEEDED else ""
@@ -155,7 +157,7 @@ def run_outline(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = 
                 out: OutOpt = Path("runs"), run_id: RunIdOpt = None,
                 mode: Annotated[str, typer.Option(help="direct | neighbors | description | all")] = "all") -> None:
     """Stage 2: cluster -> describe -> mini-outline -> merge (paper Table 5); `--mode all` runs the three modes."""
-    from ruwikibench.runner.report import _cell, stage_columns
+    from ruwikibench.reporting.tables import cell, stage_columns
 
     modes = list(OUTLINE_MODES) if mode == "all" else [mode]
     if any(m not in OUTLINE_MODES for m in modes):
@@ -170,7 +172,7 @@ def run_outline(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = 
         statuses.append(_status(rundir))
         metrics = rundir.read_json("metrics.json").get("outline", {})
         key = stage_columns("outline", metrics)[0][1]
-        cells.append(_cell(metrics, key, "failures_excluded"))
+        cells.append(cell(metrics, key, "failures_excluded"))
     print_table("outline — paper Table 5 layout (Mean F1 ×100)", [[OUTLINE_MODES[m] for m in modes], cells])
     if combined(statuses):
         raise typer.Exit(combined(statuses))
@@ -223,9 +225,10 @@ def stages() -> None:
 def score(run_dir: Annotated[Path, typer.Argument(help="a run directory")]) -> None:
     """Re-score a saved run from its captured outputs (no LLM call)."""
     from ruwikibench.api import rescore_run
+    from ruwikibench.runspec import read_spec
 
     rundir = rescore_run(run_dir)
-    _show(rundir, list(rundir.read_json("spec.json")["options"]["stages"]))
+    _show(rundir, read_spec(rundir.path).stages)
 
 
 @app.command("report")
@@ -235,7 +238,8 @@ def report(run_dirs: Annotated[list[Path], typer.Argument(help="run directories 
            screenshot: Annotated[Path | None, typer.Option(help="also save a PNG of report.html (headless Chromium)")]
            = None) -> None:
     """Compare runs in the paper's table layouts: Markdown, CSV, PNG charts with CIs, report.html + article pages."""
-    from ruwikibench.runner.report import compare_runs, load_run, report_stages, stage_table
+    from ruwikibench.reporting.compare import compare_runs, load_run
+    from ruwikibench.reporting.tables import report_stages, stage_table
 
     path = compare_runs(run_dirs, out, view)
     runs = [load_run(p) for p in run_dirs]
@@ -251,8 +255,8 @@ def report(run_dirs: Annotated[list[Path], typer.Argument(help="run directories 
             print_table(f"{stage}: paired differences vs {present[0][0]} (×100, shared items; p: randomization)", rows)
     console.print(f"written: {path}, {out / 'report.html'} (articles: {out / 'articles'})")
     if screenshot is not None:
-        from ruwikibench.runner.browser import BrowserError
-        from ruwikibench.runner.browser import screenshot as take
+        from ruwikibench.reporting.browser import BrowserError
+        from ruwikibench.reporting.browser import screenshot as take
 
         try:
             console.print(f"screenshot: {take(out / 'report.html', screenshot)}")

@@ -78,7 +78,7 @@ def _batch(context: Any, dataset_path: Path, out: Path, articles: int | None, ar
            run_id: str | None, citations: bool = True) -> None:
     from ruwikibench.cli.run import print_table
     from ruwikibench.evaluators.judges.citations import summarize_citations
-    from ruwikibench.runner.report import stage_table
+    from ruwikibench.reporting.tables import stage_table
     from ruwikibench.writer.batch import BatchOptions, article_table, write_batch
 
     options = BatchOptions(articles=articles, article_names=article, out=out, run_id=run_id, citations=citations)

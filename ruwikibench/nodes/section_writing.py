@@ -15,7 +15,7 @@ from ruwikibench.nodes.answers import ask, clean_answer
 from ruwikibench.prompts.render import numbered_texts
 
 if TYPE_CHECKING:
-    from ruwikibench.nodes.sections import SectionSpec
+    from ruwikibench.nodes.section_spec import SectionSpec
 
 ROLE = "sections"  # falls back to the writer model when the config names none
 

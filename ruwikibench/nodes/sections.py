@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal, TypedDict
 import numpy as np
 from langgraph.runtime import Runtime
 from langgraph.types import Send
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
@@ -25,31 +25,10 @@ from ruwikibench.context import StageContext
 from ruwikibench.dataset import Dataset
 from ruwikibench.executors import embed_async, run_cpu
 from ruwikibench.models.embeddings import Embedder, Use
+from ruwikibench.nodes.section_spec import SectionSpec, SnippetText
 from ruwikibench.nodes.section_writing import describe_iterative, describe_tree, write_section
 
 # --------------------------------------------------------------------------- typed inputs and outputs
-
-
-class SnippetText(BaseModel):
-    """A snippet handed to the stage: id, text and (for round-robin capping) the source it comes from."""
-
-    id: str
-    text: str
-    source_id: str = ""
-
-
-class SectionSpec(BaseModel):
-    """One section to write. Benchmark mode fills ``snippets`` and ``reference`` from gold data; writer mode gives
-    the assigned snippets (texts, or ids resolved through the context's dataset) and no reference."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: str
-    title: str
-    level: int = 2
-    snippets: list[SnippetText] = Field(default_factory=list)
-    snippet_ids: list[str] = Field(default_factory=list, description="ids resolved via StageContext.dataset")
-    reference: str | None = Field(default=None, description="gold section text (benchmark mode only)")
 
 
 class GroupSummary(BaseModel):

@@ -140,7 +140,7 @@ def headline_keys(stage: str, metrics: dict[str, Any]) -> list[str]:
     """The metrics compared with the baselines: the stage's ``baseline_keys``, else its table metrics that are not
     counts (each embedding metric followed by its rescaled key); only those the run has."""
     from ruwikibench.evaluators.floor import RESCALED_SUFFIX
-    from ruwikibench.runner.report import stage_headlines
+    from ruwikibench.reporting.tables import stage_headlines
 
     try:
         declared = getattr(get_stage(stage), "baseline_keys", None)
@@ -168,10 +168,10 @@ def versus_baselines(
     baselines: dict[str, list[dict[str, Any]]],
 ) -> dict[str, Any]:
     """Per compared metric: the best baseline (highest mean) and the paired difference run − that baseline over
-    the items both scored (:mod:`ruwikibench.runner.paired`: bootstrap CI, approximate-randomization p, for a
+    the items both scored (:mod:`ruwikibench.reporting.paired`: bootstrap CI, approximate-randomization p, for a
     rescaled metric each item's score and floor kept together), with a verdict."""
     from ruwikibench.evaluators.floor import RESCALED_SUFFIX
-    from ruwikibench.runner.paired import align, compare_metric, compare_rescaled, stage_items
+    from ruwikibench.reporting.paired import align, compare_metric, compare_rescaled, stage_items
 
     run = stage_items(records, floors, stage)
     out: dict[str, Any] = {}

@@ -22,12 +22,11 @@ from typing import Any
 from ruwikibench.context import StageContext
 from ruwikibench.evaluators.floor import FloorSide, draw_others
 from ruwikibench.jsonl import item_key
-from ruwikibench.rundir import RunDir
+from ruwikibench.rundir import FLOORS_FILE, RunDir
 from ruwikibench.runner.stage import Unit, get_stage
 
 log = logging.getLogger(__name__)
 
-FLOORS_FILE = "floors.jsonl"
 PER_ITEM = 8
 SEED = 0
 

@@ -135,7 +135,7 @@ def test_bm25_baseline_scores_as_the_runs_bm25_columns() -> None:
 
 
 def test_a_failed_baseline_comparison_is_said_in_the_report() -> None:
-    from ruwikibench.runner.report import baseline_note
+    from ruwikibench.reporting.tables import baseline_note
 
     note = baseline_note("sections", {"metrics": {}, "vs_baseline_error": "ValueError: boom"}, "run A")
     assert "- run A: no comparison with the baselines (ValueError: boom)" in note

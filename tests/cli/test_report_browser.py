@@ -22,7 +22,7 @@ from bs4 import BeautifulSoup
 from typer.testing import CliRunner
 
 from ruwikibench.cli import app
-from ruwikibench.runner.browser import dump_dom, find_chromium, screenshot
+from ruwikibench.reporting.browser import dump_dom, find_chromium, screenshot
 from tests.cli.small_runs import fake_setup, run_all
 
 runner = CliRunner()

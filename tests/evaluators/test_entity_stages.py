@@ -15,8 +15,8 @@ from ruwikibench.graphs.sections import score_section
 from ruwikibench.models.fake import ScriptedChat
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
+from ruwikibench.reporting.tables import stage_table
 from ruwikibench.runner.metrics import aggregate
-from ruwikibench.runner.report import stage_table
 from ruwikibench.writer.score import score_written
 from tests.evaluators.test_entities import _article_text
 from tests.graphs.writer_fixture import HashEmbedder

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from ruwikibench.cli import app
 from ruwikibench.corpus_builder.store import save_dataset
-from ruwikibench.runner.report import BASELINE_PREFIX
+from ruwikibench.reporting.tables import BASELINE_PREFIX
 from tests.cli.small_runs import BenchModel
 from tests.external.conftest import write_jsonl
 from tests.external.storm_fixture import make_storm_dir

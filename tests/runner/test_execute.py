@@ -66,7 +66,7 @@ async def test_run_resume_failures_and_rescore(tmp_path: Path) -> None:
 
 
 async def test_report_compares_runs(tmp_path: Path) -> None:
-    from ruwikibench.runner.report import compare_runs
+    from ruwikibench.reporting.compare import compare_runs
 
     dataset = _dataset(["Кошка", "Собака дом"])
     dirs = []

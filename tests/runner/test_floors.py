@@ -7,10 +7,10 @@ import pytest
 from ruwikibench.config import RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.prompts import PromptLibrary
+from ruwikibench.reporting.tables import stage_table
 from ruwikibench.rundir import RunDir
 from ruwikibench.runner.floors import compute_floors, stage_floors
 from ruwikibench.runner.metrics import aggregate
-from ruwikibench.runner.report import stage_table
 from ruwikibench.runner.stage import Unit, get_stage
 
 # one sentence per text; the vectors make every cosine a round number

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from ruwikibench.reporting.article_page import _timeline, item_scores
+from ruwikibench.reporting.data import RunData
+from ruwikibench.reporting.html import environment
+from ruwikibench.reporting.jsonl_index import JsonlIndex
+from ruwikibench.reporting.page import delta_block
 from ruwikibench.rundir import RunDir
-from ruwikibench.runner.article_page import _timeline, item_scores
-from ruwikibench.runner.html_report import environment
-from ruwikibench.runner.jsonl_index import JsonlIndex
-from ruwikibench.runner.report_data import RunData
-from ruwikibench.runner.report_page import delta_block
 
 PAGES = {name: f"articles/a{i:04d}.html" for i, name in enumerate(["A", "B", "C", "D", "E"], 1)}
 
@@ -103,7 +103,7 @@ def test_page_template_loads_nothing_from_outside() -> None:
 
 
 def test_headline_is_the_declared_key_else_the_first_column() -> None:
-    from ruwikibench.runner.report_page import headline
+    from ruwikibench.reporting.page import headline
 
     assert headline("ranking", {}) == ("Rerank NDCG", "rerank_ndcg")
     assert headline("outline", {}) == ("Mean F1", "f1")
@@ -111,7 +111,7 @@ def test_headline_is_the_declared_key_else_the_first_column() -> None:
 
 
 def test_trace_counts_calls_on_the_inner_nodes_of_subgraphs() -> None:
-    from ruwikibench.runner.article_page import _trace
+    from ruwikibench.reporting.article_page import _trace
 
     outer = {"node": "section", "namespace": "", "started_at": 1.0, "ended_at": 4.0, "llm_calls": 0,
              "prompt_tokens": 0, "completion_tokens": 0, "cache_hits": 0, "output": {}}

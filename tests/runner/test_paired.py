@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 from ruwikibench.evaluators.stats import paired_randomization, randomization_p_value
-from ruwikibench.rundir import RunDir
-from ruwikibench.runner.metrics import aggregate
-from ruwikibench.runner.paired import (
+from ruwikibench.reporting.compare import compare_runs, paired_comparison
+from ruwikibench.reporting.paired import (
     Headline,
     PairedRow,
     align,
@@ -21,7 +20,9 @@ from ruwikibench.runner.paired import (
     load_items,
     stage_items,
 )
-from ruwikibench.runner.report import compare_runs, paired_comparison, stage_headlines
+from ruwikibench.reporting.tables import stage_headlines
+from ruwikibench.rundir import RunDir
+from ruwikibench.runner.metrics import aggregate
 
 F1 = [Headline("Mean F1", "f1", 100.0, floor=True)]
 
@@ -193,7 +194,7 @@ def test_paired_comparison_reads_the_run_directories(tmp_path: Path) -> None:
     other = _write_run(tmp_path / "b", _sections(values, 0.1)[:6], [])  # two sections missing in b
     results, floors = load_items(RunDir(other))
     assert len(results) == 6 and floors == []
-    from ruwikibench.runner.report import load_run
+    from ruwikibench.reporting.compare import load_run
 
     rows = paired_comparison([load_run(base), load_run(other)])["sections"]
     f1 = next(r for r in rows if r.key == "f1")

@@ -1,6 +1,6 @@
 """Report tables: fractions are shown ×100 with their CI, counts (headings, depth) as they are."""
 
-from ruwikibench.runner.report import count_keys, stage_table
+from ruwikibench.reporting.tables import count_keys, stage_table
 
 
 def _estimate(mean: float, low: float, high: float) -> dict:

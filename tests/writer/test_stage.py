@@ -10,9 +10,9 @@ import pytest
 from ruwikibench.config import ConfigError
 from ruwikibench.config_loader import load_config
 from ruwikibench.registry import get_stage
+from ruwikibench.reporting.jsonl_index import JsonlIndex
 from ruwikibench.rundir import RunDir
 from ruwikibench.runner.execute import RunOptions, execute, finalize
-from ruwikibench.runner.jsonl_index import JsonlIndex
 from tests.graphs.writer_fixture import TITLE, make_context
 
 

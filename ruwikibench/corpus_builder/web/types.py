@@ -8,8 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ruwikibench import __version__
 from ruwikibench.corpus_builder.web.extract import DEFAULT_CHAIN
+from ruwikibench.version import __version__
 
 USER_AGENT = f"ruwikibench-corpus-builder/{__version__} (RuWikiBench corpus builder; python-httpx)"
 

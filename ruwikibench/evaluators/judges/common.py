@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from ruwikibench.config import RunConfig
-from ruwikibench.config_loader import load_config
 from ruwikibench.contract import GeneratedText
-from ruwikibench.evaluators.judges.rundir import Run, RunError, clip
+from ruwikibench.evaluators.judges.rundir import clip
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
 
@@ -88,16 +86,6 @@ def format_sources(sources: list[str], limits: Limits, prompts: PromptLibrary) -
 
 def words(text: str) -> int:
     return len(text.split())
-
-
-def judge_config(run: Run, config_path: str | Path | None) -> RunConfig:
-    """The run config that names the judge: ``--judge-config`` if given, else the run's own config."""
-    if config_path is not None:
-        return load_config(config_path)
-    if run.config is None:
-        reason = run.config_error or f"{run.path / 'spec.json'}: no 'config' recorded"
-        raise RunError(f"{reason}; pass --judge-config CONFIG")
-    return run.config
 
 
 def judge_llm(config: RunConfig) -> tuple[LLM, str]:

@@ -12,22 +12,16 @@ from __future__ import annotations
 import hashlib
 import random
 from pathlib import Path
-from typing import Literal
-
-from pydantic import Field
 
 from ruwikibench.contract import GeneratedText
 from ruwikibench.evaluators.judges.common import (
-    JudgedItem,
-    JudgeOptions,
-    Mode,
-    Order,
     ShownOrder,
     task_instruction,
     words,
 )
 from ruwikibench.evaluators.judges.engine import judge_pending
 from ruwikibench.evaluators.judges.pairwise_plots import plot_runs, plot_summary
+from ruwikibench.evaluators.judges.pairwise_records import PairRecord, PairwiseOptions
 from ruwikibench.evaluators.judges.pairwise_summary import PairwiseSummary, summarize
 from ruwikibench.evaluators.judges.parsing import parse_pair_verdict
 from ruwikibench.evaluators.judges.rundir import (
@@ -44,46 +38,6 @@ from ruwikibench.evaluators.judges.rundir import (
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
 from ruwikibench.runlock import run_lock
-
-PairStatus = Literal["ok", "unparseable", "ambiguous", "out_of_range", "error"]
-
-
-class PairwiseOptions(JudgeOptions):
-    order: Order = Field(default="random", description="random order per item (seeded), or both orders")
-    seed: int = 0
-    resamples: int = 2000
-    prompt: str = "ru/judge_pairwise.txt"
-    prompt_guided: str = "ru/judge_pairwise_guided.txt"
-
-
-class PairRecord(JudgedItem):
-    """One line of judge_pairwise_<A>_vs_<B>.jsonl: one judge call on one item in one presentation order."""
-
-    reference_run: str
-    candidate_run: str
-    shown: ShownOrder
-    judge: str
-    mode: Mode
-    sha_reference: str
-    sha_candidate: str
-    status: PairStatus
-    score_reference: float | None = None
-    score_candidate: float | None = None
-    words_reference: int
-    words_candidate: int
-    rationale: str = ""
-    verdict: str = ""
-    prompt_sha256: str = ""
-    detail: str | None = None
-
-    def key(self) -> tuple[str, ...]:
-        return (self.stage, self.article, self.item, self.shown, self.judge, self.mode)
-
-    @property
-    def delta(self) -> float | None:
-        if self.score_reference is None or self.score_candidate is None:
-            return None
-        return self.score_candidate - self.score_reference
 
 
 def file_stem(reference_run: str, candidate_run: str) -> str:

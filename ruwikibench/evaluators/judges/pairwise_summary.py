@@ -18,7 +18,7 @@ from ruwikibench.evaluators.judges.rundir import RunError
 from ruwikibench.evaluators.stats import Estimate, bootstrap_ci, bootstrap_rows
 
 if TYPE_CHECKING:
-    from ruwikibench.evaluators.judges.pairwise import PairRecord, PairwiseOptions
+    from ruwikibench.evaluators.judges.pairwise_records import PairRecord, PairwiseOptions
 
 
 class ItemResult(BaseModel):

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from ruwikibench.cli import app
 from ruwikibench.models.fake import yes_no_completion
 from ruwikibench.nodes.citations import Citation
-from ruwikibench.runner.report import compare_runs
+from ruwikibench.reporting.compare import compare_runs
 from ruwikibench.writer.export import write_exports
 from ruwikibench.writer.models import WrittenArticle, WrittenSection
 from tests.fake_openai import fake_openai_server
@@ -102,7 +102,7 @@ def test_judge_citations_on_a_folder_without_articles_is_one_line(tmp_path: Path
 
 
 def test_single_write_folder_and_external_article_rows(tmp_path: Path) -> None:
-    from ruwikibench.writer.citations import cited_texts, load_articles
+    from ruwikibench.evaluators.judges.citations_run import cited_texts, load_articles
 
     folder = tmp_path / "qc"
     write_exports(article(), folder, extra={"sources": [], "config": {"models": {}}})

@@ -248,7 +248,7 @@ def test_pollux_layout_prompt_for_pollux_judges() -> None:
 
 
 def test_unreadable_run_config_only_matters_without_judge_config(make_run, tmp_path: Path) -> None:
-    from ruwikibench.evaluators.judges.common import judge_config
+    from ruwikibench.cli.judge import pick_config as judge_config
     from ruwikibench.evaluators.judges.rundir import RunError
 
     path = make_run("run1", [section("s1", "Текст.")], config={"models": {}, "unknown_field": 1})

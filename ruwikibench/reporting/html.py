@@ -3,9 +3,9 @@ the article index and, for several runs, per-article deltas) and one page per ar
 (reference beside generated, each item's scores, the node trace and timeline of every unit).
 
 Everything a page needs is inside it (CSS, the sorting script, charts as data URIs): no request at view time.
-The runs are read by :mod:`~ruwikibench.runner.report_data`; what each page shows is put together by
-:mod:`~ruwikibench.runner.report_page` and :mod:`~ruwikibench.runner.article_page` (the tables' numbers come
-from :mod:`ruwikibench.runner.report`); this module renders the templates and writes the files.
+The runs are read by :mod:`~ruwikibench.reporting.data`; what each page shows is put together by
+:mod:`~ruwikibench.reporting.page` and :mod:`~ruwikibench.reporting.article_page` (the tables' numbers come
+from :mod:`ruwikibench.reporting.tables`); this module renders the templates and writes the files.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from ruwikibench.dataset import Dataset
-from ruwikibench.runner.article_page import article_context
-from ruwikibench.runner.paired import PairedRow
-from ruwikibench.runner.report import report_stages
-from ruwikibench.runner.report_data import Run, RunData
-from ruwikibench.runner.report_page import report_context
+from ruwikibench.reporting.article_page import article_context
+from ruwikibench.reporting.data import Run, RunData
+from ruwikibench.reporting.page import report_context
+from ruwikibench.reporting.paired import PairedRow
+from ruwikibench.reporting.tables import report_stages
 
 TEMPLATES = Path(__file__).parent / "templates"
 ARTICLES_DIR = "articles"
@@ -51,7 +51,7 @@ def write_html_report(
     runs: list[Run], out: Path, view: str, charts: dict[str, Path], paired: dict[str, list[PairedRow]] | None = None
 ) -> Path:
     """Write ``out/report.html`` and ``out/articles/aNNNN.html``; returns report.html. ``paired``: the stages'
-    paired differences (:func:`ruwikibench.runner.report.paired_comparison`), shown after each stage's table."""
+    paired differences (:func:`ruwikibench.reporting.paired_comparison`), shown after each stage's table."""
     datasets: dict[str, tuple[Dataset | None, str]] = {}
     data = [RunData.load(run, datasets) for run in runs]
     stages = report_stages([r.metrics for r in data])

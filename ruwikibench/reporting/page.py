@@ -1,6 +1,6 @@
 """What ``report.html`` shows: the runs, the settings they differ in, one paper-layout table (and chart) per
 stage, the judge tables, failures and exclusions, the article index and, for several runs, per-article deltas.
-The tables' numbers come from :mod:`ruwikibench.runner.report`; this module arranges them for the template."""
+The tables' numbers come from :mod:`ruwikibench.reporting.tables`; this module arranges them for the template."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
-from ruwikibench.runner.paired import PairedRow, paired_table
-from ruwikibench.runner.report import (
+from ruwikibench.reporting.data import Run, RunData
+from ruwikibench.reporting.paired import PairedRow, paired_table
+from ruwikibench.reporting.settings import settings_table
+from ruwikibench.reporting.tables import (
     PAIRED_NOTE,
     PAPER_TABLE,
     TABLE_LABEL,
@@ -21,11 +23,9 @@ from ruwikibench.runner.report import (
     count_keys,
     floor_note,
     metric_scale,
-    settings_table,
     stage_columns,
     stage_table,
 )
-from ruwikibench.runner.report_data import Run, RunData
 
 TOP_DELTAS = 10
 

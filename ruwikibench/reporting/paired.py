@@ -31,7 +31,7 @@ from ruwikibench.evaluators.stats import (
     randomization_p_value,
 )
 from ruwikibench.jsonl import latest
-from ruwikibench.rundir import RunDir
+from ruwikibench.rundir import FLOORS_FILE, RunDir
 
 ALPHA = 0.05
 ItemKey = tuple[str, str]
@@ -137,8 +137,6 @@ def stage_items(results: Sequence[dict[str, Any]], floors: Sequence[dict[str, An
 
 def load_items(rundir: RunDir) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The run's latest score records and floor rows (none when the run has no floors.jsonl)."""
-    from ruwikibench.runner.floors import FLOORS_FILE
-
     floors = latest(rundir.read(FLOORS_FILE)) if rundir.file(FLOORS_FILE).exists() else []
     return rundir.results(), floors
 

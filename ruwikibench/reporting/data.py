@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ruwikibench.dataset import Dataset
+from ruwikibench.reporting.jsonl_index import JsonlIndex
 from ruwikibench.rundir import RunDir
-from ruwikibench.runner.jsonl_index import JsonlIndex
+from ruwikibench.runspec import spec_record
 
 Run = tuple[str, dict[str, Any], RunDir]
 
@@ -35,7 +36,7 @@ class RunData:
         from ruwikibench.rundir import open_errors
 
         name, metrics, rundir = run
-        spec = rundir.read_json("spec.json") if rundir.file("spec.json").exists() else {}
+        spec = spec_record(rundir)
         data = cls(name, metrics, rundir, spec)
         results = rundir.results()
         for record in results:
@@ -71,7 +72,7 @@ def _dataset_of(
     """The run's dataset (reference outlines, snippet relevance), loaded once per path; a note when unavailable."""
     path = str(spec.get("dataset", {}).get("path") or "")
     if path not in cache:
-        from ruwikibench.runner.datasets import resolve_dataset
+        from ruwikibench.dataset_files import resolve_dataset
 
         try:
             cache[path] = (resolve_dataset(path)[0], "") if path else (None, "the run names no dataset")

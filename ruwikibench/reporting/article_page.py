@@ -1,5 +1,5 @@
 """What an article page (``articles/aNNNN.html``) shows per stage and run: the reference beside the
-generated text (:mod:`ruwikibench.runner.article_views`), each item's scores, its failures, and the node trace
+generated text (:mod:`ruwikibench.reporting.article_views`), each item's scores, its failures, and the node trace
 and timeline of every unit."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 
 from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
 from ruwikibench.jsonl import latest, unit_key
-from ruwikibench.runner.article_views import ArticleRecords, article_view
-from ruwikibench.runner.report import PAPER_TABLE, count_keys, metric_scale, stage_columns
-from ruwikibench.runner.report_data import RunData
+from ruwikibench.reporting.article_views import ArticleRecords, article_view
+from ruwikibench.reporting.data import RunData
+from ruwikibench.reporting.tables import PAPER_TABLE, count_keys, metric_scale, stage_columns
 
 OUTPUT_CHARS = 6000  # a node's output shown on its page; the rest stays in nodes.jsonl
 

@@ -1,0 +1,127 @@
+"""Comparisons of several runs in the paper's table layouts: report.md (settings, each stage's table with its
+baselines and paired differences, citation and judge tables), one CSV and one PNG per stage, and report.html
+(laid out by :mod:`ruwikibench.reporting.html`)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+from ruwikibench.reporting.html import write_html_report
+from ruwikibench.reporting.paired import PairedRow, compare_runs_paired, load_items, paired_table
+from ruwikibench.reporting.plots import plot_stage
+from ruwikibench.reporting.settings import settings_table
+from ruwikibench.reporting.tables import (
+    baseline_note,
+    markdown_table,
+    paired_section,
+    report_stages,
+    stage_headlines,
+    stage_table,
+    table_title,
+)
+from ruwikibench.rundir import RunDir
+
+
+def load_run(path: str | Path) -> tuple[str, dict[str, Any], RunDir]:
+    rundir = RunDir(path)
+    metrics = rundir.read_json("metrics.json")
+    return rundir.path.name, metrics, rundir
+
+
+def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded") -> Path:
+    """Write report.md, one CSV and one PNG per stage, and report.html comparing the runs; returns report.md."""
+    runs = [load_run(p) for p in paths]  # a directory that is not a run stops here, before `out` exists
+    out.mkdir(parents=True, exist_ok=True)
+    parts = [
+        "# RuWikiBench comparison",
+        "",
+        markdown_table(settings_table(runs)),
+        "",
+        (
+            "×100, mean [95% CI]. *floor*: the embedding metric of each output against the references of other "
+            "articles (chance level for this embedder); *rescaled* = (score − floor) / (1 − floor)."
+        ),
+        "",
+    ]
+    charts: dict[str, Path] = {}
+    paired = paired_comparison(runs)
+    for stage in report_stages([m for _, m, _ in runs]):
+        present = [(name, m[stage]) for name, m, _ in runs if stage in m]
+        rows = stage_table(stage, present, view)
+        parts += [
+            f"## {table_title(stage)}",
+            "",
+            markdown_table(rows),
+            "",
+            *[line for name, data in present for line in baseline_note(stage, data, name)],
+            *paired_section(paired.get(stage, [])),
+            f"![{stage}]({stage}.png)",
+            "",
+        ]
+        _write_csv(out / f"{stage}.csv", rows)
+        if paired.get(stage):
+            _write_csv(out / f"{stage}_paired.csv", paired_table(paired[stage]))
+        else:  # one run, or an --out directory used before: no stale table
+            (out / f"{stage}_paired.csv").unlink(missing_ok=True)
+        plot_stage(stage, present, out / f"{stage}.png", view)
+        charts[stage] = out / f"{stage}.png"
+    parts += citation_section(runs)
+    parts += _judge_sections(runs, out)
+    (out / "report.md").write_text("\n".join(parts) + "\n", encoding="utf-8")
+    write_html_report(runs, out, view, charts, paired)
+    return out / "report.md"
+
+
+def _write_csv(path: Path, rows: list[list[str]]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows(rows)
+
+
+def paired_comparison(runs: list[tuple[str, dict[str, Any], RunDir]]) -> dict[str, list[PairedRow]]:
+    """Per stage, each run after the first against the first over the items both scored (see
+    :mod:`ruwikibench.reporting.paired`); empty for one run."""
+    if len(runs) < 2:
+        return {}
+    stages = report_stages([m for _, m, _ in runs])
+    first = {stage: next(m[stage] for _, m, _ in runs if stage in m) for stage in stages}
+    headlines = {stage: stage_headlines(stage, first[stage]) for stage in stages}
+    items = [(name, *load_items(rundir)) for name, _, rundir in runs]
+    return compare_runs_paired(items, stages, headlines)
+
+
+def citation_section(runs: list[tuple[str, dict[str, Any], RunDir]]) -> list[str]:
+    """One table of the runs judged by ``judge citations``: recall, precision, unsupported share with CIs."""
+    from ruwikibench.evaluators.judges.citations import summarize_citations
+
+    rows = [{"run": name, **row} for name, _, rundir in runs for row in summarize_citations(rundir.path)]
+    if not rows:
+        return []
+    header = list(rows[0])
+    return [
+        "## Citation faithfulness (judge citations; ×100, mean [95% CI] over sentences / citations)",
+        "",
+        markdown_table([header, *[[r[h] for h in header] for r in rows]]),
+        "",
+    ]
+
+
+def _judge_sections(runs: list[tuple[str, dict[str, Any], RunDir]], out: Path) -> list[str]:
+    from ruwikibench.evaluators.judges import judge_tables
+
+    parts: list[str] = []
+    for name, _, rundir in runs:
+        for title, rows in judge_tables(rundir.path).items():
+            header = list(rows[0])
+            parts += [
+                f"## {title} — {name}",
+                "",
+                markdown_table([header, *[[r[h] for h in header] for r in rows]]),
+                "",
+            ]
+        for chart in sorted(rundir.path.glob("judge_pairwise_*.png")):
+            target = out / f"{name}__{chart.name}"
+            target.write_bytes(chart.read_bytes())
+            parts += [f"![{chart.stem}]({target.name})", ""]
+    return parts

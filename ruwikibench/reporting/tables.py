@@ -1,0 +1,225 @@
+"""The report's tables: a stage's columns (each embedding metric with its floor and rescaled columns), cells
+×100 with CIs, the runs' rows with their no-LLM baselines, and the one-line notes under a table. Shared by
+report.md, the console and the HTML pages."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
+from ruwikibench.evaluators.stats import Estimate
+from ruwikibench.registry import get_stage, stage_names
+from ruwikibench.reporting.paired import Headline, PairedRow, paired_table
+
+SCALE = 100.0
+PAPER_TABLE = {"ranking": "Tables 3/4", "outline": "Table 5", "sections": "Table 7"}
+TABLE_LABEL = {**PAPER_TABLE, "writer": "whole article, not in the paper"}
+
+
+def table_title(stage: str, note: str = "") -> str:
+    """'writer (whole article, not in the paper; ×100 …)': the stage, its table label and ``note``."""
+    inside = "; ".join(part for part in (TABLE_LABEL.get(stage, ""), note) if part)
+    return f"{stage} ({inside})" if inside else stage
+
+
+def report_stages(metrics: list[dict[str, Any]]) -> list[str]:
+    """The stages present in any of the runs' metrics, in the registry's order, then any other stage by name."""
+    present = set().union(*(m.keys() for m in metrics)) if metrics else set()
+    known = [s for s in stage_names() if s in present]
+    return known + sorted(present - set(known))
+
+
+def stage_columns(stage: str, metrics: dict[str, Any]) -> list[tuple[str, str]]:
+    """The stage's declared layout, each embedding metric followed by its floor and rescaled columns
+    (or every metric key if the stage module is unavailable)."""
+    try:
+        declared = get_stage(stage)
+    except Exception:  # noqa: BLE001
+        return [(key, key) for key in sorted(metrics.get("metrics", {}))]
+    return with_floor_columns(list(declared.columns), tuple(getattr(declared, "floor_keys", ())))
+
+
+def with_floor_columns(columns: list[tuple[str, str]], floor_keys: tuple[str, ...]) -> list[tuple[str, str]]:
+    """After each column whose key has a permutation floor: '<title> floor' and '<title> rescaled'."""
+    out: list[tuple[str, str]] = []
+    for title, key in columns:
+        out.append((title, key))
+        if key in floor_keys:
+            out += [(f"{title} floor", key + FLOOR_SUFFIX), (f"{title} rescaled", key + RESCALED_SUFFIX)]
+    return out
+
+
+def count_keys(stage: str) -> frozenset[str]:
+    """Metrics the stage declares as counts (headings, depth): shown as they are, never ×100."""
+    try:
+        return frozenset(getattr(get_stage(stage), "count_keys", ()))
+    except Exception:  # noqa: BLE001
+        return frozenset()
+
+
+def metric_scale(key: str, counts: frozenset[str]) -> float:
+    """×100 for fractions, 1 for the stage's count metrics."""
+    return 1.0 if key in counts else SCALE
+
+
+def cell(metrics: dict[str, Any], key: str, view: str, scale: float = SCALE) -> str:
+    est = metrics.get("metrics", {}).get(key, {}).get(view)
+    if not est or not est.get("n"):
+        return "—"
+    return Estimate.model_validate(est).fmt(scale)
+
+
+BASELINE_PREFIX = "↳ baseline: "
+
+
+def with_baseline_rows(runs: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """Each run followed by its no-LLM baselines (``metrics[stage]['baselines']``), labelled with
+    :data:`BASELINE_PREFIX`: a baseline has no failures, so both views show the same figures."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for name, metrics in runs:
+        out.append((name, metrics))
+        for baseline, summary in (metrics.get("baselines") or {}).items():
+            out.append((BASELINE_PREFIX + baseline, summary))
+    return out
+
+
+def stage_table(
+    stage: str, runs: list[tuple[str, dict[str, Any]]], view: str = "failures_excluded", baselines: bool = True
+) -> list[list[str]]:
+    """Rows (header first): one row per run (each followed by its no-LLM baselines unless ``baselines`` is
+    False), the stage's columns, then the counts: ``scored`` (items that were scored: the n of the
+    failures-excluded means), ``excluded`` (paper exclusions), ``failed`` (failed units) and, in the
+    failures-as-zero view, ``zeroed`` (failures averaged in as 0, and in which columns when not all)."""
+    columns = stage_columns(stage, runs[0][1] if runs else {})
+    counts_only = count_keys(stage)
+    header = ["run", *[title for title, _ in columns], "scored", "excluded", "failed"]
+    if view == "failures_as_zero":
+        header.append("zeroed")
+    rows = [header]
+    for name, metrics in with_baseline_rows(runs) if baselines else runs:
+        counts = metrics.get("counts", {})
+        row = [
+            name,
+            *[cell(metrics, key, view, metric_scale(key, counts_only)) for _, key in columns],
+            str(counts.get("evaluated", 0)),
+            str(counts.get("excluded", 0)),
+            str(counts.get("failed_units", 0)),
+        ]
+        if view == "failures_as_zero":  # columns this run has no estimate for (no item had the key) say nothing
+            row.append(_zeroed([c for c in columns if c[1] in metrics.get("metrics", {})], counts))
+        rows.append(row)
+    return rows
+
+
+def _zeroed(columns: list[tuple[str, str]], counts: dict[str, Any]) -> str:
+    """'1' when every failure was zeroed in every metric column, else which columns got how many zeros."""
+    zeroed = counts.get("zeroed")
+    if zeroed is None:  # metrics.json written before per-metric zeroing: every failure zeroed everywhere
+        return str(counts.get("failed_units", 0))
+    metric = [(title, key) for title, key in columns if not key.endswith(FLOOR_SUFFIX)]
+    base = [(title, key.removesuffix(RESCALED_SUFFIX)) for title, key in metric]
+    per_column = {title: int(zeroed.get(key, 0)) for title, key in base}
+    values = set(per_column.values())
+    if len(values) == 1:
+        return str(values.pop())
+    return ", ".join(f"{n} in {title}" for title, n in per_column.items() if n) or "0"
+
+
+VERDICTS = {"better": "beats it", "worse": "is below it", "no significant difference": "does not differ from it "
+            "significantly", "no shared item": "shares no item with it"}
+
+
+def baseline_lines(stage: str, data: dict[str, Any], run: str = "the run") -> list[str]:
+    """One sentence per compared metric: the run − its best no-LLM baseline, paired over shared items."""
+    titles = {key: title for title, key in stage_columns(stage, data)}
+    counts = count_keys(stage)
+    lines = []
+    for key, versus in (data.get("vs_baseline") or {}).items():
+        diff = Estimate.model_validate(versus["difference"])
+        p = versus.get("p_value")
+        p_text = "—" if p is None or math.isnan(p) else f"{p:.3g}"
+        lines.append(
+            f"- {titles.get(key, key)}: {run} − best baseline ({versus['baseline']}) = "
+            f"{diff.fmt(metric_scale(key, counts))}, p = {p_text}, {versus['items']} paired items: "
+            f"{run} **{VERDICTS.get(versus['verdict'], versus['verdict'])}**"
+        )
+    return lines
+
+
+def baseline_note(stage: str, data: dict[str, Any], run: str = "the run") -> list[str]:
+    """The 'vs the best baseline' paragraph of a stage (empty when the run has no baselines)."""
+    lines = baseline_lines(stage, data, run)
+    if data.get("vs_baseline_error"):
+        lines.append(f"- {run}: no comparison with the baselines ({data['vs_baseline_error']})")
+    if not lines:
+        return []
+    head = ("Against the no-LLM baselines (rows '↳ baseline: …'; paired bootstrap 95% CI over the items both "
+            "scored, approximate-randomization p):")
+    return [head, "", *lines, ""]
+
+
+def markdown_table(rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+    lines += ["| " + " | ".join(row) + " |" for row in rows[1:]]
+    return "\n".join(lines)
+
+
+def judgements_line(data: dict[str, Any]) -> str:
+    """'LLM judgements: N, failed M (…)' for a stage whose units make judgements (ranking), else ''."""
+    counts = data.get("counts", {})
+    if not counts.get("judgements"):
+        return ""
+    sources = counts.get("judgement_sources", {})
+    failed = counts.get("failed_judgements", 0)
+    detail = ", ".join(f"{s} {sources[s]}" for s in ("error", "unparseable") if sources.get(s))
+    line = f"LLM judgements: {counts['judgements']}, failed {failed}"
+    return line + (f" ({detail}; asked again when the run resumes)" if failed else "")
+
+
+def floor_note(floor: dict[str, Any]) -> str:
+    """One line saying how the floor columns were measured and what the rescaled columns are."""
+    return (
+        f"Floor: the metric of each output against the references of other articles ({floor.get('items')} items, "
+        f"{floor.get('pairs')} pairs, up to {floor.get('per_item_max')} per item, seed {floor.get('seed')}); "
+        "rescaled = (score − floor) / (1 − floor): 0 is chance level, 100 a perfect match."
+    )
+
+
+def stage_headlines(stage: str, metrics: dict[str, Any]) -> list[Headline]:
+    """The metrics a paired comparison covers: the stage's columns but its counts (headings, depth), each
+    marked when it has a permutation floor (its rescaled difference follows it)."""
+    columns = stage_columns(stage, metrics)
+    keys = {key for _, key in columns}
+    counts = count_keys(stage)
+    return [
+        Headline(title, key, SCALE, key + RESCALED_SUFFIX in keys)
+        for title, key in columns
+        if key not in counts and not key.endswith((FLOOR_SUFFIX, RESCALED_SUFFIX))
+    ]
+
+
+PAIRED_NOTE = (
+    "Each run minus the first run, over the items both scored (items scored by one run only, or excluded in "
+    "either, are left out and counted); ×100, mean difference [95% paired bootstrap CI]; p: two-sided "
+    "approximate randomization (the chance of a difference at least this large if the two runs were "
+    "interchangeable item by item), one test per row, no correction for the number of rows. A run *beats* "
+    "the other when p < 0.05 and the CI excludes 0."
+)
+
+
+def paired_section(rows: list[PairedRow]) -> list[str]:
+    """The stage's 'Paired differences' block of report.md (nothing for one run), significant rows spelled out."""
+    if not rows:
+        return []
+    found = [f"- {row.sentence()}" for row in rows if row.winner is not None]
+    return [
+        "### Paired differences",
+        "",
+        PAIRED_NOTE,
+        "",
+        markdown_table(paired_table(rows)),
+        "",
+        *(found or ["No significant difference in any metric."]),
+        "",
+    ]
