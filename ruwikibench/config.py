@@ -79,6 +79,10 @@ class ModelConfig(BaseModel):
         return self.model_dump(exclude=_NOT_IDENTITY)
 
 
+E5_INT8_SHA256 = "e2593cc3d8aa337acff559df92ed6bbba9855c8c46e9c3ecfbec01e5ad3a63c3"
+"""sha256 of the e5-int8 embedder's model file (ruwikibench/models/e5_int8_asset.py builds it): part of its identity."""
+
+
 class EmbedderConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -140,9 +144,7 @@ class EmbedderConfig(BaseModel):
         exclude |= {name for name in ("options", "max_tokens") if not getattr(self, name)}
         data = self.model_dump(mode="json", exclude=exclude)
         if self.kind == "e5-int8":
-            from ruwikibench.models.e5_int8_asset import MODEL_SHA256
-
-            data["model_sha256"] = MODEL_SHA256
+            data["model_sha256"] = E5_INT8_SHA256
         return data
 
     def identity(self) -> dict[str, Any]:

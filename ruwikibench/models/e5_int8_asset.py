@@ -16,12 +16,13 @@ import json
 import tempfile
 from pathlib import Path
 
-from ruwikibench.models.local_assets import LocalAssetError, _stamp, _stamp_path, cache_root, file_sha256
+from ruwikibench.config import E5_INT8_SHA256
+from ruwikibench.models.asset_files import LocalAssetError, cache_root, file_sha256, stamp, stamp_path
 
 FILENAME = "e5-small-int8.onnx"
 SOURCE_FILE = "e5-small-q4.bin"
 SOURCE_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
-MODEL_SHA256 = "e2593cc3d8aa337acff559df92ed6bbba9855c8c46e9c3ecfbec01e5ad3a63c3"
+MODEL_SHA256 = E5_INT8_SHA256
 
 
 def model_path() -> Path:
@@ -43,15 +44,15 @@ def is_built() -> bool:
     path = model_path()
     if not path.is_file():
         return False
-    stamp = _stamp_path(path)
+    stamp_file = stamp_path(path)
     try:
-        if stamp.is_file() and json.loads(stamp.read_text()) == _stamp(path, MODEL_SHA256):
+        if stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp(path, MODEL_SHA256):
             return True
     except (OSError, ValueError):
         pass
     if file_sha256(path) != MODEL_SHA256:
         return False
-    stamp.write_text(json.dumps(_stamp(path, MODEL_SHA256)))
+    stamp_file.write_text(json.dumps(stamp(path, MODEL_SHA256)))
     return True
 
 
@@ -86,7 +87,7 @@ def build(target: Path) -> None:
                 "differ from the versions pinned in the [local] extra"
             )
         int8_path.replace(target)
-    _stamp_path(target).write_text(json.dumps(_stamp(target, MODEL_SHA256)))
+    stamp_path(target).write_text(json.dumps(stamp(target, MODEL_SHA256)))
 
 
 def ensure_e5_int8(*, build_missing: bool = True) -> Path:

@@ -17,13 +17,15 @@ import hashlib
 import importlib
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from ruwikibench.durable import replace_durably
+from ruwikibench.models.asset_files import LocalAssetError, cache_root, file_sha256
+from ruwikibench.models.asset_files import stamp as _stamp
+from ruwikibench.models.asset_files import stamp_path as _stamp_path
 
 _CHUNK = 8 << 20
 
@@ -70,10 +72,6 @@ LOCAL_MODELS: dict[str, LocalModel] = {
 DEFAULT_LOCAL_MODEL = "qwen2.5-coder-1.5b"
 
 
-class LocalAssetError(RuntimeError):
-    pass
-
-
 def local_model(name: str) -> LocalModel:
     try:
         return LOCAL_MODELS[name]
@@ -81,30 +79,8 @@ def local_model(name: str) -> LocalModel:
         raise LocalAssetError(f"unknown local model {name!r}; known: {', '.join(LOCAL_MODELS)}") from None
 
 
-def cache_root() -> Path:
-    """``$RUWIKIBENCH_CACHE`` or ``~/.cache/ruwikibench``."""
-    return Path(os.environ.get("RUWIKIBENCH_CACHE") or "~/.cache/ruwikibench").expanduser()
-
-
 def model_path(name: str) -> Path:
     return cache_root() / "models" / local_model(name).filename
-
-
-def _stamp_path(path: Path) -> Path:
-    return path.with_name(path.name + ".sha256")
-
-
-def _stamp(path: Path, digest: str) -> dict[str, object]:
-    stat = path.stat()
-    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": digest}
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def is_verified(name: str) -> bool:
