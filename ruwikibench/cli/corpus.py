@@ -181,7 +181,14 @@ def embed(
     """Precompute what runs reuse: every snippet's embedding (as a passage, the mode the outline and sections
     stages share) into <cache_dir>/embeddings.sqlite, and the BM25 index into <cache_dir>/bm25/. Resumable:
     what is cached already is skipped."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     from ruwikibench.config import ConfigError
     from ruwikibench.config_loader import load_config
@@ -200,7 +207,7 @@ def embed(
     embedder = make_embedder(cfg.embedder, cfg.cache_path)
     console = Console(stderr=True)
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console) as progress:
+                  TimeRemainingColumn(), console=console) as progress:  # the model uses every core
         bar = progress.add_task(f"embed ({cfg.embedder.id})", total=len(snippets))
         fresh = embed_snippets(embedder, snippets, max(1, batch), lambda n: progress.advance(bar, n))
     console.print(f"{len(snippets)} snippets: {fresh} embedded now, {len(snippets) - fresh} from the cache "

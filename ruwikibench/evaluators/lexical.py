@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import sacrebleu
 from razdel import tokenize as razdel_tokenize
-from rouge_score import rouge_scorer
+
+if TYPE_CHECKING:  # sacrebleu and rouge-score load nltk and scipy.stats: imported when first scored
+    from rouge_score import rouge_scorer
 
 
 @lru_cache(maxsize=1)
@@ -50,6 +51,8 @@ class RussianTokenizer:
 
 @lru_cache(maxsize=2)
 def _scorer(lemmatize: bool) -> rouge_scorer.RougeScorer:
+    from rouge_score import rouge_scorer
+
     return rouge_scorer.RougeScorer(["rougeL"], tokenizer=RussianTokenizer(lemmatize))
 
 
@@ -63,6 +66,8 @@ def sentence_bleu(
     generated: str, reference: str, *, tokenize: str = "intl", lowercase: bool = False
 ) -> float:
     """sacrebleu sentence BLEU (0–100) of one generated text against one reference."""
+    import sacrebleu
+
     bleu = sacrebleu.BLEU(tokenize=tokenize, lowercase=lowercase, effective_order=True)
     return float(bleu.sentence_score(generated, [reference]).score)
 
@@ -73,6 +78,8 @@ def corpus_bleu(
     """sacrebleu corpus BLEU (0–100): n-gram counts pooled over all (generated, reference) pairs."""
     if len(generated) != len(references):
         raise ValueError(f"corpus_bleu: {len(generated)} generated texts but {len(references)} references")
+    import sacrebleu
+
     bleu = sacrebleu.BLEU(tokenize=tokenize, lowercase=lowercase)
     return float(bleu.corpus_score(list(generated), [list(references)]).score)
 

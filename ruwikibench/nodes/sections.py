@@ -18,8 +18,6 @@ import numpy as np
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 from pydantic import BaseModel, Field, ValidationError
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
 
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Dataset
@@ -169,6 +167,9 @@ def similarity_groups(vectors: np.ndarray, threshold: float) -> list[list[int]]:
     if n == 0:
         return []
     sims = np.asarray(vectors, dtype=np.float64) @ np.asarray(vectors, dtype=np.float64).T
+    from scipy.sparse import csr_matrix  # scipy loads with the run's warm-up, after the first request
+    from scipy.sparse.csgraph import connected_components
+
     _, labels = connected_components(csr_matrix(sims >= threshold), directed=False)
     groups: dict[int, list[int]] = {}
     for index, label in enumerate(labels):

