@@ -34,11 +34,12 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded") 
     """Write report.md, one CSV and one PNG per stage, and report.html comparing the runs; returns report.md."""
     runs = [load_run(p) for p in paths]  # a directory that is not a run stops here, before `out` exists
     out.mkdir(parents=True, exist_ok=True)
+    settings = settings_table(runs)
+    _write_csv(out / "settings.csv", settings.csv_rows())
     parts = [
         "# RuWikiBench comparison",
         "",
-        markdown_table(settings_table(runs)),
-        "",
+        *settings.markdown(),
         (
             "×100, mean [95% CI]. *floor*: the embedding metric of each output against the references of other "
             "articles (chance level for this embedder); *rescaled* = (score − floor) / (1 − floor)."

@@ -14,16 +14,16 @@ from typing import Any
 from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
 from ruwikibench.reporting.data import Run, RunData
 from ruwikibench.reporting.paired import PairedRow, paired_table
-from ruwikibench.reporting.settings import settings_table
+from ruwikibench.reporting.settings import SHORT_VALUE, SettingsTable, settings_table, shorten
 from ruwikibench.reporting.tables import (
     PAIRED_NOTE,
     PAPER_TABLE,
-    TABLE_LABEL,
     baseline_lines,
     count_keys,
     floor_note,
     metric_scale,
     stage_columns,
+    stage_label,
     stage_table,
 )
 
@@ -66,7 +66,7 @@ def report_context(
             {
                 "name": stage,
                 "paper": PAPER_TABLE.get(stage, ""),
-                "label": TABLE_LABEL.get(stage, ""),
+                "label": stage_label(stage),
                 "rows": stage_table(stage, present, view),
                 "chart": data_uri(charts[stage]) if stage in charts and charts[stage].exists() else None,
                 "floor_note": floor_note(floors[0]) if floors else "",
@@ -80,13 +80,29 @@ def report_context(
         "created": time.strftime("%Y-%m-%d %H:%M"),
         "view": view.replace("_", " "),
         "runs": [run_summary(r) for r in data],
-        "settings": settings_table(runs),
+        "settings": settings_block(settings_table(runs)),
         "stages": stage_blocks,
         "judges": judge_blocks(data),
         "problems": problem_rows(data, pages),
         "index": index_table(data, stages, articles, pages),
         "deltas": [d for stage in stages if (d := delta_block(data, stage, articles, pages))],
     }
+
+
+def settings_block(table: SettingsTable) -> dict[str, Any]:
+    """The settings for the template: per group, each row's cells shortened with the whole value for hover."""
+
+    def groups(rows: list[Any]) -> list[dict[str, Any]]:
+        return [
+            {"name": group, "rows": [
+                {"key": row.key, "cells": [{"text": shorten(v, SHORT_VALUE), "full": v} for v in row.values]}
+                for row in members
+            ]}
+            for group, members in table.by_group(rows)
+        ]
+
+    return {"runs": table.runs, "differing": groups(table.differing), "same": groups(table.same),
+            "same_count": len(table.same)}
 
 
 def paired_block(rows: list[PairedRow]) -> dict[str, Any] | None:
