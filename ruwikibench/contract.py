@@ -25,6 +25,8 @@ A stage is an object registered by name in :mod:`ruwikibench.registry` (``@regis
 - ``failure_keys(reason, keys)`` (optional): the metric keys a failed unit zeroes in the failures-as-zero view
   (default: all)
 - ``order`` (optional): where the stage's table comes in reports (lower first; default 100)
+- ``description`` (optional): one line saying what the stage does; the console, report.md and report.html
+  title a stage's table with it when the stage has no table of the paper (default: the bare name)
 - ``headline_key`` (optional): the metric the HTML report's article index and per-article deltas show
   (default: the first column's)
 """

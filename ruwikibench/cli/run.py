@@ -76,13 +76,13 @@ def print_baseline_lines(stage: str, data: dict[str, Any], run: str) -> None:
 
 
 def _show(rundir: Any, stages: list[str]) -> None:
-    from ruwikibench.reporting.tables import PAPER_TABLE, judgements_line, stage_table
+    from ruwikibench.reporting.tables import judgements_line, stage_table, table_title
 
     metrics = rundir.read_json("metrics.json")
     for stage in stages:
         if stage in metrics:
             rows = stage_table(stage, [(rundir.path.name, metrics[stage])])
-            print_table(f"{stage} — paper {PAPER_TABLE.get(stage, '-')} layout (×100, mean [95% CI])", rows)
+            print_table(table_title(stage, "×100, mean [95% CI]"), rows)
             print_baseline_lines(stage, metrics[stage], "the run")
             if judgements_line(metrics[stage]):
                 console.print(f"{stage}: {judgements_line(metrics[stage])}", markup=False, highlight=False)
@@ -211,9 +211,10 @@ def stages() -> None:
     """The registered stages (built in, and from installed packages' `ruwikibench.stages` entry points)."""
     from ruwikibench.registry import known_stages, plugin_errors
 
-    rows = [["stage", "defined in", "columns"]]
+    rows = [["stage", "description", "defined in", "columns"]]
     for name, stage in known_stages().items():
-        rows.append([name, type(stage).__module__, ", ".join(title for title, _ in stage.columns)])
+        rows.append([name, str(getattr(stage, "description", "") or ""), type(stage).__module__,
+                     ", ".join(title for title, _ in stage.columns)])
     print_table("stages", rows)
     for name, error in plugin_errors().items():
         console.print(f"[red]not loaded:[/red] {name}: {error}")
@@ -236,13 +237,13 @@ def report(run_dirs: Annotated[list[Path], typer.Argument(help="run directories 
            = None) -> None:
     """Compare runs in the paper's table layouts: Markdown, CSV, PNG charts with CIs, report.html + article pages."""
     from ruwikibench.reporting.compare import compare_runs, load_run
-    from ruwikibench.reporting.tables import report_stages, stage_table
+    from ruwikibench.reporting.tables import report_stages, stage_table, table_title
 
     path = compare_runs(run_dirs, out, view)
     runs = [load_run(p) for p in run_dirs]
     for stage in report_stages([m for _, m, _ in runs]):
         present = [(name, m[stage]) for name, m, _ in runs if stage in m]
-        print_table(f"{stage} (×100, mean [95% CI], {view})", stage_table(stage, present, view))
+        print_table(table_title(stage, f"×100, mean [95% CI], {view}"), stage_table(stage, present, view))
         for name, data in present:
             print_baseline_lines(stage, data, name)
         paired = out / f"{stage}_paired.csv"

@@ -92,6 +92,7 @@ class OutlineStage:
     """The benchmark contract of :mod:`ruwikibench.contract` for stage 2."""
 
     name = NAME
+    description = "outline: cluster the snippets -> mini-outlines -> merge"
     order = 2
     columns: ClassVar[list[tuple[str, str]]] = [
         ("Mean F1", "f1"),

@@ -77,6 +77,7 @@ async def write(state: LeadState, runtime: Runtime[StageContext]) -> dict[str, A
 
 class LeadStage:
     name = NAME
+    description = "the lead written from the snippets that best match the title, ROUGE-L"
     columns: ClassVar[list[tuple[str, str]]] = [("ROUGE-L F", "rouge_l"), ("P", "rouge_l_p"), ("R", "rouge_l_r")]
     options_model = LeadOptions
     roles = ("lead",)
