@@ -234,12 +234,15 @@ def report(run_dirs: Annotated[list[Path], typer.Argument(help="run directories 
            out: Annotated[Path, typer.Option("--out", "-o")] = Path("runs/report"),
            view: Annotated[str, typer.Option(help="failures_excluded | failures_as_zero")] = "failures_excluded",
            screenshot: Annotated[Path | None, typer.Option(help="also save a PNG of report.html (headless Chromium)")]
-           = None) -> None:
+           = None,
+           paper: Annotated[bool, typer.Option("--paper", help="show the paper's published results (Tables 3-5, 7) "
+                                               "as reference rows, each run marked comparable or not")] = False,
+           ) -> None:
     """Compare runs in the paper's table layouts: Markdown, CSV, PNG charts with CIs, report.html + article pages."""
     from ruwikibench.reporting.compare import compare_runs, load_run
     from ruwikibench.reporting.tables import report_stages, stage_table, table_title
 
-    path = compare_runs(run_dirs, out, view)
+    path = compare_runs(run_dirs, out, view, paper)
     runs = [load_run(p) for p in run_dirs]
     for stage in report_stages([m for _, m, _ in runs]):
         present = [(name, m[stage]) for name, m, _ in runs if stage in m]

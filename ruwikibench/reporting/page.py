@@ -14,6 +14,7 @@ from typing import Any
 from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
 from ruwikibench.reporting.data import Run, RunData
 from ruwikibench.reporting.paired import PairedRow, paired_table
+from ruwikibench.reporting.paper import PaperBlock, paper_notes, with_paper_rows
 from ruwikibench.reporting.settings import SHORT_VALUE, SettingsTable, settings_table, shorten
 from ruwikibench.reporting.tables import (
     PAIRED_NOTE,
@@ -55,19 +56,24 @@ def report_context(
     articles: list[str],
     pages: dict[str, str],
     paired: dict[str, list[PairedRow]] | None = None,
+    paper: dict[str, PaperBlock] | None = None,
 ) -> dict[str, Any]:
-    paired = paired or {}
+    paired, paper = paired or {}, paper or {}
     runs: list[Run] = [(r.name, r.metrics, r.rundir) for r in data]
     stage_blocks = []
     for stage in stages:
         present = [(r.name, r.metrics[stage]) for r in data if stage in r.metrics]
         floors = [m["floor"] for _, m in present if m.get("floor")]
+        rows = stage_table(stage, present, view)
+        with_paper = with_paper_rows(stage, rows, paper.get(stage), present[0][1])
         stage_blocks.append(
             {
                 "name": stage,
                 "paper": PAPER_TABLE.get(stage, ""),
                 "label": stage_label(stage),
-                "rows": stage_table(stage, present, view),
+                "rows": with_paper,
+                "row_classes": [""] * (len(rows) - 1) + ["paper"] * (len(with_paper) - len(rows)),
+                "paper_notes": [note.replace("**", "") for note in paper_notes(stage, paper.get(stage), present[0][1])],
                 "chart": data_uri(charts[stage]) if stage in charts and charts[stage].exists() else None,
                 "floor_note": floor_note(floors[0]) if floors else "",
                 "baselines": [line.removeprefix("- ").replace("**", "") for name, m in present

@@ -156,7 +156,8 @@ def settings_table(runs: list[tuple[str, dict[str, Any], RunDir]]) -> SettingsTa
     flat = [spec_settings(read_spec(rundir)) for _, _, rundir in runs]
     keys = sorted({key for settings in flat for key in settings})
     roles = sorted({key.split(".")[1] for key in keys if key.startswith("models.") and key.count(".") >= 2})
-    differing, same = [], []
+    differing: list[SettingRow] = []
+    same: list[SettingRow] = []
     for key in keys:
         compared = {json.dumps(settings.get(key), sort_keys=True) for settings in flat}
         row = SettingRow(group=setting_group(key), key=key, values=[_value(settings, key) for settings in flat])
