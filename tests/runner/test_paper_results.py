@@ -21,6 +21,7 @@ from ruwikibench.reporting.paper import (
 from ruwikibench.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parents[2]
+STAGES = (("ranking", "rerank_ndcg"), ("outline", "f1_authors"), ("sections", "f1"))
 
 
 def _figure(table: int, model: str, column: str) -> float:
@@ -69,13 +70,13 @@ def _run(tmp: Path, name: str, config: str, articles: int) -> Path:
     spec = {"dataset": {"id": "d"}, "config": load_config(ROOT / "configs" / config).model_dump(mode="json")}
     (path / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
     with open(path / "results.jsonl", "w", encoding="utf-8") as handle:
-        for stage, key in (("ranking", "rerank_ndcg"), ("outline", "f1_authors")):
+        for stage, key in STAGES:
             for i in range(articles):
                 record = {"stage": stage, "article": f"a{i}", "item": "article", "metrics": {key: 0.9}}
                 handle.write(json.dumps(record) + "\n")
     estimate = {"failures_excluded": {"mean": 0.9, "low": 0.9, "high": 0.9, "n": articles}}
     metrics = {stage: {"metrics": {key: estimate}, "counts": {"evaluated": articles}}
-               for stage, key in (("ranking", "rerank_ndcg"), ("outline", "f1_authors"))}
+               for stage, key in STAGES}
     (path / "metrics.json").write_text(json.dumps(metrics), encoding="utf-8")
     return path
 
@@ -100,6 +101,9 @@ def test_paper_settings_are_comparable_local_ones_are_not(runs: list[Path]) -> N
     assert ranking is not None
     assert [(c.variant.name, c.comparable) for c in ranking.comparisons] == [("Table 3", True), ("Table 4", False)]
     assert "ranking.max_candidates = 12 (paper: null)" in ranking.comparisons[1].differing
+    sections = paper_block("sections", [(p.name, RunDir(p)) for p in runs])
+    assert sections is not None and [c.comparable for c in sections.comparisons] == [True, False]
+    assert "sections.max_snippets = 6 (paper: null)" in sections.comparisons[1].differing
 
 
 def test_report_shows_the_paper_rows_when_asked(runs: list[Path], tmp_path: Path) -> None:
