@@ -239,16 +239,20 @@ def report(run_dirs: Annotated[list[Path], typer.Argument(help="run directories 
                                                "as reference rows, each run marked comparable or not")] = False,
            ) -> None:
     """Compare runs in the paper's table layouts: Markdown, CSV, PNG charts with CIs, report.html + article pages."""
-    from ruwikibench.reporting.compare import compare_runs, load_run
+    from ruwikibench.reporting.compare import compare_runs, load_run, paper_blocks
     from ruwikibench.reporting.tables import report_stages, stage_table, table_title
 
     path = compare_runs(run_dirs, out, view, paper)
     runs = [load_run(p) for p in run_dirs]
+    references = paper_blocks(runs) if paper else {}
     for stage in report_stages([m for _, m, _ in runs]):
         present = [(name, m[stage]) for name, m, _ in runs if stage in m]
         print_table(table_title(stage, f"×100, mean [95% CI], {view}"), stage_table(stage, present, view))
         for name, data in present:
             print_baseline_lines(stage, data, name)
+        if stage in references:  # the paper rows are in report.md/html; here whether each run is comparable
+            for comparison in references[stage].comparisons:
+                console.print(f"{stage}: {comparison.sentence().replace('**', '')}", markup=False, highlight=False)
         paired = out / f"{stage}_paired.csv"
         if paired.exists():
             with open(paired, newline="", encoding="utf-8") as handle:

@@ -116,6 +116,8 @@ class Variant:
     def mapping(self, titles: dict[str, str]) -> str:
         """'NDCG → Rerank NDCG, R-Pr → Rerank R-Pr (baseline (bm25): NDCG → BM25 NDCG, …)': our column of each
         paper column."""
+        if all(titles.get(c.key) == c.paper for c in self.columns) and not any(r.keys for r in self.table.rows):
+            return "the columns of the same name"
         main = ", ".join(f"{c.paper} → {titles.get(c.key, c.key)}" for c in self.columns)
         special = [
             f"{row.model}: " + ", ".join(f"{paper} → {titles.get(key, key)}" for paper, key in row.keys.items())
@@ -221,7 +223,7 @@ class PaperBlock:
         """Which paper column is which of ours, and each run's comparability."""
         titles = {key: title for title, key in columns}
         lines = [
-            f"Rows 'paper …': the paper's {v.name} ({v.table.caption}), figures ×100 as published, no CI; "
+            f"Rows 'paper …': the paper's {v.name}, {v.table.caption}: figures ×100 as published, no CI; "
             f"its columns here: {v.mapping(titles)}; an empty cell: the paper has no such figure."
             for v in self.variants
         ]

@@ -111,7 +111,9 @@ def test_report_shows_the_paper_rows_when_asked(runs: list[Path], tmp_path: Path
     assert "| paper Table 3: DeepSeek V3 |  |  | 95.42 | 83.86 |" in md  # under Rerank NDCG, Rerank R-Pr
     assert "| paper Table 4: tpro | 90.61 | 65.07 | 96.06 | 83.37 |" in md  # the local run's query mode
     assert "paper Table 5 (Description): DeepSeek V3" in md and "Direct, no neighbors):" not in md
-    assert "its columns here: Description → F1 (authors)" in md
+    assert "its columns here: Description → F1 (authors);" in md
+    assert "Table 4, BM25 query generation (each model writes the query from the title): figures ×100 as published, " \
+        "no CI; its columns here: the columns of the same name;" in md
     assert "paper-run: **comparable** with the paper's Table 5 (Description)" in md
     assert "local-run: not comparable with the paper's Table 5 (Description): " in md
     page = (tmp_path / "cmp" / "report.html").read_text(encoding="utf-8")
@@ -119,3 +121,16 @@ def test_report_shows_the_paper_rows_when_asked(runs: list[Path], tmp_path: Path
     assert "paper-run: comparable with the paper&#39;s Table 3" in page
     plain = api.report(runs, tmp_path / "plain").read_text(encoding="utf-8")
     assert "paper Table" not in plain  # only when asked
+
+
+def test_the_cli_option_says_which_run_is_comparable(runs: list[Path], tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ruwikibench.cli import app
+
+    result = CliRunner().invoke(app, ["report", *map(str, runs), "--paper", "--out", str(tmp_path / "cli")],
+                                env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    assert "ranking: paper-run: comparable with the paper's Table 3 (its settings)" in result.output
+    assert "ranking: local-run: not comparable with the paper's Table 4: " in result.output
+    assert "paper Table 3: DeepSeek V3" in (tmp_path / "cli" / "report.md").read_text(encoding="utf-8")
