@@ -196,13 +196,16 @@ def rescore_run(run_dir: Path) -> RunDir:
     from ruwikibench.rundir import RunDir
     from ruwikibench.runner.rescore import rescore
     from ruwikibench.runner.setup import build_context
+    from ruwikibench.runspec import InvalidSpec, read_spec
 
     rundir = RunDir(run_dir)
-    spec = rundir.read_json("spec.json")
-    config = RunConfig.model_validate(spec["config"])
-    dataset, path = resolve_dataset(spec["dataset"]["path"])
+    spec = read_spec(rundir.path)
+    config = spec.run_config(rundir.file("spec.json"))
+    if spec.dataset is None or not spec.dataset.path:
+        raise InvalidSpec(f"{rundir.file('spec.json')}: field 'dataset.path' missing")
+    dataset, path = resolve_dataset(spec.dataset.path)
     context = build_context(config, dataset, path, with_llm=False)
-    if spec.get("mode") == "external":
+    if spec.mode == "external":
         from ruwikibench.external.score import rescore_external
 
         rescore_external(rundir, context, str(path))
@@ -224,8 +227,9 @@ def run_coroutine(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
 def _status(rundir: RunDir) -> int:
     from ruwikibench.runner.status import exit_status, run_status
+    from ruwikibench.runspec import read_spec
 
-    if rundir.read_json("spec.json").get("mode") == "external":  # no endpoint: did any unit succeed at all
+    if read_spec(rundir.path).mode == "external":  # no endpoint: did any unit succeed at all
         errors = rundir.open_errors()
         return exit_status(len(errors), len(list(rundir.outputs())) if errors else 0)
     return run_status(rundir)

@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "ruwikibench"
 
 LAYERS: list[tuple[str, set[str]]] = [
     ("bottom", {"", "config", "dataset", "contract", "registry", "jsonl", "runlock", "executors", "progress", "prompts", "rundir", "config_loader",
-                "durable", "faults", "secrets", "version"}),
+                "durable", "faults", "secrets", "version", "runspec"}),
     ("support", {"models", "retrieval", "corpus_builder"}),
     ("datasets", {"dataset_files"}),
     ("context", {"context"}),

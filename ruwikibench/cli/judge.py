@@ -308,15 +308,18 @@ def _citations_config(run_dir: Path, judge_config: Path | None):  # type: ignore
     from ruwikibench.config import RunConfig
     from ruwikibench.config_loader import load_config
     from ruwikibench.evaluators.judges.rundir import RunError
+    from ruwikibench.runspec import read_spec
 
     if judge_config is not None:
         return load_config(judge_config)
-    for name in ("spec.json", "article.json"):
-        path = run_dir / name
-        if path.is_file():
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if isinstance(data.get("config"), dict):
-                return RunConfig.model_validate(data["config"])
+    spec = run_dir / "spec.json"
+    if spec.is_file() and read_spec(spec).config is not None:
+        return read_spec(spec).run_config(spec)
+    article = run_dir / "article.json"
+    if article.is_file():
+        data = json.loads(article.read_text(encoding="utf-8"))
+        if isinstance(data.get("config"), dict):
+            return RunConfig.model_validate(data["config"])
     raise RunError(f"{run_dir}: no config recorded (spec.json or article.json); pass --judge-config CONFIG")
 
 

@@ -112,12 +112,14 @@ def _failures(rundir: Any) -> int:
     """One line on stderr when units failed; the run's exit status (0, 1: nothing that needed the endpoint
     succeeded, 3: a partial run)."""
     from ruwikibench.runner.status import NONE_SUCCEEDED, run_status
+    from ruwikibench.runspec import read_spec
 
     errors = rundir.open_errors()
     if not errors:
         return 0
     status = run_status(rundir)
-    total = rundir.read_json("spec.json").get("units", {}).get("total", 0)
+    units = read_spec(rundir.path).units
+    total = units.total if units is not None else 0
     first = errors[0]
     reason = " ".join(str(first["reason"]).split())  # an exception text with newlines stays one line
     none = "; no unit that needed the endpoint succeeded" if status == NONE_SUCCEEDED else ""
@@ -224,9 +226,10 @@ def stages() -> None:
 def score(run_dir: Annotated[Path, typer.Argument(help="a run directory")]) -> None:
     """Re-score a saved run from its captured outputs (no LLM call)."""
     from ruwikibench.api import rescore_run
+    from ruwikibench.runspec import read_spec
 
     rundir = rescore_run(run_dir)
-    _show(rundir, list(rundir.read_json("spec.json")["options"]["stages"]))
+    _show(rundir, read_spec(rundir.path).stages)
 
 
 @app.command("report")

@@ -12,7 +12,6 @@ puts an external system beside native runs. A selected article with no row is a 
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 import time
 from collections.abc import Callable
@@ -34,9 +33,11 @@ from ruwikibench.external.formats import (
 )
 from ruwikibench.rundir import RunDir
 from ruwikibench.runner.baselines import BASELINES_FILE, compute_floors_and_baselines
-from ruwikibench.runner.execute import RunOptions, build_spec, finalize, select_articles
+from ruwikibench.runner.execute import RunOptions, finalize, new_spec, select_articles
 from ruwikibench.runner.floors import FLOORS_FILE, compute_floors
+from ruwikibench.runner.open_run import OpenRun, external_key, open_run, run_id, run_path
 from ruwikibench.runner.stage import Unit, get_stage
+from ruwikibench.runspec import ExternalRecord, InvalidSpec, RunSpec, read_spec
 from ruwikibench.writer.score import WRITER_TABLES
 
 if TYPE_CHECKING:
@@ -307,8 +308,8 @@ def section_result(spec: dict[str, Any], text: str) -> dict[str, Any]:
 
 
 def external_run_id(stage: str, sha: str, dataset: Dataset, options: ExternalOptions) -> str:
-    key = json.dumps([stage, sha, dataset.dataset_id, options.articles, options.article_names], sort_keys=True)
-    return f"external-{stage}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+    """The run id of scored external outputs (:func:`ruwikibench.runner.open_run.external_key`)."""
+    return run_id(external_key(stage, sha, dataset, options.articles, options.article_names))
 
 
 def score_outputs(context: StageContext, dataset_path: str, options: ExternalOptions) -> RunDir:
@@ -330,24 +331,26 @@ def score_outputs(context: StageContext, dataset_path: str, options: ExternalOpt
         selected = select_articles(dataset, run_options)
     except KeyError as exc:
         raise ExternalFormatError(f"--article: {exc.args[0]}") from None
-    rundir = RunDir(options.out / (options.name or external_run_id(stage, sha, dataset, options)))
-    scorer = ExternalScorer(context, rundir, options)
+    path = run_path(options.out, options.name, external_key(stage, sha, dataset, options.articles,
+                                                             options.article_names))
+    scorer = ExternalScorer(context, RunDir(path), options)
     checked = scorer.check(stage, rows, articles)  # every row checked before the run directory is touched
-    with rundir.lock():  # nobody else writes the run directory meanwhile
-        spec = build_spec(rundir.path.name, context.config, dataset, dataset_path, run_options)
-        spec["mode"] = "external"
+    with open_run(path) as opened:  # nobody else writes the run directory meanwhile
+        rundir = opened.rundir
+        spec = new_spec(opened.run_id, context.config, dataset, dataset_path, run_options, mode="external")
         selected_names = {a.name for a in selected}
-        spec["external"] = {"stage": stage, "file": str(options.outputs), "sha256": sha, "rows": len(rows),
-                            "rows_outside_selection": sum(1 for a in articles.values() if a.name not in selected_names),
-                            "copy": COPY, "format_version": FORMAT_VERSION, "system": options.system,
-                            "label": options.label, **options.origin}
-        _prepare(rundir, spec)
+        spec.external = ExternalRecord.model_validate({
+            "stage": stage, "file": str(options.outputs), "sha256": sha, "rows": len(rows),
+            "rows_outside_selection": sum(1 for a in articles.values() if a.name not in selected_names),
+            "copy": COPY, "format_version": FORMAT_VERSION, "system": options.system, "label": options.label,
+            **options.origin})
+        _prepare(opened, spec)
         if options.outputs.resolve() != rundir.file(COPY).resolve():
             shutil.copyfile(options.outputs, rundir.file(COPY))
         started = time.perf_counter()
         getattr(scorer, stage)(selected, checked)
-        spec["last_session"] = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": {}}
-        rundir.write_json("spec.json", spec)
+        spec.last_session = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": {}}
+        opened.write_spec(spec)
         if stage == "writer":  # the permutation floor of the outline and section metrics, as for writer runs
             compute_floors(rundir, context)
         else:  # the floor of the embedding metrics and the no-LLM baselines, as for native runs
@@ -370,27 +373,29 @@ def _append_unmatched(rundir: RunDir) -> None:
 
 def rescore_external(rundir: RunDir, context: StageContext, dataset_path: str) -> RunDir:
     """Score an external run again from its copy of the outputs (what `ruwikibench score` does for it)."""
-    spec = rundir.read_json("spec.json")
-    external, options = spec["external"], spec.get("options", {})
-    extra = {k: v for k, v in external.items() if k not in ("stage", "file", "sha256", "rows", "rows_outside_selection",
-                                                            "copy", "format_version", "system", "label")}
-    again = ExternalOptions(stage=external["stage"], outputs=rundir.file(COPY), out=rundir.path.parent,
-                            name=rundir.path.name, articles=options.get("articles"),
-                            article_names=options.get("article_names"), system=external.get("system"),
-                            label=external.get("label"), origin={"file": external.get("file"), **extra})
+    spec = read_spec(rundir.path)
+    external, options = spec.external, spec.options
+    if external is None:
+        raise InvalidSpec(f"{rundir.file('spec.json')}: field 'external' missing (not an external run)")
+    again = ExternalOptions(stage=external.stage, outputs=rundir.file(COPY), out=rundir.path.parent,
+                            name=rundir.path.name, articles=options.articles, article_names=options.article_names,
+                            system=external.system, label=external.label,
+                            origin={"file": external.file, **(external.model_extra or {})})
     return score_outputs(context, dataset_path, again)
 
 
-def _prepare(rundir: RunDir, spec: dict[str, Any]) -> None:
+def _prepare(opened: OpenRun, spec: RunSpec) -> None:
     """A fresh run directory, or the same external run scored again (its files are rewritten, not appended)."""
-    if rundir.file("spec.json").exists():
-        old = rundir.read_json("spec.json")
-        if old.get("mode") != "external" or old.get("external", {}).get("sha256") != spec["external"]["sha256"] \
-                or old.get("dataset", {}).get("id") != spec["dataset"]["id"]:
-            raise ExternalFormatError(
-                f"{rundir.path}: holds another run (other outputs file or dataset); choose another --name"
-            )
-    rundir.create()
+    opened.check_resume(spec, _check_same_outputs)
     for name in RUN_FILES:
-        rundir.rewrite(name, [])
-    rundir.write_json("spec.json", spec)
+        opened.rundir.rewrite(name, [])
+    opened.write_spec(spec)
+
+
+def _check_same_outputs(rundir: RunDir, old: RunSpec, spec: RunSpec) -> None:
+    """Only the same outputs file on the same dataset is scored again into an external run's directory."""
+    same_file = old.external is not None and spec.external is not None and old.external.sha256 == spec.external.sha256
+    if old.mode != "external" or not same_file or old.dataset_id != spec.dataset_id:
+        raise ExternalFormatError(
+            f"{rundir.path}: holds another run (other outputs file or dataset); choose another --name"
+        )

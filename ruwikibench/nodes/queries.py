@@ -176,12 +176,51 @@ async def generate_reference_queries(
     """Write ``<dataset_dir>/reference_queries.json`` (or ``file``) with the ``reference`` model; returns the path.
 
     Resumable: articles already stored (by the same model, for the same dataset) are kept; the file is
-    rewritten after every article. ``overwrite`` regenerates everything (needed to switch models).
+    rewritten after every article. ``overwrite`` regenerates everything (needed to switch models). The first
+    article that fails stops it (the queries stored so far are kept).
     """
+    path = Path(file) if file is not None else Path(dataset_dir) / REFERENCE_QUERIES_FILE
+    payload = _stored_or_new(path, context, overwrite)
+    await _write_queries(payload, path, _todo(payload, context, articles), context, progress, failures=None)
+    if not path.exists():
+        _write_atomically(path, payload)
+    return path
+
+
+class QueriesWritten(BaseModel):
+    """What :func:`write_missing_reference_queries` did."""
+
+    path: Path
+    written: int = 0
+    failed: dict[str, str] = Field(default_factory=dict, description="Article.name -> why its query is missing")
+
+
+async def write_missing_reference_queries(
+    context: StageContext, articles: list[str], *, progress: bool = True
+) -> QueriesWritten | None:
+    """The reference queries of ``articles`` not stored yet, written with the ``reference`` model to
+    :func:`reference_queries_path` (a run in ``query_mode: reference`` calls it before ranking). An article whose
+    query fails is counted in ``failed`` and the others are written. None (nothing done) when every article is
+    stored, when there is no place for the file, or when the file holds another model's or dataset's queries (the
+    ranking units then fail with the error that names the fix)."""
+    try:
+        path = reference_queries_path(context)
+        payload = _stored_or_new(path, context, overwrite=False)
+    except ReferenceQueriesError:
+        return None
+    todo = _todo(payload, context, articles)
+    if not todo:
+        return None
+    failures: dict[str, str] = {}
+    await _write_queries(payload, path, todo, context, progress, failures)
+    return QueriesWritten(path=path, written=len(todo) - len(failures), failed=failures)
+
+
+def _stored_or_new(path: Path, context: StageContext, overwrite: bool) -> ReferenceQueries:
+    """The queries stored in ``path`` (same dataset and reference model), or an empty payload to fill."""
     dataset = context.dataset
     if dataset is None:
         raise ValueError("generate_reference_queries needs StageContext.dataset")
-    path = Path(file) if file is not None else Path(dataset_dir) / REFERENCE_QUERIES_FILE
     model = context.config.model_for("reference")
     prompts = [context.prompts.get(name) for name in (context.config.ranking.prompt_reference_query,
                                                        context.config.ranking.prompt_reference_query_en)]
@@ -191,23 +230,37 @@ async def generate_reference_queries(
             f"{path}: holds queries by {stored.model!r} for dataset {stored.dataset_id}; this run has "
             f"{model.name!r} and dataset {dataset.dataset_id}: pass overwrite=True to regenerate all"
         )
-    payload = stored or ReferenceQueries(
+    return stored or ReferenceQueries(
         dataset_id=dataset.dataset_id, model=model.name, model_identity=model.identity(),
         prompts={p.name: p.sha256 for p in prompts}, created=datetime.now(UTC).isoformat(timespec="seconds"),
     )
-    todo = [a for a in dataset.articles if (articles is None or a.name in articles) and a.name not in payload.queries]
+
+
+def _todo(payload: ReferenceQueries, context: StageContext, articles: list[str] | None) -> list[Article]:
+    assert context.dataset is not None
+    return [a for a in context.dataset.articles
+            if (articles is None or a.name in articles) and a.name not in payload.queries]
+
+
+async def _write_queries(payload: ReferenceQueries, path: Path, todo: list[Article], context: StageContext,
+                         progress: bool, failures: dict[str, str] | None) -> None:
+    """Ask the reference model for every article of ``todo``, storing each answer at once. ``failures`` None: the
+    first failure propagates; else each failure is recorded there (article name -> reason) and the rest go on."""
     lock = asyncio.Lock()
     with progress_bar(len(todo), "reference queries", disable=not progress) as advance:
 
         async def one(article: Article) -> None:
-            record = await reference_record(article, context)
+            try:
+                record = await reference_record(article, context)
+            except Exception as exc:
+                if failures is None:
+                    raise
+                failures[article.name] = f"{type(exc).__name__}: {exc}"
+                advance()
+                return
             async with lock:
                 payload.queries[article.name] = record
                 _write_atomically(path, payload)
                 advance()
 
         await asyncio.gather(*(one(a) for a in todo))
-    if not path.exists():
-        _write_atomically(path, payload)
-    return path
-

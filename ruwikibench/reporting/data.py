@@ -10,6 +10,7 @@ from typing import Any
 from ruwikibench.dataset import Dataset
 from ruwikibench.reporting.jsonl_index import JsonlIndex
 from ruwikibench.rundir import RunDir
+from ruwikibench.runspec import spec_record
 
 Run = tuple[str, dict[str, Any], RunDir]
 
@@ -35,7 +36,7 @@ class RunData:
         from ruwikibench.rundir import open_errors
 
         name, metrics, rundir = run
-        spec = rundir.read_json("spec.json") if rundir.file("spec.json").exists() else {}
+        spec = spec_record(rundir)
         data = cls(name, metrics, rundir, spec)
         results = rundir.results()
         for record in results:

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ruwikibench.reporting.settings import spec_settings
+from ruwikibench.reporting.settings import read_spec, spec_settings
 from ruwikibench.reporting.tables import stage_columns
 from ruwikibench.rundir import RunDir
 
@@ -145,7 +145,7 @@ def stage_variants(stage: str, results: PaperResults | None = None) -> list[Vari
 def run_settings(rundir: RunDir, stage: str) -> dict[str, Any]:
     """The run's flat settings (:func:`~ruwikibench.reporting.settings.spec_settings`) and ``articles``: how many
     articles the stage scored, excluded or failed."""
-    spec = rundir.read_json("spec.json") if rundir.file("spec.json").exists() else {}
+    spec = read_spec(rundir)
     articles = {r["article"] for r in rundir.results() if r.get("stage") == stage}
     articles |= {e["article"] for e in rundir.read("errors.jsonl") if e.get("stage") == stage}
     return spec_settings(spec) | {ARTICLES: len(articles)}

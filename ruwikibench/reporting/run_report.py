@@ -16,11 +16,12 @@ from ruwikibench.reporting.tables import (
     table_title,
 )
 from ruwikibench.rundir import RunDir
+from ruwikibench.runspec import spec_record
 
 
 def write_run_report(rundir: RunDir, metrics: dict[str, Any], errors: list[dict[str, Any]] | None = None) -> None:
     """report.md of one run; ``errors``: the failures still open (default: :meth:`RunDir.open_errors`)."""
-    spec = rundir.read_json("spec.json") if rundir.file("spec.json").exists() else {}
+    spec = spec_record(rundir)
     parts = [f"# Run {rundir.path.name}", "", _spec_summary(spec), ""]
     for stage in report_stages([metrics]):
         data = metrics[stage]

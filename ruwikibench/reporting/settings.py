@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ruwikibench.rundir import RunDir
+from ruwikibench.runspec import spec_record
 
 IGNORED_SETTINGS = ("cache_dir", "options.out", "options.run_id")
 GROUPS = ("models", "stage options", "overrides", "prompts", "other")
@@ -101,8 +102,8 @@ def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def read_spec(rundir: RunDir) -> dict[str, Any]:
-    """The run's spec.json ({} for a run directory without one)."""
-    return rundir.read_json("spec.json") if rundir.file("spec.json").exists() else {}
+    """The run's spec.json in the current format (old formats upgraded; {} for a run directory without one)."""
+    return spec_record(rundir)
 
 
 def spec_settings(spec: dict[str, Any]) -> dict[str, Any]:

@@ -10,9 +10,7 @@ writing the two) is scored when the run resumes. The run directory is locked (``
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -39,11 +37,18 @@ from ruwikibench.runner.baselines import (
 )
 from ruwikibench.runner.capture import NodeCapture
 from ruwikibench.runner.floors import FLOORS_FILE
-from ruwikibench.runner.identity import identity_key, stages_identity
+from ruwikibench.runner.identity import stages_identity
 from ruwikibench.runner.metrics import aggregate, metrics_rows
-from ruwikibench.runner.overrides import check_overrides, fingerprint, spec_records, stage_graph
+from ruwikibench.runner.open_run import OpenRun, RunKey, benchmark_key, open_run, run_id, run_path
+from ruwikibench.runner.overrides import check_overrides, spec_records, stage_graph
+from ruwikibench.runner.reference_queries import (
+    reads_reference_queries,
+    session_record,
+    write_missing_queries,
+)
 from ruwikibench.runner.stage import Stage, Unit, get_stage
 from ruwikibench.runner.warmup import warm_up
+from ruwikibench.runspec import FORMAT_VERSION, RunMode, RunSpec, UnitCounts, parse_spec, read_spec
 from ruwikibench.secrets import redact_data
 from ruwikibench.version import __version__
 
@@ -88,7 +93,7 @@ def select_articles(dataset: Dataset, options: RunOptions) -> list[Article]:
 def run_inputs(config: RunConfig, options: RunOptions, dataset_dir: Path | None) -> dict[str, Any]:
     """Files besides the config and the dataset that change a run's answers: the stored reference queries
     (path, sha256, writing model) when the ranking stage runs with ``query_mode: reference``; else nothing."""
-    if "ranking" in options.stages and config.ranking.query_mode == "reference":
+    if reads_reference_queries(config, options.stages):
         return {"reference_queries": reference_queries_identity(config, dataset_dir)}
     return {}
 
@@ -96,21 +101,14 @@ def run_inputs(config: RunConfig, options: RunOptions, dataset_dir: Path | None)
 def run_id_for(
     config: RunConfig, dataset: Dataset, options: RunOptions, inputs: dict[str, Any] | None = None
 ) -> str:
-    """Deterministic id: the same command on the same data resumes the same run directory (whatever endpoint,
-    timeout or concurrency it uses: :meth:`RunConfig.identity`). ``inputs``: :func:`run_inputs` (left out of
-    the hash when empty, so runs that read no such file keep their ids)."""
-    parts: list[object] = [
-        config.identity(), dataset.dataset_id, options.stages, options.articles, options.article_names
-    ]
-    if config.overrides:  # the code of every override (its source's sha256), not just its import path
-        parts.append(fingerprint(check_overrides(config)))
-    stages = run_stages_identity(config, options)
-    if stages:  # plug-in stages: their code and prompt files (built-in stages add nothing: their ids stay)
-        parts.append({"stages": identity_key(stages)})
-    if inputs:
-        parts.append(inputs)
-    key = json.dumps(parts, sort_keys=True, default=str)
-    return f"{config.name}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+    """Deterministic id (:func:`ruwikibench.runner.open_run.benchmark_key`): the same command on the same data
+    resumes the same run directory, whatever endpoint, timeout or concurrency it uses. ``inputs``: :func:`run_inputs`."""
+    return run_id(run_key(config, dataset, options, inputs))
+
+
+def run_key(config: RunConfig, dataset: Dataset, options: RunOptions, inputs: dict[str, Any] | None = None) -> RunKey:
+    return benchmark_key(config, dataset, options.stages, options.articles, options.article_names,
+                         run_stages_identity(config, options), inputs)
 
 
 def run_stages_identity(config: RunConfig, options: RunOptions) -> dict[str, dict[str, Any]]:
@@ -130,11 +128,21 @@ def git_commit() -> str | None:
 def build_spec(
     run_id: str, config: RunConfig, dataset: Dataset, dataset_path: str, options: RunOptions,
     inputs: dict[str, Any] | None = None,
-) -> dict:
-    """spec.json: versions, dataset, models, config, options, and the ``inputs`` (:func:`run_inputs`) it read;
-    secrets redacted (:mod:`ruwikibench.secrets`)."""
-    return redact_data({
+) -> dict[str, Any]:
+    """spec.json as written (:meth:`RunSpec.record`) of :func:`new_spec`."""
+    return new_spec(run_id, config, dataset, dataset_path, options, inputs).record()
+
+
+def new_spec(
+    run_id: str, config: RunConfig, dataset: Dataset, dataset_path: str, options: RunOptions,
+    inputs: dict[str, Any] | None = None, mode: RunMode = "benchmark",
+) -> RunSpec:
+    """The :class:`RunSpec` of a run: versions, dataset, models, config, options, and the ``inputs``
+    (:func:`run_inputs`) it read; secrets redacted (:mod:`ruwikibench.secrets`)."""
+    return RunSpec.model_validate(redact_data({
+        "format_version": FORMAT_VERSION,
         "run_id": run_id,
+        "mode": mode,
         "package_version": __version__,
         "git_commit": git_commit(),
         "dataset": {"id": dataset.dataset_id, "path": dataset_path, "params": dataset.params},
@@ -148,7 +156,7 @@ def build_spec(
         **(inputs or {}),
         "prompts": {},
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-    })
+    }))
 
 
 def _stage_identity_block(config: RunConfig, options: RunOptions) -> dict[str, Any]:
@@ -291,36 +299,22 @@ async def execute(context: StageContext, dataset_path: str, options: RunOptions)
     """Run (or resume) the selected stages; writes the whole run directory and returns it."""
     dataset = context.dataset
     assert dataset is not None, "StageContext.dataset must be set for a benchmark run"
+    articles = select_articles(dataset, options)  # an unknown --article stops here, before a run directory exists
+    written = await write_missing_queries(context, options.stages, articles, options.progress)  # before the id
     inputs = await run_cpu(run_inputs, context.config, options, context.dataset_dir)  # hashes a file
-    select_articles(dataset, options)  # an unknown --article stops here, before a run directory exists
-    run_id = options.run_id or run_id_for(context.config, dataset, options, inputs)
-    rundir = RunDir(options.out / run_id)
-    created = not rundir.path.exists()
-    rundir.create()
-    try:
-        with rundir.lock():
-            return await _execute_locked(context, rundir, dataset, dataset_path, options, inputs)
-    except BaseException:
-        if created:
-            _remove_if_empty(rundir)
-        raise
-
-
-def _remove_if_empty(rundir: RunDir) -> None:
-    """A run directory this command created and that holds nothing but its lock: removed (a command that stopped
-    on bad input leaves no run directory behind)."""
-    if {p.name for p in rundir.path.iterdir()} <= {"run.lock"}:
-        shutil.rmtree(rundir.path, ignore_errors=True)
+    key = await run_cpu(run_key, context.config, dataset, options, inputs)
+    with open_run(run_path(options.out, options.run_id, key)) as opened:
+        return await _execute_locked(context, opened, dataset, dataset_path, options, inputs,
+                                     session_record(written))
 
 
 async def _execute_locked(
-    context: StageContext, rundir: RunDir, dataset: Dataset, dataset_path: str, options: RunOptions,
-    inputs: dict[str, Any],
+    context: StageContext, opened: OpenRun, dataset: Dataset, dataset_path: str, options: RunOptions,
+    inputs: dict[str, Any], session: dict[str, Any],
 ) -> RunDir:
-    run_id = rundir.path.name
-    spec = await run_cpu(build_spec, run_id, context.config, dataset, dataset_path, options, inputs)  # runs git
-    if rundir.file("spec.json").exists():
-        _check_same_run(rundir, spec)
+    rundir = opened.rundir
+    spec = await run_cpu(new_spec, opened.run_id, context.config, dataset, dataset_path, options, inputs)  # runs git
+    opened.check_resume(spec, _check_same_specs)
     runner = await run_cpu(Runner, context, rundir, options)  # compiling graphs: CPU, off the loop
     articles = select_articles(dataset, options)
     units, total = await run_cpu(runner.pending_units, articles)
@@ -349,39 +343,46 @@ async def _execute_locked(
         await asyncio.gather(*(one(u) for u in units))
     if not await run_cpu(derived_current, rundir):  # a unit ran or was scored, or a kill cut the last finish
         await run_on_model_lane(compute_floors_and_baselines, rundir, context)
-    spec["prompts"] = context.prompts.hashes()
-    spec["units"] = {"total": total, "run_now": len(units), "scored_on_resume": len(unscored)}
-    spec["last_session"] = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": context.llm.usage.as_dict()}
+    spec.prompts = context.prompts.hashes()
+    spec.units = UnitCounts(total=total, run_now=len(units), scored_on_resume=len(unscored))
+    spec.last_session = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": context.llm.usage.as_dict(),
+                         **session}
     fault_point("before_spec")
-    rundir.write_json("spec.json", spec)
+    opened.write_spec(spec)
     await run_cpu(finalize, rundir)
     return rundir
 
 
-def _check_same_run(rundir: RunDir, spec: dict[str, Any]) -> None:
-    old = rundir.read_json("spec.json")
-    if _identity(old.get("config")) != _identity(spec["config"]) or old.get("dataset", {}).get("id") != spec["dataset"]["id"]:
+def _check_same_run(rundir: RunDir, spec: RunSpec | dict[str, Any]) -> None:
+    """A run directory resumed only by the same run: :func:`_check_same_specs` against its spec.json."""
+    _check_same_specs(rundir, read_spec(rundir.path), spec if isinstance(spec, RunSpec) else parse_spec(spec))
+
+
+def _check_same_specs(rundir: RunDir, old: RunSpec, spec: RunSpec) -> None:
+    """Same config identity and dataset, same plug-in/override code (:func:`_check_same_code`), same stored
+    reference queries (when both runs could read them)."""
+    if _identity(old.config) != _identity(spec.config) or old.dataset_id != spec.dataset_id:
         raise RunInputError(f"--run-id {rundir.path.name}: {rundir.path} holds a run with another config or "
                             "dataset; choose another --run-id")
     _check_same_code(rundir, old, spec)
-    before, now = (s.get("reference_queries", {}).get("sha256") for s in (old, spec))
+    before, now = (s.reference_queries.sha256 if s.reference_queries else None for s in (old, spec))
     if before and now and before != now:
         raise RunInputError(f"{rundir.path}: holds a run ranked with other stored reference queries "
                          f"(sha256 {before[:12]}…, now {now[:12]}…); choose another --run-id")
 
 
-def _code_hashes(spec: dict[str, Any]) -> dict[str, Any]:
+def _code_hashes(spec: RunSpec) -> dict[str, Any]:
     """The code hashes a spec records: overrides' and plug-in stages' (file sha256, distribution version)."""
     hashes: dict[str, Any] = {f"override {key}": [record.get("sha256"), record.get("version")]
-                              for key, record in (spec.get("overrides") or {}).items()}
-    for name, record in (spec.get("stage_identity") or {}).items():
+                              for key, record in spec.overrides.items()}
+    for name, record in (spec.stage_identity or {}).items():
         code = record.get("code") or {}
         hashes[f"stage {name}"] = [code.get("sha256"), code.get("version"), record.get("prompts"),
                                    record.get("options")]
     return hashes
 
 
-def _check_same_code(rundir: RunDir, old: dict[str, Any], spec: dict[str, Any]) -> None:
+def _check_same_code(rundir: RunDir, old: RunSpec, spec: RunSpec) -> None:
     """A named run (``--run-id``) does not resume over outputs of other plug-in or override code (or other options
     of a stage)."""
     before, now = _code_hashes(old), _code_hashes(spec)

@@ -9,7 +9,6 @@ each written article and its writer session. Scores use the stage names ``outlin
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from pathlib import Path
@@ -22,9 +21,9 @@ from ruwikibench.context import StageContext
 from ruwikibench.executors import run_on_model_lane
 from ruwikibench.reporting.tables import markdown_table
 from ruwikibench.rundir import RunDir
-from ruwikibench.runner.execute import RunOptions, build_spec, finalize, select_articles
+from ruwikibench.runner.execute import RunOptions, finalize, new_spec, select_articles
 from ruwikibench.runner.floors import compute_floors
-from ruwikibench.runner.overrides import check_overrides, fingerprint
+from ruwikibench.runner.open_run import OpenRun, open_run, run_id, run_path, writer_key
 from ruwikibench.writer.score import ARTICLE_COLUMNS, WRITER_TABLES, generated_texts, score_written
 
 
@@ -38,13 +37,9 @@ class BatchOptions(BaseModel):
 
 
 def batch_run_id(context: StageContext, options: BatchOptions) -> str:
+    """The run id of a batch (:func:`ruwikibench.runner.open_run.writer_key`)."""
     assert context.dataset is not None
-    parts: list[object] = [context.config.identity(), context.dataset.dataset_id, options.articles,
-                            options.article_names]
-    if context.config.overrides:  # the overrides' code, not just their import paths
-        parts.append(fingerprint(check_overrides(context.config)))
-    key = json.dumps(parts, sort_keys=True, default=str)
-    return f"{context.config.name}-writer-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+    return run_id(writer_key(context.config, context.dataset, options.articles, options.article_names))
 
 
 async def write_batch(context: StageContext, dataset_path: str, options: BatchOptions) -> RunDir:
@@ -56,19 +51,18 @@ async def write_batch(context: StageContext, dataset_path: str, options: BatchOp
     assert dataset is not None, "StageContext.dataset must be set for a batch run"
     run_options = RunOptions(stages=list(WRITER_TABLES), articles=options.articles, article_names=options.article_names,
                              out=options.out, run_id=options.run_id, progress=options.progress)
-    rundir = RunDir(options.out / (options.run_id or batch_run_id(context, options)))
-    rundir.create()
-    with rundir.lock():
-        return await _write_batch(context, rundir, dataset_path, options, run_options)
+    key = writer_key(context.config, dataset, options.articles, options.article_names)
+    with open_run(run_path(options.out, options.run_id, key)) as opened:
+        return await _write_batch(context, opened, dataset_path, options, run_options)
 
 
 async def _write_batch(
-    context: StageContext, rundir: RunDir, dataset_path: str, options: BatchOptions, run_options: RunOptions
+    context: StageContext, opened: OpenRun, dataset_path: str, options: BatchOptions, run_options: RunOptions
 ) -> RunDir:
     dataset = context.dataset
     assert dataset is not None
-    spec = build_spec(rundir.path.name, context.config, dataset, dataset_path, run_options)
-    spec["mode"] = "writer"
+    rundir = opened.rundir
+    spec = new_spec(opened.run_id, context.config, dataset, dataset_path, run_options, mode="writer")
     done = {o["article"] for o in rundir.outputs() if o["stage"] == "writer"}
     articles = [a for a in select_articles(dataset, run_options) if a.name not in done]
     started = time.perf_counter()
@@ -89,9 +83,9 @@ async def _write_batch(
                     rundir.append("errors.jsonl", {"stage": stage, "article": article.name, "unit": "article",
                                                    "reason": f"{type(exc).__name__}: {exc}", "attempts": 1})
             progress.advance(bar)
-    spec["prompts"] = context.prompts.hashes()
-    spec["last_session"] = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": context.llm.usage.as_dict()}
-    rundir.write_json("spec.json", spec)
+    spec.prompts = context.prompts.hashes()
+    spec.last_session = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": context.llm.usage.as_dict()}
+    opened.write_spec(spec)
     await run_on_model_lane(compute_floors, rundir, context)  # floors of the outline and section metrics
     finalize(rundir)
     if options.citations and any((rundir.path / "articles").glob("*/article.json")):

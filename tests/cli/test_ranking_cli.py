@@ -24,11 +24,14 @@ class Model(FakeWriterModel):
     def __init__(self) -> None:
         super().__init__(make_dataset())
         self.reference_prompts: list[str] = []
+        self.reference_answer: str | None = None  # None: a description naming the article
 
     def __call__(self, messages):
         prompt = messages[-1]["content"]
         if "Разделы статьи:" in prompt or "Sections of the article:" in prompt:
             self.reference_prompts.append(prompt)
+            if self.reference_answer is not None:
+                return self.reference_answer
             return f"Описание статьи по заголовкам. {prompt.splitlines()[0]}"
         return super().__call__(messages)
 
@@ -73,9 +76,44 @@ def test_reference_queries_are_stored_then_ranked_with(setup) -> None:
     assert queries and "reference" in json.dumps(queries[0], ensure_ascii=False)
 
 
-def test_reference_mode_without_stored_queries_names_the_fix(setup) -> None:
-    tmp, config, _ = setup
-    run = runner.invoke(app, ["run", "ranking", "--dataset", str(tmp / "data"), "--config", str(config),
-                              "--article", TITLE, "--query-mode", "reference", "--out", str(tmp / "runs")])
-    errors = (next((tmp / "runs").iterdir()) / "errors.jsonl").read_text(encoding="utf-8")
+def _run_reference(tmp, config):
+    return runner.invoke(app, ["run", "ranking", "--dataset", str(tmp / "data"), "--config", str(config),
+                               "--article", TITLE, "--query-mode", "reference", "--out", str(tmp / "runs")])
+
+
+def test_reference_mode_without_stored_queries_writes_them_first(setup) -> None:
+    """No reference_queries.json: the run writes the queries of its articles with the reference model (counted on
+    the console and in spec.json), then ranks with them; the rerun resumes the same run directory."""
+    tmp, config, model = setup
+    run = _run_reference(tmp, config)
+    assert run.exit_code == 0, run.output + repr(run.exception)
+    assert "reference queries: 1 written, 0 failed" in run.output
+    written = tmp / "data" / "reference_queries.json"
+    stored = json.loads(written.read_text(encoding="utf-8"))
+    assert list(stored["queries"]) == [a.name for a in make_dataset().articles if a.title == TITLE]
+    assert len(model.reference_prompts) == 2  # the Russian and the English description of the one article
+    rundir = next((tmp / "runs").iterdir())
+    spec = json.loads((rundir / "spec.json").read_text(encoding="utf-8"))
+    assert spec["reference_queries"]["sha256"] == hashlib.sha256(written.read_bytes()).hexdigest()
+    assert spec["last_session"]["reference_queries"] == {"path": str(written), "written": 1, "failed": 0,
+                                                          "failed_articles": []}
+    assert not (rundir / "errors.jsonl").exists() or not (rundir / "errors.jsonl").read_text(encoding="utf-8")
+    outputs = (rundir / "outputs.jsonl").read_text(encoding="utf-8")
+    assert '"query_mode": "reference"' in outputs and stored["queries"][TITLE]["ru"] in outputs
+
+    again = _run_reference(tmp, config)
+    assert again.exit_code == 0 and "reference queries:" not in again.output
+    assert len(model.reference_prompts) == 2 and [p.name for p in (tmp / "runs").iterdir()] == [rundir.name]
+
+
+def test_reference_queries_that_fail_are_counted_and_name_the_fix(setup) -> None:
+    tmp, config, model = setup
+    model.reference_answer = ""  # the reference model answers nothing: no query for the article
+    run = _run_reference(tmp, config)
+    assert run.exit_code == 1, run.output
+    assert "reference queries: 0 written, 1 failed" in run.output and "first failure: " in run.output
+    rundir = next((tmp / "runs").iterdir())
+    spec = json.loads((rundir / "spec.json").read_text(encoding="utf-8"))
+    assert spec["last_session"]["reference_queries"]["failed_articles"] == [TITLE]
+    errors = (rundir / "errors.jsonl").read_text(encoding="utf-8")
     assert "ruwikibench ranking reference-queries" in errors, run.output

@@ -234,3 +234,22 @@ def test_a_scoring_error_fails_the_article_and_the_run_goes_on(context, tmp_path
     assert [(e["stage"], e["reason"]) for e in errors] == [
         (stage, "score: RuntimeError: embedder down") for stage in ("outline", "sections", "writer")]
     assert results == [] and metrics["writer"]["counts"]["failed_units"] == 1
+
+
+def test_an_external_run_without_format_version_scores_again(context, tmp_path) -> None:
+    """spec.json of an external run written before format_version existed: re-scored from its copy of the outputs
+    and scored again from the same file (the check against the old spec passes)."""
+    import json
+
+    from ruwikibench.external.score import rescore_external
+
+    rows = [{"article": "Москва", "ranking": MOSCOW}]
+    rundir, first, metrics = _score(context, tmp_path, "ranking", rows, name="old")
+    old = {k: v for k, v in rundir.read_json("spec.json").items() if k != "format_version"}
+    rundir.file("spec.json").write_text(json.dumps(old, ensure_ascii=False), encoding="utf-8")
+    rescore_external(rundir, context, str(tmp_path / "data"))
+    assert read_jsonl(rundir.file("results.jsonl")) == first and rundir.read_json("metrics.json") == metrics
+    assert rundir.read_json("spec.json")["format_version"] == 1  # scoring again writes the current format
+    rundir.file("spec.json").write_text(json.dumps(old, ensure_ascii=False), encoding="utf-8")
+    _, again, _ = _score(context, tmp_path, "ranking", rows, name="old")
+    assert again == first

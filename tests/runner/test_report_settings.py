@@ -68,7 +68,7 @@ def test_report_md_and_html_show_the_same_rows(tmp_path: Path) -> None:
     assert "| setting | local | fake |" in md and "| **stage options** |  |  |" in md
     assert "| `ranking.query_mode` | generated | reference |" in md
     assert "| `models.*.name` | qwen-1.5b | fake |" in md and "models.writer.name" not in md
-    assert "<details><summary>7 settings equal in all runs (whole values in settings.csv)</summary>" in md
+    assert "<details><summary>9 settings equal in all runs (whole values in settings.csv)</summary>" in md
     assert "- stage options: `ranking.pool_ratio`=3; `stages`=[\"ranking\"]" in md
     csv_text = (tmp_path / "cmp" / "settings.csv").read_text(encoding="utf-8")
     assert LONG in csv_text  # whole there
@@ -77,7 +77,7 @@ def test_report_md_and_html_show_the_same_rows(tmp_path: Path) -> None:
     assert '<th colspan="3" scope="colgroup">stage options</th>' in block
     assert '<th scope="row"><code>ranking.query_mode</code></th><td>generated</td><td>reference</td>' in block
     assert f'<td title="{LONG}">{LONG[:SHORT_VALUE - 1]}…</td>' in block  # shortened, whole on hover
-    assert "<details class=\"settings-same\"><summary>7 settings equal in all runs</summary>" in block
+    assert "<details class=\"settings-same\"><summary>9 settings equal in all runs</summary>" in block
     assert block.index("ranking.pool_ratio") > block.index("<details")  # equal settings behind the toggle
 
 

@@ -16,6 +16,7 @@ from ruwikibench.config import RunConfig
 from ruwikibench.contract import GeneratedText
 from ruwikibench.prompts.render import cut_text
 from ruwikibench.rundir import RunDir
+from ruwikibench.runspec import InvalidSpec, parse_spec
 
 SPEC = "spec.json"
 GENERATED = "generated.jsonl"
@@ -68,22 +69,23 @@ def load_run(path: str | Path, stages: Iterable[str] | None = None) -> Run:
     if not spec_path.exists():
         raise RunError(f"{spec_path}: missing (a run directory holds spec.json and generated.jsonl)")
     try:
-        spec = json.loads(spec_path.read_text(encoding="utf-8"))
+        spec = parse_spec(json.loads(spec_path.read_text(encoding="utf-8")), spec_path)
     except json.JSONDecodeError as exc:
         raise RunError(f"{spec_path}: invalid JSON: {exc}") from exc
-    if "run_id" not in spec:
+    except InvalidSpec as exc:
+        raise RunError(str(exc)) from None
+    if spec.run_id is None:
         raise RunError(f"{spec_path}: field 'run_id' missing")
     config, config_error = None, None
-    if spec.get("config") is not None:
+    if spec.config is not None:
         try:
-            config = RunConfig.model_validate(spec["config"])
-        except ValidationError as exc:  # only fatal if the judge must come from this config
-            fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            config_error = f"{spec_path}: field 'config' is not a valid run config ({fields})"
+            config = spec.run_config(spec_path)
+        except InvalidSpec as exc:  # only fatal if the judge must come from this config
+            config_error = str(exc)
     wanted = set(stages) if stages else None
     latest = {text_key(t): t for t in _read_texts(rundir.file(GENERATED))}
     texts = [t for t in latest.values() if wanted is None or t.stage in wanted]
-    return Run(path=rundir.path, run_id=str(spec["run_id"]), config=config, config_error=config_error, texts=texts)
+    return Run(path=rundir.path, run_id=spec.run_id, config=config, config_error=config_error, texts=texts)
 
 
 def _read_texts(path: Path) -> Iterator[GeneratedText]:
