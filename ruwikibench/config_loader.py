@@ -50,7 +50,7 @@ def check_stages(config: RunConfig, path: str | Path) -> None:
             stage = get_stage(name)
         except StageRegistryError as exc:
             raise ConfigError(f"{path}: stages.{index}: {exc}") from exc
-        profiles = getattr(stage, "profiles", ("benchmark", "writer"))
+        profiles = stage.profiles
         if config.profile not in profiles:
             raise ConfigError(f"{path}: stages.{index}: stage {name!r} runs under profile {' or '.join(profiles)}; "
                               f"set 'profile: {profiles[0]}' (the config has {config.profile!r})")

@@ -1,64 +1,39 @@
 """The contract between a stage and the runner (bottom layer: graphs implement it, evaluators and the runner
 consume it).
 
-A stage is an object registered by name in :mod:`ruwikibench.registry` (``@register_stage`` in the package, the
-``ruwikibench.stages`` entry-point group for installed packages), with:
+A stage is a subclass of :class:`Stage` registered by name in :mod:`ruwikibench.registry` (``@register_stage`` in
+the package, the ``ruwikibench.stages`` entry-point group for installed packages). It must give ``name``,
+``columns``, ``build_graph()``, ``units()`` and ``score()``; every other member has a documented default on
+:class:`Stage`, and the runner, reports, floors, baselines, overrides, config loader and registry read them
+directly. An object that does not subclass :class:`Stage` (an older plug-in) is wrapped by the registry in
+:class:`AdaptedStage`, which gives it the same defaults.
 
-- ``name``: e.g. "ranking" | "outline" | "sections" | "writer"
-- ``build_graph()``: the uncompiled StateGraph (input/output schemas, ``context_schema=StageContext``)
-- ``units(dataset, article, config)``: the graph inputs built from GOLD data (benchmark mode), one
-  :class:`Unit` per independently resumable piece of work (an article for ranking/outline, an article's
-  sections for sections)
-- ``score(unit, output, context)``: evaluator records for the captured output (``output`` is the graph's output
-  state as a JSON-able dict); pure apart from embedding texts; raises nothing for paper exclusions — it returns a
-  record with ``excluded`` set instead
-- ``texts(unit, output)``: generated texts for judges and reports (:class:`GeneratedText`)
-- ``columns``: the paper's table layout for this stage as (column header, metric key) pairs; the runner
-  aggregates every metric key over items (mean, bootstrap 95% CI) and prints one row per run with these columns
-- ``count_keys`` (optional): the metric keys that are counts (headings, depth); reports print them as they are,
-  every other metric is a fraction shown ×100
-- ``floor_keys``, ``floor_sides(unit, output, context)``, ``cross_score(generated, reference, context)`` and
-  ``reference_pool(context)`` (all optional): the embedding metrics that get a permutation floor and a rescaled
-  score, see :mod:`ruwikibench.runner.floors`
-- ``run_floors(rundir, context, *, per_item, seed)`` (optional): floor rows a stage computes over the whole run
-  directory, for records it files under other stages (the writer's outline and sections records)
-- ``failure_keys(reason, keys)`` (optional): the metric keys a failed unit zeroes in the failures-as-zero view
-  (default: all)
-- ``order`` (optional): where the stage's table comes in reports (lower first; default 100)
-- ``description`` (optional): one line saying what the stage does; the console, report.md and report.html
-  title a stage's table with it when the stage has no table of the paper (default: the bare name)
-- ``headline_key`` (optional): the metric the HTML report's article index and per-article deltas show
-  (default: the first column's)
+``score()`` gets the captured output validated by the stage's ``output_model`` (the output schema; the stored
+JSON dict when a stage declares none) and returns a :class:`StageScore` (records and texts together) or, the
+older way, a list of :class:`ScoreRecord` (texts then come from ``texts()``). Anything else is a
+:class:`StageReturnError` naming the stage and the method: the unit is recorded as failed.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from langgraph.graph import StateGraph
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from ruwikibench.config import RunConfig
 from ruwikibench.dataset import Article, Dataset
+from ruwikibench.stage_renames import RENAMED_STAGES, current_stage_name, with_current_stage
 
-RENAMED_STAGES: dict[str, str] = {"article": "writer"}  # an earlier name -> the stage's name now
-
-
-def current_stage_name(name: str) -> str:
-    """The stage's name now: run files, configs and commands from before a rename still name the old one."""
-    return RENAMED_STAGES.get(name, name)
-
-
-def with_current_stage(record: dict[str, Any]) -> dict[str, Any]:
-    """A run-file record with its ``stage`` under the current name (the record itself, renamed in place)."""
-    stage = record.get("stage")
-    if isinstance(stage, str) and stage in RENAMED_STAGES:
-        record["stage"] = RENAMED_STAGES[stage]
-    return record
-
+AnyGraph = StateGraph[Any, Any, Any, Any]
+"""Any stage graph (its state, context and input/output schemas are the stage's own)."""
 
 if TYPE_CHECKING:
     from ruwikibench.context import StageContext
+    from ruwikibench.evaluators.floor import FloorSide
+    from ruwikibench.rundir import RunDir
 
 
 class Unit(BaseModel):
@@ -92,15 +67,251 @@ class GeneratedText(BaseModel):
     category: str | None = None
 
 
-class Stage(Protocol):
+class BaselineSkipped(Exception):
+    """The baseline cannot be built for this unit (no snippets, no candidates, ...): the reason is counted."""
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A no-LLM baseline of a stage: ``build(unit, run_output, context)`` returns an output in the stage's output
+    schema (JSON-able dict), scored by the stage's own ``score()``."""
+
     name: str
-    columns: list[tuple[str, str]]
+    description: str
+    build: Callable[[Unit, dict[str, Any], StageContext], dict[str, Any]]
 
-    def build_graph(self) -> StateGraph: ...
 
-    def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]: ...
+class StageScore(BaseModel):
+    """What ``score()`` returns: the unit's score records and its generated texts (for judges and reports)."""
 
-    def score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[ScoreRecord]: ...
+    records: list[ScoreRecord]
+    texts: list[GeneratedText] = Field(default_factory=list)
 
-    def texts(self, unit: Unit, output: dict[str, Any]) -> list[GeneratedText]: ...
 
+class StageReturnError(TypeError):
+    """A stage method returned something the contract does not allow (one line naming the stage and the method)."""
+
+
+class StageOutputError(ValueError):
+    """A captured output that does not fit the stage's ``output_model``."""
+
+
+OutputT = TypeVar("OutputT")
+
+
+class Stage(Generic[OutputT]):
+    """The base class of a stage. ``OutputT`` is what ``score()`` receives (the type of ``output_model``).
+
+    Required: ``name``, ``columns``, :meth:`build_graph`, :meth:`units`, :meth:`score`. Everything else below
+    is optional; the defaults are what the runner assumes of a stage that says nothing.
+    """
+
+    name: ClassVar[str]
+    """The registry name, e.g. "ranking"; run files and configs use it."""
+    columns: ClassVar[list[tuple[str, str]]]
+    """The stage's table: (column header, metric key) pairs; every metric key is aggregated over items (mean,
+    bootstrap 95% CI) and printed one row per run."""
+
+    output_model: ClassVar[type[BaseModel] | None] = None
+    """The pydantic model ``score()`` receives the output as (validated from the stored JSON output; the graph's
+    output schema, or a model of the keys ``score()`` reads); None: the stored dict as it is (the built-in ranking,
+    sections and writer stages, whose output schemas are TypedDicts)."""
+    description: ClassVar[str] = ""
+    """One line saying what the stage does; the console, report.md and report.html title the stage's table with
+    it when the paper has no table of the stage ('': the bare name)."""
+    order: ClassVar[int] = 100
+    """Where the stage's table comes in reports (lower first)."""
+    profiles: ClassVar[tuple[str, ...]] = ("benchmark", "writer")
+    """The config profiles that may run the stage."""
+    headline_key: ClassVar[str | None] = None
+    """The metric the HTML report's article index and per-article deltas show (None: the first column's)."""
+    count_keys: ClassVar[tuple[str, ...]] = ()
+    """Metric keys that are counts (headings, depth): printed as they are, every other metric ×100."""
+    floor_keys: ClassVar[tuple[str, ...]] = ()
+    """Embedding metrics that get a permutation floor and a rescaled score (then define :meth:`floor_sides` and
+    :meth:`cross_score`; see :mod:`ruwikibench.runner.floors`)."""
+    baseline_keys: ClassVar[tuple[str, ...]] = ()
+    """The metrics compared with the no-LLM baselines (empty: the table's non-count metrics)."""
+    baselines: ClassVar[tuple[Baseline, ...]] = ()
+    """No-LLM baselines of the stage besides the built-in ones (:mod:`ruwikibench.baselines`)."""
+    options_model: ClassVar[type[BaseModel] | None] = None
+    """The pydantic model of the stage's ``stage_options`` block in a run config (None: the stage has none)."""
+    roles: ClassVar[tuple[str, ...]] = ()
+    """Model roles the stage asks (``models.<role>`` in a config; the writer's model answers a missing one)."""
+    prompt_files: ClassVar[tuple[str, ...]] = ()
+    """Prompt files the stage reads besides its options' prompt fields (hashed into the run's identity)."""
+    subgraph_stages: ClassVar[tuple[str, ...]] = ()
+    """Stages whose graphs this stage's graph embeds: overrides of those reach this one too."""
+    output_keys: ClassVar[frozenset[str] | None] = None
+    """The output keys an override graph must produce (None: the required keys of the graph's output schema)."""
+
+    def build_graph(self) -> AnyGraph:
+        """The uncompiled StateGraph (input/output schemas, ``context_schema=StageContext``)."""
+        raise NotImplementedError(f"stage {self.name!r} defines no build_graph()")
+
+    def build_graph_from(self, subgraphs: dict[str, AnyGraph]) -> AnyGraph:
+        """The graph embedding ``subgraphs``: the graphs of ``subgraph_stages`` with the config's overrides
+        applied (called instead of :meth:`build_graph` for a stage that declares ``subgraph_stages``)."""
+        return self.build_graph()
+
+    def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]:
+        """The graph inputs from GOLD data: one :class:`Unit` per independently resumable piece of work."""
+        raise NotImplementedError(f"stage {self.name!r} defines no units()")
+
+    def score(self, unit: Unit, output: OutputT, context: StageContext) -> StageScore | list[ScoreRecord]:
+        """Records (and texts) for the captured output; a paper exclusion is a record with ``excluded`` set, not
+        an exception."""
+        raise NotImplementedError(f"stage {self.name!r} defines no score()")
+
+    def texts(self, unit: Unit, output: OutputT) -> list[GeneratedText]:
+        """Generated texts when ``score()`` returns a bare list of records (the older contract); default none."""
+        return []
+
+    def retry_reason(self, output: dict[str, Any]) -> str | None:
+        """Why a finished unit (its stored output) is run again on resume; None: it is done."""
+        return None
+
+    def failure_keys(self, reason: str, keys: list[str]) -> list[str]:
+        """The metric keys a failed unit zeroes in the failures-as-zero view (default: all)."""
+        return list(keys)
+
+    def floor_sides(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[FloorSide]:
+        """The scored items of a stored output as floor sides (for ``floor_keys``); default none."""
+        return []
+
+    def cross_score(self, generated: Any, reference: Any, context: StageContext) -> dict[str, float]:
+        """The ``floor_keys`` metrics of a generated side against another item's reference."""
+        raise NotImplementedError(f"stage {self.name!r} declares floor_keys but no cross_score()")
+
+    def reference_pool(self, context: StageContext) -> list[FloorSide] | None:
+        """References to draw floor pairs from when a run holds too few articles (None: the run's own items)."""
+        return None
+
+    def run_floors(self, rundir: RunDir, context: StageContext, *, per_item: int, seed: int) -> list[dict[str, Any]]:
+        """Floor rows the stage computes over the whole run directory (records it files under other stages)."""
+        return []
+
+    # -- used by the runner; not meant to be overridden -----------------------------------------------------
+
+    def parse_output(self, output: dict[str, Any]) -> OutputT:
+        """The stored output as ``score()`` receives it (:class:`StageOutputError` naming the stage if it does
+        not fit ``output_model``)."""
+        if self.output_model is None:
+            return output  # type: ignore[return-value]  # a stage without output_model scores the dict
+        try:
+            return self.output_model.model_validate(output)  # type: ignore[return-value]
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '(output)'}: {e['msg']}" for e in exc.errors()[:3])
+            raise StageOutputError(
+                f"stage {self.name!r}: the output does not fit {_type_name(self.output_model)}: {problems}"
+            ) from None
+
+    def checked_score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> StageScore:
+        """``score()`` of the stored output, its return checked (:class:`StageReturnError`); the texts of an
+        older stage's bare list of records come from ``texts()``."""
+        parsed = self.parse_output(output)
+        returned = self.score(unit, parsed, context)
+        if isinstance(returned, StageScore):
+            return returned
+        records = self._records(returned)
+        return StageScore(records=records, texts=self._texts(self.texts(unit, parsed)))
+
+    def _records(self, returned: object) -> list[ScoreRecord]:
+        if not isinstance(returned, list):
+            raise StageReturnError(f"stage {self.name!r}: score() returned {_type_name(type(returned))}, "
+                                   "expected StageScore or list[ScoreRecord]")
+        wrong = [item for item in returned if not isinstance(item, ScoreRecord)]
+        if wrong:
+            raise StageReturnError(f"stage {self.name!r}: score() returned a list holding "
+                                   f"{_type_name(type(wrong[0]))}, expected StageScore or list[ScoreRecord]")
+        return returned
+
+    def _texts(self, returned: object) -> list[GeneratedText]:
+        if not isinstance(returned, list) or not all(isinstance(t, GeneratedText) for t in returned):
+            held = type(returned) if not isinstance(returned, list) else next(
+                type(t) for t in returned if not isinstance(t, GeneratedText))
+            raise StageReturnError(f"stage {self.name!r}: texts() returned {_type_name(held)}"
+                                   f"{'' if not isinstance(returned, list) else ' in its list'}, "
+                                   "expected list[GeneratedText]")
+        return returned
+
+
+def _type_name(kind: Any) -> str:
+    return str(getattr(kind, "__name__", kind))
+
+
+REQUIRED_MEMBERS = ("name", "columns", "build_graph", "units", "score")
+OPTIONAL_ATTRIBUTES = ("output_model", "description", "order", "profiles", "headline_key", "count_keys", "floor_keys",
+                       "baseline_keys", "baselines", "options_model", "roles", "prompt_files", "subgraph_stages",
+                       "output_keys")
+OPTIONAL_METHODS = ("texts", "retry_reason", "failure_keys", "floor_sides", "cross_score", "reference_pool",
+                    "run_floors")
+
+
+class AdaptedStage(Stage[Any]):
+    """A stage object that does not subclass :class:`Stage` (an older plug-in, a plain entry-point object), seen
+    through the base class: the members it has, the base class's defaults for the others."""
+
+    def __init__(self, plugin: Any) -> None:
+        self.plugin = plugin
+        members = vars(self)
+        for attribute in ("name", "columns", *OPTIONAL_ATTRIBUTES):
+            if hasattr(plugin, attribute):
+                members[attribute] = getattr(plugin, attribute)
+        members["columns"] = list(self.columns)
+        for attribute in ("count_keys", "floor_keys", "baseline_keys", "baselines", "roles", "prompt_files",
+                          "subgraph_stages", "profiles"):
+            members[attribute] = tuple(getattr(self, attribute) or ())
+        for method in OPTIONAL_METHODS:
+            if hasattr(plugin, method):
+                members[method] = getattr(plugin, method)
+
+    def build_graph(self) -> AnyGraph:
+        graph: AnyGraph = self.plugin.build_graph()
+        return graph
+
+    def build_graph_from(self, subgraphs: dict[str, AnyGraph]) -> AnyGraph:
+        graph: AnyGraph = self.plugin.build_graph(subgraphs)
+        return graph
+
+    def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]:
+        units: list[Unit] = self.plugin.units(dataset, article, config)
+        return units
+
+    def score(self, unit: Unit, output: Any, context: StageContext) -> StageScore | list[ScoreRecord]:
+        returned: StageScore | list[ScoreRecord] = self.plugin.score(unit, output, context)
+        return returned
+
+
+def missing_members(stage: object) -> list[str]:
+    """The required members a stage object lacks (for a :class:`Stage` subclass: the methods it does not define
+    itself, since the base class's only raise)."""
+    if isinstance(stage, Stage):
+        return [member for member in REQUIRED_MEMBERS
+                if not hasattr(stage, member) or getattr(type(stage), member) is getattr(Stage, member, None)]
+    return [member for member in REQUIRED_MEMBERS if not hasattr(stage, member)]
+
+
+def as_stage(stage: object) -> Stage[Any]:
+    """The object as a :class:`Stage`: itself when it subclasses it, else wrapped in :class:`AdaptedStage`."""
+    return stage if isinstance(stage, Stage) else AdaptedStage(stage)
+
+
+def defining_stage(stage: Stage[Any]) -> object:
+    """The object that defines a stage's code: the plug-in object an :class:`AdaptedStage` wraps, else the stage."""
+    return stage.plugin if isinstance(stage, AdaptedStage) else stage
+
+
+def score_failure(exc: BaseException) -> str:
+    """The reason a unit's scoring failed, one line for errors.jsonl: a contract error says itself (it names the
+    stage and the method), any other exception is prefixed with its type."""
+    if isinstance(exc, StageReturnError | StageOutputError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+__all__ = [
+    "RENAMED_STAGES", "AdaptedStage", "AnyGraph", "Baseline", "BaselineSkipped", "GeneratedText", "ScoreRecord",
+    "Stage", "StageOutputError", "StageReturnError", "StageScore", "Unit", "as_stage", "current_stage_name",
+    "defining_stage", "missing_members", "score_failure", "with_current_stage",
+]

@@ -1,15 +1,18 @@
 """Stages by name: one registry for the built-in stages and for installed plug-in packages.
 
-A stage (see :mod:`ruwikibench.contract`) registers itself with the :func:`register_stage` decorator::
+A stage (a subclass of :class:`ruwikibench.contract.Stage`) registers itself with the :func:`register_stage`
+decorator::
 
     @register_stage
-    class MyStage:
+    class MyStage(Stage[MyOutput]):
         name = "my_stage"
         columns = [("Score", "score")]
         def build_graph(self): ...
         def units(self, dataset, article, config): ...
-        def score(self, unit, output, context): ...
-        def texts(self, unit, output): ...
+        def score(self, unit, output, context): ...  # -> StageScore
+
+An object that does not subclass :class:`Stage` but has its required members (an older plug-in) is registered
+wrapped in :class:`ruwikibench.contract.AdaptedStage`: every consumer sees one typed :class:`Stage`.
 
 The built-in stages are the modules of :mod:`ruwikibench.graphs` and :mod:`ruwikibench.writer.stage`. A package
 installed next to ruwikibench adds stages through the ``ruwikibench.stages`` entry-point group (pyproject.toml)::
@@ -30,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from ruwikibench.contract import Stage, current_stage_name
+from ruwikibench.contract import Stage, as_stage, current_stage_name, defining_stage, missing_members
 
 if TYPE_CHECKING:
     from ruwikibench.config import RunConfig
@@ -38,9 +41,8 @@ if TYPE_CHECKING:
 ENTRY_POINT_GROUP = "ruwikibench.stages"
 BUILTIN_PACKAGES = ("ruwikibench.graphs",)
 BUILTIN_MODULES = ("ruwikibench.writer.stage",)
-REQUIRED = ("name", "columns", "build_graph", "units", "score", "texts")
 
-_stages: dict[str, Stage] = {}
+_stages: dict[str, Stage[Any]] = {}
 _broken: dict[str, str] = {}
 _discovered = False
 _lock = threading.RLock()
@@ -56,7 +58,7 @@ class StageRegistryError(KeyError):
 
 
 def _check(stage: Any, origin: str) -> None:
-    missing = [attr for attr in REQUIRED if not hasattr(stage, attr)]
+    missing = missing_members(stage)
     if missing:
         raise StageRegistryError(f"{origin}: not a stage, missing {', '.join(missing)} (see ruwikibench.contract)")
     if not isinstance(stage.name, str) or not stage.name:
@@ -69,18 +71,19 @@ def register_stage(stage: T) -> T:
     Returns its argument, so it works as a class decorator. A name registered twice by different classes is an
     error; registering the same class again (a module imported twice) replaces the old object."""
     instance: Any = stage() if isinstance(stage, type) else stage
-    origin = f"{type(instance).__module__}.{type(instance).__qualname__}"
+    origin = _qualified(instance)
     _check(instance, origin)
     with _lock:
         old = _stages.get(instance.name)
         if old is not None and _qualified(old) != origin:
             raise StageRegistryError(f"stage {instance.name!r} is registered twice: {_qualified(old)} and {origin}")
-        _stages[instance.name] = instance
+        _stages[instance.name] = as_stage(instance)
     return stage
 
 
 def _qualified(stage: object) -> str:
-    return f"{type(stage).__module__}.{type(stage).__qualname__}"
+    code = defining_stage(stage) if isinstance(stage, Stage) else stage
+    return f"{type(code).__module__}.{type(code).__qualname__}"
 
 
 def unregister_stage(name: str) -> None:
@@ -92,8 +95,8 @@ def unregister_stage(name: str) -> None:
 def instance_of(cls: type[T]) -> T:
     """The registered object of a stage class decorated with :func:`register_stage`."""
     for stage in list(_stages.values()):
-        if type(stage) is cls:
-            return stage  # type: ignore[return-value]
+        if type(defining_stage(stage)) is cls:
+            return defining_stage(stage)  # type: ignore[return-value]
     raise StageRegistryError(f"{cls.__qualname__} is not registered")
 
 
@@ -138,7 +141,7 @@ def discover(refresh: bool = False) -> None:
                 )
 
 
-def get_stage(name: str) -> Stage:
+def get_stage(name: str) -> Stage[Any]:
     """The stage registered as ``name`` (an earlier name of a renamed stage finds it too)."""
     discover()
     name = current_stage_name(name)
@@ -149,11 +152,11 @@ def get_stage(name: str) -> Stage:
     raise StageRegistryError(f"unknown stage {name!r}; known: {', '.join(stage_names())}")
 
 
-def known_stages() -> dict[str, Stage]:
+def known_stages() -> dict[str, Stage[Any]]:
     """Every registered stage by name, in report order."""
     discover()
     with _lock:
-        ordered = sorted(_stages.values(), key=lambda s: (getattr(s, "order", 100), s.name))
+        ordered = sorted(_stages.values(), key=lambda s: (s.order, s.name))
         return {stage.name: stage for stage in ordered}
 
 
@@ -167,9 +170,9 @@ def plugin_errors() -> dict[str, str]:
     return dict(_broken)
 
 
-def options_model(stage: Stage) -> type[BaseModel] | None:
+def options_model(stage: Stage[Any]) -> type[BaseModel] | None:
     """The stage's options model (its ``options_model`` class attribute), or None."""
-    model = getattr(stage, "options_model", None)
+    model = stage.options_model
     if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
         raise StageRegistryError(f"stage {stage.name!r}: options_model must be a pydantic model class, got {model!r}")
     return model
@@ -185,4 +188,4 @@ def stage_options(config: RunConfig, name: str) -> BaseModel | None:
 
 def stage_roles() -> dict[str, str]:
     """Model roles the registered stages declare (their ``roles``): role -> the stage declaring it."""
-    return {role: name for name, stage in known_stages().items() for role in getattr(stage, "roles", ())}
+    return {role: name for name, stage in known_stages().items() for role in stage.roles}

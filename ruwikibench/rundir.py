@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from ruwikibench.config import RunInputError
-from ruwikibench.contract import with_current_stage
 from ruwikibench.durable import write_atomic
 from ruwikibench.jsonl import append_jsonl, item_key, latest, read_records, rewrite_jsonl, unit_key
 from ruwikibench.runlock import LOCK, RunDirLocked, run_lock
+from ruwikibench.stage_renames import with_current_stage
 
 __all__ = ["FILES", "FLOORS_FILE", "LOCK", "RunDir", "RunDirLocked", "run_lock"]
 

@@ -17,7 +17,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "ruwikibench"
 
 LAYERS: list[tuple[str, set[str]]] = [
     ("bottom", {"", "config", "dataset", "contract", "registry", "jsonl", "runlock", "executors", "progress", "prompts", "rundir", "config_loader",
-                "durable", "faults", "secrets", "version", "runspec"}),
+                "durable", "faults", "secrets", "version", "runspec",
+                "stage_renames"}),
     ("support", {"models", "retrieval", "corpus_builder"}),
     ("datasets", {"dataset_files"}),
     ("context", {"context"}),
@@ -25,6 +26,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("evaluators", {"evaluators"}),
     ("graphs", {"graphs"}),
     ("baselines", {"baselines"}),
+    ("plugin", {"plugin"}),  # the plug-in authors' module: re-exports the layers below
     ("reporting", {"reporting"}),
     ("runner", {"runner"}),
     ("writer", {"writer"}),

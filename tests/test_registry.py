@@ -9,8 +9,11 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from typer.testing import CliRunner
 
 from ruwikibench import registry
+from ruwikibench.cli import app
+from ruwikibench.contract import AdaptedStage, defining_stage
 from ruwikibench.registry import (
     StageRegistryError,
     get_stage,
@@ -79,7 +82,10 @@ def test_decorator_registers_an_instance_and_checks_the_contract() -> None:
         def texts(self, unit, output): ...
 
     try:
-        assert isinstance(get_stage("tiny_test_stage"), Tiny)
+        stage = get_stage("tiny_test_stage")  # a plain object (no Stage base class): seen through the adapter
+        assert isinstance(stage, AdaptedStage) and isinstance(stage.plugin, Tiny)
+        assert (stage.order, stage.count_keys, stage.headline_key, stage.roles) == (100, (), None, ())
+        assert stage.failure_keys("boom", ["a", "b"]) == ["a", "b"] and stage.retry_reason({}) is None
     finally:
         unregister_stage("tiny_test_stage")
     assert "tiny_test_stage" not in stage_names()
@@ -87,7 +93,7 @@ def test_decorator_registers_an_instance_and_checks_the_contract() -> None:
     class NotAStage:
         name = "broken"
 
-    with pytest.raises(StageRegistryError, match="missing columns, build_graph, units, score, texts"):
+    with pytest.raises(StageRegistryError, match="missing columns, build_graph, units, score"):
         register_stage(NotAStage)
 
 
@@ -132,10 +138,13 @@ def installed_plugin(tmp_path: Path) -> Iterator[Path]:
 def test_entry_point_stages_are_discovered(installed_plugin: Path) -> None:
     registry.discover(refresh=True)
     stage = get_stage("echo_plugin")
-    assert type(stage).__name__ == "EchoStage"
+    assert type(defining_stage(stage)).__name__ == "EchoStage"
     assert "echo_plugin" in stage_names()
     compiled = stage.build_graph().compile()
     assert compiled.invoke({"title": "Бородино"}) == {"title": "Бородино"}
+    listed = CliRunner().invoke(app, ["stages"], terminal_width=200)
+    row = next(line for line in listed.output.splitlines() if "echo_plugin" in line)
+    assert "echo_plugin_pkg" in row  # the plug-in's own module, not the adapter's
 
 
 def test_a_broken_plugin_is_one_line_when_asked_for_and_spares_the_rest(installed_plugin: Path) -> None:
@@ -146,3 +155,17 @@ def test_a_broken_plugin_is_one_line_when_asked_for_and_spares_the_rest(installe
     assert "\n" not in message
     assert "broken_plugin_pkg:Stage" in message and "echo-plugin-pkg" in message and "needs a missing library" in message
     assert get_stage("ranking").name == "ranking"
+
+
+def test_a_stage_subclass_must_define_the_required_methods() -> None:
+    from ruwikibench.plugin import Stage
+
+    class HalfStage(Stage[dict]):
+        name = "half_test_stage"
+        columns: ClassVar[list[tuple[str, str]]] = []
+
+        def build_graph(self): ...
+
+    with pytest.raises(StageRegistryError, match="missing units, score"):
+        register_stage(HalfStage)
+    assert "half_test_stage" not in stage_names()

@@ -1,29 +1,15 @@
 """Baselines by stage name: the built-in ones (outline, sections, ranking); a stage may add its own with a
-``baselines`` attribute (a sequence of :class:`Baseline`)."""
+``baselines`` attribute (a sequence of :class:`Baseline`, defined with the stage contract)."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
-from ruwikibench.context import StageContext
-from ruwikibench.contract import Unit
+from ruwikibench.contract import Baseline, BaselineSkipped, Stage
 
-
-class BaselineSkipped(Exception):
-    """The baseline cannot be built for this unit (no snippets, no candidates, ...): the reason is counted."""
-
-
-@dataclass(frozen=True)
-class Baseline:
-    """``build(unit, run_output, context)`` returns an output in the stage's output schema (JSON-able dict)."""
-
-    name: str
-    description: str
-    build: Callable[[Unit, dict[str, Any], StageContext], dict[str, Any]]
-
+__all__ = ["BASELINES", "Baseline", "BaselineSkipped", "baselines_of", "register", "stable_seed"]
 
 BASELINES: dict[str, list[Baseline]] = {}
 
@@ -33,11 +19,11 @@ def register(stage: str, baseline: Baseline) -> Baseline:
     return baseline
 
 
-def baselines_of(stage: Any) -> list[Baseline]:
+def baselines_of(stage: Stage[Any]) -> list[Baseline]:
     """The built-in baselines of the stage named like ``stage``, then those the stage object declares."""
     from ruwikibench.baselines import outline, ranking, sections  # noqa: F401 - registers the built-in ones
 
-    own: Sequence[Baseline] = getattr(stage, "baselines", ()) or ()
+    own: Sequence[Baseline] = stage.baselines
     return [*BASELINES.get(stage.name, []), *own]
 
 

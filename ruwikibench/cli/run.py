@@ -211,11 +211,12 @@ def run_stage(name: Annotated[str, typer.Argument(help="a registered stage (`ruw
 @app.command("stages")
 def stages() -> None:
     """The registered stages (built in, and from installed packages' `ruwikibench.stages` entry points)."""
+    from ruwikibench.contract import defining_stage
     from ruwikibench.registry import known_stages, plugin_errors
 
     rows = [["stage", "description", "defined in", "columns"]]
     for name, stage in known_stages().items():
-        rows.append([name, str(getattr(stage, "description", "") or ""), type(stage).__module__,
+        rows.append([name, stage.description, type(defining_stage(stage)).__module__,
                      ", ".join(title for title, _ in stage.columns)])
     print_table("stages", rows)
     for name, error in plugin_errors().items():

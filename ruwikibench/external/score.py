@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import AfterValidator, BaseModel, Field
 
 from ruwikibench.context import StageContext
-from ruwikibench.contract import current_stage_name
+from ruwikibench.contract import Unit, current_stage_name, score_failure
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.external.formats import (
     ArticleRow,
@@ -31,12 +31,12 @@ from ruwikibench.external.formats import (
     SectionsRow,
     read_rows,
 )
+from ruwikibench.registry import get_stage
 from ruwikibench.rundir import RunDir
 from ruwikibench.runner.baselines import BASELINES_FILE, compute_floors_and_baselines
 from ruwikibench.runner.execute import RunOptions, finalize, new_spec, select_articles
 from ruwikibench.runner.floors import FLOORS_FILE, compute_floors
 from ruwikibench.runner.open_run import OpenRun, external_key, open_run, run_id, run_path
-from ruwikibench.runner.stage import Unit, get_stage
 from ruwikibench.runspec import ExternalRecord, InvalidSpec, RunSpec, read_spec
 from ruwikibench.writer.score import WRITER_TABLES
 
@@ -109,10 +109,11 @@ class ExternalScorer:
         self.rundir.append("outputs.jsonl", {"stage": unit.stage, "article": unit.article, "unit": unit.unit_id,
                                              "input": unit.input, "output": output, "external_line": line})
         try:
-            records = [r.model_dump(mode="json") for r in stage.score(unit, output, self.context)]
-            texts = [t.model_dump(mode="json") for t in stage.texts(unit, output)]
+            scored = stage.checked_score(unit, output, self.context)
+            records = [r.model_dump(mode="json") for r in scored.records]
+            texts = [t.model_dump(mode="json") for t in scored.texts]
         except Exception as exc:  # noqa: BLE001 - recorded like a native scoring failure
-            self.fail(unit.stage, unit.article, unit.unit_id, f"score: {type(exc).__name__}: {exc}")
+            self.fail(unit.stage, unit.article, unit.unit_id, f"score: {score_failure(exc)}")
             return
         if adjust is not None:
             adjust(records)

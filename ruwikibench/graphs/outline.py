@@ -16,7 +16,7 @@ from langgraph.graph import END, START, StateGraph
 
 from ruwikibench.config import OutlineConfig, RunConfig
 from ruwikibench.context import StageContext
-from ruwikibench.contract import GeneratedText, ScoreRecord, Unit
+from ruwikibench.contract import GeneratedText, ScoreRecord, Stage, StageScore, Unit
 from ruwikibench.dataset import Article, Dataset, Section
 from ruwikibench.evaluators.floor import FloorSide
 from ruwikibench.evaluators.outline import (
@@ -88,12 +88,13 @@ def selection(config: OutlineConfig) -> HeadingSelection:
 
 
 @register_stage
-class OutlineStage:
+class OutlineStage(Stage[OutlineOutput]):
     """The benchmark contract of :mod:`ruwikibench.contract` for stage 2."""
 
     name = NAME
     description = "outline: cluster the snippets -> mini-outlines -> merge"
     order = 2
+    output_model = OutlineOutput
     columns: ClassVar[list[tuple[str, str]]] = [
         ("Mean F1", "f1"),
         ("F1 (authors)", "f1_authors"),
@@ -108,7 +109,7 @@ class OutlineStage:
         ("Ref max depth", "ref_max_depth"),
         ("Ref share > 3", "ref_deep_share"),
     ]
-    count_keys: ClassVar[frozenset[str]] = frozenset({"gen_headings", "gen_max_depth", "ref_headings", "ref_max_depth"})
+    count_keys: ClassVar[tuple[str, ...]] = ("gen_headings", "gen_max_depth", "ref_headings", "ref_max_depth")
     floor_keys: ClassVar[tuple[str, ...]] = SIMILARITY_KEYS
     baseline_keys: ClassVar[tuple[str, ...]] = ("f1", "f1_rescaled", "entity_recall")  # vs the no-LLM baselines
 
@@ -133,24 +134,27 @@ class OutlineStage:
         data = OutlineInput(title=article.title, snippets=snippets, headings=headings, first_snippets=firsts)
         return [Unit(stage=NAME, article=article.name, unit_id="article", input=data.model_dump(mode="json"))]
 
-    def score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[ScoreRecord]:
-        """Heading P/R/F1 (configured selection and the authors' variant), soft recall, structure stats."""
+    def score(self, unit: Unit, output: OutlineOutput, context: StageContext) -> StageScore:
+        """Heading P/R/F1 (configured selection and the authors' variant), soft recall, structure stats; the
+        generated outline as Markdown."""
+        return StageScore(records=[self.outline_record(unit, output, context)], texts=self.texts(unit, output))
+
+    def outline_record(self, unit: Unit, result: OutlineOutput, context: StageContext) -> ScoreRecord:
         if context.dataset is None:
             raise ValueError(f"outline scoring of {unit.article!r}: StageContext.dataset is needed (reference outline)")
         article = context.dataset.article(unit.article)
         record = ScoreRecord(stage=NAME, article=article.name, item=unit.unit_id)
         if not unit.input.get("snippets"):
-            return [record.model_copy(update={"excluded": "article has no snippets"})]
+            return record.model_copy(update={"excluded": "article has no snippets"})
         if not article.root.children:
-            return [record.model_copy(update={"excluded": "reference outline has no sections"})]
-        result = OutlineOutput.model_validate(output)
+            return record.model_copy(update={"excluded": "reference outline has no sections"})
         scored = score_outline(
             article, [(h.level, h.title) for h in result.outline], context.embedder, selection(context.config.outline),
             context.config.embedder.authors_prompt,
         )
         info = {**scored.info, "k": result.k, "k_method": result.k_method, "ended": result.ended}
         info["notes"] = result.notes
-        return [record.model_copy(update={"metrics": scored.metrics, "info": info})]
+        return record.model_copy(update={"metrics": scored.metrics, "info": info})
 
     def floor_sides(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[FloorSide]:
         """The scored outline (title + generated headings) with its article as reference; none when the article
@@ -184,9 +188,9 @@ class OutlineStage:
             context.config.embedder.authors_prompt,
         ).metrics
 
-    def texts(self, unit: Unit, output: dict[str, Any]) -> list[GeneratedText]:
+    def texts(self, unit: Unit, output: OutlineOutput) -> list[GeneratedText]:
         """The generated outline as Markdown; the reference given is the article's H2 headings."""
-        result = OutlineOutput.model_validate(output)
+        result = output
         sources = list(dict.fromkeys(sid for r in result.cluster_results for sid in r.context))
         return [
             GeneratedText(

@@ -16,7 +16,7 @@ from langgraph.graph import END, START, StateGraph
 
 from ruwikibench.config import RunConfig
 from ruwikibench.context import StageContext
-from ruwikibench.contract import GeneratedText, ScoreRecord, Unit
+from ruwikibench.contract import ScoreRecord, Stage, StageScore, Unit
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.evaluators.ranking import ranking_metrics
 from ruwikibench.nodes.ranking import (
@@ -73,8 +73,8 @@ def _judgement_counts(candidates: list[dict[str, Any]]) -> dict[str, int]:
 
 
 @register_stage
-class RankingStage:
-    """The stage contract of :mod:`ruwikibench.contract` for source ranking."""
+class RankingStage(Stage[dict[str, Any]]):
+    """The stage contract of :mod:`ruwikibench.contract` for source ranking (it scores the stored output dict)."""
 
     name = "ranking"
     description = "source selection: query -> BM25 -> LLM rerank"
@@ -91,7 +91,11 @@ class RankingStage:
                                    pool_size=pool_size(dataset, article, config))
         return [Unit(stage=self.name, article=article.name, unit_id="article", input=dict(graph_input))]
 
-    def score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[ScoreRecord]:
+    def score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> StageScore:
+        """NDCG, R-Precision and pool recall of the BM25 and the reranked order; no texts."""
+        return StageScore(records=[self.ranking_record(unit, output, context)])
+
+    def ranking_record(self, unit: Unit, output: dict[str, Any], context: StageContext) -> ScoreRecord:
         dataset = context.dataset
         if dataset is None:
             raise ValueError("scoring ranking needs StageContext.dataset")
@@ -104,8 +108,8 @@ class RankingStage:
             **_judgement_counts(candidates),
         }
         if not relevant:
-            return [ScoreRecord(stage=self.name, article=unit.article, item=unit.unit_id, info=info,
-                                excluded="the article has no snippets (no kept source)")]
+            return ScoreRecord(stage=self.name, article=unit.article, item=unit.unit_id, info=info,
+                               excluded="the article has no snippets (no kept source)")
         if output.get("error"):
             info["reason"] = output["error"]
         elif info["relevant_in_pool"] == 0:
@@ -113,7 +117,7 @@ class RankingStage:
         bm25 = [int(c["snippet_id"] in relevant) for c in sorted(candidates, key=lambda c: c["bm25_rank"])]
         reranked = [int(c["snippet_id"] in relevant) for c in sorted(candidates, key=lambda c: c["rank"])]
         metrics = ranking_metrics(bm25, reranked, len(relevant), context.config.ranking.ndcg_at)
-        return [ScoreRecord(stage=self.name, article=unit.article, item=unit.unit_id, metrics=metrics, info=info)]
+        return ScoreRecord(stage=self.name, article=unit.article, item=unit.unit_id, metrics=metrics, info=info)
 
     def failure_keys(self, reason: str, keys: list[str]) -> list[str]:
         """What a failed unit takes away in the failures-as-zero view: a failed rerank (every relevance request
@@ -122,9 +126,6 @@ class RankingStage:
         if reason.startswith(RerankFailed.__name__):
             return [key for key in keys if key.startswith("rerank_")]
         return list(keys)
-
-    def texts(self, unit: Unit, output: dict[str, Any]) -> list[GeneratedText]:
-        return []
 
     def retry_reason(self, output: dict[str, Any]) -> str | None:
         """Why a finished unit is run again on resume: relevance judgements that failed (request error or an

@@ -21,7 +21,7 @@ from langgraph.graph import END, START, StateGraph
 
 from ruwikibench.config import RunConfig
 from ruwikibench.context import StageContext
-from ruwikibench.contract import GeneratedText, ScoreRecord, Unit
+from ruwikibench.contract import GeneratedText, ScoreRecord, Stage, StageScore, Unit
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.evaluators.entities import entity_scores
 from ruwikibench.evaluators.floor import FloorSide
@@ -162,7 +162,7 @@ def _pairs(unit: Unit, output: dict[str, Any]) -> list[tuple[dict[str, Any], dic
 
 
 @register_stage
-class SectionsStage:
+class SectionsStage(Stage[dict[str, Any]]):
     """Stage 3 for the runner: units from gold data, per-section scores, generated texts for the judges."""
 
     name = NAME
@@ -206,8 +206,10 @@ class SectionsStage:
             for s in specs
         ]
 
-    def score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[ScoreRecord]:
-        return [score_section(unit, spec, result, context) for spec, result in _pairs(unit, output)]
+    def score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> StageScore:
+        """One record per section; the written sections as texts (the stored output dict is scored)."""
+        records = [score_section(unit, spec, result, context) for spec, result in _pairs(unit, output)]
+        return StageScore(records=records, texts=self.texts(unit, output))
 
     def floor_sides(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[FloorSide]:
         """Each scored, non-empty section: its text and its reference text (the floor's pool: the run's sections)."""

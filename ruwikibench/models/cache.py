@@ -18,6 +18,9 @@ import numpy as np
 
 from ruwikibench.models.types import Completion, Messages
 
+# what a cached answer says about its request: taken from the cache, no retry, no wait, no service time
+CACHED: dict[str, object] = {"cached": True, "retries": 0, "queued_s": 0.0, "service_s": 0.0}
+
 
 def stable_hash(payload: object) -> str:
     """sha256 of the canonical JSON of ``payload`` (sorted keys, UTF-8 kept)."""
@@ -60,10 +63,10 @@ class ResponseCache:
             row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
-        return Completion.model_validate_json(row[0]).model_copy(update={"cached": True, "retries": 0})
+        return Completion.model_validate_json(row[0]).model_copy(update=CACHED)
 
     def put(self, key: str, completion: Completion) -> None:
-        value = completion.model_dump_json(exclude={"cached", "retries"})
+        value = completion.model_dump_json(exclude=set(CACHED))
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",

@@ -15,12 +15,14 @@ endpoints (:class:`OpenAIBackend`, through langchain-openai's ChatOpenAI) or a s
   judgement that is neither yes nor no) is returned but not stored, and a cached answer it rejects is asked anew,
   so the next run retries it.
 * Usage per role (:mod:`ruwikibench.models.usage`): calls, tokens of requests actually sent, cache hits, retries,
-  failures.
+  failures, and the seconds calls waited for a slot (``queued_s``) and were then served (``service_s``); each
+  :class:`Completion` carries its own ``queued_s``/``service_s`` (node traces record them per node).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from ruwikibench.config import RunConfig, role_served_by
-from ruwikibench.models.cache import ResponseCache, request_key
+from ruwikibench.models.cache import CACHED, ResponseCache, request_key
 from ruwikibench.models.openai_backend import OpenAIBackend
 from ruwikibench.models.priority import Priority, PrioritySemaphore
 from ruwikibench.models.types import ChatBackend, Completion, Messages
@@ -179,7 +181,7 @@ class LLM:
         running = inflight.get(key)
         if running is not None:
             shared = await asyncio.shield(running)
-            return shared.model_copy(update={"cached": True, "retries": 0})
+            return shared.model_copy(update=CACHED)
         task = asyncio.ensure_future(self._send_and_store(key, request))
         inflight[key] = task
         task.add_done_callback(lambda done: _settle(inflight, key, done))
@@ -192,10 +194,15 @@ class LLM:
         return completion
 
     async def _send(self, request: _Request) -> Completion:
+        asked = time.perf_counter()
         async with self._state().semaphore.slot(request.priority):
+            granted = time.perf_counter()
             completion = await request.backend.generate(
                 request.messages, max_tokens=request.max_tokens, top_logprobs=request.top_logprobs
             )
+        completion = completion.model_copy(update={
+            "queued_s": round(granted - asked, 4), "service_s": round(time.perf_counter() - granted, 4)
+        })
         if not completion.text.strip():
             where = f" at {completion.endpoint}" if completion.endpoint else ""
             raise EmptyAnswer(f"model {completion.model or '?'!r}{where}: empty answer (no text in the reply)")

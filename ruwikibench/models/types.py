@@ -25,6 +25,8 @@ class Completion(BaseModel):
 
     ``cached`` is True when the answer came from the response cache (or from an identical request that was
     in flight at the same time); ``retries`` counts the retried attempts of the request that produced it.
+    ``queued_s`` is how long the call waited for a concurrency slot of the client, ``service_s`` how long it then
+    took to be answered (retries included); both are 0 for a cached answer.
     """
 
     text: str
@@ -36,6 +38,8 @@ class Completion(BaseModel):
     endpoint: str | None = None
     cached: bool = False
     retries: int = 0
+    queued_s: float = 0.0
+    service_s: float = 0.0
 
     def answer_logprobs(self) -> list[TokenLogprob] | None:
         """The token logprobs after any ``<think>…</think>`` block (all of them when there is none).

@@ -1,4 +1,5 @@
-"""Per-role usage of the LLM client: calls, tokens of requests actually sent, cache hits, retries, failures."""
+"""Per-role usage of the LLM client: calls, tokens of requests actually sent, cache hits, retries, failures, and
+the seconds calls waited for a concurrency slot (``queued_s``) and were served after it (``service_s``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ class RoleUsage:
     cache_hits: int = 0
     retries: int = 0
     failures: int = 0
+    queued_s: float = 0.0  # waiting for a concurrency slot of the client, summed over calls
+    service_s: float = 0.0  # from getting the slot to the answer, summed over calls
 
 
 @dataclass
@@ -28,6 +31,8 @@ class Usage:
         usage = self.by_role[role]
         usage.calls += 1
         usage.retries += completion.retries
+        usage.queued_s = round(usage.queued_s + completion.queued_s, 4)
+        usage.service_s = round(usage.service_s + completion.service_s, 4)
         if completion.cached:
             usage.cache_hits += 1
         else:
@@ -41,11 +46,11 @@ class Usage:
         attempts = getattr(exc, "attempts", 1)
         usage.retries += max(0, int(attempts) - 1)
 
-    def as_dict(self) -> dict[str, dict[str, int]]:
+    def as_dict(self) -> dict[str, dict[str, float]]:
         return {role: vars(u).copy() for role, u in sorted(self.by_role.items())}
 
-    def total(self) -> dict[str, int]:
-        out = vars(RoleUsage()).copy()
+    def total(self) -> dict[str, float]:
+        out: dict[str, float] = vars(RoleUsage()).copy()
         for usage in self.by_role.values():
             for name, value in vars(usage).items():
                 out[name] += value

@@ -13,9 +13,29 @@ from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
 from ruwikibench.jsonl import latest, unit_key
 from ruwikibench.reporting.article_views import ArticleRecords, article_view
 from ruwikibench.reporting.data import RunData
+from ruwikibench.reporting.failures import short_reason
 from ruwikibench.reporting.tables import PAPER_TABLE, count_keys, metric_scale, stage_columns
 
 OUTPUT_CHARS = 6000  # a node's output shown on its page; the rest stays in nodes.jsonl
+MIN_BAR = 0.4  # % of the timeline: the narrowest bar drawn (kept inside the track)
+
+
+class PageErrors:
+    """The errors an article page shows: each text once in full (shortened, whole on hover) under an id, then
+    referred to by it. A node's error that is part of a failure shown above (or the other way round) is the same."""
+
+    def __init__(self) -> None:
+        self.shown: dict[str, str] = {}  # error text -> its id on the page
+        self.seen: set[str] = set()
+
+    def note(self, text: str) -> dict[str, Any]:
+        """{id, short, full, first}: ``first`` is True the first time the page meets this error."""
+        known = next((ident for shown, ident in self.shown.items() if text in shown or shown in text), None)
+        if known is None:
+            known = self.shown[text] = f"error-{len(self.shown) + 1}"
+        first = known not in self.seen
+        self.seen.add(known)
+        return {"id": known, "short": short_reason(text), "full": text, "first": first}
 
 
 def article_context(
@@ -31,6 +51,7 @@ def article_context(
 
     title = article
     blocks = []
+    errors = PageErrors()
     node_records = {run.name: _by_stage(run.nodes.records(article) if run.nodes else []) for run in data}
     output_records = {
         run.name: _by_stage(latest(run.outputs.records(article), unit_key) if run.outputs else [])
@@ -53,13 +74,14 @@ def article_context(
             title = next(
                 (str(o["input"]["title"]) for o in outputs if "title" in (o.get("input") or {})), title
             )
+            failures = [{"unit": f["unit"], **errors.note(str(f["reason"]))} for f in run.failed(stage, article)]
             runs.append(
                 {
                     "name": run.name,
                     "view": article_view(records),
                     "scores": item_scores(stage, run.metrics[stage], records.results),
-                    "failures": run.failed(stage, article),
-                    "units": trace_units(node_records[run.name].get(stage, [])),
+                    "failures": failures,
+                    "units": trace_units(node_records[run.name].get(stage, []), errors),
                 }
             )
         if runs:
@@ -103,48 +125,90 @@ def item_scores(stage: str, metrics: dict[str, Any], results: list[dict[str, Any
     return {"header": [title for title, _ in columns], "rows": rows}
 
 
-def trace_units(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def trace_units(nodes: list[dict[str, Any]], errors: PageErrors | None = None) -> list[dict[str, Any]]:
     """The unit's node records in start order, with the timeline's bars (lane, offset and width in %)."""
     by_unit: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for record in nodes:
         by_unit[record["unit"]].append(record)
-    return [{"unit": unit, **_trace(records)} for unit, records in by_unit.items()]
+    errors = errors or PageErrors()
+    return [{"unit": unit, **_trace(records, errors)} for unit, records in by_unit.items()]
 
 
-def _trace(records: list[dict[str, Any]]) -> dict[str, Any]:
+def _trace(records: list[dict[str, Any]], errors: PageErrors | None = None) -> dict[str, Any]:
+    errors = errors or PageErrors()
     timed = all("started_at" in r and "ended_at" in r for r in records)
     ordered = sorted(records, key=lambda r: (r["started_at"], r["ended_at"])) if timed else records
-    rows = [_node_row(r) for r in ordered]
+    rows = [_node_row(r, errors) for r in ordered]
     timeline = _timeline(ordered) if timed and ordered else None
     # every LLM call is counted on the innermost node that made it, once: the unit's totals sum all records
     totals = {
         key: sum(r.get(key, 0) for r in records)
         for key in ("llm_calls", "prompt_tokens", "completion_tokens", "cache_hits")
     }
+    totals["queued_s"] = _timing_sum(records, "queued_s")
+    totals["service_s"] = _timing_sum(records, "service_s")
     return {"nodes": rows, "timeline": timeline, "totals": totals}
 
 
-def _node_row(record: dict[str, Any]) -> dict[str, Any]:
+def _timing_sum(records: list[dict[str, Any]], key: str) -> float | None:
+    """The records' summed ``queued_s``/``service_s``; None when they were captured before these were recorded."""
+    found = [r[key] for r in records if key in r]
+    return sum(found) if found else None
+
+
+def _node_row(record: dict[str, Any], errors: PageErrors) -> dict[str, Any]:
     output = json.dumps(record.get("output"), ensure_ascii=False, indent=1, default=str)
     cut = len(output) - OUTPUT_CHARS
     return {
         "node": record["node"],
         "depth": len([p for p in (record.get("namespace") or "").split("|") if p]),
         "duration_s": record.get("duration_s"),
+        "queued_s": record.get("queued_s"),
+        "service_s": record.get("service_s"),
         "calls": record.get("llm_calls", 0),
         "tokens": record.get("prompt_tokens", 0) + record.get("completion_tokens", 0),
         "cache_hits": record.get("cache_hits", 0),
         "prompts": record.get("prompts") or [],
         "answers": record.get("answers") or [],
-        "error": record.get("error"),
+        "error": errors.note(str(record["error"])) if record.get("error") else None,
         "output": output[:OUTPUT_CHARS] + (f"\n… {cut} more characters in nodes.jsonl" if cut > 0 else ""),
     }
 
 
+def _children_calls(records: list[dict[str, Any]]) -> dict[str, int]:
+    """Task id -> LLM calls of the nodes run inside it (a subgraph's nodes name their parent task in the namespace)."""
+    calls: dict[str, int] = defaultdict(int)
+    for record in records:
+        for part in (record.get("namespace") or "").split("|"):
+            if ":" in part:
+                calls[part.split(":", 1)[1]] += record.get("llm_calls", 0)
+    return calls
+
+
+def _bar_span(start: float, end: float, origin: float, span: float) -> tuple[float, float]:
+    """(left, width) in % of the track: at least :data:`MIN_BAR` wide, never past its right edge."""
+    width = min(max(100 * (end - start) / span, MIN_BAR), 100.0)
+    return min(100 * (start - origin) / span, 100.0 - width), width
+
+
+def _bar_label(record: dict[str, Any], inside: int) -> str:
+    total = record["ended_at"] - record["started_at"]
+    label = f"{record['node']}: {total:.2f} s"
+    if "queued_s" in record and record.get("llm_calls"):
+        label += (f" ({record['llm_calls']} LLM call{'s' if record['llm_calls'] > 1 else ''}: "
+                  f"{record['queued_s']:.2f} s waiting for a concurrency slot, {record['service_s']:.2f} s served)")
+    if inside:
+        label += f"; {inside} LLM call{'s' if inside > 1 else ''} by the nodes inside it"
+    return label
+
+
 def _timeline(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Bars on lanes: a node goes on the first lane free at its start, so nodes that ran at once stack up."""
+    """Bars on lanes: a node goes on the first lane free at its start, so nodes that ran at once stack up. A bar's
+    hatched start is the time its LLM calls waited for a concurrency slot (``queued_s``, when recorded); a subgraph's
+    parent is coloured by its children's LLM calls."""
     start = min(r["started_at"] for r in records)
     span = max(max(r["ended_at"] for r in records) - start, 1e-6)
+    inside = _children_calls(records)
     lane_ends: list[float] = []
     bars = []
     for record in records:
@@ -153,14 +217,21 @@ def _timeline(records: list[dict[str, Any]]) -> dict[str, Any]:
             lane_ends.append(record["ended_at"])
         else:
             lane_ends[lane] = record["ended_at"]
+        x, width = _bar_span(record["started_at"], record["ended_at"], start, span)
+        duration = max(record["ended_at"] - record["started_at"], 1e-9)
+        children = inside.get(record.get("task_id", ""), 0)
         bars.append(
             {
                 "node": record["node"],
                 "lane": lane,
                 "llm": bool(record.get("llm_calls")),
-                "x": 100 * (record["started_at"] - start) / span,
-                "width": max(100 * (record["ended_at"] - record["started_at"]) / span, 0.3),
-                "label": f"{record['node']}: {record['ended_at'] - record['started_at']:.2f} s",
+                "llm_inside": not record.get("llm_calls") and children > 0,
+                "x": x,
+                "width": width,
+                "queued": min(100.0, 100 * record.get("queued_s", 0.0) / duration),
+                "label": _bar_label(record, children),
             }
         )
-    return {"bars": bars, "lanes": len(lane_ends), "span_s": span, "parallel": len(lane_ends) > 1}
+    queued = [r["queued_s"] for r in records if "queued_s" in r]
+    return {"bars": bars, "lanes": len(lane_ends), "span_s": span, "parallel": len(lane_ends) > 1,
+            "queued_s": sum(queued) if queued else None}

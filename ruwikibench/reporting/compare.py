@@ -8,6 +8,7 @@ import csv
 from pathlib import Path
 from typing import Any
 
+from ruwikibench.reporting.failures import stage_failures
 from ruwikibench.reporting.html import write_html_report
 from ruwikibench.reporting.paired import PairedRow, compare_runs_paired, load_items, paired_table
 from ruwikibench.reporting.paper import PaperBlock, paper_block, paper_notes, with_paper_rows
@@ -73,7 +74,7 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded", 
             _write_csv(out / f"{stage}_paired.csv", paired_table(paired[stage]))
         else:  # one run, or an --out directory used before: no stale table
             (out / f"{stage}_paired.csv").unlink(missing_ok=True)
-        plot_stage(stage, present, out / f"{stage}.png", view)
+        plot_stage(stage, present, out / f"{stage}.png", view, stage_failures(stage, with_errors(runs, stage)))
         charts[stage] = out / f"{stage}.png"
     parts += citation_section(runs)
     parts += _judge_sections(runs, out)
@@ -90,6 +91,13 @@ def paper_blocks(runs: list[tuple[str, dict[str, Any], RunDir]]) -> dict[str, Pa
         if block is not None:
             blocks[stage] = block
     return blocks
+
+
+def with_errors(
+    runs: list[tuple[str, dict[str, Any], RunDir]], stage: str
+) -> list[tuple[str, dict[str, Any], list[dict[str, Any]]]]:
+    """(name, the stage's metrics, the run's errors.jsonl records) of the runs that have the stage."""
+    return [(name, m[stage], list(rundir.read("errors.jsonl"))) for name, m, rundir in runs if stage in m]
 
 
 def _write_csv(path: Path, rows: list[list[str]]) -> None:

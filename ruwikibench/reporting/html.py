@@ -18,6 +18,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from ruwikibench.dataset import Dataset
 from ruwikibench.reporting.article_page import article_context
 from ruwikibench.reporting.data import Run, RunData
+from ruwikibench.reporting.failures import short_reason
 from ruwikibench.reporting.page import report_context
 from ruwikibench.reporting.paired import PairedRow
 from ruwikibench.reporting.paper import PaperBlock
@@ -37,6 +38,7 @@ def environment() -> Environment:
     )
     env.filters["num"] = _num
     env.filters["signed"] = _signed
+    env.filters["short"] = short_reason
     return env
 
 

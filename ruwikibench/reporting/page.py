@@ -13,8 +13,10 @@ from typing import Any
 
 from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
 from ruwikibench.reporting.data import Run, RunData
+from ruwikibench.reporting.failures import short_reason, stage_failures
 from ruwikibench.reporting.paired import PairedRow, paired_table
 from ruwikibench.reporting.paper import PaperBlock, paper_notes, with_paper_rows
+from ruwikibench.reporting.plots import chart_description
 from ruwikibench.reporting.settings import SHORT_VALUE, SettingsTable, settings_table, shorten
 from ruwikibench.reporting.tables import (
     PAIRED_NOTE,
@@ -42,7 +44,7 @@ def headline(stage: str, metrics: dict[str, Any]) -> tuple[str, str]:
     try:
         from ruwikibench.registry import get_stage
 
-        key = getattr(get_stage(stage), "headline_key", None)
+        key = get_stage(stage).headline_key
     except Exception:  # noqa: BLE001 - a stage module that cannot be imported: first column
         key = None
     return next((c for c in columns if c[1] == key), columns[0]) if columns else ("", "")
@@ -66,6 +68,7 @@ def report_context(
         floors = [m["floor"] for _, m in present if m.get("floor")]
         rows = stage_table(stage, present, view)
         with_paper = with_paper_rows(stage, rows, paper.get(stage), present[0][1])
+        failures = stage_failures(stage, [(r.name, r.metrics[stage], r.errors) for r in data if stage in r.metrics])
         stage_blocks.append(
             {
                 "name": stage,
@@ -74,7 +77,12 @@ def report_context(
                 "rows": with_paper,
                 "row_classes": [""] * (len(rows) - 1) + ["paper"] * (len(with_paper) - len(rows)),
                 "paper_notes": [note.replace("**", "") for note in paper_notes(stage, paper.get(stage), present[0][1])],
+                "groups": column_groups(stage, present[0][1] if present else {}, view),
+                "header": grouped_header(stage, present[0][1] if present else {}, view),
+                "failures": failures,
                 "chart": data_uri(charts[stage]) if stage in charts and charts[stage].exists() else None,
+                "alt": chart_description(stage, [name for name, _ in present], failures,
+                                         present[0][1] if present else {}),
                 "floor_note": floor_note(floors[0]) if floors else "",
                 "baselines": [line.removeprefix("- ").replace("**", "") for name, m in present
                               for line in baseline_lines(stage, m, name)],
@@ -89,7 +97,8 @@ def report_context(
         "settings": settings_block(settings_table(runs)),
         "stages": stage_blocks,
         "judges": judge_blocks(data),
-        "problems": problem_rows(data, pages),
+        "problems": (problems := problem_rows(data, pages)),
+        "problem_count": sum(p["count"] for p in problems),
         "index": index_table(data, stages, articles, pages),
         "deltas": [d for stage in stages if (d := delta_block(data, stage, articles, pages))],
     }
@@ -98,17 +107,48 @@ def report_context(
 def settings_block(table: SettingsTable) -> dict[str, Any]:
     """The settings for the template: per group, each row's cells shortened with the whole value for hover."""
 
-    def groups(rows: list[Any]) -> list[dict[str, Any]]:
+    def groups(rows: list[Any], columns: int | None = None) -> list[dict[str, Any]]:
         return [
             {"name": group, "rows": [
-                {"key": row.key, "cells": [{"text": shorten(v, SHORT_VALUE), "full": v} for v in row.values]}
+                {"key": row.key,
+                 "cells": [{"text": shorten(v, SHORT_VALUE), "full": v} for v in row.values[:columns]]}
                 for row in members
             ]}
             for group, members in table.by_group(rows)
         ]
 
-    return {"runs": table.runs, "differing": groups(table.differing), "same": groups(table.same),
+    return {"runs": table.runs, "differing": groups(table.differing), "same": groups(table.same, 1),
             "same_count": len(table.same)}
+
+
+def column_groups(stage: str, metrics: dict[str, Any], view: str) -> list[dict[str, Any]]:
+    """The stage table's header groups, left to right (label, columns spanned, class of the ``<colgroup>``):
+    the run, each embedding metric with its floor and rescaled columns, runs of other metrics, the item counts.
+    Their spans add up to the table's columns (:func:`~ruwikibench.reporting.tables.stage_table`)."""
+    columns = stage_columns(stage, metrics)
+    keys = {key for _, key in columns}
+    groups: list[dict[str, Any]] = [{"label": "", "span": 1, "cls": "col-run"}]
+    for title, key in columns:
+        if key.endswith((FLOOR_SUFFIX, RESCALED_SUFFIX)):
+            groups[-1]["span"] += 1
+        elif key + FLOOR_SUFFIX in keys:
+            groups.append({"label": f"{title}: raw · floor · rescaled", "span": 1, "cls": "col-floor"})
+        elif groups[-1]["cls"] == "col-metrics":
+            groups[-1]["span"] += 1
+        else:
+            groups.append({"label": "metrics", "span": 1, "cls": "col-metrics"})
+    groups.append({"label": "items", "span": 4 if view == "failures_as_zero" else 3, "cls": "col-counts"})
+    return groups
+
+
+def grouped_header(stage: str, metrics: dict[str, Any], view: str) -> list[dict[str, str]]:
+    """The stage table's column headers under :func:`column_groups`: a floor or rescaled column is called just
+    'floor' / 'rescaled' (its group names the metric; ``full`` keeps the whole title for the hover text)."""
+    header = stage_table(stage, [("", metrics)], view, baselines=False)[0]
+    titles = {key: title for title, key in stage_columns(stage, metrics)}
+    short = {titles[k]: "floor" for k in titles if k.endswith(FLOOR_SUFFIX)}
+    short |= {titles[k]: "rescaled" for k in titles if k.endswith(RESCALED_SUFFIX)}
+    return [{"label": short.get(title, title), "full": title} for title in header]
 
 
 def paired_block(rows: list[PairedRow]) -> dict[str, Any] | None:
@@ -178,36 +218,26 @@ def judge_blocks(data: list[RunData]) -> list[dict[str, Any]]:
 
 
 def problem_rows(data: list[RunData], pages: dict[str, str]) -> list[dict[str, Any]]:
-    """Failed units (their last error) and excluded items (the paper's exclusion reason), per run."""
-    rows = []
+    """Failed units (their last error) and excluded items (the paper's exclusion reason): one row per run, stage,
+    kind and reason, with the articles and items it covers, so a reason shared by many units is shown once."""
+    rows: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+
+    def add(run: str, stage: str, kind: str, reason: str, article: str, item: str) -> None:
+        row = rows.setdefault((run, stage, kind, reason), {
+            "run": run, "stage": stage, "kind": kind, "reason": reason, "count": 0, "articles": {},
+        })
+        row["count"] += 1
+        row["articles"].setdefault(article, {"article": article, "page": pages.get(article), "items": []})
+        row["articles"][article]["items"].append(item)
+
     for run in data:
         for error in run.errors:
-            rows.append(
-                {
-                    "run": run.name,
-                    "stage": error["stage"],
-                    "article": error["article"],
-                    "page": pages.get(error["article"]),
-                    "item": error["unit"],
-                    "kind": "failed",
-                    "reason": error["reason"],
-                }
-            )
+            add(run.name, error["stage"], "failed", str(error["reason"]), error["article"], error["unit"])
         for (stage, article), records in sorted(run.results.items()):
             for record in records:
                 if record.get("excluded"):
-                    rows.append(
-                        {
-                            "run": run.name,
-                            "stage": stage,
-                            "article": article,
-                            "page": pages.get(article),
-                            "item": record["item"],
-                            "kind": "excluded",
-                            "reason": record["excluded"],
-                        }
-                    )
-    return rows
+                    add(run.name, stage, "excluded", str(record["excluded"]), article, record["item"])
+    return [row | {"articles": list(row["articles"].values())} for row in rows.values()]
 
 
 def _shown(stage: str, key: str, value: float | None) -> float | None:
@@ -273,7 +303,7 @@ def delta_block(
     for article in articles:
         before = _shown(stage, key, base.article_value(stage, article, key))
         afters = [_shown(stage, key, r.article_value(stage, article, key)) for r in others]
-        if before is None and all(a is None for a in afters):
+        if before is None and all(a is None for a in afters) and not _failed_anywhere(present, stage, article):
             continue
         deltas = [None if before is None or after is None else after - before for after in afters]
         rows.append(DeltaRow(article, pages[article], before, afters, deltas))
@@ -286,5 +316,42 @@ def delta_block(
         "wins": [row for row, d in sorted(scored, key=lambda x: -x[1]) if d > 0][:TOP_DELTAS],
         "losses": [row for row, d in sorted(scored, key=lambda x: x[1]) if d < 0][:TOP_DELTAS],
         "ties": sum(1 for _, d in scored if d == 0),
+        "skipped": [note for other in others for note in skipped_notes(stage, base, other, articles)],
         "rows": sorted(rows, key=lambda r: -abs(r.first) if r.first is not None else math.inf),
     }
+
+
+def _failed_anywhere(runs: list[RunData], stage: str, article: str) -> bool:
+    return any(run.failed(stage, article) for run in runs)
+
+
+def _why_unscored(run: RunData, stage: str, article: str) -> str:
+    errors = run.failed(stage, article)
+    if errors:
+        return f"run {run.name} failed: {short_reason(errors[0]['reason'])}"
+    return f"run {run.name} scored no item of it"
+
+
+def skipped_notes(stage: str, base: RunData, other: RunData, articles: list[str]) -> list[dict[str, Any]]:
+    """Why articles have no delta between ``base`` and ``other``: one note per reason ('both articles skipped: run
+    X failed: …'), with the articles it covers; articles neither run has anything of are left out."""
+    headline_key = headline(stage, base.metrics[stage])[1]
+    by_reason: dict[str, list[str]] = {}
+    for article in articles:
+        values = {run.name: run.article_value(stage, article, headline_key) for run in (base, other)}
+        if all(v is not None for v in values.values()):
+            continue
+        if all(v is None for v in values.values()) and not _failed_anywhere([base, other], stage, article):
+            continue
+        why = "; ".join(_why_unscored(run, stage, article) for run in (base, other) if values[run.name] is None)
+        by_reason.setdefault(why, []).append(article)
+    compared = sum(1 for a in articles if _failed_anywhere([base, other], stage, a)
+                   or any(r.article_value(stage, a, headline_key) is not None for r in (base, other)))
+    return [{"text": f"{_how_many(len(names), compared)} skipped: {why}", "articles": names}
+            for why, names in by_reason.items()]
+
+
+def _how_many(count: int, total: int) -> str:
+    if count == total:
+        return "both articles" if count == 2 else f"all {count} articles" if count > 1 else "the article"
+    return f"{count} article{'s' if count != 1 else ''}"

@@ -20,7 +20,7 @@ TABLE_LABEL = {**PAPER_TABLE, "writer": "whole article, not in the paper"}
 def stage_description(stage: str) -> str:
     """The stage's own one-line ``description`` ('' when it declares none or cannot be loaded)."""
     try:
-        return str(getattr(get_stage(stage), "description", "") or "").strip()
+        return get_stage(stage).description.strip()
     except Exception:  # noqa: BLE001 - a stage module that cannot be imported: no description
         return ""
 
@@ -52,7 +52,7 @@ def stage_columns(stage: str, metrics: dict[str, Any]) -> list[tuple[str, str]]:
         declared = get_stage(stage)
     except Exception:  # noqa: BLE001
         return [(key, key) for key in sorted(metrics.get("metrics", {}))]
-    return with_floor_columns(list(declared.columns), tuple(getattr(declared, "floor_keys", ())))
+    return with_floor_columns(list(declared.columns), tuple(declared.floor_keys))
 
 
 def with_floor_columns(columns: list[tuple[str, str]], floor_keys: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -68,7 +68,7 @@ def with_floor_columns(columns: list[tuple[str, str]], floor_keys: tuple[str, ..
 def count_keys(stage: str) -> frozenset[str]:
     """Metrics the stage declares as counts (headings, depth): shown as they are, never ×100."""
     try:
-        return frozenset(getattr(get_stage(stage), "count_keys", ()))
+        return frozenset(get_stage(stage).count_keys)
     except Exception:  # noqa: BLE001
         return frozenset()
 

@@ -19,11 +19,12 @@ from typing import Any
 
 from ruwikibench.baselines import BaselineSkipped, baselines_of
 from ruwikibench.context import StageContext
+from ruwikibench.contract import Stage, Unit
 from ruwikibench.faults import fault_point
 from ruwikibench.jsonl import item_key
+from ruwikibench.registry import get_stage
 from ruwikibench.rundir import RunDir
 from ruwikibench.runner.floors import FLOORS_FILE, compute_floors, stage_floors
-from ruwikibench.runner.stage import Unit, get_stage
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ def _excluded(baseline: str, record: dict[str, Any], reason: str) -> dict[str, A
             "unit": record["unit"], "metrics": {}, "excluded": reason}
 
 
-def baseline_rows(stage: Any, saved: list[dict[str, Any]], context: StageContext) -> list[dict[str, Any]]:
+def baseline_rows(stage: Stage[Any], saved: list[dict[str, Any]], context: StageContext) -> list[dict[str, Any]]:
     """Rows of every baseline of ``stage`` for its saved outputs (an item a baseline cannot be built for is a row
     with ``excluded`` set to the reason)."""
     rows: list[dict[str, Any]] = []
@@ -51,7 +52,7 @@ def baseline_rows(stage: Any, saved: list[dict[str, Any]], context: StageContext
             unit = _unit(record)
             try:
                 output = baseline.build(unit, record["output"], context)
-                records = stage.score(unit, output, context)
+                records = stage.checked_score(unit, output, context).records
             except BaselineSkipped as exc:
                 rows.append(_excluded(baseline.name, record, f"baseline: {exc}"))
                 continue
@@ -143,9 +144,9 @@ def headline_keys(stage: str, metrics: dict[str, Any]) -> list[str]:
     from ruwikibench.reporting.tables import stage_headlines
 
     try:
-        declared = getattr(get_stage(stage), "baseline_keys", None)
+        declared: list[str] = list(get_stage(stage).baseline_keys)
     except KeyError:
-        declared = None
+        declared = []
     if not declared:
         declared = [key for h in stage_headlines(stage, metrics)
                     for key in (h.key, *([h.key + RESCALED_SUFFIX] if h.floor else []))]

@@ -2,7 +2,9 @@
 
 LLM usage, answers and the prompt files a node used are attributed to the node through the LangGraph task id
 found in the runnable config of the calling node (``langgraph_checkpoint_ns``). Each record carries the wall-clock
-start and end of the node (``started_at``/``ended_at``, Unix seconds), so a report can draw what ran in parallel.
+start and end of the node (``started_at``/``ended_at``, Unix seconds), so a report can draw what ran in parallel,
+and the seconds its own LLM calls waited for a concurrency slot (``queued_s``) and were served after it
+(``service_s``), summed over the calls (records written before these fields lack them).
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ class TaskUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cache_hits: int = 0
+    queued_s: float = 0.0
+    service_s: float = 0.0
     prompts: dict[str, str] = field(default_factory=dict)
     answers: list[dict[str, Any]] = field(default_factory=list)
 
@@ -66,6 +70,8 @@ class NodeCapture:
         usage.prompt_tokens += completion.prompt_tokens
         usage.completion_tokens += completion.completion_tokens
         usage.cache_hits += int(completion.cached)
+        usage.queued_s += completion.queued_s
+        usage.service_s += completion.service_s
         usage.answers.append({"role": role, "text": completion.text, "cached": completion.cached})
 
     def on_prompt(self, prompt: Prompt) -> None:
@@ -98,6 +104,8 @@ class NodeCapture:
             "prompt_tokens": usage.prompt_tokens,
             "completion_tokens": usage.completion_tokens,
             "cache_hits": usage.cache_hits,
+            "queued_s": round(usage.queued_s, 4),
+            "service_s": round(usage.service_s, 4),
             "prompts": [{"name": name, "sha256": sha} for name, sha in usage.prompts.items()],
             "answers": usage.answers,
         }

@@ -22,9 +22,9 @@ from ruwikibench.context import StageContext
 from ruwikibench.dataset import Dataset
 from ruwikibench.evaluators.floor import FloorSide, draw_others, rescale, rescaled_estimate
 from ruwikibench.evaluators.stats import Estimate, bootstrap_ci, paired_difference
+from ruwikibench.registry import get_stage
 from ruwikibench.runner.floors import PER_ITEM, SEED
 from ruwikibench.runner.ladder import RUNGS, PlantedItem, outline_items, section_items, shuffle_words
-from ruwikibench.runner.stage import get_stage
 
 DECISIVE = ("restated", "25%", "50%", "75%", "wrong article")
 REPORTED = ("reference", "title template", "shuffled words")
@@ -141,8 +141,8 @@ def check_stage(
 ) -> list[MetricCheck]:
     """Floor, raw and rescaled estimates of every rung and the ladder's steps, for every floor metric."""
     stage = get_stage(stage_name)
-    keys = tuple(stage.floor_keys)  # type: ignore[attr-defined]
-    score: Callable[..., dict[str, float]] = stage.cross_score  # type: ignore[attr-defined]
+    keys = tuple(stage.floor_keys)
+    score: Callable[..., dict[str, float]] = stage.cross_score
     raw: dict[str, dict[str, list[float]]] = {k: {r: [] for r in RUNGS} for k in keys}
     total, done = len(items) * (len(RUNGS) + 1), 0
     for item in items:

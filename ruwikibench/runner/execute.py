@@ -21,13 +21,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ruwikibench.config import RunConfig, RunInputError
 from ruwikibench.context import StageContext
-from ruwikibench.contract import current_stage_name
+from ruwikibench.contract import Stage, Unit, current_stage_name, score_failure
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.durable import write_atomic
 from ruwikibench.executors import freeze_heap, run_cpu, run_on_model_lane
 from ruwikibench.faults import fault_point
 from ruwikibench.jsonl import unit_key
 from ruwikibench.nodes.queries import reference_queries_identity
+from ruwikibench.registry import get_stage
 from ruwikibench.rundir import RunDir, scored_units
 from ruwikibench.runner.baselines import (
     BASELINES_FILE,
@@ -46,7 +47,6 @@ from ruwikibench.runner.reference_queries import (
     session_record,
     write_missing_queries,
 )
-from ruwikibench.runner.stage import Stage, Unit, get_stage
 from ruwikibench.runner.warmup import warm_up
 from ruwikibench.runspec import FORMAT_VERSION, RunMode, RunSpec, UnitCounts, parse_spec, read_spec
 from ruwikibench.secrets import redact_data
@@ -172,7 +172,7 @@ class Runner:
         self.context = context
         self.rundir = rundir
         self.options = options
-        self.stages: dict[str, Stage] = {name: get_stage(name) for name in options.stages}
+        self.stages: dict[str, Stage[Any]] = {name: get_stage(name) for name in options.stages}
         overrides = check_overrides(context.config)
         self.graphs = {name: stage_graph(stage, overrides).compile() for name, stage in self.stages.items()}
 
@@ -195,8 +195,7 @@ class Runner:
     def retry_reason(self, saved: dict[str, Any]) -> str | None:
         """Why a finished output is run again on resume (the stage's optional ``retry_reason(output)``)."""
         stage = self.stages.get(saved["stage"])
-        check = getattr(stage, "retry_reason", None)
-        return check(saved["output"]) if check is not None else None
+        return stage.retry_reason(saved["output"]) if stage is not None else None
 
     def unscored_outputs(self) -> list[tuple[Unit, dict[str, Any]]]:
         """Finished outputs of this run's stages that have no score records (cut off before scoring, or their
@@ -258,20 +257,16 @@ class Runner:
         fault_point("after_outputs")
         await self.score_output(stage, unit, output)
 
-    async def score_output(self, stage: Stage, unit: Unit, output: dict[str, Any]) -> None:
+    async def score_output(self, stage: Stage[Any], unit: Unit, output: dict[str, Any]) -> None:
         """Score on the model lane (scoring embeds), write the records here."""
         try:
-            records, texts = await run_on_model_lane(_score, stage, unit, output, self.context)
+            scored = await run_on_model_lane(stage.checked_score, unit, output, self.context)
         except Exception as exc:  # noqa: BLE001
-            self.record_error(unit.stage, unit.article, unit.unit_id, f"score: {type(exc).__name__}: {exc}", 0)
+            self.record_error(unit.stage, unit.article, unit.unit_id, f"score: {score_failure(exc)}", 0)
             return
         tag = {"unit": unit.unit_id}
-        self.rundir.append_many("generated.jsonl", [text.model_dump(mode="json") | tag for text in texts])
-        self.rundir.append_many("results.jsonl", [record.model_dump(mode="json") | tag for record in records])
-
-
-def _score(stage: Stage, unit: Unit, output: dict[str, Any], context: StageContext) -> tuple[list, list]:
-    return stage.score(unit, output, context), stage.texts(unit, output)
+        self.rundir.append_many("generated.jsonl", [text.model_dump(mode="json") | tag for text in scored.texts])
+        self.rundir.append_many("results.jsonl", [record.model_dump(mode="json") | tag for record in scored.records])
 
 
 def _jsonable(obj: Any) -> Any:

@@ -20,10 +20,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ruwikibench.context import StageContext
+from ruwikibench.contract import Stage, Unit
 from ruwikibench.evaluators.floor import FloorSide, draw_others
 from ruwikibench.jsonl import item_key
+from ruwikibench.registry import get_stage
 from ruwikibench.rundir import FLOORS_FILE, RunDir
-from ruwikibench.runner.stage import Unit, get_stage
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ SEED = 0
 
 
 def stage_floors(
-    stage: Any,
+    stage: Stage[Any],
     saved: list[dict[str, Any]],
     context: StageContext,
     *,
@@ -41,7 +42,7 @@ def stage_floors(
     progress: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Floor rows ({stage, article, item, metrics, against}) for the saved outputs of one stage."""
-    keys = tuple(getattr(stage, "floor_keys", ()))
+    keys = tuple(stage.floor_keys)
     if not keys:
         return []
     sides: list[FloorSide] = []
@@ -57,7 +58,7 @@ def stage_floors(
 
 
 def floors_of_sides(
-    stage: Any,
+    stage: Stage[Any],
     sides: list[FloorSide],
     context: StageContext,
     *,
@@ -67,12 +68,12 @@ def floors_of_sides(
 ) -> list[dict[str, Any]]:
     """Floor rows of the scored items ``sides``: each against up to ``per_item`` references of other articles
     (the stage's ``reference_pool`` when the items come from no more than ``per_item`` articles)."""
-    keys = tuple(getattr(stage, "floor_keys", ()))
+    keys = tuple(stage.floor_keys)
     if not keys or not sides:
         return []
-    pool_of = getattr(stage, "reference_pool", None)
     small = len({s.article for s in sides}) <= per_item  # too few other articles in the run to draw from
-    pool = sorted(pool_of(context) if pool_of is not None and small else sides, key=lambda p: (p.article, p.item))
+    own_pool = stage.reference_pool(context) if small else None
+    pool = sorted(sides if own_pool is None else own_pool, key=lambda p: (p.article, p.item))
     draws = draw_others([(s.article, s.item) for s in sides], [(p.article, p.item) for p in pool], per_item, seed)
     rows = []
     for done, (side, drawn) in enumerate(zip(sides, draws, strict=True), start=1):
@@ -97,11 +98,10 @@ def compute_floors(rundir: RunDir, context: StageContext, *, per_item: int = PER
             stage = get_stage(name)
         except KeyError:
             continue
-        run_floors = getattr(stage, "run_floors", None)  # a stage whose records land in other stages' tables
         try:
             rows += stage_floors(stage, saved, context, per_item=per_item, seed=seed)
-            if run_floors is not None:
-                rows += run_floors(rundir, context, per_item=per_item, seed=seed)
+            # a stage whose records land in other stages' tables (the writer) adds its own rows
+            rows += stage.run_floors(rundir, context, per_item=per_item, seed=seed)
         except Exception as exc:  # noqa: BLE001 - the run's scores stand; its tables show no floor
             log.warning("floor of stage %s not computed: %s: %s", name, type(exc).__name__, exc)
     rows.sort(key=item_key)  # the file reads the same however the units finished

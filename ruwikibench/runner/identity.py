@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ruwikibench.config import RunConfig
-from ruwikibench.contract import Stage
+from ruwikibench.contract import Stage, defining_stage
 from ruwikibench.prompts import PromptLibrary
 from ruwikibench.registry import stage_options
 
@@ -45,7 +45,10 @@ class CodeIdentity:
 
 
 def defining_object(obj: Any) -> Any:
-    """The function or class whose source defines ``obj``: decorators unwrapped, an instance's class."""
+    """The function or class whose source defines ``obj``: decorators unwrapped, an instance's class (for an
+    older plug-in stage seen through :class:`~ruwikibench.contract.AdaptedStage`, the plug-in's class)."""
+    if isinstance(obj, Stage):
+        obj = defining_stage(obj)
     if inspect.isfunction(obj) or inspect.ismethod(obj) or inspect.isclass(obj) or inspect.ismodule(obj):
         return inspect.unwrap(obj) if callable(obj) and not inspect.isclass(obj) else obj
     return type(obj)
@@ -120,9 +123,9 @@ def prompt_fields(model: type[BaseModel]) -> list[str]:
             if isinstance(info.json_schema_extra, dict) and "prompt_fields" in info.json_schema_extra]
 
 
-def stage_prompts(stage: Stage, options: BaseModel | None = None) -> list[str]:
+def stage_prompts(stage: Stage[Any], options: BaseModel | None = None) -> list[str]:
     """The prompt files a stage declares before the run: its ``prompt_files`` and its options' prompt fields."""
-    names = list(getattr(stage, "prompt_files", ()))
+    names = list(stage.prompt_files)
     if options is not None:
         names += [str(getattr(options, field)) for field in prompt_fields(type(options))]
     return names
@@ -134,7 +137,7 @@ def prompt_hashes(names: list[str], config: RunConfig) -> dict[str, str]:
     return {name: library.get(name).sha256 for name in sorted(set(names))}
 
 
-def stage_identity(stage: Stage, config: RunConfig) -> dict[str, Any] | None:
+def stage_identity(stage: Stage[Any], config: RunConfig) -> dict[str, Any] | None:
     """What a run of ``stage`` adds to the run id and spec.json: for a plug-in stage its code, declared prompt
     files and options; for a built-in stage its options when it declares an options model; else None."""
     options = stage_options(config, stage.name)
@@ -152,7 +155,7 @@ def stage_identity(stage: Stage, config: RunConfig) -> dict[str, Any] | None:
     return record
 
 
-def stages_identity(stages: list[Stage], config: RunConfig) -> dict[str, dict[str, Any]]:
+def stages_identity(stages: list[Stage[Any]], config: RunConfig) -> dict[str, dict[str, Any]]:
     """:func:`stage_identity` of every stage that has one, by name."""
     found = {stage.name: stage_identity(stage, config) for stage in stages}
     return {name: record for name, record in found.items() if record is not None}

@@ -73,13 +73,13 @@ def floor_metrics(
 
 def zeroed_keys(stage: str, reason: str, keys: list[str]) -> list[str]:
     """The metric keys a failure takes away: the stage's ``failure_keys(reason, keys)``, else all of them."""
-    from ruwikibench.runner.stage import get_stage
+    from ruwikibench.registry import get_stage
 
     try:
-        narrow = getattr(get_stage(stage), "failure_keys", None)
+        found = get_stage(stage)
     except Exception:  # noqa: BLE001 - a stage module that is not importable here: zero everything
-        narrow = None
-    return list(narrow(reason, keys)) if narrow is not None else list(keys)
+        return list(keys)
+    return list(found.failure_keys(reason, keys))
 
 
 def _stage_metrics(

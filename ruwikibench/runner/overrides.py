@@ -134,10 +134,10 @@ def schema_keys(schema: Any) -> tuple[set[str], set[str]]:
     return set(hints), set(hints)
 
 
-def output_keys(stage: Stage, builtin: StateGraph) -> set[str]:
+def output_keys(stage: Stage[Any], builtin: StateGraph) -> set[str]:
     """The output keys the stage's ``score()`` reads: its ``output_keys`` if declared, else the required keys of
     its own graph's output schema."""
-    declared = getattr(stage, "output_keys", None)
+    declared = stage.output_keys
     if declared is not None:
         return set(declared)
     return schema_keys(builtin.output_schema)[1]
@@ -165,7 +165,7 @@ def build_override_graph(key: str, builder: Any) -> StateGraph:
     return graph
 
 
-def check_graph_fits(key: str, stage: Stage, builtin: StateGraph, graph: StateGraph) -> None:
+def check_graph_fits(key: str, stage: Stage[Any], builtin: StateGraph, graph: StateGraph) -> None:
     given, _ = schema_keys(builtin.input_schema)
     _, needed = schema_keys(graph.input_schema)
     missing_in = sorted(needed - given)
@@ -232,15 +232,14 @@ def replace_node(graph: StateGraph, node: str, fn: Any) -> None:
     graph.nodes[node] = dataclasses.replace(spec, runnable=coerce_to_runnable(fn, name=node, trace=False))
 
 
-def stage_graph(stage: Stage, overrides: dict[str, Override]) -> StateGraph:
+def stage_graph(stage: Stage[Any], overrides: dict[str, Override]) -> StateGraph:
     """The stage's uncompiled graph with the config's overrides applied (a fresh graph each call)."""
     whole = overrides.get(stage.name)
-    subgraph_stages = getattr(stage, "subgraph_stages", ())
+    subgraph_stages = stage.subgraph_stages
     if whole is not None:
         graph = whole.obj()
     elif subgraph_stages:  # the writer: its stage subgraphs with their overrides
-        graph = stage.build_graph({name: stage_graph(get_stage(name), overrides)  # type: ignore[call-arg]
-                                   for name in subgraph_stages})
+        graph = stage.build_graph_from({name: stage_graph(get_stage(name), overrides) for name in subgraph_stages})
     else:
         graph = stage.build_graph()
     for override in overrides.values():

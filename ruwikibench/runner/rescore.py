@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from ruwikibench.context import StageContext
+from ruwikibench.contract import Unit, score_failure
+from ruwikibench.registry import get_stage
 from ruwikibench.rundir import RunDir
 from ruwikibench.runner.baselines import compute_floors_and_baselines
 from ruwikibench.runner.execute import finalize
-from ruwikibench.runner.stage import Unit, get_stage
 
 
 def rescore(rundir: RunDir, context: StageContext) -> dict:
@@ -25,11 +26,13 @@ def _rescore(rundir: RunDir, context: StageContext) -> dict:
         unit = Unit(stage=saved["stage"], article=saved["article"], unit_id=saved["unit"], input=saved["input"])
         tag = {"unit": unit.unit_id}
         try:
-            results += [r.model_dump(mode="json") | tag for r in stage.score(unit, saved["output"], context)]
-            texts += [t.model_dump(mode="json") | tag for t in stage.texts(unit, saved["output"])]
+            scored = stage.checked_score(unit, saved["output"], context)
         except Exception as exc:  # noqa: BLE001
             errors.append({"stage": unit.stage, "article": unit.article, "unit": unit.unit_id,
-                           "reason": f"score: {type(exc).__name__}: {exc}", "attempts": 0})
+                           "reason": f"score: {score_failure(exc)}", "attempts": 0})
+            continue
+        results += [r.model_dump(mode="json") | tag for r in scored.records]
+        texts += [t.model_dump(mode="json") | tag for t in scored.texts]
     rundir.rewrite("results.jsonl", results)
     rundir.rewrite("generated.jsonl", texts)
     rundir.rewrite("errors.jsonl", errors)

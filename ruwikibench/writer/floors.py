@@ -14,9 +14,9 @@ from typing import Any
 
 from ruwikibench.context import StageContext
 from ruwikibench.evaluators.floor import FloorSide
+from ruwikibench.registry import get_stage
 from ruwikibench.rundir import RunDir
 from ruwikibench.runner.floors import PER_ITEM, SEED, floors_of_sides
-from ruwikibench.runner.stage import get_stage
 
 FLOORED = ("outline", "sections")
 

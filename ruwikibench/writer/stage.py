@@ -9,14 +9,13 @@ whole article (F1, ROUGE-L, sources); they land in the outline, sections and wri
 
 from __future__ import annotations
 
-import threading
 from typing import Any, ClassVar
 
 from langgraph.graph import StateGraph
 
 from ruwikibench.config import RunConfig
 from ruwikibench.context import StageContext
-from ruwikibench.contract import GeneratedText, ScoreRecord, Unit
+from ruwikibench.contract import Stage, StageScore, Unit
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.nodes.written import WrittenArticle
 from ruwikibench.registry import instance_of, register_stage
@@ -25,7 +24,7 @@ from ruwikibench.writer.score import ARTICLE_COLUMNS, generated_texts, score_wri
 
 
 @register_stage
-class WriterStage:
+class WriterStage(Stage[dict[str, Any]]):
     name = "writer"
     description = "a whole article from the title alone: sources, outline, sections"
     order = 4
@@ -33,11 +32,12 @@ class WriterStage:
     columns: ClassVar[list[tuple[str, str]]] = ARTICLE_COLUMNS
     subgraph_stages = ("ranking", "outline", "sections")  # overrides of these stages reach the writer too
 
-    def __init__(self) -> None:
-        self._texts: dict[tuple[str, str], list[GeneratedText]] = {}  # filled by score(), handed out by texts()
-        self._lock = threading.Lock()
+    def build_graph(self) -> StateGraph:
+        from ruwikibench.graphs.writer import build_writer_graph
 
-    def build_graph(self, subgraphs: dict[str, StateGraph] | None = None) -> StateGraph:
+        return build_writer_graph()  # type: ignore[return-value]
+
+    def build_graph_from(self, subgraphs: dict[str, StateGraph]) -> StateGraph:
         from ruwikibench.graphs.writer import build_writer_graph
 
         return build_writer_graph(subgraphs)  # type: ignore[return-value]
@@ -45,26 +45,22 @@ class WriterStage:
     def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]:
         return [Unit(stage=self.name, article=article.name, unit_id="article", input={"title": article.title})]
 
-    def score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[ScoreRecord]:
+    def score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> StageScore:
+        """The written article's outline, sections and whole-article records, with the written texts paired with
+        the reference texts they were scored against."""
         if context.dataset is None:
             raise ValueError("scoring articles needs StageContext.dataset")
         article = context.dataset.article(unit.article)
         written = WrittenArticle.model_validate(output["article"])
         selected = [s["snippet_id"] for s in output.get("sources") or []]
         records = score_written(article, written, selected, context)
-        with self._lock:  # the texts need the gold article and the records: kept for texts()
-            self._texts[(unit.article, unit.unit_id)] = generated_texts(article, written, records)
-        return records
+        return StageScore(records=records, texts=generated_texts(article, written, records))
 
     def run_floors(self, rundir: RunDir, context: StageContext, *, per_item: int, seed: int) -> list[dict[str, Any]]:
         """Floor rows of the written articles' outline and sections records (called by ``compute_floors``)."""
         from ruwikibench.writer.floors import writer_floor_rows
 
         return writer_floor_rows(rundir, context, per_item=per_item, seed=seed)
-
-    def texts(self, unit: Unit, output: dict[str, Any]) -> list[GeneratedText]:
-        with self._lock:
-            return self._texts.pop((unit.article, unit.unit_id), [])
 
 
 STAGE = instance_of(WriterStage)

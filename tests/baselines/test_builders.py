@@ -128,8 +128,8 @@ def test_bm25_baseline_scores_as_the_runs_bm25_columns() -> None:
     config = RunConfig(name="t", models={"writer": {"name": "fake"}})
     context = StageContext(config=config, llm=None, embedder=None, prompts=PromptLibrary(), dataset=dataset)  # type: ignore[arg-type]
     stage = get_stage("ranking")
-    run = stage.score(unit, output, context)[0].metrics
-    base = stage.score(unit, bm25_order(unit, output, context), context)[0].metrics
+    run = stage.checked_score(unit, output, context).records[0].metrics
+    base = stage.checked_score(unit, bm25_order(unit, output, context), context).records[0].metrics
     assert base["rerank_ndcg"] == pytest.approx(run["bm25_ndcg"])
     assert base["rerank_r_precision"] == pytest.approx(run["bm25_r_precision"])
 

@@ -222,7 +222,7 @@ def test_no_snippets_no_calls_and_score_excluded() -> None:
     out = run(context, unit.input)
     assert chat.calls == [] and out["outline"] == [] and out["k"] == 0
     assert "nothing to merge: no clusters" in out["notes"]
-    [record] = STAGE.score(unit, out, context)
+    [record] = STAGE.checked_score(unit, out, context).records
     assert record.excluded == "article has no snippets" and record.metrics == {}
 
 
@@ -233,13 +233,13 @@ def test_score_and_texts_through_the_stage() -> None:
     chat = ScriptedChat(responder(reference))
     context = context_for(dataset, chat, mode="direct")
     out = run(context, unit.input)
-    [record] = STAGE.score(unit, out, context)
+    [record] = STAGE.checked_score(unit, out, context).records
     assert record.excluded is None
     assert record.metrics["f1"] == pytest.approx(1.0, abs=1e-5)
     assert record.metrics["f1_authors"] == pytest.approx(1.0, abs=1e-5)
     assert record.metrics["gen_headings"] == 5 and record.metrics["ref_max_depth"] == 3
     assert record.info["k"] == 3 and record.info["ended"] is True
-    [text] = STAGE.texts(unit, out)
+    [text] = STAGE.checked_score(unit, out, context).texts
     assert text.text == "# Python\n## История\n## Синтаксис\n### Отступы\n## Библиотеки"
     assert text.reference == "## История\n## Синтаксис\n## Библиотеки"
     assert set(text.sources) <= {s.id for s in dataset.snippets} and text.sources
@@ -249,9 +249,9 @@ def test_score_and_texts_through_the_stage() -> None:
     from ruwikibench.nodes.outline import OutlineOutput
 
     stored = json.loads(OutlineOutput.model_validate(out).model_dump_json())
-    assert STAGE.score(unit, stored, context)[0].metrics == record.metrics
+    assert STAGE.checked_score(unit, stored, context).records[0].metrics == record.metrics
     with pytest.raises(ValueError, match="StageContext.dataset"):
-        STAGE.score(unit, out, StageContext(context.config, context.llm, context.embedder, context.prompts))
+        STAGE.checked_score(unit, out, StageContext(context.config, context.llm, context.embedder, context.prompts))
 
 
 # ------------------------------------------------------------------ real article
@@ -278,7 +278,7 @@ def test_real_article_end_to_end_with_scripted_merge() -> None:
         assert out["k"] == len(article.h2_titles())
         assert sorted(m for c in out["clusters"] for m in c.members) == sorted(x["id"] for x in unit.input["snippets"])
         assert all(len(r.selected) <= 5 for r in out["cluster_results"])
-        scores[name] = STAGE.score(unit, out, context)[0].metrics["f1"]
+        scores[name] = STAGE.checked_score(unit, out, context).records[0].metrics["f1"]
     assert scores["own"] == pytest.approx(1.0, abs=1e-5)
     assert scores["other"] < 0.92
 

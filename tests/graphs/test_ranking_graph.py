@@ -28,7 +28,7 @@ def oracle(p_relevant: float = 0.97, p_other: float = 0.03):
 async def run(context, article=ARTICLE):
     unit = STAGE.units(DATASET, article, context.config)[0]
     output = await build_ranking_graph().compile().ainvoke(unit.input, context=context)
-    return unit, output, STAGE.score(unit, output, context)[0]
+    return unit, output, STAGE.checked_score(unit, output, context).records[0]
 
 
 def test_stage_contract() -> None:
@@ -185,7 +185,7 @@ async def test_empty_pool_is_a_record_with_a_reason(tmp_path) -> None:
     unit = STAGE.units(DATASET, ARTICLE, context.config)[0]
     unit.input["query"] = "и в на the and"  # stopwords only
     output = await build_ranking_graph().compile().ainvoke(unit.input, context=context)
-    record = STAGE.score(unit, output, context)[0]
+    record = STAGE.checked_score(unit, output, context).records[0]
     assert output["candidates"] == [] and output["query_mode"] == "given"
     assert record.excluded is None and record.info["reason"].startswith("BM25 found no snippet")
     assert record.metrics["rerank_ndcg"] == 0.0 and record.metrics["pool_recall"] == 0.0
@@ -198,7 +198,7 @@ async def test_article_without_snippets_is_excluded_not_dropped(tmp_path) -> Non
     unit = STAGE.units(dataset, ARTICLE, context.config)[0]
     assert unit.input["pool_size"] == 0
     output = await build_ranking_graph().compile().ainvoke(unit.input, context=context)
-    record = STAGE.score(unit, output, context)[0]
+    record = STAGE.checked_score(unit, output, context).records[0]
     assert record.excluded and "no snippets" in record.excluded and record.metrics == {}
 
 

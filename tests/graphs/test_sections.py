@@ -189,7 +189,7 @@ def test_oracle_filter_is_optional_and_labelled() -> None:
         assert result["status"] == "no_reference" and result["calls"] == 0 and result["text"] == ""
         unit = Unit(stage="sections", article="КК", unit_id=section["id"],
                     input={"article": "КК", "sections": [{**section, "reference": reference}]})
-        [record] = SectionsStage().score(unit, {"results": [result]}, context)
+        [record] = SectionsStage().checked_score(unit, {"results": [result]}, context).records
         assert record.excluded == "no reference text" and not record.metrics
         assert aggregate([record.model_dump(mode="json")], [])["sections"]["excluded_reasons"] == \
             {"no reference text": 1}
@@ -284,7 +284,7 @@ def test_scores_exclusions_and_texts_through_the_compiled_graph() -> None:
         ),
     )
     output = run(STAGE.build_graph(), unit.input, context)
-    records = {r.item: r for r in STAGE.score(unit, output, context)}
+    records = {r.item: r for r in STAGE.checked_score(unit, output, context).records}
     assert list(records) == ["s0", "s1", "s2", "s3", "s4"]
     assert records["s1"].metrics["f1"] == pytest.approx(1.0) and records["s1"].metrics[
         "rouge_l"
@@ -312,10 +312,10 @@ def test_authors_prompt_adds_the_authors_sentence_scores() -> None:
     units = STAGE.units(dataset, dataset.articles[0], context.config)
     (unit,) = [u for u in units if u.input["sections"][0]["title"] == "История"]
     output = run(STAGE.build_graph(), unit.input, context)
-    (plain,) = STAGE.score(unit, output, context)
+    (plain,) = STAGE.checked_score(unit, output, context).records
     embedder = context.config.embedder.model_copy(update={"kind": "use", "authors_prompt": "Classification"})
     context.config = context.config.model_copy(update={"embedder": embedder})
-    (record,) = STAGE.score(unit, output, context)
+    (record,) = STAGE.checked_score(unit, output, context).records
     assert not any(key.endswith("_authors") for key in plain.metrics)
     assert {k: v for k, v in record.metrics.items() if not k.endswith("_authors")} == plain.metrics
     text, reference = output["results"][0]["text"], unit.input["sections"][0]["reference"]
@@ -336,7 +336,7 @@ def test_empty_answer_fails_the_unit_and_empty_text_scores_zero() -> None:
     context, _ = make_context(lambda m: "текст" if kind(m[-1]["content"]) == "write" else "описание")
     output = run(STAGE.build_graph(), unit.input, context)
     output["results"][0] |= {"text": "", "status": "empty_output"}  # a text that cleaning left empty
-    (record,) = STAGE.score(unit, output, context)
+    (record,) = STAGE.checked_score(unit, output, context).records
     assert record.excluded is None and record.metrics["f1"] == 0.0 and record.info["empty_output"] is True
     assert STAGE.texts(unit, output) == []
 

@@ -62,5 +62,5 @@ def test_one_real_section_through_the_graph(dataset) -> None:
     assert result["status"] == "ok" and result["text"] == "Текст раздела." and result["write_calls"] >= 1
     assert result["calls"] == len(chat.calls)
     assert all(len(m[-1]["content"]) < 5 * 320 + 1500 for m in chat.calls)  # snippet texts capped in prompts
-    (record,) = STAGE.score(unit, output, context)
+    (record,) = STAGE.checked_score(unit, output, context).records
     assert record.excluded is None and 0 < record.metrics["f1"] < 1 and 0 <= record.metrics["rouge_l"] < 1

@@ -31,6 +31,24 @@ async def test_global_limit_and_usage() -> None:
     assert llm.usage.as_dict()["judge"]["calls"] == 7
 
 
+async def test_queue_wait_and_service_time_are_apart() -> None:
+    """One slot, three 0.05 s calls at once: the third waits ~0.1 s for its slot and is served in ~0.05 s."""
+
+    class Slow(ScriptedChat):
+        async def generate(self, messages, *, max_tokens, top_logprobs):  # type: ignore[override]
+            await asyncio.sleep(0.05)
+            return await super().generate(messages, max_tokens=max_tokens, top_logprobs=top_logprobs)
+
+    llm = LLM({"writer": Slow(lambda m: "ok")}, max_concurrency=1)
+    done = await asyncio.gather(*(llm.complete("writer", f"вопрос {i}") for i in range(3)))
+    waits = sorted(c.queued_s for c in done)
+    assert waits[0] < 0.02 and 0.04 < waits[1] < 0.09 and 0.09 < waits[2] < 0.2
+    assert all(0.045 < c.service_s < 0.1 for c in done)
+    usage = llm.usage.as_dict()["writer"]
+    assert usage["queued_s"] == pytest.approx(sum(waits), abs=1e-3)
+    assert usage["service_s"] == pytest.approx(sum(c.service_s for c in done), abs=1e-3)
+
+
 async def test_fake_logprobs() -> None:
     llm = LLM({"ranking": ScriptedChat(lambda m: yes_no_completion(0.9))})
     completion = await llm.complete("ranking", "?", top_logprobs=5)
@@ -66,9 +84,12 @@ async def test_cache_hits_counted_per_role_and_tokens_only_for_sent_requests(tmp
     assert len(chat.calls) == 1 and not first.cached and second.cached
     assert second.logprobs == first.logprobs
     usage = llm.usage.as_dict()
+    timing = {key: usage["ranking"].pop(key) for key in ("queued_s", "service_s")}
     assert usage["ranking"] == {
         "calls": 1, "prompt_tokens": 10, "completion_tokens": 1, "cache_hits": 0, "retries": 0, "failures": 0
     }  # fmt: skip
+    assert timing["queued_s"] >= 0 and timing["service_s"] >= 0
+    assert second.queued_s == 0 and second.service_s == 0  # a cached answer neither waited nor was served
     assert (
         usage["judge"]["calls"] == 1
         and usage["judge"]["cache_hits"] == 1

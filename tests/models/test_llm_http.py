@@ -139,7 +139,8 @@ async def test_gives_up_after_max_retries(stub_server: StubServer) -> None:
         await llm.complete("writer", "x")
     assert len(stub_server.requests) == 3
     assert llm.usage.as_dict()["writer"] == {
-        "calls": 1, "prompt_tokens": 0, "completion_tokens": 0, "cache_hits": 0, "retries": 2, "failures": 1
+        "calls": 1, "prompt_tokens": 0, "completion_tokens": 0, "cache_hits": 0, "retries": 2, "failures": 1,
+        "queued_s": 0.0, "service_s": 0.0,  # a failed call's timing is not counted (no Completion carries it)
     }  # fmt: skip
 
 

@@ -1,5 +1,5 @@
 """The node capture records, per node: wall-clock start/end (parallel nodes overlap), the prompt files it used
-(name + sha256 prefix) and the LLM answers it got."""
+(name + sha256 prefix), the LLM answers it got and the seconds its calls queued for a slot and were served."""
 
 from __future__ import annotations
 
@@ -54,9 +54,14 @@ def _graph() -> Any:
 async def test_capture_times_prompts_and_answers(tmp_path: Path) -> None:
     for name in ("left", "right"):
         (tmp_path / f"{name}.txt").write_text(f"{name}: {{title}}", encoding="utf-8")
-    chat = ScriptedChat(lambda messages: "ответ на " + messages[-1]["content"])
+    class Slow(ScriptedChat):
+        async def generate(self, messages, *, max_tokens, top_logprobs):  # type: ignore[override]
+            await asyncio.sleep(0.1)
+            return await super().generate(messages, max_tokens=max_tokens, top_logprobs=top_logprobs)
+
+    chat = Slow(lambda messages: "ответ на " + messages[-1]["content"])
     context = StageContext(config=RunConfig(name="t", models={"writer": {"name": "fake"}}),
-                           llm=LLM({"writer": chat}), embedder=None,  # type: ignore[arg-type]
+                           llm=LLM({"writer": chat}, max_concurrency=1), embedder=None,  # type: ignore[arg-type]
                            prompts=PromptLibrary(tmp_path))
     capture = NodeCapture("toy", "Кошка", "article")
     context.llm.listeners.append(capture.on_completion)
@@ -82,3 +87,8 @@ async def test_capture_times_prompts_and_answers(tmp_path: Path) -> None:
     # the two branches ran in parallel: their intervals overlap; the join ran after both
     assert max(left["started_at"], right["started_at"]) < min(left["ended_at"], right["ended_at"])
     assert quiet_node["started_at"] >= max(left["ended_at"], right["ended_at"]) - 0.01
+    # one slot: one branch's call waited for the other's to be served (0.1 s), both were served in ~0.1 s
+    waits = sorted(r["queued_s"] for r in (left, right))
+    assert waits[0] < 0.05 and 0.07 < waits[1] < 0.3
+    assert all(0.09 < r["service_s"] < 0.3 for r in (left, right))
+    assert quiet_node["queued_s"] == 0 and quiet_node["service_s"] == 0

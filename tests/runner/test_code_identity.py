@@ -117,6 +117,20 @@ def test_builtin_stages_have_no_code_identity_and_keep_their_run_ids() -> None:
     assert "stage_identity" not in spec
 
 
+def test_an_older_plugin_stage_seen_through_the_adapter_keeps_its_own_code_identity(
+    plugin: tuple[ModuleType, Path, Path],
+) -> None:
+    """A plug-in object without the Stage base class is registered wrapped in AdaptedStage: its identity is still
+    the plug-in's class and file, never the adapter's (which would make it look built in)."""
+    from ruwikibench.contract import AdaptedStage
+
+    _, source, _ = plugin
+    stage = get_stage("echo_plugin")
+    assert isinstance(stage, AdaptedStage) and not is_builtin(stage)
+    identity = code_identity(stage)
+    assert identity.qualname == "echo_plugin_stage.EchoStage" and identity.file == str(source)
+
+
 def test_editing_a_plugin_stage_changes_the_run_id(plugin: tuple[ModuleType, Path, Path]) -> None:
     _, source, prompt = plugin
     options, dataset = RunOptions(stages=["echo_plugin"]), _dataset()

@@ -50,7 +50,7 @@ def _scores(context: StageContext) -> list[dict]:
     records = []
     for saved in SAVED:
         unit = Unit(stage="sections", article=saved["article"], unit_id=saved["unit"], input=saved["input"])
-        records += [r.model_dump(mode="json") for r in stage.score(unit, saved["output"], context)]
+        records += [r.model_dump(mode="json") for r in stage.checked_score(unit, saved["output"], context).records]
     return records
 
 

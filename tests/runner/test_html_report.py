@@ -96,7 +96,7 @@ def test_page_template_loads_nothing_from_outside() -> None:
     page = environment().get_template("report.html.j2").render(
         title="t", created="now", view="failures excluded", runs=[],
         settings={"runs": [], "differing": [], "same": [], "same_count": 0}, stages=[], judges=[],
-        problems=[], index={"header": [], "rows": []}, deltas=[],
+        problems=[], problem_count=0, index={"header": [], "rows": []}, deltas=[],
     )
     assert "<style>" in page and "<script>" in page
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
@@ -114,7 +114,7 @@ def test_headline_is_the_declared_key_else_the_first_column() -> None:
 def test_trace_counts_calls_on_the_inner_nodes_of_subgraphs() -> None:
     from ruwikibench.reporting.article_page import _trace
 
-    outer = {"node": "section", "namespace": "", "started_at": 1.0, "ended_at": 4.0, "llm_calls": 0,
+    outer = {"node": "section", "namespace": "", "task_id": "abc", "started_at": 1.0, "ended_at": 4.0, "llm_calls": 0,
              "prompt_tokens": 0, "completion_tokens": 0, "cache_hits": 0, "output": {}}
     inner = {"node": "write", "namespace": "section:abc", "started_at": 2.0, "ended_at": 3.0, "llm_calls": 2,
              "prompt_tokens": 30, "completion_tokens": 7, "cache_hits": 1, "output": {"text": "т" * 10_000},
@@ -122,6 +122,78 @@ def test_trace_counts_calls_on_the_inner_nodes_of_subgraphs() -> None:
     trace = _trace([inner, outer])
     assert [n["node"] for n in trace["nodes"]] == ["section", "write"]  # start order
     assert [n["depth"] for n in trace["nodes"]] == [0, 1]
-    assert trace["totals"] == {"llm_calls": 2, "prompt_tokens": 30, "completion_tokens": 7, "cache_hits": 1}
+    assert trace["totals"] == {"llm_calls": 2, "prompt_tokens": 30, "completion_tokens": 7, "cache_hits": 1,
+                               "queued_s": None, "service_s": None}  # captured before queue timing: totals only
     shown = trace["nodes"][1]["output"]
     assert shown.endswith("more characters in nodes.jsonl") and len(shown) < 6_100
+    section, write = trace["timeline"]["bars"]
+    assert section["llm_inside"] and not section["llm"] and write["llm"]  # the parent coloured by its child's calls
+    assert "2 LLM calls by the nodes inside it" in section["label"]
+    assert trace["timeline"]["queued_s"] is None and section["queued"] == 0
+
+
+def test_timeline_bars_stay_inside_the_track_and_show_the_queue_wait() -> None:
+    """A node ending at the unit's end keeps its minimum width inside the track; a call's wait for a concurrency
+    slot is the hatched share of its bar and is said in the label."""
+    from ruwikibench.reporting.article_page import MIN_BAR, _trace
+
+    def node(name: str, start: float, end: float, **extra: float) -> dict:
+        return {"node": name, "namespace": "", "started_at": start, "ended_at": end, "llm_calls": 1,
+                "prompt_tokens": 1, "completion_tokens": 1, "cache_hits": 0, "output": {}, **extra}
+
+    records = [node("rerank", 0.0, 100.0, queued_s=80.0, service_s=20.0),
+               node("tiny", 99.99, 100.0, queued_s=0.0, service_s=0.01)]
+    trace = _trace(records)
+    bars = {b["node"]: b for b in trace["timeline"]["bars"]}
+    assert all(b["x"] + b["width"] <= 100.0 + 1e-9 for b in bars.values())
+    assert bars["tiny"]["width"] == MIN_BAR and bars["tiny"]["x"] == 100.0 - MIN_BAR
+    assert bars["rerank"]["queued"] == 80.0
+    assert "80.00 s waiting for a concurrency slot, 20.00 s served" in bars["rerank"]["label"]
+    assert trace["totals"]["queued_s"] == 80.0 and trace["totals"]["service_s"] == 20.01
+    assert [n["queued_s"] for n in trace["nodes"]] == [80.0, 0.0]
+
+
+def test_page_errors_show_each_error_once() -> None:
+    """An error met again (or one that is part of an error shown before) is referred to, not repeated; paths
+    are cut to their last two parts."""
+    from ruwikibench.reporting.article_page import PageErrors
+    from ruwikibench.reporting.failures import shorten_paths
+
+    errors = PageErrors()
+    reason = "LLMRequestError: cache at /home/someone/.cache/ruwikibench/llm.sqlite is locked"
+    first = errors.note(reason)
+    again = errors.note("cache at /home/someone/.cache/ruwikibench/llm.sqlite is locked")  # the node's own text
+    other = errors.note("ValueError: bad outline")
+    assert first["first"] and not again["first"] and again["id"] == first["id"]
+    assert other["first"] and other["id"] != first["id"]
+    assert first["short"] == "LLMRequestError: cache at …/ruwikibench/llm.sqlite is locked"
+    assert first["full"] == reason
+    assert shorten_paths("at http://127.0.0.1:8000/v1/chat/completions") == "at http://127.0.0.1:8000/v1/chat/completions"
+
+
+def test_chart_panels_group_each_metric_with_its_floor_and_mark_failed_runs(tmp_path) -> None:
+    """Outline: the three embedding metrics each with floor and rescaled, the rest in runs of up to three of one
+    scale; the PNG is 1260 px wide whatever the number of metrics, a failed run named with its reason."""
+    import struct
+
+    from ruwikibench.reporting.failures import stage_failures
+    from ruwikibench.reporting.plots import chart_description, metric_groups, plot_stage
+    from ruwikibench.reporting.tables import stage_columns
+
+    groups = metric_groups("outline", stage_columns("outline", {}))
+    assert [g[0][0] for g in groups[:3]] == ["Mean F1", "F1 (authors)", "Soft recall"]
+    assert all([t for t, _ in g[1:]] == ["floor", "rescaled"] for g in groups[:3])
+    assert all(len(g) <= 3 for g in groups) and sum(len(g) for g in groups) == len(stage_columns("outline", {}))
+    estimate = {"mean": 0.4, "low": 0.3, "high": 0.5, "n": 3}
+    passed = {"metrics": {"f1": {"failures_excluded": estimate}}, "counts": {"evaluated": 3, "failed_units": 0}}
+    failed = {"metrics": {}, "counts": {"evaluated": 0, "failed_units": 3}}
+    errors = [{"stage": "outline", "article": a, "unit": "article",
+               "reason": "OperationalError: unable to open /home/u/.cache/ruwikibench/llm.sqlite"} for a in "ab"]
+    failures = stage_failures("outline", [("A", passed, []), ("B", failed, errors)])
+    assert failures == {"B": "OperationalError: unable to open …/ruwikibench/llm.sqlite"}
+    plot_stage("outline", [("A", passed), ("B", failed)], tmp_path / "outline.png", "failures_excluded", failures)
+    width, height = struct.unpack(">II", (tmp_path / "outline.png").read_bytes()[16:24])
+    assert width == 1260 and height < 1200
+    alt = chart_description("outline", ["A", "B"], failures, passed)
+    assert alt.startswith("Bar chart of the outline stage") and "Mean F1 with its floor and rescaled" in alt
+    assert alt.endswith("Runs: A, B (failed: OperationalError: unable to open …/ruwikibench/llm.sqlite).")

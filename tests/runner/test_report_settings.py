@@ -74,7 +74,7 @@ def test_report_md_and_html_show_the_same_rows(tmp_path: Path) -> None:
     assert LONG in csv_text  # whole there
     page = (tmp_path / "cmp" / "report.html").read_text(encoding="utf-8")
     block = page.split('<h3 id="settings">')[1].split("<h2")[0]
-    assert '<th colspan="3" scope="colgroup">stage options</th>' in block
+    assert '<th colspan="3" scope="rowgroup">stage options</th>' in block
     assert '<th scope="row"><code>ranking.query_mode</code></th><td>generated</td><td>reference</td>' in block
     assert f'<td title="{LONG}">{LONG[:SHORT_VALUE - 1]}…</td>' in block  # shortened, whole on hover
     assert "<details class=\"settings-same\"><summary>9 settings equal in all runs</summary>" in block

@@ -13,13 +13,22 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, ConfigDict, Field
 
-from ruwikibench.config import RunConfig, prompt_slot
-from ruwikibench.context import StageContext
-from ruwikibench.contract import GeneratedText, ScoreRecord, Unit
-from ruwikibench.dataset import Article, Dataset
-from ruwikibench.evaluators.lexical import rouge_l
-from ruwikibench.nodes.answers import ask, clean_answer
-from ruwikibench.prompts.render import numbered_texts
+from ruwikibench.plugin import (
+    Article,
+    Dataset,
+    GeneratedText,
+    RunConfig,
+    ScoreRecord,
+    Stage,
+    StageContext,
+    StageScore,
+    Unit,
+    ask,
+    clean_answer,
+    numbered_texts,
+    prompt_slot,
+    rouge_l,
+)
 
 NAME = "lead"
 
@@ -38,13 +47,16 @@ class LeadInput(TypedDict):
     snippets: list[dict[str, str]]  # {"id", "text"}: the article's source snippets
 
 
-class LeadOutput(TypedDict):
-    picked: list[str]
+class LeadOutput(BaseModel):
+    """The graph's output, and what ``score()`` receives (validated from the stored JSON)."""
+
+    picked: list[str] = Field(description="ids of the snippets shown to the model")
     lead: str
 
 
-class LeadState(LeadInput, LeadOutput, total=False):
-    pass
+class LeadState(LeadInput, total=False):
+    picked: list[str]
+    lead: str
 
 
 def overlap(title: str, text: str) -> int:
@@ -75,10 +87,11 @@ async def write(state: LeadState, runtime: Runtime[StageContext]) -> dict[str, A
     return {"lead": lead}
 
 
-class LeadStage:
+class LeadStage(Stage[LeadOutput]):
     name = NAME
     description = "the lead written from the snippets that best match the title, ROUGE-L"
     columns: ClassVar[list[tuple[str, str]]] = [("ROUGE-L F", "rouge_l"), ("P", "rouge_l_p"), ("R", "rouge_l_r")]
+    output_model = LeadOutput
     options_model = LeadOptions
     roles = ("lead",)
     order = 50
@@ -98,16 +111,16 @@ class LeadStage:
         return [Unit(stage=NAME, article=article.name, unit_id="lead",
                      input={"title": article.title, "snippets": snippets})]
 
-    def score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[ScoreRecord]:
+    def score(self, unit: Unit, output: LeadOutput, context: StageContext) -> StageScore:
+        """ROUGE-L of the lead against the reference lead; the lead as the unit's generated text."""
         assert context.dataset is not None
         reference = context.dataset.article(unit.article).root.text()
-        record = ScoreRecord(stage=NAME, article=unit.article, item="lead", info={"picked": output["picked"]})
+        text = GeneratedText(stage=NAME, article=unit.article, item="lead", title=unit.input["title"],
+                             text=output.lead, reference=reference)
+        record = ScoreRecord(stage=NAME, article=unit.article, item="lead", info={"picked": output.picked})
         if not reference.strip():
-            return [record.model_copy(update={"excluded": "the reference article has no lead"})]
-        scores = rouge_l(output["lead"], reference)
-        record.metrics = {"rouge_l": scores["f"], "rouge_l_p": scores["p"], "rouge_l_r": scores["r"]}
-        return [record]
-
-    def texts(self, unit: Unit, output: dict[str, Any]) -> list[GeneratedText]:
-        return [GeneratedText(stage=NAME, article=unit.article, item="lead", title=unit.input["title"],
-                              text=output["lead"])]
+            record.excluded = "the reference article has no lead"
+        else:
+            scores = rouge_l(output.lead, reference)
+            record.metrics = {"rouge_l": scores["f"], "rouge_l_p": scores["p"], "rouge_l_r": scores["r"]}
+        return StageScore(records=[record], texts=[text])

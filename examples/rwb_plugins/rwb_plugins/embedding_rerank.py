@@ -12,8 +12,7 @@ import asyncio
 import numpy as np
 from langgraph.runtime import Runtime
 
-from ruwikibench.context import StageContext
-from ruwikibench.nodes.ranking import Judgement, RerankTask
+from ruwikibench.plugin import Judgement, RerankTask, StageContext
 
 
 def cosine(query: np.ndarray, passage: np.ndarray) -> float:

@@ -1,8 +1,8 @@
 """A graph override for the outline stage: the whole outline in ONE LLM call (no clustering, no mini-outlines).
 
 Config: ``overrides: {outline: "rwb_plugins.one_call_outline:build_graph"}``. The graph takes the outline stage's
-input (:class:`~ruwikibench.nodes.outline.OutlineInput`: title, the article's snippets, …) and returns its output
-(:class:`~ruwikibench.nodes.outline.OutlineOutput`), so the built-in scoring (heading F1 against the reference
+input (:class:`~ruwikibench.plugin.OutlineInput`: title, the article's snippets, …) and returns its output
+(:class:`~ruwikibench.plugin.OutlineOutput`), so the built-in scoring (heading F1 against the reference
 outline, depth statistics, floor) applies unchanged and the run sits in the same report table as built-in runs.
 """
 
@@ -14,9 +14,14 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from ruwikibench.context import StageContext
-from ruwikibench.nodes.outline import OutlineInput, OutlineOutput, OutlineSnippet, OutlineState
-from ruwikibench.nodes.outline_parser import parse_outline
+from ruwikibench.plugin import (
+    OutlineInput,
+    OutlineOutput,
+    OutlineSnippet,
+    OutlineState,
+    StageContext,
+    parse_outline,
+)
 
 PROMPT = Path(__file__).parent / "prompts" / "one_call_outline.txt"
 MAX_SNIPPETS = 12  # the snippets shown, in input order, each cut to the config's outline.snippet_chars

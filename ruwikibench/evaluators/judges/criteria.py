@@ -189,7 +189,7 @@ def write_summary(
     *,
     prompts: PromptLibrary | None = None,
     options: CriteriaOptions | None = None,
-    usage: dict[str, dict[str, int]] | None = None,
+    usage: dict[str, dict[str, float]] | None = None,
 ) -> dict[str, object]:
     """Aggregate judge_criteria.jsonl into judge_criteria.json (one summary per judge model and mode)."""
     records = latest_verdicts(read_records(run_dir / RESULTS_JSONL))

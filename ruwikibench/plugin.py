@@ -1,0 +1,80 @@
+"""Everything a plug-in author imports: ``from ruwikibench.plugin import ...``.
+
+A new stage is a subclass of :class:`Stage` registered with :func:`register_stage` (in a package installed next
+to ruwikibench: the ``ruwikibench.stages`` entry point names the class)::
+
+    class MyOutput(BaseModel):
+        text: str
+
+    class MyStage(Stage[MyOutput]):
+        name = "my_stage"
+        columns = [("ROUGE-L F", "rouge_l")]
+        output_model = MyOutput              # score() receives the output validated as this
+        options_model = MyOptions            # optional: ``stage_options.my_stage`` in a run config
+        roles = ("my_role",)                 # optional: ``models.my_role`` (else the writer's model answers)
+
+        def build_graph(self) -> StateGraph: ...              # input/output schemas, context_schema=StageContext
+        def units(self, dataset, article, config) -> list[Unit]: ...   # graph inputs from gold data
+        def score(self, unit, output: MyOutput, context) -> StageScore:
+            return StageScore(records=[ScoreRecord(...)], texts=[GeneratedText(...)])
+
+Every other member (``order``, ``headline_key``, ``count_keys``, ``floor_keys``, ``retry_reason()``,
+``failure_keys()``, …) has a documented default on :class:`Stage`. A ``score()`` returning anything but a
+:class:`StageScore` (or a list of :class:`ScoreRecord`) fails the unit with one error naming the stage and the
+method; the run lists it and exits non-zero.
+
+What nodes use:
+
+- :class:`StageContext` (``runtime.context`` in a node): the config, the LLM client, the embedder, the prompt
+  library, the dataset; ``context.stage_options(name)`` gives a stage's validated options;
+- :func:`ask` (format a prompt file, ask a role's model, clean the answer), :func:`clean_answer`;
+- :func:`cut_text` and :func:`numbered_texts`: texts cut to a character budget at a word boundary, numbered;
+- :func:`prompt_slot`: an options field naming a prompt file (its text is hashed into the run's identity);
+- the built-in stages' input/output schemas (``RankingInput`` … ``SectionsOutput``), for graph and node
+  overrides that must fit them, and :func:`parse_outline` for outline answers.
+
+What ``score()`` uses: the evaluators' pure functions (:func:`rouge_l`, :func:`sentence_bleu`,
+:func:`lexical_scores`, :func:`sentence_prf`, :func:`text_scores`, :func:`entity_scores`, :func:`ranking_metrics`,
+:func:`ndcg`, :func:`r_precision`, :func:`structure_stats`) and :class:`FloorSide` for ``floor_sides()``.
+"""
+
+from __future__ import annotations
+
+from ruwikibench.config import RunConfig, prompt_slot
+from ruwikibench.context import StageContext
+from ruwikibench.contract import (
+    Baseline,
+    BaselineSkipped,
+    GeneratedText,
+    ScoreRecord,
+    Stage,
+    StageOutputError,
+    StageReturnError,
+    StageScore,
+    Unit,
+)
+from ruwikibench.dataset import Article, Dataset
+from ruwikibench.evaluators.entities import entity_scores
+from ruwikibench.evaluators.floor import FloorSide
+from ruwikibench.evaluators.lexical import corpus_bleu, lexical_scores, rouge_l, sentence_bleu
+from ruwikibench.evaluators.outline import structure_stats
+from ruwikibench.evaluators.ranking import ndcg, r_precision, ranking_metrics
+from ruwikibench.evaluators.similarity import sentence_prf
+from ruwikibench.evaluators.text_scores import text_scores
+from ruwikibench.nodes.answers import ask, clean_answer
+from ruwikibench.nodes.outline import OutlineInput, OutlineOutput, OutlineSnippet, OutlineState
+from ruwikibench.nodes.outline_parser import Heading, parse_outline
+from ruwikibench.nodes.ranking import Candidate, Hit, Judgement, RankingInput, RankingOutput, RerankTask
+from ruwikibench.nodes.sections import SectionsInput, SectionsOutput, SectionsState
+from ruwikibench.prompts.render import cut_text, numbered_texts
+from ruwikibench.registry import get_stage, register_stage, stage_options, stage_roles
+
+__all__ = [
+    "Article", "Baseline", "BaselineSkipped", "Candidate", "Dataset", "FloorSide", "GeneratedText", "Heading",
+    "Hit", "Judgement", "OutlineInput", "OutlineOutput", "OutlineSnippet", "OutlineState", "RankingInput",
+    "RankingOutput", "RerankTask", "RunConfig", "ScoreRecord", "SectionsInput", "SectionsOutput", "SectionsState",
+    "Stage", "StageContext", "StageOutputError", "StageReturnError", "StageScore", "Unit", "ask", "clean_answer",
+    "corpus_bleu", "cut_text", "entity_scores", "get_stage", "lexical_scores", "ndcg", "numbered_texts",
+    "parse_outline", "prompt_slot", "r_precision", "ranking_metrics", "register_stage", "rouge_l", "sentence_bleu",
+    "sentence_prf", "stage_options", "stage_roles", "structure_stats", "text_scores",
+]
