@@ -125,12 +125,12 @@ def score(run_dir: str | Path | Run) -> Run:
 
 
 def report(run_dirs: Iterable[str | Path | Run], out: str | Path = "runs/report",
-           view: str = "failures_excluded") -> Path:
+           view: str = "failures_excluded", paper: bool = False) -> Path:
     """Compare runs as ``ruwikibench report`` does: report.md, report.html, CSV and PNG per stage in ``out``;
-    returns the path of report.md."""
+    returns the path of report.md. ``paper``: the paper's published results as reference rows (``--paper``)."""
     from ruwikibench.reporting.compare import compare_runs
 
-    return compare_runs([_path(r) for r in run_dirs], Path(out), view)
+    return compare_runs([_path(r) for r in run_dirs], Path(out), view, paper)
 
 
 # The helpers the CLI shares -------------------------------------------------------------------------------------

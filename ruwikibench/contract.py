@@ -116,6 +116,9 @@ class Stage(Generic[OutputT]):
     """The pydantic model ``score()`` receives the output as (validated from the stored JSON output; the graph's
     output schema, or a model of the keys ``score()`` reads); None: the stored dict as it is (the built-in ranking,
     sections and writer stages, whose output schemas are TypedDicts)."""
+    description: ClassVar[str] = ""
+    """One line saying what the stage does; the console, report.md and report.html title the stage's table with
+    it when the paper has no table of the stage ('': the bare name)."""
     order: ClassVar[int] = 100
     """Where the stage's table comes in reports (lower first)."""
     profiles: ClassVar[tuple[str, ...]] = ("benchmark", "writer")
@@ -238,7 +241,7 @@ def _type_name(kind: Any) -> str:
 
 
 REQUIRED_MEMBERS = ("name", "columns", "build_graph", "units", "score")
-OPTIONAL_ATTRIBUTES = ("output_model", "order", "profiles", "headline_key", "count_keys", "floor_keys",
+OPTIONAL_ATTRIBUTES = ("output_model", "description", "order", "profiles", "headline_key", "count_keys", "floor_keys",
                        "baseline_keys", "baselines", "options_model", "roles", "prompt_files", "subgraph_stages",
                        "output_keys")
 OPTIONAL_METHODS = ("texts", "retry_reason", "failure_keys", "floor_sides", "cross_score", "reference_pool",

@@ -79,13 +79,13 @@ def print_baseline_lines(stage: str, data: dict[str, Any], run: str) -> None:
 
 
 def _show(rundir: Any, stages: list[str]) -> None:
-    from ruwikibench.reporting.tables import PAPER_TABLE, judgements_line, stage_table
+    from ruwikibench.reporting.tables import judgements_line, stage_table, table_title
 
     metrics = rundir.read_json("metrics.json")
     for stage in stages:
         if stage in metrics:
             rows = stage_table(stage, [(rundir.path.name, metrics[stage])])
-            print_table(f"{stage} — paper {PAPER_TABLE.get(stage, '-')} layout (×100, mean [95% CI])", rows)
+            print_table(table_title(stage, "×100, mean [95% CI]"), rows)
             print_baseline_lines(stage, metrics[stage], "the run")
             if judgements_line(metrics[stage]):
                 console.print(f"{stage}: {judgements_line(metrics[stage])}", markup=False, highlight=False)
@@ -225,9 +225,10 @@ def stages() -> None:
     from ruwikibench.contract import defining_stage
     from ruwikibench.registry import known_stages, plugin_errors
 
-    rows = [["stage", "defined in", "columns"]]
+    rows = [["stage", "description", "defined in", "columns"]]
     for name, stage in known_stages().items():
-        rows.append([name, type(defining_stage(stage)).__module__, ", ".join(title for title, _ in stage.columns)])
+        rows.append([name, stage.description, type(defining_stage(stage)).__module__,
+                     ", ".join(title for title, _ in stage.columns)])
     print_table("stages", rows)
     for name, error in plugin_errors().items():
         console.print(f"[red]not loaded:[/red] {name}: {error}")
@@ -271,18 +272,25 @@ def report(run_dirs: Annotated[list[Path], typer.Argument(help="run directories 
            out: Annotated[Path, typer.Option("--out", "-o")] = Path("runs/report"),
            view: Annotated[str, typer.Option(help="failures_excluded | failures_as_zero")] = "failures_excluded",
            screenshot: Annotated[Path | None, typer.Option(help="also save a PNG of report.html (headless Chromium)")]
-           = None) -> None:
+           = None,
+           paper: Annotated[bool, typer.Option("--paper", help="show the paper's published results (Tables 3-5, 7) "
+                                               "as reference rows, each run marked comparable or not")] = False,
+           ) -> None:
     """Compare runs in the paper's table layouts: Markdown, CSV, PNG charts with CIs, report.html + article pages."""
-    from ruwikibench.reporting.compare import compare_runs, load_run
-    from ruwikibench.reporting.tables import report_stages, stage_table
+    from ruwikibench.reporting.compare import compare_runs, load_run, paper_blocks
+    from ruwikibench.reporting.tables import report_stages, stage_table, table_title
 
-    path = compare_runs(run_dirs, out, view)
+    path = compare_runs(run_dirs, out, view, paper)
     runs = [load_run(p) for p in run_dirs]
+    references = paper_blocks(runs) if paper else {}
     for stage in report_stages([m for _, m, _ in runs]):
         present = [(name, m[stage]) for name, m, _ in runs if stage in m]
-        print_table(f"{stage} (×100, mean [95% CI], {view})", stage_table(stage, present, view))
+        print_table(table_title(stage, f"×100, mean [95% CI], {view}"), stage_table(stage, present, view))
         for name, data in present:
             print_baseline_lines(stage, data, name)
+        if stage in references:  # the paper rows are in report.md/html; here whether each run is comparable
+            for comparison in references[stage].comparisons:
+                console.print(f"{stage}: {comparison.sentence().replace('**', '')}", markup=False, highlight=False)
         paired = out / f"{stage}_paired.csv"
         if paired.exists():
             with open(paired, newline="", encoding="utf-8") as handle:

@@ -92,6 +92,7 @@ class OutlineStage(Stage[OutlineOutput]):
     """The benchmark contract of :mod:`ruwikibench.contract` for stage 2."""
 
     name = NAME
+    description = "outline: cluster the snippets -> mini-outlines -> merge"
     order = 2
     output_model = OutlineOutput
     columns: ClassVar[list[tuple[str, str]]] = [

@@ -77,6 +77,7 @@ class RankingStage(Stage[dict[str, Any]]):
     """The stage contract of :mod:`ruwikibench.contract` for source ranking (it scores the stored output dict)."""
 
     name = "ranking"
+    description = "source selection: query -> BM25 -> LLM rerank"
     order = 1
     columns = COLUMNS
     headline_key = "rerank_ndcg"  # what the report's article index and per-article deltas rank by

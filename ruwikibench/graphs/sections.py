@@ -166,6 +166,7 @@ class SectionsStage(Stage[dict[str, Any]]):
     """Stage 3 for the runner: units from gold data, per-section scores, generated texts for the judges."""
 
     name = NAME
+    description = "section texts: group the snippets -> iterative summaries -> text"
     order = 3
     columns: ClassVar[list[tuple[str, str]]] = [
         ("Mean F1", "f1"),

@@ -11,6 +11,7 @@ from typing import Any
 from ruwikibench.reporting.failures import stage_failures
 from ruwikibench.reporting.html import write_html_report
 from ruwikibench.reporting.paired import PairedRow, compare_runs_paired, load_items, paired_table
+from ruwikibench.reporting.paper import PaperBlock, paper_block, paper_notes, with_paper_rows
 from ruwikibench.reporting.plots import plot_stage
 from ruwikibench.reporting.settings import settings_table
 from ruwikibench.reporting.tables import (
@@ -31,15 +32,18 @@ def load_run(path: str | Path) -> tuple[str, dict[str, Any], RunDir]:
     return rundir.path.name, metrics, rundir
 
 
-def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded") -> Path:
-    """Write report.md, one CSV and one PNG per stage, and report.html comparing the runs; returns report.md."""
+def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded", paper: bool = False) -> Path:
+    """Write report.md, one CSV and one PNG per stage, and report.html comparing the runs; returns report.md.
+    ``paper``: the paper's published results as reference rows of each stage table it has a table of
+    (:mod:`ruwikibench.reporting.paper`)."""
     runs = [load_run(p) for p in paths]  # a directory that is not a run stops here, before `out` exists
     out.mkdir(parents=True, exist_ok=True)
+    settings = settings_table(runs)
+    _write_csv(out / "settings.csv", settings.csv_rows())
     parts = [
         "# RuWikiBench comparison",
         "",
-        markdown_table(settings_table(runs)),
-        "",
+        *settings.markdown(),
         (
             "×100, mean [95% CI]. *floor*: the embedding metric of each output against the references of other "
             "articles (chance level for this embedder); *rescaled* = (score − floor) / (1 − floor)."
@@ -48,14 +52,18 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded") 
     ]
     charts: dict[str, Path] = {}
     paired = paired_comparison(runs)
+    references = paper_blocks(runs) if paper else {}
     for stage in report_stages([m for _, m, _ in runs]):
         present = [(name, m[stage]) for name, m, _ in runs if stage in m]
-        rows = stage_table(stage, present, view)
+        block = references.get(stage)
+        rows = with_paper_rows(stage, stage_table(stage, present, view), block, present[0][1])
+        notes = paper_notes(stage, block, present[0][1])
         parts += [
             f"## {table_title(stage)}",
             "",
             markdown_table(rows),
             "",
+            *[line for note in notes for line in (note, "")],
             *[line for name, data in present for line in baseline_note(stage, data, name)],
             *paired_section(paired.get(stage, [])),
             f"![{stage}]({stage}.png)",
@@ -71,8 +79,18 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded") 
     parts += citation_section(runs)
     parts += _judge_sections(runs, out)
     (out / "report.md").write_text("\n".join(parts) + "\n", encoding="utf-8")
-    write_html_report(runs, out, view, charts, paired)
+    write_html_report(runs, out, view, charts, paired, references)
     return out / "report.md"
+
+
+def paper_blocks(runs: list[tuple[str, dict[str, Any], RunDir]]) -> dict[str, PaperBlock]:
+    """Per stage the paper has a table of: its reference rows and each run's comparability with them."""
+    blocks = {}
+    for stage in report_stages([m for _, m, _ in runs]):
+        block = paper_block(stage, [(name, rundir) for name, m, rundir in runs if stage in m])
+        if block is not None:
+            blocks[stage] = block
+    return blocks
 
 
 def with_errors(

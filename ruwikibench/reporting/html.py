@@ -21,6 +21,7 @@ from ruwikibench.reporting.data import Run, RunData
 from ruwikibench.reporting.failures import short_reason
 from ruwikibench.reporting.page import report_context
 from ruwikibench.reporting.paired import PairedRow
+from ruwikibench.reporting.paper import PaperBlock
 from ruwikibench.reporting.tables import report_stages
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -50,10 +51,12 @@ def _signed(value: float | None) -> str:
 
 
 def write_html_report(
-    runs: list[Run], out: Path, view: str, charts: dict[str, Path], paired: dict[str, list[PairedRow]] | None = None
+    runs: list[Run], out: Path, view: str, charts: dict[str, Path], paired: dict[str, list[PairedRow]] | None = None,
+    paper: dict[str, PaperBlock] | None = None,
 ) -> Path:
     """Write ``out/report.html`` and ``out/articles/aNNNN.html``; returns report.html. ``paired``: the stages'
-    paired differences (:func:`ruwikibench.reporting.paired_comparison`), shown after each stage's table."""
+    paired differences (:func:`ruwikibench.reporting.paired_comparison`), shown after each stage's table;
+    ``paper``: the paper's reference rows per stage (:func:`ruwikibench.reporting.compare.paper_blocks`)."""
     datasets: dict[str, tuple[Dataset | None, str]] = {}
     data = [RunData.load(run, datasets) for run in runs]
     stages = report_stages([r.metrics for r in data])
@@ -66,6 +69,6 @@ def write_html_report(
         (out / pages[article]).write_text(
             env.get_template("article.html.j2").render(**context), encoding="utf-8"
         )
-    context = report_context(data, stages, view, charts, articles, pages, paired or {})
+    context = report_context(data, stages, view, charts, articles, pages, paired or {}, paper or {})
     (out / "report.html").write_text(env.get_template("report.html.j2").render(**context), encoding="utf-8")
     return out / "report.html"

@@ -15,17 +15,18 @@ from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
 from ruwikibench.reporting.data import Run, RunData
 from ruwikibench.reporting.failures import short_reason, stage_failures
 from ruwikibench.reporting.paired import PairedRow, paired_table
+from ruwikibench.reporting.paper import PaperBlock, paper_notes, with_paper_rows
 from ruwikibench.reporting.plots import chart_description
-from ruwikibench.reporting.settings import settings_table
+from ruwikibench.reporting.settings import SHORT_VALUE, SettingsTable, settings_table, shorten
 from ruwikibench.reporting.tables import (
     PAIRED_NOTE,
     PAPER_TABLE,
-    TABLE_LABEL,
     baseline_lines,
     count_keys,
     floor_note,
     metric_scale,
     stage_columns,
+    stage_label,
     stage_table,
 )
 
@@ -57,20 +58,25 @@ def report_context(
     articles: list[str],
     pages: dict[str, str],
     paired: dict[str, list[PairedRow]] | None = None,
+    paper: dict[str, PaperBlock] | None = None,
 ) -> dict[str, Any]:
-    paired = paired or {}
+    paired, paper = paired or {}, paper or {}
     runs: list[Run] = [(r.name, r.metrics, r.rundir) for r in data]
     stage_blocks = []
     for stage in stages:
         present = [(r.name, r.metrics[stage]) for r in data if stage in r.metrics]
         floors = [m["floor"] for _, m in present if m.get("floor")]
+        rows = stage_table(stage, present, view)
+        with_paper = with_paper_rows(stage, rows, paper.get(stage), present[0][1])
         failures = stage_failures(stage, [(r.name, r.metrics[stage], r.errors) for r in data if stage in r.metrics])
         stage_blocks.append(
             {
                 "name": stage,
                 "paper": PAPER_TABLE.get(stage, ""),
-                "label": TABLE_LABEL.get(stage, ""),
-                "rows": stage_table(stage, present, view),
+                "label": stage_label(stage),
+                "rows": with_paper,
+                "row_classes": [""] * (len(rows) - 1) + ["paper"] * (len(with_paper) - len(rows)),
+                "paper_notes": [note.replace("**", "") for note in paper_notes(stage, paper.get(stage), present[0][1])],
                 "groups": column_groups(stage, present[0][1] if present else {}, view),
                 "header": grouped_header(stage, present[0][1] if present else {}, view),
                 "failures": failures,
@@ -88,7 +94,7 @@ def report_context(
         "created": time.strftime("%Y-%m-%d %H:%M"),
         "view": view.replace("_", " "),
         "runs": [run_summary(r) for r in data],
-        "settings": settings_table(runs),
+        "settings": settings_block(settings_table(runs)),
         "stages": stage_blocks,
         "judges": judge_blocks(data),
         "problems": (problems := problem_rows(data, pages)),
@@ -96,6 +102,23 @@ def report_context(
         "index": index_table(data, stages, articles, pages),
         "deltas": [d for stage in stages if (d := delta_block(data, stage, articles, pages))],
     }
+
+
+def settings_block(table: SettingsTable) -> dict[str, Any]:
+    """The settings for the template: per group, each row's cells shortened with the whole value for hover."""
+
+    def groups(rows: list[Any], columns: int | None = None) -> list[dict[str, Any]]:
+        return [
+            {"name": group, "rows": [
+                {"key": row.key,
+                 "cells": [{"text": shorten(v, SHORT_VALUE), "full": v} for v in row.values[:columns]]}
+                for row in members
+            ]}
+            for group, members in table.by_group(rows)
+        ]
+
+    return {"runs": table.runs, "differing": groups(table.differing), "same": groups(table.same, 1),
+            "same_count": len(table.same)}
 
 
 def column_groups(stage: str, metrics: dict[str, Any], view: str) -> list[dict[str, Any]]:

@@ -17,9 +17,24 @@ PAPER_TABLE = {"ranking": "Tables 3/4", "outline": "Table 5", "sections": "Table
 TABLE_LABEL = {**PAPER_TABLE, "writer": "whole article, not in the paper"}
 
 
+def stage_description(stage: str) -> str:
+    """The stage's own one-line ``description`` ('' when it declares none or cannot be loaded)."""
+    try:
+        return get_stage(stage).description.strip()
+    except Exception:  # noqa: BLE001 - a stage module that cannot be imported: no description
+        return ""
+
+
+def stage_label(stage: str) -> str:
+    """What a stage's table is: the paper's table ('Tables 3/4'), 'whole article, not in the paper' for the
+    writer, else the stage's own description ('' when it has none)."""
+    return TABLE_LABEL.get(stage) or stage_description(stage)
+
+
 def table_title(stage: str, note: str = "") -> str:
-    """'writer (whole article, not in the paper; ×100 …)': the stage, its table label and ``note``."""
-    inside = "; ".join(part for part in (TABLE_LABEL.get(stage, ""), note) if part)
+    """'writer (whole article, not in the paper; ×100 …)': the stage, its table label and ``note``; a plug-in
+    stage's label is its description, and a stage without one is its bare name (never empty brackets)."""
+    inside = "; ".join(part for part in (stage_label(stage), note) if part)
     return f"{stage} ({inside})" if inside else stage
 
 

@@ -26,6 +26,7 @@ from ruwikibench.writer.score import ARTICLE_COLUMNS, generated_texts, score_wri
 @register_stage
 class WriterStage(Stage[dict[str, Any]]):
     name = "writer"
+    description = "a whole article from the title alone: sources, outline, sections"
     order = 4
     profiles = ("writer",)
     columns: ClassVar[list[tuple[str, str]]] = ARTICLE_COLUMNS

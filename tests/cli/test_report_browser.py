@@ -167,8 +167,9 @@ def test_report_page_tables_deltas_and_no_request(report: Path) -> None:
     cells = stage_tables[0].select("tbody tr")[0].select("td")
     assert cells[ranking["Rerank NDCG"]].get_text().count("[") == 1  # mean [CI]
     assert len(dom.select("img.chart[src^='data:image/png;base64,']")) == 3
-    settings = dom.select_one("#settings ~ div table").get_text()
-    assert 'outline.mode="description"' in settings and 'outline.mode="direct"' in settings
+    settings = {row.select_one("th").get_text(): [td.get_text() for td in row.select("td")]
+                for row in dom.select("#settings ~ div table.settings tbody tr")}
+    assert settings["outline.mode"] == ["description", "direct"]  # one row per setting, one column per run
     assert dom.select_one("#deltas") is not None and len(dom.select("table.deltas")) == 3
     paired = dom.select("table.sortable.paired-table")  # after each stage's table: one row per metric
     assert len(paired) == 3 and all(t.select_one("th").get_text() == "metric" for t in paired)

@@ -50,7 +50,7 @@ def test_run_all_score_and_report(setup) -> None:
     md = (tmp / "cmp" / "report.md").read_text(encoding="utf-8")
     for heading in ("## ranking (Tables 3/4)", "## outline (Table 5)", "## sections (Table 7)"):
         assert heading in md
-    assert 'outline.mode="description"' in md and 'outline.mode="direct"' in md  # what the runs differ in
+    assert "| `outline.mode` | description | direct |" in md  # what the runs differ in, one row per setting
     rows = list(csv.reader((tmp / "cmp" / "outline.csv").open(encoding="utf-8")))
     assert rows[0][:4] == ["run", "Mean F1", "Mean F1 floor", "Mean F1 rescaled"]
     labels = [row[0] for row in rows[1:]]  # each run followed by its three no-LLM outline baselines

@@ -90,8 +90,9 @@ def test_the_installed_lead_stage_runs_with_its_options_and_role(installed: Path
     model = Model()
     common = ["--dataset", str(tmp_path / "data"), "--article", TITLE, "--out", str(tmp_path / "runs")]
     with fake_openai_server(model) as url:
-        default = _run_dir(cli("run", "stage", "lead", "--config", str(_config(tmp_path, url, "a")), *common,
-                               site=installed, tmp=tmp_path))
+        first = cli("run", "stage", "lead", "--config", str(_config(tmp_path, url, "a")), *common,
+                    site=installed, tmp=tmp_path)
+        default = _run_dir(first)
         one = _config(tmp_path, url, "a", stage_options={"lead": {"top_k": 1}})
         single = _run_dir(cli("run", "stage", "lead", "--config", str(one), *common, site=installed, tmp=tmp_path))
         bad = _config(tmp_path, url, "a", stage_options={"lead": {"top_k": "many"}})
@@ -118,3 +119,15 @@ def test_the_installed_lead_stage_runs_with_its_options_and_role(installed: Path
     assert spec["prompts"]["rwb_lead:prompts/lead.txt"] == identity["prompts"]["rwb_lead:prompts/lead.txt"]
     usage = spec["last_session"]["llm"]
     assert usage["lead"]["calls"] == 1 and "writer" not in usage  # the stage's own role answered
+
+    # the stage's own description titles its table: console, report.md, report.html (no "paper - layout", no "()")
+    title = "lead (the lead written from the snippets that best match the title, ROUGE-L"
+    assert "the lead written from the snippets" in first.stdout and "paper - layout" not in first.stdout
+    report = cli("report", str(default), str(single), "--out", str(tmp_path / "cmp"), site=installed, tmp=tmp_path)
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert "the lead written from the snippets" in report.stdout
+    md = (tmp_path / "cmp" / "report.md").read_text(encoding="utf-8")
+    assert f"## {title})" in md and "()" not in md
+    assert (default / "report.md").read_text(encoding="utf-8").count(f"## {title}; ×100") == 1
+    page = (tmp_path / "cmp" / "report.html").read_text(encoding="utf-8")
+    assert '<h2 id="stage-lead">lead <span class="note">(the lead written from the snippets' in page

@@ -94,7 +94,8 @@ def test_jsonl_index_reads_one_article_at_a_time(tmp_path: Path) -> None:
 
 def test_page_template_loads_nothing_from_outside() -> None:
     page = environment().get_template("report.html.j2").render(
-        title="t", created="now", view="failures excluded", runs=[], settings=[["run"]], stages=[], judges=[],
+        title="t", created="now", view="failures excluded", runs=[],
+        settings={"runs": [], "differing": [], "same": [], "same_count": 0}, stages=[], judges=[],
         problems=[], problem_count=0, index={"header": [], "rows": []}, deltas=[],
     )
     assert "<style>" in page and "<script>" in page

@@ -157,7 +157,6 @@ async def test_a_node_override_runs_is_captured_recorded_and_told_apart(plugin: 
                            RunOptions(stages=["toy"], out=tmp_path / "runs", progress=False))
     assert second.path != first.path
     assert next(iter(second.read("outputs.jsonl")))["output"]["answer"].endswith("VERSION2")
-    rows = settings_table([(p.path.name, {}, RunDir(p.path)) for p in (builtin, first, second)])
-    differs = [row[3] for row in rows[1:]]
-    assert all("override.toy.ask.sha256" in d for d in differs)
-    assert len(set(differs)) == 3
+    table = settings_table([(p.path.name, {}, RunDir(p.path)) for p in (builtin, first, second)])
+    hashes = next(row for row in table.differing if row.key == "override.toy.ask.sha256")
+    assert hashes.group == "overrides" and len(set(hashes.values)) == 3

@@ -89,6 +89,7 @@ async def write(state: LeadState, runtime: Runtime[StageContext]) -> dict[str, A
 
 class LeadStage(Stage[LeadOutput]):
     name = NAME
+    description = "the lead written from the snippets that best match the title, ROUGE-L"
     columns: ClassVar[list[tuple[str, str]]] = [("ROUGE-L F", "rouge_l"), ("P", "rouge_l_p"), ("R", "rouge_l_r")]
     output_model = LeadOutput
     options_model = LeadOptions
