@@ -114,8 +114,8 @@ class Stage(Generic[OutputT]):
 
     output_model: ClassVar[type[BaseModel] | None] = None
     """The pydantic model ``score()`` receives the output as (validated from the stored JSON output; the graph's
-    output schema, or a model of the keys ``score()`` reads); None: the stored dict as it is (the built-in ranking,
-    sections and writer stages, whose output schemas are TypedDicts)."""
+    output schema, or a model of the keys ``score()`` reads, as the built-in stages declare next to their TypedDict
+    graph schemas); None: the stored dict as it is."""
     description: ClassVar[str] = ""
     """One line saying what the stage does; the console, report.md and report.html title the stage's table with
     it when the paper has no table of the stage ('': the bare name)."""

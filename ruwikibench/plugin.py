@@ -30,7 +30,8 @@ What nodes use:
 - :func:`ask` (format a prompt file, ask a role's model, clean the answer), :func:`clean_answer`;
 - :func:`cut_text` and :func:`numbered_texts`: texts cut to a character budget at a word boundary, numbered;
 - :func:`prompt_slot`: an options field naming a prompt file (its text is hashed into the run's identity);
-- the built-in stages' input/output schemas (``RankingInput`` … ``SectionsOutput``), for graph and node
+- the built-in stages' input/output schemas (``RankingInput`` … ``SectionsOutput``; the ``…OutputModel`` each
+  stage's ``score()`` receives), for graph and node
   overrides that must fit them, and :func:`parse_outline` for outline answers.
 
 What ``score()`` uses: the evaluators' pure functions (:func:`rouge_l`, :func:`sentence_bleu`,
@@ -64,15 +65,23 @@ from ruwikibench.evaluators.text_scores import text_scores
 from ruwikibench.nodes.answers import ask, clean_answer
 from ruwikibench.nodes.outline import OutlineInput, OutlineOutput, OutlineSnippet, OutlineState
 from ruwikibench.nodes.outline_parser import Heading, parse_outline
-from ruwikibench.nodes.ranking import Candidate, Hit, Judgement, RankingInput, RankingOutput, RerankTask
-from ruwikibench.nodes.sections import SectionsInput, SectionsOutput, SectionsState
+from ruwikibench.nodes.ranking import (
+    Candidate,
+    Hit,
+    Judgement,
+    RankingInput,
+    RankingOutput,
+    RankingOutputModel,
+    RerankTask,
+)
+from ruwikibench.nodes.sections import SectionsInput, SectionsOutput, SectionsOutputModel, SectionsState
 from ruwikibench.prompts.render import cut_text, numbered_texts
 from ruwikibench.registry import get_stage, register_stage, stage_options, stage_roles
 
 __all__ = [
     "Article", "Baseline", "BaselineSkipped", "Candidate", "Dataset", "FloorSide", "GeneratedText", "Heading",
     "Hit", "Judgement", "OutlineInput", "OutlineOutput", "OutlineSnippet", "OutlineState", "RankingInput",
-    "RankingOutput", "RerankTask", "RunConfig", "ScoreRecord", "SectionsInput", "SectionsOutput", "SectionsState",
+    "RankingOutput", "RankingOutputModel", "RerankTask", "RunConfig", "ScoreRecord", "SectionsInput", "SectionsOutput", "SectionsOutputModel", "SectionsState",
     "Stage", "StageContext", "StageOutputError", "StageReturnError", "StageScore", "Unit", "ask", "clean_answer",
     "corpus_bleu", "cut_text", "entity_scores", "get_stage", "lexical_scores", "ndcg", "numbered_texts",
     "parse_outline", "prompt_slot", "r_precision", "ranking_metrics", "register_stage", "rouge_l", "sentence_bleu",

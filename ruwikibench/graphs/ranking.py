@@ -22,6 +22,7 @@ from ruwikibench.evaluators.ranking import ranking_metrics
 from ruwikibench.nodes.ranking import (
     RankingInput,
     RankingOutput,
+    RankingOutputModel,
     RankingState,
     RerankFailed,
     RerankTask,
@@ -73,13 +74,14 @@ def _judgement_counts(candidates: list[dict[str, Any]]) -> dict[str, int]:
 
 
 @register_stage
-class RankingStage(Stage[dict[str, Any]]):
-    """The stage contract of :mod:`ruwikibench.contract` for source ranking (it scores the stored output dict)."""
+class RankingStage(Stage[RankingOutputModel]):
+    """The stage contract of :mod:`ruwikibench.contract` for source ranking."""
 
     name = "ranking"
     description = "source selection: query -> BM25 -> LLM rerank"
     order = 1
     columns = COLUMNS
+    output_model = RankingOutputModel
     headline_key = "rerank_ndcg"  # what the report's article index and per-article deltas rank by
     baseline_keys = ("rerank_ndcg", "rerank_r_precision")  # compared with the no-LLM baselines (bm25, random)
 
@@ -91,18 +93,18 @@ class RankingStage(Stage[dict[str, Any]]):
                                    pool_size=pool_size(dataset, article, config))
         return [Unit(stage=self.name, article=article.name, unit_id="article", input=dict(graph_input))]
 
-    def score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> StageScore:
+    def score(self, unit: Unit, output: RankingOutputModel, context: StageContext) -> StageScore:
         """NDCG, R-Precision and pool recall of the BM25 and the reranked order; no texts."""
         return StageScore(records=[self.ranking_record(unit, output, context)])
 
-    def ranking_record(self, unit: Unit, output: dict[str, Any], context: StageContext) -> ScoreRecord:
+    def ranking_record(self, unit: Unit, output: RankingOutputModel, context: StageContext) -> ScoreRecord:
         dataset = context.dataset
         if dataset is None:
             raise ValueError("scoring ranking needs StageContext.dataset")
         relevant = {s.id for s in dataset.snippets_of(unit.article)}
-        candidates = [dict(c) for c in output.get("candidates") or []]
+        candidates = [dict(c) for c in output.candidates or []]
         info: dict[str, Any] = {
-            "query_mode": output.get("query_mode"), "pool_size": output.get("pool_size"),
+            "query_mode": output.query_mode, "pool_size": output.pool_size,
             "candidates": len(candidates), "relevant_total": len(relevant),
             "relevant_in_pool": sum(c["snippet_id"] in relevant for c in candidates),
             **_judgement_counts(candidates),
@@ -110,8 +112,8 @@ class RankingStage(Stage[dict[str, Any]]):
         if not relevant:
             return ScoreRecord(stage=self.name, article=unit.article, item=unit.unit_id, info=info,
                                excluded="the article has no snippets (no kept source)")
-        if output.get("error"):
-            info["reason"] = output["error"]
+        if output.error:
+            info["reason"] = output.error
         elif info["relevant_in_pool"] == 0:
             info["reason"] = "no snippet of the article in the BM25 pool"
         bm25 = [int(c["snippet_id"] in relevant) for c in sorted(candidates, key=lambda c: c["bm25_rank"])]

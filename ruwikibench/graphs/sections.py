@@ -34,6 +34,7 @@ from ruwikibench.nodes.sections import (
     SectionResult,
     SectionsInput,
     SectionsOutput,
+    SectionsOutputModel,
     SectionSpec,
     SectionsState,
     SectionState,
@@ -149,8 +150,9 @@ def score_section(
     return record
 
 
-def _pairs(unit: Unit, output: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    results = {r["id"]: r for r in output.get("results", [])}
+def _pairs(unit: Unit, results_list: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Each section of the unit with its result (the output's ``results``, matched on the section id)."""
+    results = {r["id"]: r for r in results_list}
     pairs = []
     for spec in unit.input["sections"]:
         if spec["id"] not in results:
@@ -162,12 +164,13 @@ def _pairs(unit: Unit, output: dict[str, Any]) -> list[tuple[dict[str, Any], dic
 
 
 @register_stage
-class SectionsStage(Stage[dict[str, Any]]):
+class SectionsStage(Stage[SectionsOutputModel]):
     """Stage 3 for the runner: units from gold data, per-section scores, generated texts for the judges."""
 
     name = NAME
     description = "section texts: group the snippets -> iterative summaries -> text"
     order = 3
+    output_model = SectionsOutputModel
     columns: ClassVar[list[tuple[str, str]]] = [
         ("Mean F1", "f1"),
         ("Mean ROUGE-L", "rouge_l"),
@@ -206,16 +209,16 @@ class SectionsStage(Stage[dict[str, Any]]):
             for s in specs
         ]
 
-    def score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> StageScore:
-        """One record per section; the written sections as texts (the stored output dict is scored)."""
-        records = [score_section(unit, spec, result, context) for spec, result in _pairs(unit, output)]
+    def score(self, unit: Unit, output: SectionsOutputModel, context: StageContext) -> StageScore:
+        """One record per section; the written sections as texts."""
+        records = [score_section(unit, spec, result, context) for spec, result in _pairs(unit, output.results)]
         return StageScore(records=records, texts=self.texts(unit, output))
 
     def floor_sides(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[FloorSide]:
         """Each scored, non-empty section: its text and its reference text (the floor's pool: the run's sections)."""
         return [
             FloorSide(article=unit.article, item=result["id"], generated=result["text"], reference=spec["reference"])
-            for spec, result in _pairs(unit, output)
+            for spec, result in _pairs(unit, output.get("results", []))
             if exclusion(spec, result) is None and result["text"].strip()
         ]
 
@@ -223,10 +226,10 @@ class SectionsStage(Stage[dict[str, Any]]):
         """Sentence P/R/F1 of a section text against a reference text (the metric, on another pair)."""
         return sentence_prf(generated, reference, context.embedder)
 
-    def texts(self, unit: Unit, output: dict[str, Any]) -> list[GeneratedText]:
+    def texts(self, unit: Unit, output: SectionsOutputModel) -> list[GeneratedText]:
         """Each written section with its gold text and the snippet texts it was written from."""
         generated = []
-        for spec, result in _pairs(unit, output):
+        for spec, result in _pairs(unit, output.results):
             if not result["text"].strip():
                 continue
             by_id = {s["id"]: s["text"] for s in spec.get("snippets", [])}

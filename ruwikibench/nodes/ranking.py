@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import operator
-from typing import Annotated, Literal, NotRequired, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from langgraph.runtime import Runtime
 from langgraph.types import Send
+from pydantic import BaseModel, ConfigDict
 
 from ruwikibench.context import StageContext
 from ruwikibench.executors import run_cpu
@@ -62,6 +63,18 @@ class RankingOutput(TypedDict):
     pool_size: int
     candidates: list[Candidate]  # in final (reranked) order
     error: str | None  # why the pool is empty, when it is
+
+
+class RankingOutputModel(BaseModel):
+    """A ranking output as the stage's ``score()`` receives it: the keys it reads, validated (a stored output that
+    lacks one gets its default, as outputs of older runs may); other keys are kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+    query_mode: str | None = None
+    pool_size: int | None = None
+    candidates: list[dict[str, Any]] | None = None
+    error: str | None = None
 
 
 class RankingState(TypedDict):

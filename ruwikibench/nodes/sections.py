@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal, TypedDict
 import numpy as np
 from langgraph.runtime import Runtime
 from langgraph.types import Send
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Dataset
@@ -104,6 +104,15 @@ class SectionsState(TypedDict, total=False):
 class SectionsOutput(TypedDict):
     article: str
     results: list[dict[str, Any]]
+
+
+class SectionsOutputModel(BaseModel):
+    """A sections output as the stage's ``score()`` receives it: one result per section (id, title, text, …),
+    validated as a list of objects; other keys are kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+    results: list[dict[str, Any]] = Field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- pure helpers

@@ -21,6 +21,7 @@ from typing import Annotated, Any, NotRequired, TypedDict
 
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
+from pydantic import BaseModel, ConfigDict
 
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import safe_name
@@ -65,6 +66,16 @@ class WriterOutput(TypedDict):
     sources: list[SourceSnippet]
     assignments: list[Assignment]
     notes: list[str]
+
+
+class WriterOutputModel(BaseModel):
+    """A writer output as the stage's ``score()`` receives it: the written article validated, the snippets it
+    read; other keys are kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+    article: WrittenArticle
+    sources: list[dict[str, Any]] | None = None
 
 
 class WriterState(TypedDict, total=False):

@@ -17,18 +17,19 @@ from ruwikibench.config import RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.contract import Stage, StageScore, Unit
 from ruwikibench.dataset import Article, Dataset
-from ruwikibench.nodes.written import WrittenArticle
+from ruwikibench.nodes.writer import WriterOutputModel
 from ruwikibench.registry import instance_of, register_stage
 from ruwikibench.rundir import RunDir
 from ruwikibench.writer.score import ARTICLE_COLUMNS, generated_texts, score_written
 
 
 @register_stage
-class WriterStage(Stage[dict[str, Any]]):
+class WriterStage(Stage[WriterOutputModel]):
     name = "writer"
     description = "a whole article from the title alone: sources, outline, sections"
     order = 4
     profiles = ("writer",)
+    output_model = WriterOutputModel
     columns: ClassVar[list[tuple[str, str]]] = ARTICLE_COLUMNS
     subgraph_stages = ("ranking", "outline", "sections")  # overrides of these stages reach the writer too
 
@@ -45,14 +46,14 @@ class WriterStage(Stage[dict[str, Any]]):
     def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]:
         return [Unit(stage=self.name, article=article.name, unit_id="article", input={"title": article.title})]
 
-    def score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> StageScore:
+    def score(self, unit: Unit, output: WriterOutputModel, context: StageContext) -> StageScore:
         """The written article's outline, sections and whole-article records, with the written texts paired with
         the reference texts they were scored against."""
         if context.dataset is None:
             raise ValueError("scoring articles needs StageContext.dataset")
         article = context.dataset.article(unit.article)
-        written = WrittenArticle.model_validate(output["article"])
-        selected = [s["snippet_id"] for s in output.get("sources") or []]
+        written = output.article
+        selected = [s["snippet_id"] for s in output.sources or []]
         records = score_written(article, written, selected, context)
         return StageScore(records=records, texts=generated_texts(article, written, records))
 

@@ -296,7 +296,7 @@ def test_scores_exclusions_and_texts_through_the_compiled_graph() -> None:
     assert records["s2"].excluded == "no source snippet" and records["s2"].metrics == {}
     assert records["s3"].excluded == "no reference text"
     assert records["s1"].info["oracle"] is False and records["s1"].info["bleu_tokenize"] == "intl"
-    texts = STAGE.texts(unit, output)
+    texts = STAGE.texts(unit, STAGE.parse_output(output))
     assert [t.item for t in texts] == ["s0", "s1", "s4"]
     assert texts[1].reference == "В 1902 году вулкан извергался." and texts[1].sources == [
         "извержение 1902 " * 5
@@ -338,7 +338,7 @@ def test_empty_answer_fails_the_unit_and_empty_text_scores_zero() -> None:
     output["results"][0] |= {"text": "", "status": "empty_output"}  # a text that cleaning left empty
     (record,) = STAGE.checked_score(unit, output, context).records
     assert record.excluded is None and record.metrics["f1"] == 0.0 and record.info["empty_output"] is True
-    assert STAGE.texts(unit, output) == []
+    assert STAGE.texts(unit, STAGE.parse_output(output)) == []
 
 
 def test_runs_under_a_checkpointer_and_the_output_is_json() -> None:
