@@ -323,6 +323,15 @@ def test_article_page_of_failed_runs_traces_and_errors_once(shapes: Path) -> Non
     assert any("waiting for a concurrency slot" in bar["title"] for bar in dom.select("div.timeline div.bar.llm"))
 
 
+def test_axe_finds_planted_violations(tmp_path: Path) -> None:
+    """The check can fail: an image without alt text and a button without a name are serious violations."""
+    page = tmp_path / "bad.html"
+    page.write_text('<!doctype html><html lang="en"><head><title>bad</title></head><body><main><h1>Bad</h1>'
+                    '<img src="x.png"><button></button></main></body></html>', encoding="utf-8")
+    found = {v["id"] for v in axe_violations(page, _axe()) if v["impact"] in ("serious", "critical")}
+    assert {"image-alt", "button-name"} <= found
+
+
 def _heading_jumps(dom: BeautifulSoup) -> list[str]:
     levels = [(int(h.name[1]), h.get_text(" ", strip=True)) for h in dom.select("h1, h2, h3, h4, h5, h6")]
     return [f"{text} (h{level} after h{before})" for (before, _), (level, text) in pairwise(levels)
