@@ -1,12 +1,15 @@
 """Which units may run at once: their fan-outs (LLM requests a unit may have waiting at the same time) must fit
 a budget, in the order the units come.
 
-A ranking unit judges its whole candidate pool at once (one request per candidate: 128 on the paper's data), a
-section unit asks one or two questions at a time. Started as many at once as requests may be in flight (256),
-ranking units put 256 × 128 ≈ 32,000 judgements in the LLM client's queue, each a LangGraph task with its prompt:
-4.1 GB at 285 articles (bench/scale.py), for no gain in throughput — a few units' judgements keep every request
-slot busy. Units therefore take :attr:`~ruwikibench.contract.Unit.fan_out` slots of a budget of
-``FAN_OUT_BUDGET × max_concurrency`` (one unit larger than the budget takes all of it), first come, first served.
+A ranking unit judges its whole candidate pool at once (one request per candidate: ~380 at the paper's 129
+snippets per article and pool ratio 3), a section unit asks one or two questions at a time. Started as many at
+once as requests may be in flight (256), ranking units put ~32,000 judgements in the LLM client's queue at 285
+articles, each a LangGraph task with its prompt: 4.1 GB (bench/scale.py), for no gain in throughput — a few
+units' judgements keep every request slot busy. Units therefore take :attr:`~ruwikibench.contract.Unit.fan_out`
+slots of a budget (:func:`fan_out_budget`: 8 × ``max_concurrency``, at least 4,096; a unit larger than the budget
+takes all of it), first come, first served. The floor keeps small runs as they were (the sample's eight ranking
+units of up to ~600 candidates all start at once at ``max_concurrency`` 64): a unit that waits holds up every
+unit behind it.
 """
 
 from __future__ import annotations
@@ -16,8 +19,14 @@ from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-FAN_OUT_BUDGET = 8
-"""Requests that the units running at once may have waiting, in multiples of ``max_concurrency``."""
+FAN_OUT_PER_SLOT = 8
+"""Requests that the units running at once may have waiting, per request slot (``max_concurrency``)."""
+FAN_OUT_FLOOR = 4096
+"""The smallest budget: ~4,000 waiting judgements hold a few hundred MB (a LangGraph task, prompt and request each)."""
+
+
+def fan_out_budget(max_concurrency: int) -> int:
+    return max(FAN_OUT_FLOOR, FAN_OUT_PER_SLOT * max_concurrency)
 
 
 class FanOutSlots:

@@ -30,7 +30,7 @@ from ruwikibench.jsonl import unit_key
 from ruwikibench.nodes.queries import reference_queries_identity
 from ruwikibench.registry import get_stage
 from ruwikibench.rundir import RunDir, scored_units
-from ruwikibench.runner.admission import FAN_OUT_BUDGET, FanOutSlots
+from ruwikibench.runner.admission import FanOutSlots, fan_out_budget
 from ruwikibench.runner.baselines import (
     BASELINES_FILE,
     add_baselines,
@@ -351,7 +351,7 @@ async def _execute_locked(
     # second of a whole-sample run, and their CPU steps (KMeans, embedding look-ups, graph set-up) delayed the
     # handling of the first answers by ~1 s (bench/pipeline.py: max wait 1.04–1.14 s in 2 of 6 runs; now 0.55–0.90)
     semaphore = asyncio.Semaphore(max(2, context.config.max_concurrency))
-    fan_out = FanOutSlots(FAN_OUT_BUDGET * max(2, context.config.max_concurrency))  # runner/admission.py
+    fan_out = FanOutSlots(fan_out_budget(context.config.max_concurrency))  # runner/admission.py
     started = time.perf_counter()
     with _progress(options.progress) as progress:
         bars = {

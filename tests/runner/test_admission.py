@@ -60,3 +60,10 @@ async def test_a_cancelled_waiter_gives_its_place_to_the_next() -> None:
 def test_budget_must_hold_one_slot() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         FanOutSlots(0)
+
+
+def test_budget_grows_with_concurrency_above_a_floor() -> None:
+    from ruwikibench.runner.admission import fan_out_budget
+
+    assert fan_out_budget(4) == fan_out_budget(64) == 4096  # small runs: every unit starts at once, as before
+    assert fan_out_budget(1024) == 8192
