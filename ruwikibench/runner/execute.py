@@ -24,7 +24,7 @@ from ruwikibench.context import StageContext
 from ruwikibench.contract import Stage, Unit, current_stage_name, score_failure
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.durable import write_atomic
-from ruwikibench.executors import freeze_heap, run_cpu, run_on_model_lane
+from ruwikibench.executors import freeze_heap, resume_gc, run_cpu, run_on_model_lane
 from ruwikibench.faults import fault_point
 from ruwikibench.jsonl import unit_key
 from ruwikibench.nodes.queries import reference_queries_identity
@@ -383,10 +383,12 @@ async def _execute_locked(
 async def _warm_up_after_first_request(context: StageContext, stages: list[str]) -> None:
     """The stages' lazy imports (sklearn, scipy, the NER model, …) and the heap freeze, once the first request is
     out (or after :data:`FIRST_REQUEST_WAIT` seconds, when every answer is cached): a run sends its first request
-    a second or two sooner, and they load while the first answers are on their way, not mid-run."""
+    a second or two sooner, and they load while the first answers are on their way, not mid-run. The garbage
+    collector paused for the start-up (:func:`~ruwikibench.executors.pause_gc`) is on again from here."""
     first = asyncio.ensure_future(context.llm.first_request_sent())
     await asyncio.wait({first}, timeout=FIRST_REQUEST_WAIT)
     first.cancel()
+    resume_gc()
     await run_cpu(warm_up, stages, context.config)
     freeze_heap()
 
