@@ -15,6 +15,7 @@ import itertools
 import math
 import os
 import re
+import ssl
 import weakref
 from typing import Any
 
@@ -137,6 +138,7 @@ class OpenAIBackend:
             http_async_client=httpx.AsyncClient(
                 timeout=cfg.timeout,
                 limits=httpx.Limits(max_connections=most, max_keepalive_connections=keep),
+                verify=_tls_context(),
             ),
         )
 
@@ -182,6 +184,17 @@ class OpenAIBackend:
             endpoint=self.config.endpoints[index],
             retries=retries,
         )
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """The TLS settings of every client of the process, made once — as httpx makes its default for each client
+    (certifi's CA bundle, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``): loading the CA bundle takes 20–40 ms of CPU,
+    and a run makes ⌈connections / 32⌉ clients per endpoint and role (10 in bench/pipeline.py's config), all
+    before its first request."""
+    import httpx
+
+    return httpx.create_ssl_context()
 
 
 @functools.cache

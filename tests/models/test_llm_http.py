@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 import socket
+import ssl
 import time
 
 import pytest
@@ -247,6 +248,11 @@ async def test_many_connections_are_spread_over_small_pools(stub_server: StubSer
     assert {pool._max_keepalive_connections for pool in pools} == {32}
     assert all(pool._max_connections == 32 for pool in pools)
     assert sum(len(pool.connections) for pool in pools) >= 8  # every lane opened connections: requests spread
+    # one TLS context for them all (loading the CA bundle costs 20-40 ms each), made as httpx makes its default
+    contexts = {id(pool._ssl_context) for pool in pools}
+    assert len(contexts) == 1
+    assert pools[0]._ssl_context.verify_mode == ssl.CERT_REQUIRED and pools[0]._ssl_context.check_hostname
+    assert pools[0]._ssl_context.get_ca_certs() or pools[0]._ssl_context.cert_store_stats()["x509_ca"]
 
 
 async def test_a_small_run_keeps_one_pool(stub_server: StubServer) -> None:
