@@ -17,12 +17,13 @@ import os
 import re
 import ssl
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from ruwikibench.config import ConfigError, ModelConfig
 from ruwikibench.executors import run_cpu
 from ruwikibench.models.retry import LLMRequestError, backoff_delay, is_retryable
-from ruwikibench.models.types import Completion, Messages, TokenLogprob, TopLogprob
+from ruwikibench.models.types import REQUEST_WRITTEN, Completion, Messages, TokenLogprob, TopLogprob
 from ruwikibench.secrets import register
 
 LANE_CONNECTIONS = 32
@@ -57,6 +58,8 @@ def with_no_think_suffix(messages: Messages) -> Messages:
 
 class OpenAIBackend:
     """An OpenAI-compatible endpoint (or several replicas, used round-robin) through ChatOpenAI."""
+
+    reports_written = True  # calls REQUEST_WRITTEN's callback once a request's body is written (_trace_written)
 
     def __init__(
         self, config: ModelConfig, identity_extra: dict[str, object] | None = None, connections: int = 32
@@ -139,6 +142,7 @@ class OpenAIBackend:
                 timeout=cfg.timeout,
                 limits=httpx.Limits(max_connections=most, max_keepalive_connections=keep),
                 verify=_tls_context(),
+                event_hooks={"request": [_trace_written]},
             ),
         )
 
@@ -184,6 +188,19 @@ class OpenAIBackend:
             endpoint=self.config.endpoints[index],
             retries=retries,
         )
+
+
+async def _trace_written(request: Any) -> None:  # an httpx.Request
+    """httpx's request hook: while the LLM waits for the first request to be out (:data:`REQUEST_WRITTEN` set),
+    follow this one with httpcore's ``trace`` extension, which tells when the body is written."""
+    notify = REQUEST_WRITTEN.get()
+    if notify is not None:
+        request.extensions["trace"] = functools.partial(_on_trace, notify)
+
+
+async def _on_trace(notify: Callable[[], None], event: str, info: dict[str, Any]) -> None:
+    if event.endswith(".send_request_body.complete"):  # http11.… or http2.…: the whole request is written
+        notify()
 
 
 @functools.cache

@@ -261,3 +261,38 @@ async def test_a_small_run_keeps_one_pool(stub_server: StubServer) -> None:
     clients = await backend._clients()
     assert len(clients[0]) == 1
     assert clients[0][0].http_async_client._transport._pool._max_connections == 100
+
+
+async def test_the_first_request_is_out_once_written(stub_server: StubServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """first_request_sent (the warm-up and the other units wait for it) returns once the request body is written to
+    the connection — before the answer — not when the request is handed to the backend; later requests are not
+    traced."""
+    from ruwikibench.models import openai_backend
+
+    stub_server.delay = 0.3
+    events: list[str] = []
+    real = openai_backend._on_trace
+
+    async def recording(notify, event: str, info: dict) -> None:  # type: ignore[no-untyped-def]
+        events.append(event)
+        await real(notify, event, info)
+
+    monkeypatch.setattr(openai_backend, "_on_trace", recording)
+    llm = _llm(stub_server)
+    asking = asyncio.ensure_future(llm.complete("writer", "привет"))
+    await asyncio.wait_for(llm.first_request_sent(), 5)
+    assert "http11.send_request_body.complete" in events and not asking.done()
+    assert (await asking).text == "ответ: привет"
+    traced = len(events)
+    await llm.complete("writer", "ещё")
+    assert len(events) == traced
+
+
+async def test_a_first_request_that_fails_counts_as_out() -> None:
+    """Nothing is written to an endpoint that refuses the connection: the request is out once it has failed."""
+    from tests.cli.test_input_errors import refused_url
+
+    llm = LLM({"writer": OpenAIBackend(ModelConfig(name="m", endpoints=[refused_url()], max_retries=0))})
+    with pytest.raises(LLMRequestError):
+        await llm.complete("writer", "привет")
+    await asyncio.wait_for(llm.first_request_sent(), 1)
