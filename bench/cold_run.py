@@ -6,8 +6,9 @@ of known latency — wall time and the time from process start to the endpoint's
 
 Starts ``bench/endpoint.py`` (see bench/pipeline.py), writes the bench config (paper settings, generated queries,
 the given embedder: ``kind`` or ``e5-int8:<max tokens>``) with a fresh cache folder, then runs the CLI as a
-subprocess three times and prints, per run, the wall time (process start to exit) and the first request (process
-start to the endpoint receiving it):
+subprocess three times and prints, per run, the wall time (process start to exit), the first request (process
+start to the endpoint receiving it) and the CPU time the process had used by then (all threads, sampled from
+/proc every 3 ms in 10 ms steps: less sensitive to other load than the wall time):
 
 * **cold** — nothing embedded or indexed: the run embeds and indexes what it needs (a first run on new data);
 * **embeddings cached, new model name** — the same data with another model name: every LLM call is new, the
@@ -23,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -32,18 +34,56 @@ sys.path.insert(0, str(ROOT))
 from bench.pipeline import start_endpoint, stats, write_config
 
 
-def run_cli(args: list[str], url: str) -> tuple[float, float | None]:
-    """Wall seconds of ``python -m ruwikibench ARGS`` and seconds from its start to the endpoint's next request."""
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system, all threads) of a running process so far, from /proc (Linux; 10 ms steps)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuSampler(threading.Thread):
+    """Samples a child's CPU time every few milliseconds: its CPU time up to any moment of its run."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.samples: list[tuple[float, float]] = []  # (time.time(), CPU seconds)
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            cpu = cpu_seconds(self.pid)
+            if cpu is not None:
+                self.samples.append((time.time(), cpu))
+            self.done.wait(0.003)
+
+    def at(self, moment: float) -> float | None:
+        """CPU seconds at the last sample before ``moment``."""
+        before = [cpu for when, cpu in self.samples if when <= moment]
+        return before[-1] if before else None
+
+
+def run_cli(args: list[str], url: str) -> tuple[float, float | None, float | None]:
+    """Wall seconds of ``python -m ruwikibench ARGS``, seconds from its start to the endpoint's next request, and
+    the CPU seconds the process had used by then."""
     before = stats(url)["requests"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     started = time.time()
-    result = subprocess.run([sys.executable, "-m", "ruwikibench", *args], cwd=ROOT, env=env,
-                            capture_output=True, text=True, check=False)
+    process = subprocess.Popen([sys.executable, "-m", "ruwikibench", *args], cwd=ROOT, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sampler = CpuSampler(process.pid)
+    sampler.start()
+    _, stderr = process.communicate()
     wall = time.time() - started
-    if result.returncode != 0:
-        raise SystemExit(f"ruwikibench {' '.join(args)} failed:\n{result.stderr[-3000:]}")
+    sampler.done.set()
+    if process.returncode != 0:
+        raise SystemExit(f"ruwikibench {' '.join(args)} failed:\n{stderr[-3000:]}")
     arrivals = stats(url)["arrivals"][before:]
-    return wall, (min(arrivals) - started if arrivals else None)
+    if not arrivals:
+        return wall, None, None
+    return wall, min(arrivals) - started, sampler.at(min(arrivals))
 
 
 def main() -> None:
@@ -75,9 +115,10 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
     print(f"embedder {args.embedder} · {len(articles) // 2} articles · latency {args.latency} s · "
           f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
-    print("| run | wall | first request (from process start) |\n|---|---|---|")
-    for label, wall, first in rows:
-        print(f"| {label} | {wall:.1f} s | {'none' if first is None else f'{first:.2f} s'} |")
+    print("| run | wall | first request (from process start) | CPU time by then |\n|---|---|---|---|")
+    for label, wall, first, cpu in rows:
+        print(f"| {label} | {wall:.1f} s | {'none' if first is None else f'{first:.2f} s'} | "
+              f"{'?' if cpu is None else f'{cpu:.2f} s'} |")
     print(f"`ruwikibench --help`: {help_wall:.2f} s")
 
 
