@@ -8,13 +8,15 @@ Sentences come from razdel; vectors must be L2-normalized (every :class:`Embedde
 from __future__ import annotations
 
 import numpy as np
-from razdel import sentenize
 
 from ruwikibench.models.embeddings import Embedder, embed_prompted
 
 
 def split_sentences(text: str) -> list[str]:
     """razdel sentences of ``text``, stripped, empty ones dropped."""
+    # not at the top: the stage modules import this module before a run's first request
+    from razdel import sentenize
+
     return [s.text.strip() for s in sentenize(text or "") if s.text.strip()]
 
 
