@@ -106,3 +106,27 @@ def test_the_first_request_waits_for_none_of_the_later_modules(modules: set[str]
     assert "ruwikibench.runner.execute" in modules and "ruwikibench.corpus_builder.store" in modules
     later = loaded(modules, OWN)
     assert not later, f"loaded before the first request: {', '.join(later)}"
+
+
+HELP_PROBE = """
+import runpy, sys
+
+sys.argv = ["ruwikibench", "--help"]
+try:
+    runpy.run_module("ruwikibench", run_name="__main__")
+except SystemExit:
+    pass
+print("\\n".join(sorted(sys.modules)))
+"""
+
+
+def test_help_loads_no_model_layer() -> None:
+    """`ruwikibench --help` lists the commands: it loads neither the config models (pydantic) nor LangGraph, the
+    LLM client or numpy (each command imports what it needs when it runs)."""
+    result = subprocess.run([sys.executable, "-c", HELP_PROBE], env={**os.environ, "PYTHONPATH": str(REPO)},
+                            capture_output=True, text=True, timeout=120, check=True)
+    assert "Commands" in result.stdout
+    modules = set(result.stdout.split())
+    heavy = loaded(modules, ("pydantic", "langgraph", "langchain_core", "openai", "httpx", "numpy", "yaml",
+                             "ruwikibench.api", "ruwikibench.config", *HEAVY))
+    assert not heavy, f"loaded by --help: {', '.join(heavy)}"
