@@ -138,6 +138,7 @@ class OpenAIBackend:
             max_retries=0,  # retries are ours: counted, with backoff, rotating over replicas
             extra_body=extra or None,
             default_headers=dict(cfg.headers) or None,
+            http_client=_sync_client(cfg.timeout),  # never used (requests are async); else one more CA bundle load
             http_async_client=httpx.AsyncClient(
                 timeout=cfg.timeout,
                 limits=httpx.Limits(max_connections=most, max_keepalive_connections=keep),
@@ -212,6 +213,14 @@ def _tls_context() -> ssl.SSLContext:
     import httpx
 
     return httpx.create_ssl_context()
+
+
+@functools.cache
+def _sync_client(timeout: float) -> Any:  # httpx.Client
+    """The synchronous client ChatOpenAI wants beside the async one, with the shared TLS settings."""
+    import httpx
+
+    return httpx.Client(timeout=timeout, verify=_tls_context())
 
 
 @functools.cache

@@ -250,6 +250,7 @@ async def test_many_connections_are_spread_over_small_pools(stub_server: StubSer
     assert sum(len(pool.connections) for pool in pools) >= 8  # every lane opened connections: requests spread
     # one TLS context for them all (loading the CA bundle costs 20-40 ms each), made as httpx makes its default
     contexts = {id(pool._ssl_context) for pool in pools}
+    contexts |= {id(client.http_client._transport._pool._ssl_context) for client in clients[0]}  # the sync ones
     assert len(contexts) == 1
     assert pools[0]._ssl_context.verify_mode == ssl.CERT_REQUIRED and pools[0]._ssl_context.check_hostname
     assert pools[0]._ssl_context.get_ca_certs() or pools[0]._ssl_context.cert_store_stats()["x509_ca"]
