@@ -14,6 +14,11 @@ start to the endpoint receiving it) and the CPU time the process had used by the
 * **embeddings cached, new model name** — the same data with another model name: every LLM call is new, the
   vectors and the BM25 index are on disk;
 * ``--help`` — the CLI's own start-up (imports), for reference.
+
+``--repeat N`` runs the second case N times (another model name each: every LLM call new), for several
+first-request figures. The package's modules are compiled to bytecode first, as an installed package has them
+(``--no-compile``: as the environment has them — this workplace sets ``PYTHONDONTWRITEBYTECODE``, so without it
+every run compiles the project's modules from source, ~0.1–0.2 s more before the first request).
 """
 
 from __future__ import annotations
@@ -86,6 +91,18 @@ def run_cli(args: list[str], url: str) -> tuple[float, float | None, float | Non
     return wall, min(arrivals) - started, sampler.at(min(arrivals))
 
 
+def bytecode_note(compile_package: bool) -> str:
+    """Compile the package's modules to bytecode (``python -m compileall``), as an installed package has them; a
+    line saying what the runs load. Without it, where ``PYTHONDONTWRITEBYTECODE`` is set (this workplace sets it)
+    no ``__pycache__`` is ever written for the package: every process compiles its ~150 modules from source."""
+    if compile_package:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "ruwikibench")], check=True)
+        return "the package's modules compiled beforehand (python -m compileall), as pip installs them"
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        return "as the environment has it: PYTHONDONTWRITEBYTECODE is set, modules without bytecode compile each run"
+    return "as the environment has it (bytecode written on first import)"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", required=True)
@@ -94,13 +111,21 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--embedder", default="e5-int8:512", help="kind, or e5-int8:<max tokens>")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run the 'embeddings cached, new model name' case this many times (another name each)")
+    parser.add_argument("--no-compile", action="store_true",
+                        help="leave the package's bytecode as the environment has it (see bytecode_note)")
     args = parser.parse_args()
     articles = [a for name in args.article or ["Python", "Квантовый компьютер"] for a in ("--article", name)]
     work = Path(tempfile.mkdtemp(prefix="ruwikibench-cold-"))
+    bytecode = bytecode_note(compile_package=not args.no_compile)
+    load_before = os.getloadavg()[0]
     endpoint, url = start_endpoint(args.dataset, args.latency)
     try:
         rows = []
-        for label, model in (("cold (nothing embedded)", "bench"), ("embeddings cached, new model name", "other")):
+        cases = [("cold (nothing embedded)", "bench")] + [
+            ("embeddings cached, new model name", f"other-{i}") for i in range(max(1, args.repeat))]
+        for label, model in cases:
             config = write_config(work / "bench.yaml", url, work / "cache", args.concurrency, args.embedder, model)
             run_args = ["run", "all", "--dataset", args.dataset, "--config", str(config),
                         "--out", str(work / "runs"), *articles]
@@ -114,7 +139,8 @@ def main() -> None:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     print(f"embedder {args.embedder} · {len(articles) // 2} articles · latency {args.latency} s · "
-          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+          f"{os.cpu_count()} cores, load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after")
+    print(f"bytecode: {bytecode}")
     print("| run | wall | first request (from process start) | CPU time by then |\n|---|---|---|---|")
     for label, wall, first, cpu in rows:
         print(f"| {label} | {wall:.1f} s | {'none' if first is None else f'{first:.2f} s'} | "
