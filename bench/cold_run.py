@@ -94,7 +94,7 @@ def run_cli(args: list[str], url: str) -> tuple[float, float | None, float | Non
 def bytecode_note(compile_package: bool) -> str:
     """Compile the package's modules to bytecode (``python -m compileall``), as an installed package has them; a
     line saying what the runs load. Without it, where ``PYTHONDONTWRITEBYTECODE`` is set (this workplace sets it)
-    no ``__pycache__`` is ever written for the package: every run compiles the ~100 modules it imports from source."""
+    no ``__pycache__`` is ever written for the package: every run compiles the ~90 modules it imports from source."""
     if compile_package:
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "ruwikibench")], check=True)
         return "the package's modules compiled beforehand (python -m compileall), as pip installs them"
