@@ -33,7 +33,7 @@ from ruwikibench.config import RunConfig, role_served_by
 from ruwikibench.models.cache import CACHED, ResponseCache, request_key
 from ruwikibench.models.openai_backend import OpenAIBackend
 from ruwikibench.models.priority import Priority, PrioritySemaphore
-from ruwikibench.models.types import REQUEST_WRITTEN, ChatBackend, Completion, Messages
+from ruwikibench.models.types import REQUEST_SENT, ChatBackend, Completion, Messages
 from ruwikibench.models.usage import Usage
 
 if TYPE_CHECKING:
@@ -195,8 +195,9 @@ class LLM:
         return completion
 
     async def first_request_sent(self) -> None:
-        """Returns once this event loop's first request is out — written to the connection, for a backend that
-        reports it (the OpenAI-compatible one), else handed to the backend — at once if it already is."""
+        """Returns once this event loop's first request is out — handed to the HTTP transport, for a backend that
+        reports it (the OpenAI-compatible one, after langchain and the SDK built the request), else handed to the
+        backend — at once if it already is."""
         await self._state().sent.wait()
 
     async def _send(self, request: _Request) -> Completion:
@@ -213,12 +214,12 @@ class LLM:
         return completion
 
     async def _generate(self, request: _Request) -> Completion:
-        """The backend's answer. The loop's first request counts as out (:meth:`first_request_sent`) when its bytes
-        are written, for a backend that reports that (``reports_written``), else when it is handed over; and at
-        the latest when the backend returns or fails."""
+        """The backend's answer. The loop's first request counts as out (:meth:`first_request_sent`) when it goes
+        to the HTTP transport, for a backend that reports that (``reports_sent``), else when it is handed over; and
+        at the latest when the backend returns or fails."""
         sent = self._state().sent
-        reports = not sent.is_set() and getattr(request.backend, "reports_written", False)
-        token = REQUEST_WRITTEN.set(sent.set) if reports else None
+        reports = not sent.is_set() and getattr(request.backend, "reports_sent", False)
+        token = REQUEST_SENT.set(sent.set) if reports else None
         if not reports:
             sent.set()
         try:
@@ -227,7 +228,7 @@ class LLM:
             )
         finally:
             if token is not None:
-                REQUEST_WRITTEN.reset(token)
+                REQUEST_SENT.reset(token)
             sent.set()
 
     def close(self) -> None:
@@ -239,6 +240,8 @@ class LLM:
             self.cache = None
 
     async def aclose(self) -> None:
+        """:meth:`close`, after closing the backends' connections of this event loop."""
+        await asyncio.gather(*(close() for b in self.backends.values() if (close := getattr(b, "aclose", None))))
         await asyncio.to_thread(self.close)
 
     def __enter__(self) -> Self:

@@ -12,25 +12,17 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
-import math
 import os
 import re
-import ssl
 import weakref
-from collections.abc import Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from ruwikibench.config import ConfigError, ModelConfig
 from ruwikibench.executors import run_cpu
 from ruwikibench.models.retry import LLMRequestError, backoff_delay, is_retryable
-from ruwikibench.models.types import REQUEST_WRITTEN, Completion, Messages, TokenLogprob, TopLogprob
+from ruwikibench.models.types import REQUEST_SENT, Completion, Messages, TokenLogprob, TopLogprob
 from ruwikibench.secrets import register
-
-LANE_CONNECTIONS = 32
-"""Connections per httpx pool: a run's connections are spread over ⌈connections / 32⌉ clients per endpoint
-(lanes, used round-robin). httpcore's pool walks all its connections for every request it assigns — and all of
-them again for each idle one — so one pool of 256 connections spent ~25 ms of the event loop per request
-(bench/scale.py at concurrency 256, cProfile: 33M ``is_idle`` calls for 2,381 requests)."""
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
 
@@ -59,7 +51,7 @@ def with_no_think_suffix(messages: Messages) -> Messages:
 class OpenAIBackend:
     """An OpenAI-compatible endpoint (or several replicas, used round-robin) through ChatOpenAI."""
 
-    reports_written = True  # calls REQUEST_WRITTEN's callback once a request's body is written (_trace_written)
+    reports_sent = True  # calls REQUEST_SENT's callback once a request reaches the HTTP transport (_request_sent)
 
     def __init__(
         self, config: ModelConfig, identity_extra: dict[str, object] | None = None, connections: int = 32
@@ -74,12 +66,13 @@ class OpenAIBackend:
             )
         self.config = config
         self.connections = max(1, connections)
-        self.lanes = math.ceil(self.connections / LANE_CONNECTIONS)
-        self._lane = itertools.cycle(range(self.lanes))
         self._identity = {**config.identity(), **(identity_extra or {})}
         self._next = itertools.cycle(range(len(config.endpoints)))
-        # one set of clients per event loop: an httpx connection pool cannot outlive the loop it was made in
+        # one set of clients per event loop: a connection pool cannot outlive the loop it was made in
         self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[Any]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._closers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncIterator[None]] = (
             weakref.WeakKeyDictionary()
         )
         self._building: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Future[list[Any]]] = (
@@ -93,10 +86,9 @@ class OpenAIBackend:
     async def prepare(self) -> None:
         await self._clients()
 
-    async def _clients(self) -> list[list[Any]]:
-        """This loop's clients — :attr:`lanes` per endpoint — made once on the CPU pool (importing
-        langchain-openai and building httpx clients takes seconds of CPU: on the loop it would stall every other
-        request)."""
+    async def _clients(self) -> list[Any]:
+        """This loop's clients, one per endpoint, made once on the CPU pool (importing langchain-openai and
+        building the clients takes seconds of CPU: on the loop it would stall every other request)."""
         loop = asyncio.get_running_loop()
         clients = self._by_loop.get(loop)
         if clients is not None:
@@ -104,20 +96,26 @@ class OpenAIBackend:
         building = self._building.get(loop)
         if building is None:
             building = self._building[loop] = asyncio.ensure_future(
-                run_cpu(lambda: [[self._client(url) for _ in range(self.lanes)] for url in self.config.endpoints])
+                run_cpu(lambda: [self._client(url) for url in self.config.endpoints])
             )
         clients = await asyncio.shield(building)
-        self._by_loop[loop] = clients
-        self._building.pop(loop, None)
-        return clients
+        if loop not in self._by_loop:
+            self._by_loop[loop] = clients
+            self._building.pop(loop, None)
+            self._closers[loop] = closer = _close_when_loop_ends(clients)
+            await anext(closer)
+        return self._by_loop[loop]
+
+    async def aclose(self) -> None:
+        """Close this event loop's clients (their connections); the next request makes new ones."""
+        loop = asyncio.get_running_loop()
+        self._by_loop.pop(loop, None)
+        closer = self._closers.pop(loop, None)
+        if closer is not None:
+            await closer.aclose()  # type: ignore[attr-defined]
 
     def _client(self, base_url: str) -> Any:  # ChatOpenAI
-        """One lane's client: its own httpx pool of ⌈connections / lanes⌉ kept-alive connections."""
-        import httpx
-
-        keep = math.ceil(self.connections / self.lanes)
-        most = max(keep, math.ceil(max(100, self.connections) / self.lanes))
-
+        """One endpoint's client, on aiohttp (:func:`aiohttp_client`) with :attr:`connections` kept alive."""
         cfg = self.config
         key = os.environ.get(cfg.api_key_env, "") if cfg.api_key_env else ""
         register(key)
@@ -138,13 +136,7 @@ class OpenAIBackend:
             max_retries=0,  # retries are ours: counted, with backoff, rotating over replicas
             extra_body=extra or None,
             default_headers=dict(cfg.headers) or None,
-            http_client=_sync_client(cfg.timeout),  # never used (requests are async); else one more CA bundle load
-            http_async_client=httpx.AsyncClient(
-                timeout=cfg.timeout,
-                limits=httpx.Limits(max_connections=most, max_keepalive_connections=keep),
-                verify=_tls_context(),
-                event_hooks={"request": [_trace_written]},
-            ),
+            http_async_client=aiohttp_client(cfg.timeout, self.connections),
         )
 
     async def generate(self, messages: Messages, *, max_tokens: int | None, top_logprobs: int) -> Completion:
@@ -160,7 +152,7 @@ class OpenAIBackend:
         clients = await self._clients()
         while True:
             index = next(self._next)
-            client = clients[index][next(self._lane)]
+            client = clients[index]
             try:
                 message = await (client.bind(**kwargs) if kwargs else client).ainvoke(messages)
             except Exception as exc:
@@ -191,36 +183,40 @@ class OpenAIBackend:
         )
 
 
-async def _trace_written(request: Any) -> None:  # an httpx.Request
-    """httpx's request hook: while the LLM waits for the first request to be out (:data:`REQUEST_WRITTEN` set),
-    follow this one with httpcore's ``trace`` extension, which tells when the body is written."""
-    notify = REQUEST_WRITTEN.get()
+async def _close_when_loop_ends(clients: list[Any]) -> AsyncIterator[None]:
+    """Suspended until its loop shuts down: ``asyncio.run`` closes every async generator still open in the loop
+    (``loop.shutdown_asyncgens``) before closing it, so the aiohttp sessions are closed inside their own loop even
+    when nobody calls :meth:`OpenAIBackend.aclose`."""
+    try:
+        yield
+    finally:
+        await asyncio.gather(*(client.http_async_client.aclose() for client in clients), return_exceptions=True)
+
+
+def aiohttp_client(timeout: float, connections: int) -> Any:
+    """The openai SDK's aiohttp transport (``openai[aiohttp]``): ``connections`` kept alive, at least 100 open
+    at once.
+
+    At 256 requests in flight against bench/endpoint.py (``python bench/llm_client.py``) httpx with httpcore spent
+    ~3 ms of the event loop per request and aiohttp ~0.2 ms; a whole ChatOpenAI call went from 6.3 to 2.8 ms.
+    httpcore's pool also walked all its connections for every request it assigned (quadratic in its size)."""
+    import openai
+
+    try:
+        import httpx2 as http  # the HTTP library of openai >= 3
+    except ImportError:  # pragma: no cover - older openai releases build on httpx
+        import httpx as http  # type: ignore[no-redef]
+    limits = http.Limits(max_connections=max(100, connections), max_keepalive_connections=connections)
+    return openai.DefaultAioHttpClient(timeout=timeout, limits=limits, event_hooks={"request": [_request_sent]})
+
+
+async def _request_sent(request: Any) -> None:
+    """The HTTP client's request hook, called as the request goes to the transport (aiohttp writes it at once):
+    tells the LLM waiting for its first request to be out (:data:`REQUEST_SENT`), after langchain and the SDK built
+    it."""
+    notify = REQUEST_SENT.get()
     if notify is not None:
-        request.extensions["trace"] = functools.partial(_on_trace, notify)
-
-
-async def _on_trace(notify: Callable[[], None], event: str, info: dict[str, Any]) -> None:
-    if event.endswith(".send_request_body.complete"):  # http11.… or http2.…: the whole request is written
         notify()
-
-
-@functools.cache
-def _tls_context() -> ssl.SSLContext:
-    """The TLS settings of every client of the process, made once — as httpx makes its default for each client
-    (certifi's CA bundle, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``): loading the CA bundle takes 20–40 ms of CPU,
-    and a run makes ⌈connections / 32⌉ clients per endpoint and role (10 in bench/pipeline.py's config), all
-    before its first request."""
-    import httpx
-
-    return httpx.create_ssl_context()
-
-
-@functools.cache
-def _sync_client(timeout: float) -> Any:  # httpx.Client
-    """The synchronous client ChatOpenAI wants beside the async one, with the shared TLS settings."""
-    import httpx
-
-    return httpx.Client(timeout=timeout, verify=_tls_context())
 
 
 @functools.cache
