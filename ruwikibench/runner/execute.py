@@ -379,7 +379,7 @@ async def _run_units(context: StageContext, runner: Runner, units: list[Unit], p
     The first unit runs alone until the run's first request is out (:meth:`~ruwikibench.models.llm.LLM.
     first_request_sent`), until it ends, or for :data:`HEAD_START` seconds: started with it, the other units'
     first steps — a graph start each on the event loop, the embedding model loading on the model lane — ran
-    between the hand-over of its request and its write (~0.1 s of CPU in bench/cold_run.py's run)."""
+    between the hand-over of its request and its sending (~0.1 s of CPU in bench/cold_run.py's run)."""
     semaphore = asyncio.Semaphore(max(2, context.config.max_concurrency))
     bars = {name: progress.add_task(name, total=sum(1 for u in units if u.stage == name), usage="")
             for name in runner.stages}
