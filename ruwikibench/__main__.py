@@ -1,3 +1,14 @@
-from ruwikibench.cli import main
+"""``python -m ruwikibench`` and the ``ruwikibench`` command: the CLI, imported with the garbage collector paused
+(:func:`ruwikibench.executors.pause_gc`: typer, rich and the config models allocate much and free almost nothing)."""
 
-main()
+from ruwikibench.executors import gc_paused_for_startup
+
+
+def main() -> None:
+    with gc_paused_for_startup():
+        from ruwikibench.cli import main as cli_main
+    cli_main()
+
+
+if __name__ == "__main__":
+    main()

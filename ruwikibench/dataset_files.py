@@ -27,7 +27,6 @@ def resolve_dataset(spec: str) -> tuple[Dataset, Path]:
     """Load a dataset from ``spec``; a JSON file is imported once into a cache directory keyed by its hash.
     Anything unusable raises :class:`DatasetError` naming the file (articles that failed to import: see
     :func:`import_errors`)."""
-    from ruwikibench.corpus_builder.ruwikibench_json import CorpusError
     from ruwikibench.corpus_builder.store import DatasetStoreError, load_dataset
 
     if spec.startswith(HUB_PREFIX):
@@ -43,7 +42,7 @@ def resolve_dataset(spec: str) -> tuple[Dataset, Path]:
         else:
             raise DatasetError(f"{spec}: not a processed dataset directory, a RuWikiBench .json file or "
                                f"{HUB_PREFIX}REPO[/FILE]")
-    except (CorpusError, DatasetStoreError) as exc:
+    except DatasetStoreError as exc:
         raise DatasetError(str(exc)) from None
     except (UnicodeDecodeError, ValueError) as exc:
         if isinstance(exc, DatasetError):
@@ -72,14 +71,20 @@ def import_errors(path: Path) -> list[str]:
 
 
 def _import_json(path: Path) -> tuple[Dataset, Path]:
-    from ruwikibench.corpus_builder.ruwikibench_json import import_ruwikibench_json
+    """The processed dataset of a RuWikiBench JSON file: imported once (the import code, lxml among it, is loaded
+    only then)."""
     from ruwikibench.corpus_builder.store import load_dataset, save_dataset
 
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
     target = cache_root() / "datasets" / f"{path.stem}-{digest}"
     if (target / "manifest.json").exists():
         return load_dataset(target), target
-    result = import_ruwikibench_json(path)
+    from ruwikibench.corpus_builder.ruwikibench_json import CorpusError, import_ruwikibench_json
+
+    try:
+        result = import_ruwikibench_json(path)
+    except CorpusError as exc:
+        raise DatasetError(str(exc)) from None
     save_dataset(result.dataset, target, errors=result.errors)
     return result.dataset, target
 

@@ -57,3 +57,31 @@ async def test_embed_async_runs_plain_embedders_on_the_lane() -> None:
     inner = RecordingEmbedder()
     vectors = await embed_async(inner, ["xyz"], "symmetric")
     assert vectors.shape == (1, 3) and inner.threads[0].startswith("ruwikibench-model-lane")
+
+
+def test_gc_paused_for_startup_resumes_however_the_block_ends() -> None:
+    import gc
+
+    import pytest
+
+    from ruwikibench.executors import gc_paused_for_startup, pause_gc, resume_gc
+
+    assert gc.isenabled()
+    try:
+        with gc_paused_for_startup():
+            assert not gc.isenabled()
+            resume_gc()  # the runner's call at the first request: on again before the block ends
+            assert gc.isenabled()
+        with pytest.raises(RuntimeError), gc_paused_for_startup():
+            assert not gc.isenabled()
+            raise RuntimeError("bad config")
+        assert gc.isenabled()
+        resume_gc()  # without a pause: nothing to do
+        assert gc.isenabled()
+        gc.disable()  # the caller turned it off: a pause and its end leave it off
+        pause_gc()
+        resume_gc()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.unfreeze()

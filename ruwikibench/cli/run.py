@@ -96,9 +96,10 @@ def _run(stages: list[str] | None, config_path: Path, dataset: str, articles: in
          out: Path, run_id: str | None, overrides: dict[str, dict[str, Any]] | None = None,
          exit_on_failure: bool = True, shard: str | None = None) -> Any:
     """Run (or resume) stages; with ``exit_on_failure`` the command ends with the run's exit status (see
-    :mod:`ruwikibench.runner.status`) when units failed."""
+    :mod:`ruwikibench.runner.status`) when units failed. The garbage collector rests until the run's first request
+    is out (:func:`ruwikibench.executors.pause_gc`)."""
     from ruwikibench.config import RunInputError
-    from ruwikibench.runner.execute import RunOptions
+    from ruwikibench.executors import gc_paused_for_startup
     from ruwikibench.runner.shard import Shard
 
     try:
@@ -106,12 +107,15 @@ def _run(stages: list[str] | None, config_path: Path, dataset: str, articles: in
     except RunInputError as exc:
         print_error(exc)
         raise typer.Exit(2) from None
-    config, data, path = _load(config_path, dataset)
-    stages = stages or list(config.stages)
-    config = with_overrides(config, overrides or {}, "command-line options")
-    options = RunOptions(stages=stages, articles=articles, article_names=article, out=out, run_id=run_id,
-                         shard=share)
-    rundir = _execute(config, data, path, options)
+    with gc_paused_for_startup():
+        from ruwikibench.runner.execute import RunOptions
+
+        config, data, path = _load(config_path, dataset)
+        stages = stages or list(config.stages)
+        config = with_overrides(config, overrides or {}, "command-line options")
+        options = RunOptions(stages=stages, articles=articles, article_names=article, out=out, run_id=run_id,
+                             shard=share)
+        rundir = _execute(config, data, path, options)
     _show(rundir, stages)
     status = _failures(rundir)
     if status and exit_on_failure:

@@ -8,6 +8,7 @@ One JSON object per line (the pydantic models' JSON). The manifest holds the for
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from pathlib import Path
 from typing import Any, TypeVar
@@ -72,6 +73,15 @@ def save_dataset(
     return path
 
 
+def _as_written(manifest: dict[str, Any], digests: dict[str, str]) -> bool:
+    """Whether every file has the sha256 the manifest recorded when it was written (and there is an id)."""
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not isinstance(manifest.get("dataset_id"), str):
+        return False
+    return all(isinstance(files.get(key), dict) and files[key].get("sha256") == digest
+               for key, digest in digests.items())
+
+
 def read_manifest(directory: str | Path) -> dict[str, Any]:
     path = Path(directory) / MANIFEST
     if not path.is_file():
@@ -93,35 +103,43 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
     return manifest
 
 
-def _read_jsonl(path: Path, model: type[M]) -> list[M]:
+def _read_jsonl(path: Path, model: type[M]) -> tuple[list[M], str]:
+    """The file's items and the sha256 of its bytes."""
     if not path.is_file():
         raise DatasetStoreError(f"{path}: missing")
+    raw = path.read_bytes()
     items = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                items.append(model.model_validate_json(line))
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                loc = ".".join(str(x) for x in first["loc"])
-                raise DatasetStoreError(f"{path}:{lineno}: {loc or 'line'}: {first['msg']}") from exc
-    return items
+    for lineno, line in enumerate(io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8"), 1):
+        if not line.strip():
+            continue
+        try:
+            items.append(model.model_validate_json(line))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            loc = ".".join(str(x) for x in first["loc"])
+            raise DatasetStoreError(f"{path}:{lineno}: {loc or 'line'}: {first['msg']}") from exc
+    return items, hashlib.sha256(raw).hexdigest()
 
 
 def load_dataset(directory: str | Path, *, verify: bool = True) -> Dataset:
-    """Read a directory written by :func:`save_dataset`; with ``verify`` the content hash must match the manifest."""
+    """Read a directory written by :func:`save_dataset`; with ``verify`` the content hash must match the manifest.
+
+    Files byte for byte as written (their sha256 in the manifest) hold the content the manifest's dataset id was
+    computed from: the id is taken from there instead of recomputed over every item (~60 ms on the 10 MB sample,
+    before a run's first request). Any other file — edited, or written elsewhere with other line ends — is
+    checked by recomputing the id, as before."""
     directory = Path(directory)
     manifest = read_manifest(directory)
     loaded = {key: _read_jsonl(directory / FILES[key], model) for key, model in _MODELS.items()}
     dataset = Dataset(
-        articles=loaded["articles"],  # type: ignore[arg-type]
-        sources=loaded["sources"],  # type: ignore[arg-type]
-        snippets=loaded["snippets"],  # type: ignore[arg-type]
+        articles=loaded["articles"][0],  # type: ignore[arg-type]
+        sources=loaded["sources"][0],  # type: ignore[arg-type]
+        snippets=loaded["snippets"][0],  # type: ignore[arg-type]
         params=manifest.get("params", {}),
     )
-    if verify and dataset.dataset_id != manifest.get("dataset_id"):
+    if verify and _as_written(manifest, {key: digest for key, (_, digest) in loaded.items()}):
+        dataset.__dict__["dataset_id"] = manifest["dataset_id"]  # Dataset.dataset_id's cached value
+    elif verify and dataset.dataset_id != manifest.get("dataset_id"):
         raise DatasetStoreError(
             f"{directory / MANIFEST}: dataset_id {manifest.get('dataset_id')!r} does not match the files' content "
             f"({dataset.dataset_id}); the files were changed after import"

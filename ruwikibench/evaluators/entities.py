@@ -29,8 +29,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from razdel import tokenize as razdel_tokenize
-
 from ruwikibench.evaluators.lexical import _morph
 
 EntityType = Literal["PER", "LOC", "ORG"]
@@ -98,6 +96,9 @@ def name_lemma(word: str) -> str:
 
 def normalize_entity(text: str) -> str:
     """Lemmas of the word tokens of an entity, lowercased, ё → е, joined by single spaces."""
+    # not at the top: the stage modules import this module before a run's first request
+    from razdel import tokenize as razdel_tokenize
+
     words = [fold(t.text) for t in razdel_tokenize(text)]
     return " ".join(fold(name_lemma(w)) for w in words if any(ch.isalnum() for ch in w))
 

@@ -22,28 +22,33 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ruwikibench.evaluators.stats import Estimate, paired_bootstrap
+
+if TYPE_CHECKING:  # numpy is imported where it is used: a run loads this module before its first request
+    import numpy as np
 
 FLOOR_SUFFIX = "_floor"
 RESCALED_SUFFIX = "_rescaled"
 
 
-_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
+_MASK = 0xFFFFFFFFFFFFFFFF
 
 
 def _key_hash(seed: int, article: str, item: str) -> np.uint64:
+    import numpy as np
+
     digest = hashlib.blake2b(f"{seed}\x1e{article}\x1f{item}".encode(), digest_size=8).digest()
     return np.uint64(int.from_bytes(digest, "little"))
 
 
 def _mix(values: np.ndarray) -> np.ndarray:
     """splitmix64's finalizer: a 64-bit hash of each value (numpy, wrapping arithmetic)."""
+    import numpy as np
+
     with np.errstate(over="ignore"):
-        z = values.astype(np.uint64) & _MASK
+        z = values.astype(np.uint64) & np.uint64(_MASK)
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
         return z ^ (z >> np.uint64(31))
@@ -58,6 +63,8 @@ def draw_others(
     The draw is bottom-k sampling by a hash of (seed, item, other): each candidate's rank depends on the two keys
     alone, so the order of the pool or of ``items`` changes nothing, and an item's references change when the
     pool grows only where a new candidate ranks among its ``per_item`` lowest (consistent sampling)."""
+    import numpy as np
+
     keys = [(str(a), str(i)) for a, i in pool]
     hashed = _mix(np.array([_key_hash(seed, *key) for key in keys], dtype=np.uint64))
     draws: list[list[int]] = []
@@ -83,6 +90,8 @@ def rescale(value: float, floor: float) -> float:
 def rescaled_means(values: np.ndarray, floors: np.ndarray) -> np.ndarray:
     """Per row (one bootstrap resample each): (mean value − mean floor) / (1 − mean floor), NaN entries left out of
     either mean (an item without a floor still counts in the value mean); NaN when the floor is 1 or more."""
+    import numpy as np
+
     floor = np.nanmean(floors, axis=1)
     return np.where(floor < 1.0, (np.nanmean(values, axis=1) - floor) / (1.0 - floor), np.nan)
 
@@ -99,6 +108,8 @@ def rescaled_estimate(
     bootstrap CI that resamples ITEMS, each keeping its (score, floor) pair. ``floors[i]`` is item i's floor, NaN
     where it has none (an empty output or a failure counted as 0: its score counts, it adds nothing to the
     floor). ``n`` is the number of values."""
+    import numpy as np
+
     data = np.asarray(values, dtype=float)
     base = np.asarray(floors, dtype=float)
     nan = float("nan")

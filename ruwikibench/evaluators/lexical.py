@@ -16,8 +16,6 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from razdel import tokenize as razdel_tokenize
-
 if TYPE_CHECKING:  # sacrebleu and rouge-score load nltk and scipy.stats: imported when first scored
     from rouge_score import rouge_scorer
 
@@ -44,6 +42,9 @@ class RussianTokenizer:
         self.lemmatize = lemmatize
 
     def tokenize(self, text: str) -> list[str]:
+        # not at the top: the stage modules import this module before a run's first request
+        from razdel import tokenize as razdel_tokenize
+
         words = [t.text.lower() for t in razdel_tokenize(text or "")]
         words = [w for w in words if any(ch.isalnum() for ch in w)]
         return [lemma(w) for w in words] if self.lemmatize else words

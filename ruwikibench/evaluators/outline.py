@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ruwikibench.dataset import Article
 from ruwikibench.models.embeddings import Embedder, embed_prompted, normalize
+
+if TYPE_CHECKING:  # numpy is imported where it is used: a run loads this module before its first request
+    import numpy as np
 
 
 class HeadingSelection(BaseModel):
@@ -79,6 +82,8 @@ def heading_soft_recall(
     Headings are taken as sets of strings (duplicates collapse, as in STORM); ``embed`` maps each string
     to its vector. No generated heading gives 0; an empty reference gives 0.
     """
+    import numpy as np
+
     ref_set, gen_set = list(dict.fromkeys(reference)), list(dict.fromkeys(generated))
     if not gen_set or not ref_set:
         return 0.0
@@ -152,6 +157,8 @@ def _heading_vectors(
 ) -> dict[str, dict[str, np.ndarray]]:
     """Per variant suffix, heading -> vector. Without a prompt one symmetric call serves both variants (as before
     the prompt existed); with one, the authors' headings are embedded apart as ``prompt + heading``."""
+    import numpy as np
+
     groups: list[tuple[str | None, list[str]]] = (
         [(None, list(sides))] if authors_prompt is None else [(None, [""]), (authors_prompt, ["_authors"])]
     )
@@ -176,6 +183,8 @@ def outline_similarity(
     ``titles`` (written for the article titled ``own_title``, whose echoes are dropped) against the outline of
     ``reference`` — the article's own for the metric, another article's for its permutation floor.
     ``authors_prompt``: the authors' variant encodes ``prompt + heading`` (see :func:`embed_prompted`)."""
+    import numpy as np
+
     variants = {"": selection, "_authors": AUTHORS}
     sides = {
         suffix: (generated_headings(titles, own_title, sel), reference_headings(reference, sel))

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-import numpy as np
-
 
 def dcg(relevances: Sequence[float], k: int | None = None) -> float:
     """Σ rel_i / log2(i + 1) over the first k positions (i from 1)."""
+    import numpy as np
+
     gains = np.asarray(relevances[:k] if k is not None else relevances, dtype=float)
     if gains.size == 0:
         return 0.0

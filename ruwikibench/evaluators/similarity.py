@@ -7,19 +7,26 @@ Sentences come from razdel; vectors must be L2-normalized (every :class:`Embedde
 
 from __future__ import annotations
 
-import numpy as np
-from razdel import sentenize
+from typing import TYPE_CHECKING
 
 from ruwikibench.models.embeddings import Embedder, embed_prompted
+
+if TYPE_CHECKING:  # numpy is imported where it is used: a run loads this module before its first request
+    import numpy as np
 
 
 def split_sentences(text: str) -> list[str]:
     """razdel sentences of ``text``, stripped, empty ones dropped."""
+    # not at the top: the stage modules import this module before a run's first request
+    from razdel import sentenize
+
     return [s.text.strip() for s in sentenize(text or "") if s.text.strip()]
 
 
 def greedy_prf(generated: np.ndarray, reference: np.ndarray) -> dict[str, float]:
     """P / R / F1 from two matrices of L2-normalized row vectors (generated rows, reference rows)."""
+    import numpy as np
+
     if len(generated) == 0 or len(reference) == 0:
         raise ValueError("greedy_prf needs at least one generated and one reference vector")
     sims = np.clip(

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
 from pydantic import BaseModel
+
+if TYPE_CHECKING:  # numpy is imported where it is used: a run loads this module before its first request
+    import numpy as np
 
 
 class Estimate(BaseModel):
@@ -36,6 +39,8 @@ def bootstrap_ci(
     values: Sequence[float], *, confidence: float = 0.95, resamples: int = 2000, seed: int = 0
 ) -> Estimate:
     """Mean (the plain sample mean, not the bootstrap median) with a percentile bootstrap CI."""
+    import numpy as np
+
     data = np.asarray([v for v in values if v is not None], dtype=float)
     if data.size == 0:
         return Estimate(mean=float("nan"), low=float("nan"), high=float("nan"), n=0)
@@ -50,6 +55,8 @@ def bootstrap_ci(
 
 
 def _percentile_estimate(point: float, boot: np.ndarray, n: int, confidence: float) -> Estimate:
+    import numpy as np
+
     boot = boot[np.isfinite(boot)]
     if boot.size == 0 or not np.isfinite(point):
         return Estimate(mean=point, low=float("nan"), high=float("nan"), n=n)
@@ -70,6 +77,8 @@ def paired_bootstrap(
     bootstrap CI that resamples ITEMS: one index row picks the same items from every column, so the values of one
     item stay together. ``statistic(*arrays)`` takes 2-D arrays (one resample per row) and returns one value per
     row; its value on the data itself is the estimate. ``n`` is the number of items."""
+    import numpy as np
+
     data = [np.asarray(column, dtype=float) for column in columns]
     n = int(data[0].size)
     if n == 0 or any(d.size != n for d in data):
@@ -106,6 +115,7 @@ def randomization_p_value(
     pair is swapped at random. scipy's ``permutation_test(permutation_type='samples')`` enumerates all 2^n swaps
     exactly when that is fewer than ``resamples``; ``batch`` resamples at a time (scipy's default, all at once,
     took 2.2 GB for 3,000 items). NaN with no item."""
+    import numpy as np
     from scipy.stats import permutation_test
 
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
@@ -138,6 +148,8 @@ def paired_randomization(
     difference of rescaled means): under the null hypothesis the runs are exchangeable item by item, so each
     item's A columns and B columns are swapped together at random. p = (1 + #{|t*| ≥ |t|}) / (1 + resamples)
     (:func:`randomization_p_value` is the exact special case for a mean difference). NaN with no item."""
+    import numpy as np
+
     a = np.asarray(a_columns, dtype=float)
     b = np.asarray(b_columns, dtype=float)
     if a.shape != b.shape:

@@ -13,10 +13,12 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ruwikibench.models.types import Completion, Messages
+
+if TYPE_CHECKING:  # numpy is imported where it is used: a run loads this module before its first request
+    import numpy as np
 
 # what a cached answer says about its request: taken from the cache, no retry, no wait, no service time
 CACHED: dict[str, object] = {"cached": True, "retries": 0, "queued_s": 0.0, "service_s": 0.0}
@@ -101,6 +103,8 @@ class EmbeddingCache:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     def get_many(self, ns: str, use: str, hashes: list[str]) -> dict[str, np.ndarray]:
+        import numpy as np
+
         found: dict[str, np.ndarray] = {}
         with self._lock:
             for start in range(0, len(hashes), self._CHUNK):
@@ -115,6 +119,8 @@ class EmbeddingCache:
         return found
 
     def put_many(self, ns: str, use: str, items: dict[str, np.ndarray]) -> None:
+        import numpy as np
+
         rows = [(ns, use, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items.items()]
         with self._lock:
             self._db.execute("BEGIN")

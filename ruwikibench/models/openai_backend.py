@@ -21,7 +21,7 @@ from typing import Any
 from ruwikibench.config import ConfigError, ModelConfig
 from ruwikibench.executors import run_cpu
 from ruwikibench.models.retry import LLMRequestError, backoff_delay, is_retryable
-from ruwikibench.models.types import Completion, Messages, TokenLogprob, TopLogprob
+from ruwikibench.models.types import REQUEST_SENT, Completion, Messages, TokenLogprob, TopLogprob
 from ruwikibench.secrets import register
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
@@ -50,6 +50,8 @@ def with_no_think_suffix(messages: Messages) -> Messages:
 
 class OpenAIBackend:
     """An OpenAI-compatible endpoint (or several replicas, used round-robin) through ChatOpenAI."""
+
+    reports_sent = True  # calls REQUEST_SENT's callback once a request reaches the HTTP transport (_request_sent)
 
     def __init__(
         self, config: ModelConfig, identity_extra: dict[str, object] | None = None, connections: int = 32
@@ -205,7 +207,16 @@ def aiohttp_client(timeout: float, connections: int) -> Any:
     except ImportError:  # pragma: no cover - older openai releases build on httpx
         import httpx as http  # type: ignore[no-redef]
     limits = http.Limits(max_connections=max(100, connections), max_keepalive_connections=connections)
-    return openai.DefaultAioHttpClient(timeout=timeout, limits=limits)
+    return openai.DefaultAioHttpClient(timeout=timeout, limits=limits, event_hooks={"request": [_request_sent]})
+
+
+async def _request_sent(request: Any) -> None:
+    """The HTTP client's request hook, called as the request goes to the transport (aiohttp writes it at once):
+    tells the LLM waiting for its first request to be out (:data:`REQUEST_SENT`), after langchain and the SDK built
+    it."""
+    notify = REQUEST_SENT.get()
+    if notify is not None:
+        notify()
 
 
 @functools.cache

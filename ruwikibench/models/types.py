@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Protocol
 
 from pydantic import BaseModel, Field
@@ -59,8 +61,18 @@ class Completion(BaseModel):
 
 
 class ChatBackend(Protocol):
-    """Anything that turns messages into a Completion (an OpenAI-compatible endpoint, a scripted fake)."""
+    """Anything that turns messages into a Completion (an OpenAI-compatible endpoint, a scripted fake).
+
+    A backend that can tell when a request goes out — to the HTTP transport, which writes it — says so with
+    ``reports_sent = True`` and then calls :data:`REQUEST_SENT`'s callback (when one is set) at that moment."""
 
     async def generate(
         self, messages: Messages, *, max_tokens: int | None, top_logprobs: int
     ) -> Completion: ...
+
+
+REQUEST_SENT: ContextVar[Callable[[], None] | None] = ContextVar("ruwikibench_request_sent", default=None)
+"""Set by :class:`~ruwikibench.models.llm.LLM` around a request while the event loop's first request is not out:
+the callback marks it out (:meth:`~ruwikibench.models.llm.LLM.first_request_sent`). A backend with
+``reports_sent`` calls it once the request goes to its HTTP transport; for any other backend the request counts
+as out when it is handed over."""

@@ -5,14 +5,16 @@ cosine against title + heading, fused by reciprocal rank, picked per section, op
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from pydantic import BaseModel, Field
 
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Dataset, Snippet
 from ruwikibench.nodes.written import OutlineItem
+
+if TYPE_CHECKING:  # numpy is imported where it is used: a run loads this module before its first request
+    import numpy as np
 
 
 class SourceSnippet(BaseModel):
@@ -79,6 +81,8 @@ def section_query(title: str, item: OutlineItem) -> str:
 
 def rank_positions(scores: np.ndarray, positive_only: bool) -> np.ndarray:
     """1-based rank of each entry by descending score (stable); 0 where ``positive_only`` and score <= 0."""
+    import numpy as np
+
     order = np.argsort(-scores, kind="stable")
     ranks = np.empty(len(scores), dtype=np.int64)
     ranks[order] = np.arange(1, len(scores) + 1)
@@ -92,6 +96,8 @@ def fuse(bm25: np.ndarray, cosine: np.ndarray, k: int, w_bm25: float, w_emb: flo
 
     A snippet sharing no term with a section's query gets no BM25 contribution for it.
     """
+    import numpy as np
+
     fused = np.zeros(bm25.shape, dtype=np.float64)
     for row in range(bm25.shape[0]):
         b_rank = rank_positions(bm25[row], positive_only=True)
@@ -104,6 +110,8 @@ def fuse(bm25: np.ndarray, cosine: np.ndarray, k: int, w_bm25: float, w_emb: flo
 def pick(fused: np.ndarray, per_section: int, exclusive: bool) -> list[list[int]]:
     """Snippet indices per section by descending fused score, ``per_section`` each; ``exclusive`` gives each
     snippet only to the section where it scores highest (ties: the earlier section)."""
+    import numpy as np
+
     n_sections, n_snippets = fused.shape
     allowed = np.ones(fused.shape, dtype=bool)
     if exclusive and n_sections:
@@ -119,6 +127,8 @@ def pick(fused: np.ndarray, per_section: int, exclusive: bool) -> list[list[int]
 
 def bm25_matrix(queries: list[str], texts: list[str], normalizer: str) -> np.ndarray:
     """BM25 scores (queries × texts) over an index of just these texts (the stage-1 normalizer and index)."""
+    import numpy as np
+
     from ruwikibench.retrieval.bm25 import BM25Index
 
     pool = Dataset(
@@ -137,6 +147,8 @@ def assign_snippets(
     context: StageContext, title: str, sections: list[OutlineItem], sources: list[SourceSnippet]
 ) -> list[Assignment]:
     """Retrieve snippets for every section: BM25 and embedding cosine against title + heading, RRF-fused."""
+    import numpy as np
+
     cfg = context.config.writer
     queries = [section_query(title, s) for s in sections]
     if not sections or not sources:

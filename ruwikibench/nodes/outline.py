@@ -14,9 +14,8 @@ first kept source the H2 block cites) or ``data`` (writer mode, no gold: k chose
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import numpy as np
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 from pydantic import BaseModel, Field
@@ -29,6 +28,9 @@ from ruwikibench.nodes.answers import ask
 from ruwikibench.nodes.outline_parser import Heading, parse_outline, to_markdown
 from ruwikibench.prompts import PromptLibrary
 from ruwikibench.prompts.render import numbered_texts
+
+if TYPE_CHECKING:  # numpy is imported where it is used: a run loads this module before its first request
+    import numpy as np
 
 ROLE = "outline"
 
@@ -143,6 +145,8 @@ def initial_centroids(
     state: OutlineInput, vectors: np.ndarray, config: OutlineConfig, embed_headings: Any
 ) -> tuple[np.ndarray | None, list[str | None], list[str], list[str]]:
     """Initial centroids, their labels, their kind ('heading'/'first_snippet') and notes; None = data mode."""
+    import numpy as np
+
     headings = [h for h in (state.headings or []) if h.strip()]
     if config.centroids == "data" or not headings:
         return None, [], [], ([] if config.centroids == "data" else ["no reference headings: k chosen from data"])
@@ -166,6 +170,7 @@ def initial_centroids(
 
 def run_kmeans(vectors: np.ndarray, k: int, init: np.ndarray | None, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """KMeans labels and centroids; ``init`` given -> n_init=1 from those centroids, else k-means++."""
+    import numpy as np
     from sklearn.cluster import KMeans
 
     if init is not None:
@@ -180,6 +185,8 @@ def cluster_snippets(
     state: OutlineInput, vectors: np.ndarray, config: OutlineConfig, embed_headings: Any
 ) -> tuple[list[Cluster], str, list[str]]:
     """Group snippets into clusters; returns clusters (members nearest first), the k method and notes."""
+    import numpy as np
+
     n = len(state.snippets)
     if n == 0:
         return [], "none", ["no snippets"]

@@ -12,9 +12,8 @@ prompt is called even for a single group, so raw snippet text is never returned 
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
-import numpy as np
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -25,6 +24,9 @@ from ruwikibench.executors import embed_async, run_cpu
 from ruwikibench.models.embeddings import Embedder, Use
 from ruwikibench.nodes.section_spec import SectionSpec, SnippetText
 from ruwikibench.nodes.section_writing import describe_iterative, describe_tree, write_section
+
+if TYPE_CHECKING:  # numpy is imported where it is used: a run loads this module before its first request
+    import numpy as np
 
 # --------------------------------------------------------------------------- typed inputs and outputs
 
@@ -172,6 +174,8 @@ def similarity_groups(vectors: np.ndarray, threshold: float) -> list[list[int]]:
 
     Singletons are groups too. Groups are ordered by their first member; members keep input order.
     """
+    import numpy as np
+
     n = len(vectors)
     if n == 0:
         return []
@@ -188,6 +192,8 @@ def similarity_groups(vectors: np.ndarray, threshold: float) -> list[list[int]]:
 
 async def embed_texts(embedder: Embedder, texts: list[str], use: Use) -> np.ndarray:
     """Embeddings of ``texts`` off the event loop (the embedder's disk cache keeps each text's vector)."""
+    import numpy as np
+
     if not texts:
         return np.zeros((0, 1), dtype=np.float32)
     return np.asarray(await embed_async(embedder, texts, use), dtype=np.float32)

@@ -12,14 +12,16 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
 from pydantic import BaseModel
 
 from ruwikibench.dataset import Dataset
 from ruwikibench.durable import replace_durably
-from ruwikibench.retrieval.bm25_build import build_retriever
 from ruwikibench.retrieval.normalize import Normalizer, NormalizerKind, stopwords_hash
+
+if TYPE_CHECKING:  # numpy is imported where it is used: a run loads this module before its first request
+    import numpy as np
 
 INDEX_VERSION = "1"
 
@@ -49,6 +51,8 @@ class BM25Index:
     @classmethod
     def build(cls, dataset: Dataset, normalizer: NormalizerKind = "lemma") -> BM25Index:
         """Index every snippet (:mod:`ruwikibench.retrieval.bm25_build`: bm25s's scores, built in numpy)."""
+        from ruwikibench.retrieval.bm25_build import build_retriever
+
         norm = Normalizer(normalizer)
         texts = (s.text for s in dataset.snippets)
         retriever = build_retriever(texts, norm, n_texts=len(dataset.snippets))
@@ -58,6 +62,8 @@ class BM25Index:
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every document for the query (zeros when no query term is in the vocabulary)."""
+        import numpy as np
+
         terms = self.normalizer.terms(query)
         if not self.doc_ids or not terms:
             return np.zeros(len(self.doc_ids), dtype=np.float32)
@@ -66,6 +72,8 @@ class BM25Index:
     def search(self, query: str, k: int) -> list[Hit]:
         """Top ``k`` documents by BM25 (k clamped to the corpus size); ties keep corpus order; documents
         sharing no term with the query (score 0) are not retrieved."""
+        import numpy as np
+
         k = max(0, min(int(k), len(self.doc_ids)))
         if k == 0:
             return []

@@ -13,6 +13,7 @@ import asyncio
 import json
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,7 +25,7 @@ from ruwikibench.context import StageContext
 from ruwikibench.contract import Stage, Unit, current_stage_name, score_failure
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.durable import write_atomic
-from ruwikibench.executors import freeze_heap, run_cpu, run_on_model_lane
+from ruwikibench.executors import freeze_heap, resume_gc, run_cpu, run_on_model_lane
 from ruwikibench.faults import fault_point
 from ruwikibench.jsonl import unit_key
 from ruwikibench.nodes.queries import reference_queries_identity
@@ -347,25 +348,10 @@ async def _execute_locked(
         await runner.score_output(runner.stages[unit.stage], unit, output)
     await context.llm.prepare()  # HTTP clients: before the first request
     warming = asyncio.create_task(_warm_up_after_first_request(context, list(runner.stages)))
-    # units started at once: as many as requests may be in flight. Twice that started ~120 units in the first
-    # second of a whole-sample run, and their CPU steps (KMeans, embedding look-ups, graph set-up) delayed the
-    # handling of the first answers by ~1 s (bench/pipeline.py: max wait 1.04–1.14 s in 2 of 6 runs; now 0.55–0.90)
-    semaphore = asyncio.Semaphore(max(2, context.config.max_concurrency))
-    fan_out = FanOutSlots(fan_out_budget(context.config.max_concurrency))  # runner/admission.py
     started = time.perf_counter()
     with _progress(options.progress) as progress:
-        bars = {
-            name: progress.add_task(name, total=sum(1 for u in units if u.stage == name), usage="")
-            for name in runner.stages
-        }
-
-        async def one(unit: Unit) -> None:
-            async with fan_out.slot(unit.fan_out), semaphore:
-                await runner.run_unit(unit)
-            progress.update(bars[unit.stage], advance=1, usage=_usage_line(context))
-
         try:
-            await asyncio.gather(*(one(u) for u in units))
+            await _run_units(context, runner, units, progress)
         except BaseException:
             warming.cancel()
             raise
@@ -382,13 +368,60 @@ async def _execute_locked(
     return rundir
 
 
+HEAD_START = 0.2
+"""Seconds the first unit runs alone at most, before its first request is out (:func:`_run_units`)."""
+
+
+async def _run_units(context: StageContext, runner: Runner, units: list[Unit], progress: Progress) -> None:
+    """Run the units, as many at once as requests may be in flight and their fan-outs fit the budget
+    (:mod:`ruwikibench.runner.admission`): twice that many units started ~120 units in the first
+    second of a whole-sample run, and their CPU steps (KMeans, embedding look-ups, graph set-up) delayed the
+    handling of the first answers by ~1 s (bench/pipeline.py: max wait 1.04–1.14 s in 2 of 6 runs; now 0.55–0.90).
+
+    The first unit runs alone until the run's first request is out (:meth:`~ruwikibench.models.llm.LLM.
+    first_request_sent`), until it ends, or for :data:`HEAD_START` seconds: started with it, the other units'
+    first steps — a graph start each on the event loop, the embedding model loading on the model lane — ran
+    between the hand-over of its request and its sending (~0.1 s of CPU in bench/cold_run.py's run)."""
+    semaphore = asyncio.Semaphore(max(2, context.config.max_concurrency))
+    fan_out = FanOutSlots(fan_out_budget(context.config.max_concurrency))  # runner/admission.py
+    bars = {name: progress.add_task(name, total=sum(1 for u in units if u.stage == name), usage="")
+            for name in runner.stages}
+
+    async def one(unit: Unit) -> None:
+        async with fan_out.slot(unit.fan_out), semaphore:
+            await runner.run_unit(unit)
+        progress.update(bars[unit.stage], advance=1, usage=_usage_line(context))
+
+    head = [asyncio.ensure_future(one(unit)) for unit in units[:1]]
+    try:
+        await _head_start(context, head)
+        await asyncio.gather(*head, *(one(unit) for unit in units[1:]))
+    except BaseException:
+        for task in head:
+            task.cancel()
+        raise
+
+
+async def _head_start(context: StageContext, head: Sequence[asyncio.Future[None]]) -> None:
+    """Returns once the first request is out, the ``head`` units are done, or :data:`HEAD_START` seconds passed."""
+    if not head:
+        return
+    sent = asyncio.ensure_future(context.llm.first_request_sent())
+    try:
+        await asyncio.wait({sent, *head}, timeout=HEAD_START, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        sent.cancel()
+
+
 async def _warm_up_after_first_request(context: StageContext, stages: list[str]) -> None:
     """The stages' lazy imports (sklearn, scipy, the NER model, …) and the heap freeze, once the first request is
     out (or after :data:`FIRST_REQUEST_WAIT` seconds, when every answer is cached): a run sends its first request
-    a second or two sooner, and they load while the first answers are on their way, not mid-run."""
+    a second or two sooner, and they load while the first answers are on their way, not mid-run. The garbage
+    collector paused for the start-up (:func:`~ruwikibench.executors.pause_gc`) is on again from here."""
     first = asyncio.ensure_future(context.llm.first_request_sent())
     await asyncio.wait({first}, timeout=FIRST_REQUEST_WAIT)
     first.cancel()
+    resume_gc()
     await run_cpu(warm_up, stages, context.config)
     freeze_heap()
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ruwikibench.context import StageContext
 from ruwikibench.contract import GeneratedText, ScoreRecord
 from ruwikibench.dataset import Article, Dataset
@@ -56,6 +54,8 @@ def score_outline_record(article: Article, written: WrittenArticle, context: Sta
 
 def best_matches(reference: list[str], generated: list[str], context: StageContext) -> list[tuple[int, float]]:
     """For each reference text, the index of the most similar generated text (whole-text cosine) and the cosine."""
+    import numpy as np
+
     if not reference or not generated:
         return []
     vectors = context.embedder.embed(reference + generated, "symmetric")

@@ -5,6 +5,7 @@ in metrics.json) and exits 0."""
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 
@@ -57,6 +58,15 @@ def test_run_all_endpoint_refusing_every_connection_exits_1(tmp: Path) -> None:
     output = " ".join(result.output.split())
     assert f"error: {failed} of {failed + len(succeeded)} units failed" in output
     assert "no unit that needed the endpoint succeeded" in output and "Traceback" not in output
+    assert gc.isenabled()  # the collector paused for the start-up is on again after the run
+
+
+def test_bad_input_ends_the_startup_gc_pause(tmp: Path) -> None:
+    """A run stopped by bad input before any request (no such dataset) leaves the garbage collector on."""
+    result = runner.invoke(app, ["run", "all", "--dataset", str(tmp / "missing"), "--config",
+                                 str(config(tmp, refused_url())), "--out", str(tmp / "runs")])
+    assert result.exit_code == 2, result.output
+    assert gc.isenabled()
 
 
 def without_reference_text(dataset: Dataset) -> Dataset:

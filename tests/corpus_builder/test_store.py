@@ -44,6 +44,22 @@ def test_changed_files_are_detected(tmp_path: Path) -> None:
     assert load_dataset(tmp_path, verify=False).sources[0].text.startswith("слова")
 
 
+def test_files_as_written_take_the_dataset_id_from_the_manifest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The id is recomputed (every item dumped to canonical JSON) only when a file is not byte for byte the one
+    written: here an added blank line, which changes no item, so the recomputed id matches."""
+    ds = import_records([record()], "mem.json").dataset
+    save_dataset(ds, tmp_path)
+    import ruwikibench.dataset
+
+    dumps = []
+    real = ruwikibench.dataset.json.dumps
+    monkeypatch.setattr(ruwikibench.dataset.json, "dumps", lambda *a, **k: dumps.append(1) or real(*a, **k))
+    assert load_dataset(tmp_path).dataset_id == ds.dataset_id and not dumps
+    path = tmp_path / "snippets.jsonl"
+    path.write_text(path.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    assert load_dataset(tmp_path).dataset_id == ds.dataset_id and dumps
+
+
 def test_unreadable_directories_name_the_file(tmp_path: Path) -> None:
     with pytest.raises(DatasetStoreError, match=r"manifest\.json: no manifest"):
         load_dataset(tmp_path)

@@ -272,3 +272,40 @@ def test_sessions_are_closed_when_their_event_loop_ends(stub_server: StubServer)
         assert sessions[1].closed and sessions[1] is not sessions[0]
 
     asyncio.run(ask_and_close())
+
+
+async def test_the_first_request_is_out_once_it_reaches_the_transport(
+    stub_server: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """first_request_sent (the warm-up and the other units wait for it) returns once the HTTP client's request hook
+    saw the request — built by langchain and the SDK, going to aiohttp — before the answer, not when the request is
+    handed to the backend; later requests notify no one."""
+    from ruwikibench.models import openai_backend
+
+    stub_server.delay = 0.3
+    notified: list[int] = []
+    real = openai_backend._request_sent
+
+    async def recording(request) -> None:  # type: ignore[no-untyped-def]
+        if openai_backend.REQUEST_SENT.get() is not None:
+            notified.append(1)
+        await real(request)
+
+    monkeypatch.setattr(openai_backend, "_request_sent", recording)
+    llm = _llm(stub_server)
+    asking = asyncio.ensure_future(llm.complete("writer", "привет"))
+    await asyncio.wait_for(llm.first_request_sent(), 5)
+    assert notified == [1] and not asking.done()
+    assert (await asking).text == "ответ: привет"
+    await llm.complete("writer", "ещё")
+    assert notified == [1]
+
+
+async def test_a_first_request_that_fails_counts_as_out() -> None:
+    """An endpoint that refuses the connection: the request is out once it has failed."""
+    from tests.cli.test_input_errors import refused_url
+
+    llm = LLM({"writer": OpenAIBackend(ModelConfig(name="m", endpoints=[refused_url()], max_retries=0))})
+    with pytest.raises(LLMRequestError):
+        await llm.complete("writer", "привет")
+    await asyncio.wait_for(llm.first_request_sent(), 1)

@@ -1,4 +1,5 @@
-"""The run's warm-up (lazy imports, heap freeze) starts once the first request is out, not before it."""
+"""The run's warm-up (lazy imports, heap freeze) starts once the first request is out, not before it; so does the
+garbage collector paused for the start-up."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ async def test_first_request_sent_is_set_by_the_first_send() -> None:
 
 async def test_warm_up_waits_for_the_first_request(monkeypatch: pytest.MonkeyPatch) -> None:
     events: list[str] = []
+    monkeypatch.setattr(execute, "resume_gc", lambda: events.append("gc on"))
     monkeypatch.setattr(execute, "warm_up", lambda stages, config: events.append(f"warm {stages}"))
     monkeypatch.setattr(execute, "freeze_heap", lambda: events.append("freeze"))
     monkeypatch.setattr(execute, "FIRST_REQUEST_WAIT", 30.0)
@@ -34,7 +36,7 @@ async def test_warm_up_waits_for_the_first_request(monkeypatch: pytest.MonkeyPat
     assert events == []
     await llm.complete("writer", "привет")
     await asyncio.wait_for(warming, 5)
-    assert events == ["warm ['outline']", "freeze"]
+    assert events == ["gc on", "warm ['outline']", "freeze"]  # the start-up's paused collector: on at the request
 
 
 async def test_warm_up_runs_anyway_when_nothing_is_sent(monkeypatch: pytest.MonkeyPatch) -> None:
