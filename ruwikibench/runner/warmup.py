@@ -51,10 +51,14 @@ def warm_up(stages: list[str], config: RunConfig) -> list[str]:
 
 
 def _warm_entities() -> None:
-    """The NER model of the entity metrics (about a second of CPU to load, most of it holding the GIL)."""
+    """The NER model of the entity metrics (about a second of CPU to load, most of it holding the GIL), loaded
+    even when the warm-up text's entities are on disk already (the run's new texts will need it), and the model's
+    identity (its files hashed: the key of the entities on disk)."""
     try:
-        from ruwikibench.evaluators.entities import entity_set
+        from ruwikibench.evaluators.entities import entity_set, model_identity, ner_model
 
+        ner_model()
+        model_identity()
         entity_set("Прогрев словаря в Москве.")
     except (ImportError, RuntimeError):
         return
