@@ -21,8 +21,8 @@ from ruwikibench.context import StageContext
 from ruwikibench.executors import run_on_model_lane
 from ruwikibench.reporting.tables import markdown_table
 from ruwikibench.rundir import RunDir
+from ruwikibench.runner.derived import compute_floors
 from ruwikibench.runner.execute import RunOptions, finalize, new_spec, select_articles
-from ruwikibench.runner.floors import compute_floors
 from ruwikibench.runner.open_run import OpenRun, open_run, run_id, run_path, writer_key
 from ruwikibench.writer.score import ARTICLE_COLUMNS, WRITER_TABLES, generated_texts, score_written
 
