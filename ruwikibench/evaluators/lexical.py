@@ -44,9 +44,15 @@ class RussianTokenizer:
         self.lemmatize = lemmatize
 
     def tokenize(self, text: str) -> list[str]:
-        words = [t.text.lower() for t in razdel_tokenize(text or "")]
-        words = [w for w in words if any(ch.isalnum() for ch in w)]
-        return [lemma(w) for w in words] if self.lemmatize else words
+        return list(_tokens(text or "", self.lemmatize))
+
+
+@lru_cache(maxsize=1024)  # ~30 kB of token strings per section text
+def _tokens(text: str, lemmatize: bool) -> tuple[str, ...]:
+    """The tokens of a text, kept per text: a reference is tokenized once for its item and all its baselines."""
+    words = [t.text.lower() for t in razdel_tokenize(text)]
+    words = [w for w in words if any(ch.isalnum() for ch in w)]
+    return tuple(lemma(w) for w in words) if lemmatize else tuple(words)
 
 
 @lru_cache(maxsize=2)

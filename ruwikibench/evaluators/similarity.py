@@ -7,6 +7,8 @@ Sentences come from razdel; vectors must be L2-normalized (every :class:`Embedde
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from razdel import sentenize
 
@@ -14,8 +16,14 @@ from ruwikibench.models.embeddings import Embedder, embed_prompted
 
 
 def split_sentences(text: str) -> list[str]:
-    """razdel sentences of ``text``, stripped, empty ones dropped."""
-    return [s.text.strip() for s in sentenize(text or "") if s.text.strip()]
+    """razdel sentences of ``text``, stripped, empty ones dropped (kept per text: a reference is split for its
+    item's score, each baseline's and each floor pair it is drawn into)."""
+    return list(_sentences(text or ""))
+
+
+@lru_cache(maxsize=16_384)
+def _sentences(text: str) -> tuple[str, ...]:
+    return tuple(s.text.strip() for s in sentenize(text) if s.text.strip())
 
 
 def greedy_prf(generated: np.ndarray, reference: np.ndarray) -> dict[str, float]:
