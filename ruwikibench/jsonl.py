@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Hashable, Iterable, Iterator
+import re
+from collections.abc import Callable, Container, Hashable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Self
 
@@ -138,16 +139,17 @@ def rewrite_jsonl(path: str | Path, records: Iterable[BaseModel | dict[str, Any]
         out.write_many(records)
 
 
-def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-empty line; a torn last line is skipped; any other line that is not a
-    JSON object raises :class:`JsonlError` naming ``path:line``. A missing file yields nothing. The file is read a
-    line at a time: a run's largest files (outputs.jsonl: hundreds of MB at the paper's size) are never held whole."""
+def read_jsonl(path: str | Path, lines: Container[int] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-empty line (only those numbered in ``lines`` when given: the others
+    are not parsed); a torn last line is skipped; any other line that is not a JSON object raises
+    :class:`JsonlError` naming ``path:line``. A missing file yields nothing. The file is read a line at a time: a
+    run's largest files (outputs.jsonl: hundreds of MB at the paper's size) are never held whole."""
     path = Path(path)
     if not path.exists():
         return
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, 1):
-            if not raw.strip():
+            if (lines is not None and number not in lines) or not raw.strip():
                 continue
             torn = not raw.endswith(b"\n")  # only the last line can lack its newline: an interrupted write
             row = _parse(path, number, raw, torn)
@@ -176,6 +178,32 @@ def read_records(path: str | Path) -> Iterator[dict[str, Any]]:
     """The objects of :func:`read_jsonl` without line numbers."""
     for _, row in read_jsonl(path):
         yield row
+
+
+_STRING = rb'"(?:[^"\\]|\\.)*"'
+_UNIT_PREFIX = re.compile(rb'\{"stage": (' + _STRING + rb'), "article": (' + _STRING + rb'), "unit": (' + _STRING + rb')[,}]')
+
+
+def read_unit_keys(path: str | Path) -> Iterator[tuple[int, tuple[str, str, str]]]:
+    """(line number, :func:`unit_key`) of each record of :func:`read_jsonl`, read from the start of its line where
+    the record begins with its key (as this package writes outputs and errors: ``{"stage": …, "article": …,
+    "unit": …``), so the rest of a large record is never parsed; any other line is parsed whole."""
+    path = Path(path)
+    if not path.exists():
+        return
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            if not raw.strip():
+                continue
+            complete = raw.endswith(b"\n")
+            found = _UNIT_PREFIX.match(raw) if complete else None
+            if found is not None:
+                stage, article, unit = (json.loads(part) for part in found.groups())
+                yield number, (stage, article, unit)
+                continue
+            row = _parse(path, number, raw, not complete)
+            if row is not None:
+                yield number, unit_key(row)
 
 
 def item_key(record: dict[str, Any]) -> tuple[str, str, str]:

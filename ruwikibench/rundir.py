@@ -13,7 +13,7 @@ kernel releases it when its holder dies: the lock of a killed run is taken over 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +25,12 @@ from ruwikibench.jsonl import (
     latest,
     read_jsonl,
     read_records,
+    read_unit_keys,
     rewrite_jsonl,
     unit_key,
 )
 from ruwikibench.runlock import LOCK, RunDirLocked, run_lock
-from ruwikibench.stage_renames import with_current_stage
+from ruwikibench.stage_renames import current_stage_name, with_current_stage
 
 __all__ = ["FILES", "FLOORS_FILE", "LOCK", "RunDir", "RunDirLocked", "run_lock"]
 
@@ -69,24 +70,20 @@ class RunDir:
         return latest(self.read("outputs.jsonl"), unit_key)
 
     def iter_outputs(self) -> Iterator[dict[str, Any]]:
-        """The latest output of each unit, one at a time in file order (:meth:`iter_latest`)."""
-        return self.iter_latest("outputs.jsonl", unit_key)
+        """The latest output of each unit, one at a time in file order: a first pass finds the last line of each
+        unit (:meth:`output_lines`), the second parses only those lines, so only the keys are ever held."""
+        last = set(self.output_lines().values())
+        return (with_current_stage(record) for _, record in read_jsonl(self.file("outputs.jsonl"), last))
 
-    def iter_latest(self, name: str, key: Callable[[dict[str, Any]], Hashable]) -> Iterator[dict[str, Any]]:
-        """The records of :func:`latest` streamed: a first pass finds the last line of each key, the second yields
-        those records in file order, so only the keys are ever held (not the records)."""
-        last: dict[Hashable, int] = {}
-        for number, record in read_jsonl(self.file(name)):
-            last[key(with_current_stage(record))] = number
-        wanted = set(last.values())
-        del last
-        for number, record in read_jsonl(self.file(name)):
-            if number in wanted:
-                yield with_current_stage(record)
+    def output_lines(self) -> dict[tuple[str, str, str], int]:
+        """The line of the latest output of each unit (stages under their current names), read from the start of
+        each line (:func:`read_unit_keys`): the outputs themselves are not parsed."""
+        return {(current_stage_name(stage), article, unit): number
+                for number, (stage, article, unit) in read_unit_keys(self.file("outputs.jsonl"))}
 
     def output_keys(self) -> set[tuple[str, str, str]]:
-        """(stage, article, unit) of every unit with an output, the file streamed."""
-        return {unit_key(record) for record in self.read("outputs.jsonl")}
+        """(stage, article, unit) of every unit with an output."""
+        return set(self.output_lines())
 
     def results(self) -> list[dict[str, Any]]:
         """The latest score record of each item (a unit scored again replaces its records)."""
