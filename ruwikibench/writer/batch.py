@@ -63,7 +63,7 @@ async def _write_batch(
     assert dataset is not None
     rundir = opened.rundir
     spec = new_spec(opened.run_id, context.config, dataset, dataset_path, run_options, mode="writer")
-    done = {o["article"] for o in rundir.outputs() if o["stage"] == "writer"}
+    done = {article for stage, article, _ in rundir.output_keys() if stage == "writer"}
     articles = [a for a in select_articles(dataset, run_options) if a.name not in done]
     started = time.perf_counter()
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
