@@ -56,7 +56,7 @@ def make_dataset(n: int, rng: random.Random) -> Dataset:
 def node(stage: str, article: str, unit: str, name: str, start: float, seconds: float, output: object,
          calls: int = 0, prompt: str | None = None, namespace: str = "") -> dict:
     return {"stage": stage, "article": article, "unit": unit, "node": name, "namespace": namespace,
-            "task_id": f"{name}-{start}", "input_digest": "0" * 16, "output": output, "error": None,
+            "task_id": f"{name}-{start}", "output": output, "error": None,
             "duration_s": seconds, "started_at": start, "ended_at": start + seconds, "llm_calls": calls,
             "prompt_tokens": 300 * calls, "completion_tokens": 40 * calls, "cache_hits": 0,
             "prompts": [{"name": prompt, "sha256": "ab12cd34ef56"}] if prompt else [],

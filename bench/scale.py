@@ -186,6 +186,16 @@ def prepare(real_path: str, n: int, work: Path, concurrency: int) -> Path:
     return data
 
 
+def reused(folder: Path) -> Path | None:
+    """``folder``'s prepared dataset with its runs and LLM answers removed, or None when it has none."""
+    if not (folder / "data" / "snippets.jsonl").exists() or not (folder / "cache" / "embeddings.sqlite").exists():
+        return None
+    shutil.rmtree(folder / "runs", ignore_errors=True)
+    for path in (folder / "cache").glob("llm.sqlite*"):
+        path.unlink()
+    return folder / "data"
+
+
 def row(n: int, snippets: int, figures: dict[str, Any]) -> str:
     wall, bound, requests = figures["wall_s"], figures["bound_s"], figures["requests"]
     return (f"| {n} | {snippets:,} | {requests:,} | {wall:.1f} s | {bound:.1f} s | {wall / bound:.2f} | "
@@ -202,6 +212,9 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.5)
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument("--work", type=Path, default=None, help="work folder (default: a temporary one, removed)")
+    parser.add_argument("--reuse-corpus", action="store_true",
+                        help="keep a size's dataset, embeddings and BM25 index from an earlier run in --work (only "
+                             "its runs and LLM response cache are removed)")
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)  # the measured child process
     args = parser.parse_args()
     if args.one is not None:
@@ -214,9 +227,11 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     for n in args.sizes:
         folder = work / f"n{n}"
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir(parents=True)
-        data = prepare(args.dataset, n, folder, args.concurrency)
+        data = reused(folder) if args.reuse_corpus else None
+        if data is None:
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            data = prepare(args.dataset, n, folder, args.concurrency)
         snippets = sum(1 for _ in (data / "snippets.jsonl").open(encoding="utf-8"))
         done = subprocess.run([sys.executable, __file__, "--dataset", args.dataset, "--one", str(n),
                                "--work", str(folder), "--latency", str(args.latency),

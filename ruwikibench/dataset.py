@@ -9,8 +9,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import defaultdict
 from collections.abc import Iterator
 from functools import cached_property
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -135,6 +137,7 @@ class Dataset(BaseModel):
     params: dict[str, object] = Field(default_factory=dict, description="build parameters (filters, window)")
 
     _by_id: dict[str, dict[str, object]] | None = PrivateAttr(default=None)
+    _groups: dict[str, dict[str, list[Any]]] | None = PrivateAttr(default=None)
 
     def _index(self) -> dict[str, dict[str, object]]:
         if self._by_id is None:
@@ -167,14 +170,28 @@ class Dataset(BaseModel):
     def snippet(self, snip_id: str) -> Snippet:
         return self._index()["snippet"][snip_id]  # type: ignore[return-value]
 
+    def _grouped(self) -> dict[str, dict[str, list[Any]]]:
+        """Sources and snippets grouped by article and by source, in dataset order, built on first use: each
+        lookup was a scan of the whole dataset, made per unit and per section (quadratic in the dataset's size)."""
+        if self._groups is None:
+            groups: dict[str, defaultdict[str, list[Any]]] = {
+                "sources": defaultdict(list), "snippets": defaultdict(list), "by_source": defaultdict(list)}
+            for source in self.sources:
+                groups["sources"][source.article].append(source)
+            for snip in self.snippets:
+                groups["snippets"][snip.article].append(snip)
+                groups["by_source"][snip.source_id].append(snip)
+            self._groups = {name: dict(group) for name, group in groups.items()}
+        return self._groups
+
     def sources_of(self, article: str) -> list[Source]:
-        return [s for s in self.sources if s.article == article]
+        return list(self._grouped()["sources"].get(article, ()))
 
     def snippets_of(self, article: str) -> list[Snippet]:
-        return [s for s in self.snippets if s.article == article]
+        return list(self._grouped()["snippets"].get(article, ()))
 
     def snippets_of_source(self, source_id: str) -> list[Snippet]:
-        return [s for s in self.snippets if s.source_id == source_id]
+        return list(self._grouped()["by_source"].get(source_id, ()))
 
     def section_snippets(self, article: Article, section: Section) -> list[Snippet]:
         """Snippets of every kept source cited by the section's own paragraphs (benchmark-mode stage 3 input)."""

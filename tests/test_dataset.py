@@ -33,3 +33,18 @@ def test_dataset_lookups_and_id_change_with_content() -> None:
     assert [s.id for s in ds.section_snippets(article, article.section("s2"))] == ["Тест статья/source_2#0"]
     other = Dataset(articles=[article], sources=sources, snippets=snippets[:1])
     assert ds.dataset_id != other.dataset_id
+
+
+def test_grouped_lookups_equal_scans_of_the_whole_dataset() -> None:
+    articles = ["А", "Б", "В"]
+    sources = [Source(id=f"{a}/source_{i}", article=a, footnote_id=f"c{i}", text="t") for i in range(3) for a in articles]
+    snippets = [Snippet(id=f"{s.id}#{k}", article=s.article, source_id=s.id, index=k, text="t", word_start=k,
+                        word_end=k + 1) for k in range(2) for s in reversed(sources)]
+    ds = Dataset(articles=[], sources=sources, snippets=snippets)
+    for name in [*articles, "нет такой"]:
+        assert ds.sources_of(name) == [s for s in sources if s.article == name]
+        assert ds.snippets_of(name) == [s for s in snippets if s.article == name]
+    for source in sources:
+        assert ds.snippets_of_source(source.id) == [s for s in snippets if s.source_id == source.id]
+    ds.snippets_of("А").clear()  # a caller's list is its own
+    assert len(ds.snippets_of("А")) == 6

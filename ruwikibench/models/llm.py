@@ -223,6 +223,8 @@ class LLM:
             self.cache = None
 
     async def aclose(self) -> None:
+        """:meth:`close`, after closing the backends' connections of this event loop."""
+        await asyncio.gather(*(close() for b in self.backends.values() if (close := getattr(b, "aclose", None))))
         await asyncio.to_thread(self.close)
 
     def __enter__(self) -> Self:

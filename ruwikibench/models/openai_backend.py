@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
-import math
 import os
 import re
 import weakref
+from collections.abc import AsyncIterator
 from typing import Any
 
 from ruwikibench.config import ConfigError, ModelConfig
@@ -23,12 +23,6 @@ from ruwikibench.executors import run_cpu
 from ruwikibench.models.retry import LLMRequestError, backoff_delay, is_retryable
 from ruwikibench.models.types import Completion, Messages, TokenLogprob, TopLogprob
 from ruwikibench.secrets import register
-
-LANE_CONNECTIONS = 32
-"""Connections per httpx pool: a run's connections are spread over ⌈connections / 32⌉ clients per endpoint
-(lanes, used round-robin). httpcore's pool walks all its connections for every request it assigns — and all of
-them again for each idle one — so one pool of 256 connections spent ~25 ms of the event loop per request
-(bench/scale.py at concurrency 256, cProfile: 33M ``is_idle`` calls for 2,381 requests)."""
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
 
@@ -70,12 +64,13 @@ class OpenAIBackend:
             )
         self.config = config
         self.connections = max(1, connections)
-        self.lanes = math.ceil(self.connections / LANE_CONNECTIONS)
-        self._lane = itertools.cycle(range(self.lanes))
         self._identity = {**config.identity(), **(identity_extra or {})}
         self._next = itertools.cycle(range(len(config.endpoints)))
-        # one set of clients per event loop: an httpx connection pool cannot outlive the loop it was made in
+        # one set of clients per event loop: a connection pool cannot outlive the loop it was made in
         self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[Any]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._closers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncIterator[None]] = (
             weakref.WeakKeyDictionary()
         )
         self._building: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Future[list[Any]]] = (
@@ -89,10 +84,9 @@ class OpenAIBackend:
     async def prepare(self) -> None:
         await self._clients()
 
-    async def _clients(self) -> list[list[Any]]:
-        """This loop's clients — :attr:`lanes` per endpoint — made once on the CPU pool (importing
-        langchain-openai and building httpx clients takes seconds of CPU: on the loop it would stall every other
-        request)."""
+    async def _clients(self) -> list[Any]:
+        """This loop's clients, one per endpoint, made once on the CPU pool (importing langchain-openai and
+        building the clients takes seconds of CPU: on the loop it would stall every other request)."""
         loop = asyncio.get_running_loop()
         clients = self._by_loop.get(loop)
         if clients is not None:
@@ -100,20 +94,26 @@ class OpenAIBackend:
         building = self._building.get(loop)
         if building is None:
             building = self._building[loop] = asyncio.ensure_future(
-                run_cpu(lambda: [[self._client(url) for _ in range(self.lanes)] for url in self.config.endpoints])
+                run_cpu(lambda: [self._client(url) for url in self.config.endpoints])
             )
         clients = await asyncio.shield(building)
-        self._by_loop[loop] = clients
-        self._building.pop(loop, None)
-        return clients
+        if loop not in self._by_loop:
+            self._by_loop[loop] = clients
+            self._building.pop(loop, None)
+            self._closers[loop] = closer = _close_when_loop_ends(clients)
+            await anext(closer)
+        return self._by_loop[loop]
+
+    async def aclose(self) -> None:
+        """Close this event loop's clients (their connections); the next request makes new ones."""
+        loop = asyncio.get_running_loop()
+        self._by_loop.pop(loop, None)
+        closer = self._closers.pop(loop, None)
+        if closer is not None:
+            await closer.aclose()  # type: ignore[attr-defined]
 
     def _client(self, base_url: str) -> Any:  # ChatOpenAI
-        """One lane's client: its own httpx pool of ⌈connections / lanes⌉ kept-alive connections."""
-        import httpx
-
-        keep = math.ceil(self.connections / self.lanes)
-        most = max(keep, math.ceil(max(100, self.connections) / self.lanes))
-
+        """One endpoint's client, on aiohttp (:func:`aiohttp_client`) with :attr:`connections` kept alive."""
         cfg = self.config
         key = os.environ.get(cfg.api_key_env, "") if cfg.api_key_env else ""
         register(key)
@@ -134,10 +134,7 @@ class OpenAIBackend:
             max_retries=0,  # retries are ours: counted, with backoff, rotating over replicas
             extra_body=extra or None,
             default_headers=dict(cfg.headers) or None,
-            http_async_client=httpx.AsyncClient(
-                timeout=cfg.timeout,
-                limits=httpx.Limits(max_connections=most, max_keepalive_connections=keep),
-            ),
+            http_async_client=aiohttp_client(cfg.timeout, self.connections),
         )
 
     async def generate(self, messages: Messages, *, max_tokens: int | None, top_logprobs: int) -> Completion:
@@ -153,7 +150,7 @@ class OpenAIBackend:
         clients = await self._clients()
         while True:
             index = next(self._next)
-            client = clients[index][next(self._lane)]
+            client = clients[index]
             try:
                 message = await (client.bind(**kwargs) if kwargs else client).ainvoke(messages)
             except Exception as exc:
@@ -182,6 +179,33 @@ class OpenAIBackend:
             endpoint=self.config.endpoints[index],
             retries=retries,
         )
+
+
+async def _close_when_loop_ends(clients: list[Any]) -> AsyncIterator[None]:
+    """Suspended until its loop shuts down: ``asyncio.run`` closes every async generator still open in the loop
+    (``loop.shutdown_asyncgens``) before closing it, so the aiohttp sessions are closed inside their own loop even
+    when nobody calls :meth:`OpenAIBackend.aclose`."""
+    try:
+        yield
+    finally:
+        await asyncio.gather(*(client.http_async_client.aclose() for client in clients), return_exceptions=True)
+
+
+def aiohttp_client(timeout: float, connections: int) -> Any:
+    """The openai SDK's aiohttp transport (``openai[aiohttp]``): ``connections`` kept alive, at least 100 open
+    at once.
+
+    At 256 requests in flight against bench/endpoint.py (``python bench/llm_client.py``) httpx with httpcore spent
+    ~3 ms of the event loop per request and aiohttp ~0.2 ms; a whole ChatOpenAI call went from 6.3 to 2.8 ms.
+    httpcore's pool also walked all its connections for every request it assigned (quadratic in its size)."""
+    import openai
+
+    try:
+        import httpx2 as http  # the HTTP library of openai >= 3
+    except ImportError:  # pragma: no cover - older openai releases build on httpx
+        import httpx as http  # type: ignore[no-redef]
+    limits = http.Limits(max_connections=max(100, connections), max_keepalive_connections=connections)
+    return openai.DefaultAioHttpClient(timeout=timeout, limits=limits)
 
 
 @functools.cache

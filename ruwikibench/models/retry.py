@@ -21,8 +21,19 @@ class LLMRequestError(RuntimeError):
         status = f" (HTTP {self.status_code})" if self.status_code else ""
         super().__init__(
             f"model {model!r} at {endpoint}: request failed after {attempts} attempt(s){status}: "
-            f"{type(cause).__name__}: {cause}"
+            f"{type(cause).__name__}: {cause}{_root_cause(cause)}"
         )
+
+
+def _root_cause(exc: BaseException) -> str:
+    """`` (cause: …)`` naming the first error of the chain when the SDK's own message hides it (the aiohttp
+    transport reports a refused connection as a timeout); empty when there is none."""
+    root = exc
+    while (inner := root.__cause__ or root.__context__) is not None and inner is not root:
+        root = inner
+    if root is exc or str(root) in str(exc):
+        return ""
+    return f" (cause: {type(root).__name__}: {root})"
 
 
 def status_of(exc: BaseException) -> int | None:

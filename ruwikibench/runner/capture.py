@@ -5,12 +5,13 @@ found in the runnable config of the calling node (``langgraph_checkpoint_ns``). 
 start and end of the node (``started_at``/``ended_at``, Unix seconds), so a report can draw what ran in parallel,
 and the seconds its own LLM calls waited for a concurrency slot (``queued_s``) and were served after it
 (``service_s``), summed over the calls (records written before these fields lack them).
+
+Records of earlier versions also carry an ``input_digest`` (a hash of the node's whole input state) that nothing
+read; hashing every node's input was ~8 % of a run's event-loop CPU at 64 articles (bench/scale.py).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections import defaultdict
 from collections.abc import Iterator
@@ -21,11 +22,6 @@ from typing import Any
 
 from ruwikibench.models.types import Completion
 from ruwikibench.prompts import Prompt
-
-
-def digest(obj: Any) -> str:
-    text = json.dumps(obj, ensure_ascii=False, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _current_task_id() -> str | None:
@@ -63,7 +59,7 @@ class NodeCapture:
     stage: str
     article: str
     unit: str
-    started: dict[str, tuple[float, float, Any]] = field(default_factory=dict)
+    started: dict[str, tuple[float, float]] = field(default_factory=dict)
     usage: dict[str, TaskUsage] = field(default_factory=lambda: defaultdict(TaskUsage))
 
     @contextmanager
@@ -103,9 +99,9 @@ class NodeCapture:
     def on_task(self, namespace: tuple[str, ...], event: dict[str, Any]) -> dict[str, Any] | None:
         task_id = event["id"]
         if "input" in event:
-            self.started[task_id] = (time.time(), time.perf_counter(), event["input"])
+            self.started[task_id] = (time.time(), time.perf_counter())
             return None
-        began_at, began, task_input = self.started.pop(task_id, (time.time(), time.perf_counter(), None))
+        began_at, began = self.started.pop(task_id, (time.time(), time.perf_counter()))
         usage = self.usage.pop(task_id, TaskUsage())
         return {
             "stage": self.stage,
@@ -114,7 +110,6 @@ class NodeCapture:
             "node": event["name"],
             "namespace": "|".join(namespace),
             "task_id": task_id,
-            "input_digest": digest(task_input),
             "output": event.get("result"),
             "error": event.get("error"),
             "duration_s": round(time.perf_counter() - began, 4),
