@@ -187,12 +187,14 @@ def prepare(real_path: str, n: int, work: Path, concurrency: int) -> Path:
 
 
 def reused(folder: Path) -> Path | None:
-    """``folder``'s prepared dataset with its runs and LLM answers removed, or None when it has none."""
+    """``folder``'s prepared dataset with its runs, LLM answers and the entities of their texts removed (a run's
+    NER results are kept beside its answers: a reused corpus must not find them), or None when it has none."""
     if not (folder / "data" / "snippets.jsonl").exists() or not (folder / "cache" / "embeddings.sqlite").exists():
         return None
     shutil.rmtree(folder / "runs", ignore_errors=True)
-    for path in (folder / "cache").glob("llm.sqlite*"):
-        path.unlink()
+    for pattern in ("llm.sqlite*", "entities.sqlite*"):
+        for path in (folder / "cache").glob(pattern):
+            path.unlink()
     return folder / "data"
 
 
@@ -214,7 +216,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=None, help="work folder (default: a temporary one, removed)")
     parser.add_argument("--reuse-corpus", action="store_true",
                         help="keep a size's dataset, embeddings and BM25 index from an earlier run in --work (only "
-                             "its runs and LLM response cache are removed)")
+                             "its runs, LLM response cache and entities are removed)")
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)  # the measured child process
     args = parser.parse_args()
     if args.one is not None:
