@@ -248,7 +248,7 @@ def _status(rundir: RunDir) -> int:
 
     if read_spec(rundir.path).mode == "external":  # no endpoint: did any unit succeed at all
         errors = rundir.open_errors()
-        return exit_status(len(errors), len(list(rundir.outputs())) if errors else 0)
+        return exit_status(len(errors), len(rundir.output_keys()) if errors else 0)
     return run_status(rundir)
 
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Hashable, Iterable, Iterator
+import re
+from collections.abc import Callable, Container, Hashable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Self
 
@@ -104,49 +105,105 @@ def append_jsonl(path: str | Path, records: Iterable[BaseModel | dict[str, Any]]
         appender.write_many(records)
 
 
+class JsonlRewriter:
+    """Replaces a file atomically with records written as they come (never all held at once): a temporary file,
+    fsynced, renamed over the file and the directory fsynced when the ``with`` block ends without an exception;
+    on an exception the file is left as it was."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.tmp = self.path.with_name(self.path.name + ".tmp")
+        self._file = open(self.tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed by __exit__
+
+    def write_many(self, records: Iterable[BaseModel | dict[str, Any]]) -> None:
+        for record in records:
+            self._file.write(dumps(record) + "\n")
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        if kind is not None:
+            self._file.close()
+            self.tmp.unlink(missing_ok=True)
+            return
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        replace_durably(self.tmp, self.path)
+
+
 def rewrite_jsonl(path: str | Path, records: Iterable[BaseModel | dict[str, Any]]) -> None:
-    """Replace the file atomically: a temporary file written and fsynced, renamed over it, the directory fsynced."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write("".join(dumps(r) + "\n" for r in records))
-        handle.flush()
-        os.fsync(handle.fileno())
-    replace_durably(tmp, path)
+    """Replace the file atomically (:class:`JsonlRewriter`); ``records`` may be a generator."""
+    with JsonlRewriter(path) as out:
+        out.write_many(records)
 
 
-def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-empty line; a torn last line is skipped; any other line that is not a
-    JSON object raises :class:`JsonlError` naming ``path:line``. A missing file yields nothing."""
+def read_jsonl(path: str | Path, lines: Container[int] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-empty line (only those numbered in ``lines`` when given: the others
+    are not parsed); a torn last line is skipped; any other line that is not a JSON object raises
+    :class:`JsonlError` naming ``path:line``. A missing file yields nothing. The file is read a line at a time: a
+    run's largest files (outputs.jsonl: hundreds of MB at the paper's size) are never held whole."""
     path = Path(path)
     if not path.exists():
         return
-    data = path.read_bytes()
-    lines = data.split(b"\n")
-    complete = data.endswith(b"\n")
-    for number, raw in enumerate(lines, 1):
-        if not raw.strip():
-            continue
-        torn = number == len(lines) and not complete
-        try:
-            row = json.loads(raw.decode("utf-8"))
-        except UnicodeDecodeError as exc:
-            if torn:
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            if (lines is not None and number not in lines) or not raw.strip():
                 continue
-            raise JsonlError(f"{path}:{number}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
-        except json.JSONDecodeError as exc:
-            if torn:
-                continue  # the last line of an interrupted write
-            raise JsonlError(f"{path}:{number}: invalid JSON: {exc.msg} (column {exc.colno})") from exc
-        if not isinstance(row, dict):
-            raise JsonlError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
-        yield number, row
+            torn = not raw.endswith(b"\n")  # only the last line can lack its newline: an interrupted write
+            row = _parse(path, number, raw, torn)
+            if row is not None:
+                yield number, row
+
+
+def _parse(path: Path, number: int, raw: bytes, torn: bool) -> dict[str, Any] | None:
+    """The object of one line; None for a torn last line that does not parse."""
+    try:
+        row = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        if torn:
+            return None
+        raise JsonlError(f"{path}:{number}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except json.JSONDecodeError as exc:
+        if torn:
+            return None  # the last line of an interrupted write
+        raise JsonlError(f"{path}:{number}: invalid JSON: {exc.msg} (column {exc.colno})") from exc
+    if not isinstance(row, dict):
+        raise JsonlError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
+    return row
 
 
 def read_records(path: str | Path) -> Iterator[dict[str, Any]]:
     """The objects of :func:`read_jsonl` without line numbers."""
     for _, row in read_jsonl(path):
         yield row
+
+
+_STRING = rb'"(?:[^"\\]|\\.)*"'
+_UNIT_PREFIX = re.compile(rb'\{"stage": (' + _STRING + rb'), "article": (' + _STRING + rb'), "unit": (' + _STRING + rb')[,}]')
+
+
+def read_unit_keys(path: str | Path) -> Iterator[tuple[int, tuple[str, str, str]]]:
+    """(line number, :func:`unit_key`) of each record of :func:`read_jsonl`, read from the start of its line where
+    the record begins with its key (as this package writes outputs and errors: ``{"stage": …, "article": …,
+    "unit": …``), so the rest of a large record is never parsed; any other line is parsed whole."""
+    path = Path(path)
+    if not path.exists():
+        return
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            if not raw.strip():
+                continue
+            complete = raw.endswith(b"\n")
+            found = _UNIT_PREFIX.match(raw) if complete else None
+            if found is not None:
+                stage, article, unit = (json.loads(part) for part in found.groups())
+                yield number, (stage, article, unit)
+                continue
+            row = _parse(path, number, raw, not complete)
+            if row is not None:
+                yield number, unit_key(row)
 
 
 def item_key(record: dict[str, Any]) -> tuple[str, str, str]:

@@ -13,15 +13,24 @@ kernel releases it when its holder dies: the lock of a killed run is taken over 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from ruwikibench.config import RunInputError
 from ruwikibench.durable import write_atomic
-from ruwikibench.jsonl import append_jsonl, item_key, latest, read_records, rewrite_jsonl, unit_key
+from ruwikibench.jsonl import (
+    append_jsonl,
+    item_key,
+    latest,
+    read_jsonl,
+    read_records,
+    read_unit_keys,
+    rewrite_jsonl,
+    unit_key,
+)
 from ruwikibench.runlock import LOCK, RunDirLocked, run_lock
-from ruwikibench.stage_renames import with_current_stage
+from ruwikibench.stage_renames import current_stage_name, with_current_stage
 
 __all__ = ["FILES", "FLOORS_FILE", "LOCK", "RunDir", "RunDirLocked", "run_lock"]
 
@@ -49,7 +58,7 @@ class RunDir:
     def append_many(self, name: str, records: list[dict[str, Any]]) -> None:
         append_jsonl(self.file(name), records)
 
-    def rewrite(self, name: str, records: list[dict[str, Any]]) -> None:
+    def rewrite(self, name: str, records: Iterable[dict[str, Any]]) -> None:
         rewrite_jsonl(self.file(name), records)
 
     def read(self, name: str) -> Iterator[dict[str, Any]]:
@@ -57,8 +66,24 @@ class RunDir:
         return (with_current_stage(record) for record in read_records(self.file(name)))
 
     def outputs(self) -> list[dict[str, Any]]:
-        """The latest output of each unit."""
+        """The latest output of each unit (all in memory: :meth:`iter_outputs` streams them)."""
         return latest(self.read("outputs.jsonl"), unit_key)
+
+    def iter_outputs(self) -> Iterator[dict[str, Any]]:
+        """The latest output of each unit, one at a time in file order: a first pass finds the last line of each
+        unit (:meth:`output_lines`), the second parses only those lines, so only the keys are ever held."""
+        last = set(self.output_lines().values())
+        return (with_current_stage(record) for _, record in read_jsonl(self.file("outputs.jsonl"), last))
+
+    def output_lines(self) -> dict[tuple[str, str, str], int]:
+        """The line of the latest output of each unit (stages under their current names), read from the start of
+        each line (:func:`read_unit_keys`): the outputs themselves are not parsed."""
+        return {(current_stage_name(stage), article, unit): number
+                for number, (stage, article, unit) in read_unit_keys(self.file("outputs.jsonl"))}
+
+    def output_keys(self) -> set[tuple[str, str, str]]:
+        """(stage, article, unit) of every unit with an output."""
+        return set(self.output_lines())
 
     def results(self) -> list[dict[str, Any]]:
         """The latest score record of each item (a unit scored again replaces its records)."""
@@ -70,7 +95,7 @@ class RunDir:
 
     def open_errors(self) -> list[dict[str, Any]]:
         """Failures still standing: see :func:`open_errors`."""
-        return open_errors(list(self.read("errors.jsonl")), self.outputs(), self.results())
+        return open_errors(list(self.read("errors.jsonl")), self.output_keys(), self.results())
 
     def write_json(self, name: str, data: Any) -> None:
         """Replace ``name`` atomically and durably (temporary file fsynced, renamed, directory fsynced)."""
@@ -103,12 +128,13 @@ def scored_units(results: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
 
 
 def open_errors(
-    errors: list[dict[str, Any]], outputs: list[dict[str, Any]], results: list[dict[str, Any]]
+    errors: list[dict[str, Any]], outputs: Iterable[dict[str, Any]] | set[tuple[str, str, str]],
+    results: list[dict[str, Any]],
 ) -> list[dict[str, Any]]:
     """The last error of each unit, unless a later session fixed it: a run error is fixed once the unit has an
     output, a scoring error ('score: …') once the unit has score records, an input error (unit '*') once any unit
-    of that stage and article has an output."""
-    done = {unit_key(o) for o in outputs}
+    of that stage and article has an output. ``outputs``: the output records, or only their unit keys."""
+    done = outputs if isinstance(outputs, set) else {unit_key(o) for o in outputs}
     started = {(stage, article) for stage, article, _ in done}
     scored = scored_units(results)
     still: list[dict[str, Any]] = []

@@ -112,7 +112,7 @@ def _batch_exit(rundir: Any) -> None:
     from ruwikibench.runner.status import exit_status
 
     failed = sorted({e["article"] for e in rundir.open_errors()})
-    written = {o["article"] for o in rundir.outputs() if o["stage"] == "writer"}
+    written = {article for stage, article, _ in rundir.output_keys() if stage == "writer"}
     status = exit_status(len(failed), len(written))
     if status:
         first = next(e for e in rundir.open_errors() if e["article"] == failed[0])

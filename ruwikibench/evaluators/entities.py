@@ -3,7 +3,14 @@
 The NER is slovnet's Russian news NER (PER / LOC / ORG) over navec embeddings, the models that the ``natasha``
 wheel ships under ``natasha/data`` (no hub). Only the files are used: ``natasha`` itself is never imported (its
 package imports pymorphy2, which may not run on Python 3.11). The model is loaded lazily, once per process,
-under a lock; :func:`extract_entities` caches its result per text.
+under a lock.
+
+The NER reads a text once: :func:`extract_entities` keeps its result in memory, and on disk when a run has set a
+cache folder (:func:`use_cache_dir`; ``build_context`` sets the config's ``cache_dir``): ``<cache_dir>/entities.sqlite``
+keyed by :func:`model_identity` and the sha256 of the text. So a text's entities are computed once per cache
+folder — by the unit's scoring, its baselines, floors, ``score``, ``merge`` and later runs, in any process — and
+the model is not even loaded when every text is found there. Another model or normalization (other files, other
+package versions, :data:`NORMALIZATION_VERSION`) is another identity: nothing stored under the old one is read.
 
 An entity's normalized form is the pymorphy3 lemma (a proper-name reading preferred) of each of its word tokens, lowercased, ё folded to е,
 joined by spaces: «Москве» and «Москву» → «москва», «Петра Первого» → «петр первый». Matching compares
@@ -21,6 +28,7 @@ The runner averages each key over the items that have it, so ``n`` of each estim
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import threading
 from collections.abc import Sequence
@@ -30,15 +38,23 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ruwikibench.evaluators.lexical import _morph
+from ruwikibench.models.cache import EntityCache, stable_hash
 
 EntityType = Literal["PER", "LOC", "ORG"]
 KEYS = ("entity_recall", "entity_precision", "entity_f1")
 EMBEDDING_FILE = "emb/navec_news_v1_1B_250K_300d_100q.tar"
 NER_FILE = "model/slovnet_ner_news_v1.tar"
 PROPER = frozenset({"Name", "Surn", "Patr", "Geox", "Orgn", "Trad"})
+NORMALIZATION_VERSION = 1  # bump when normalize_entity or the stored form changes: stored entities are not reused
+IDENTITY_PACKAGES = ("slovnet", "navec", "pymorphy3", "pymorphy3-dicts-ru", "razdel")
+CACHE_FILE = "entities.sqlite"
 
 _lock = threading.Lock()
 _model: Any = None
+_read = [0]  # texts the NER model read in this process (:func:`ner_texts`)
+_stores: dict[Path, EntityCache] = {}
+_stores_lock = threading.Lock()
+_store: EntityCache | None = None
 
 
 @dataclass(frozen=True)
@@ -78,6 +94,49 @@ def ner_model() -> Any:
     return _model
 
 
+def _package_version(name: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+@lru_cache(maxsize=1)
+def model_identity() -> str:
+    """What decides the entities of a text, hashed: the sha256 of the NER's and navec's files, the versions of
+    slovnet, navec, pymorphy3 (and its dictionary) and razdel, and :data:`NORMALIZATION_VERSION`."""
+    data = model_dir()
+    files = {name: hashlib.sha256((data / name).read_bytes()).hexdigest() for name in (NER_FILE, EMBEDDING_FILE)}
+    packages = {name: _package_version(name) for name in IDENTITY_PACKAGES}
+    return stable_hash({"files": files, "packages": packages, "normalization": NORMALIZATION_VERSION})
+
+
+def use_cache_dir(cache_dir: str | Path | None) -> None:
+    """Keep the entities of every text read from now on in ``<cache_dir>/entities.sqlite`` too (shared with other
+    processes); ``None``: in memory only. One folder per process at a time (the last call wins)."""
+    global _store
+    if cache_dir is None:
+        _store = None
+        return
+    path = Path(cache_dir).expanduser() / CACHE_FILE
+    with _stores_lock:
+        if path not in _stores:
+            _stores[path] = EntityCache(path)
+        _store = _stores[path]
+
+
+def forget_in_memory() -> None:
+    """Drop the entities kept in this process's memory (the disk cache stays): as a new process would start."""
+    _extract.cache_clear()
+
+
+def ner_texts() -> int:
+    """How many texts the NER model read in this process (cache hits are not counted)."""
+    return _read[0]
+
+
 def fold(text: str) -> str:
     return text.lower().replace("ё", "е")
 
@@ -107,9 +166,23 @@ def normalize_entity(text: str) -> str:
 def _extract(text: str) -> tuple[Entity, ...]:
     if not text.strip():
         return ()
+    store = _store
+    if store is None:
+        return _run_model(text)
+    identity, key = model_identity(), hashlib.sha256(text.encode("utf-8")).hexdigest()
+    stored = store.get(identity, key)
+    if stored is not None:
+        return tuple(Entity(type=kind, text=surface, normal=normal) for kind, surface, normal in stored)  # type: ignore[arg-type]
+    found = _run_model(text)
+    store.put(identity, key, [[e.type, e.text, e.normal] for e in found])
+    return found
+
+
+def _run_model(text: str) -> tuple[Entity, ...]:
     model = ner_model()
     with _lock:  # one inference at a time: the model object is shared between scoring threads
         markup = model(text)
+        _read[0] += 1
     found = []
     for span in markup.spans:
         surface = text[span.start:span.stop]

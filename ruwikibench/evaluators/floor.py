@@ -62,22 +62,36 @@ def draw_others(
 
     The draw is bottom-k sampling by a hash of (seed, item, other): each candidate's rank depends on the two keys
     alone, so the order of the pool or of ``items`` changes nothing, and an item's references change when the
-    pool grows only where a new candidate ranks among its ``per_item`` lowest (consistent sampling)."""
+    pool grows only where a new candidate ranks among its ``per_item`` lowest (consistent sampling). Each item
+    costs a few numpy passes over the pool (thousands of items against thousands at the paper's size)."""
     import numpy as np
 
     keys = [(str(a), str(i)) for a, i in pool]
     hashed = _mix(np.array([_key_hash(seed, *key) for key in keys], dtype=np.uint64))
+    codes: dict[str, int] = {}
+    articles = np.array([codes.setdefault(a, len(codes)) for a, _ in keys], dtype=np.int64)
     draws: list[list[int]] = []
     for article, item in items:
-        others = [j for j, (a, _) in enumerate(keys) if a != article]
-        if not others:
-            others = [j for j, key in enumerate(keys) if key != (article, item)]
+        others = np.flatnonzero(articles != codes.get(article, -1))
+        if not len(others):
+            others = np.array([j for j, key in enumerate(keys) if key != (article, item)], dtype=np.int64)
         if len(others) > per_item:
             own = _key_hash(seed, article, item)
-            order = np.argsort(_mix(hashed[others] ^ own), kind="stable")[:per_item]
-            others = [others[int(o)] for o in order]
-        draws.append(sorted(others, key=lambda j: keys[j]))
+            others = others[_lowest(_mix(hashed[others] ^ own), per_item)]
+        draws.append(sorted((int(j) for j in others), key=lambda j: keys[j]))
     return draws
+
+
+def _lowest(values: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` lowest values, as ``np.argsort(values, kind="stable")[:k]`` gives them (ties in
+    position order), without sorting the whole array."""
+    import numpy as np
+
+    if len(values) <= 4 * k:
+        return np.argsort(values, kind="stable")[:k]
+    kth = np.partition(values, k - 1)[k - 1]
+    candidates = np.flatnonzero(values <= kth)
+    return candidates[np.argsort(values[candidates], kind="stable")][:k]
 
 
 def rescale(value: float, floor: float) -> float:

@@ -7,6 +7,7 @@ Sentences come from razdel; vectors must be L2-normalized (every :class:`Embedde
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from ruwikibench.models.embeddings import Embedder, embed_prompted
@@ -16,11 +17,17 @@ if TYPE_CHECKING:  # numpy is imported where it is used: a run loads this module
 
 
 def split_sentences(text: str) -> list[str]:
-    """razdel sentences of ``text``, stripped, empty ones dropped."""
+    """razdel sentences of ``text``, stripped, empty ones dropped (kept per text: a reference is split for its
+    item's score, each baseline's and each floor pair it is drawn into)."""
+    return list(_sentences(text or ""))
+
+
+@lru_cache(maxsize=16_384)
+def _sentences(text: str) -> tuple[str, ...]:
     # not at the top: the stage modules import this module before a run's first request
     from razdel import sentenize
 
-    return [s.text.strip() for s in sentenize(text or "") if s.text.strip()]
+    return tuple(s.text.strip() for s in sentenize(text) if s.text.strip())
 
 
 def greedy_prf(generated: np.ndarray, reference: np.ndarray) -> dict[str, float]:

@@ -32,10 +32,10 @@ from ruwikibench.external.formats import (
     read_rows,
 )
 from ruwikibench.registry import get_stage
-from ruwikibench.rundir import RunDir
-from ruwikibench.runner.baselines import BASELINES_FILE, compute_floors_and_baselines
+from ruwikibench.rundir import FLOORS_FILE, RunDir
+from ruwikibench.runner.baselines import BASELINES_FILE, UNIT_BASELINES_FILE
+from ruwikibench.runner.derived import compute_floors, compute_floors_and_baselines
 from ruwikibench.runner.execute import RunOptions, finalize, new_spec, select_articles
-from ruwikibench.runner.floors import FLOORS_FILE, compute_floors
 from ruwikibench.runner.open_run import OpenRun, external_key, open_run, run_id, run_path
 from ruwikibench.runspec import ExternalRecord, InvalidSpec, RunSpec, read_spec
 from ruwikibench.writer.score import WRITER_TABLES
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 1
 COPY = "external_outputs.jsonl"
 RUN_FILES = ("outputs.jsonl", "results.jsonl", "generated.jsonl", "errors.jsonl", "nodes.jsonl", FLOORS_FILE,
-             BASELINES_FILE)
+             BASELINES_FILE, UNIT_BASELINES_FILE)
 
 
 class ExternalOptions(BaseModel):

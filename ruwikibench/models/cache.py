@@ -134,3 +134,34 @@ class EmbeddingCache:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+class EntityCache:
+    """The NER's entities of a text by (model identity, sha256 of the text), as JSON: ``[[type, text, normal], …]``
+    (:mod:`ruwikibench.evaluators.entities`). Safe to share between processes and threads, like the others."""
+
+    def __init__(self, path: str | Path | None) -> None:
+        self.path = Path(path).expanduser() if path is not None else None
+        self._lock = threading.Lock()
+        self._db = _connect(self.path)
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS entities (model TEXT, h TEXT, value TEXT, PRIMARY KEY (model, h)) WITHOUT ROWID"
+        )
+
+    def get(self, model: str, text_hash: str) -> list[list[str]] | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM entities WHERE model = ? AND h = ?", (model, text_hash)).fetchone()
+        return None if row is None else list(json.loads(row[0]))
+
+    def put(self, model: str, text_hash: str, entities: list[list[str]]) -> None:
+        value = json.dumps(entities, ensure_ascii=False, separators=(",", ":"))
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO entities VALUES (?, ?, ?)", (model, text_hash, value))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM entities").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

@@ -24,6 +24,8 @@ use, sha256 of the text), so no text is embedded twice — not within a call, no
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -306,6 +308,37 @@ def resolve_prefixes(config: EmbedderConfig) -> dict[Use, str | None]:
     return {use: given[use] if given[use] is not None else known.get(use) for use in USES}
 
 
+class RecentVectors:
+    """The vectors used last, in memory, up to ``max_bytes`` (least recently used dropped first): a section's
+    reference sentences are looked up for its score, each baseline's and every floor pair it is drawn into, and
+    each SQLite look-up costs ~10 µs per vector."""
+
+    def __init__(self, max_bytes: int = 64 << 20) -> None:
+        self.max_bytes = max_bytes
+        self._kept: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get_many(self, use: str, hashes: list[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        with self._lock:
+            for h in hashes:
+                vector = self._kept.get((use, h))
+                if vector is not None:
+                    self._kept.move_to_end((use, h))
+                    found[h] = vector
+        return found
+
+    def put_many(self, use: str, vectors: dict[str, np.ndarray]) -> None:
+        with self._lock:
+            for h, vector in vectors.items():
+                if (use, h) not in self._kept:
+                    self._bytes += vector.nbytes
+                self._kept[(use, h)] = vector
+            while self._bytes > self.max_bytes and self._kept:
+                self._bytes -= self._kept.popitem(last=False)[1].nbytes
+
+
 class CachedEmbedder:
     """Wraps an embedder: vectors by (namespace, use, sha256(text)) in an :class:`EmbeddingCache`.
 
@@ -325,6 +358,7 @@ class CachedEmbedder:
         }
         self.namespace = f"{inner.id}#{stable_hash(fingerprint)[:16]}"
         self.embedded = 0  # texts actually sent to the model (a test and progress aid)
+        self.recent = RecentVectors()
 
     @property
     def dim(self) -> int:
@@ -352,7 +386,12 @@ class CachedEmbedder:
 
     def _lookup(self, texts: list[str], use: Use) -> tuple[list[str], dict[str, np.ndarray], dict[str, str]]:
         hashes = [EmbeddingCache.text_hash(t) for t in texts]
-        found = self.cache.get_many(self.namespace, use, sorted(set(hashes)))
+        found = self.recent.get_many(use, hashes)
+        wanted = sorted(set(hashes) - found.keys())
+        if wanted:
+            stored = self.cache.get_many(self.namespace, use, wanted)
+            self.recent.put_many(use, stored)
+            found.update(stored)
         missing = {h: t for h, t in zip(hashes, texts, strict=True) if h not in found}
         return hashes, found, missing
 
@@ -364,6 +403,7 @@ class CachedEmbedder:
             vectors = self.inner.embed(list(todo.values()), use)
             fresh = dict(zip(todo, vectors, strict=True))
             self.cache.put_many(self.namespace, use, fresh)
+            self.recent.put_many(use, fresh)
             found.update(fresh)
             self.embedded += len(todo)
         return found

@@ -3,8 +3,12 @@
 For every saved unit of a stage that has baselines (:mod:`ruwikibench.baselines`), each baseline builds an
 output from the unit's gold input (and, for ranking, the run's own candidate pool), the stage's ``score()``
 scores it and its permutation floor is measured as the run's is. One row per (baseline, item): a score record
-with ``baseline`` and, for embedding metrics, ``floor`` (the item's floor metrics). Computed when a run is
-scored — at the end of ``run``, by ``score`` and ``score-outputs`` — so old runs get them by ``score``.
+with ``baseline`` and, for embedding metrics, ``floor`` (the item's floor metrics).
+
+A unit's baselines are scored when the unit is (:func:`unit_baselines`, by the runner as each unit finishes, by
+``score`` for every unit) and kept per unit in ``baseline_scores.jsonl``; the finish of a run, ``score``,
+``score-outputs`` and ``merge`` gather them, scoring those of units that have none (a run from before that file),
+add the floors and write baselines.jsonl (:mod:`ruwikibench.runner.derived`), so old runs get them by ``score``.
 CPU-bound (embedding): call it from a worker thread, never on the event loop.
 """
 
@@ -20,91 +24,62 @@ from typing import Any
 from ruwikibench.baselines import BaselineSkipped, baselines_of
 from ruwikibench.context import StageContext
 from ruwikibench.contract import Stage, Unit
-from ruwikibench.faults import fault_point
-from ruwikibench.jsonl import item_key
+from ruwikibench.models.cache import stable_hash
 from ruwikibench.registry import get_stage
-from ruwikibench.rundir import RunDir
-from ruwikibench.runner.floors import FLOORS_FILE, compute_floors, stage_floors
+from ruwikibench.rundir import FLOORS_FILE, RunDir
 
 log = logging.getLogger(__name__)
 
 BASELINES_FILE = "baselines.jsonl"
+UNIT_BASELINES_FILE = "baseline_scores.jsonl"  # per unit, written when it is scored: see runner/derived.py
 STAMP_FILE = "derived.json"  # the outputs and results floors.jsonl and baselines.jsonl were computed from
 INPUT_FILES = ("outputs.jsonl", "results.jsonl")
 
 
-def _unit(record: dict[str, Any]) -> Unit:
-    return Unit(stage=record["stage"], article=record["article"], unit_id=record["unit"], input=record["input"])
+def _excluded(baseline: str, unit: Unit, reason: str) -> dict[str, Any]:
+    return {"baseline": baseline, "stage": unit.stage, "article": unit.article, "item": unit.unit_id,
+            "unit": unit.unit_id, "metrics": {}, "excluded": reason}
 
 
-def _excluded(baseline: str, record: dict[str, Any], reason: str) -> dict[str, Any]:
-    return {"baseline": baseline, "stage": record["stage"], "article": record["article"], "item": record["unit"],
-            "unit": record["unit"], "metrics": {}, "excluded": reason}
+def baseline_names(stage: Stage[Any]) -> list[str]:
+    return [baseline.name for baseline in baselines_of(stage)]
 
 
-def baseline_rows(stage: Stage[Any], saved: list[dict[str, Any]], context: StageContext) -> list[dict[str, Any]]:
-    """Rows of every baseline of ``stage`` for its saved outputs (an item a baseline cannot be built for is a row
-    with ``excluded`` set to the reason)."""
+def output_digest(output: dict[str, Any]) -> str:
+    """sha256 of a unit's output (canonical JSON): what its baseline record was built from."""
+    return stable_hash(output)
+
+
+def unit_baselines(stage: Stage[Any], unit: Unit, output: dict[str, Any], context: StageContext) -> dict[str, Any]:
+    """The unit's record of ``baseline_scores.jsonl``: every baseline of ``stage`` built from the unit (and, for
+    ranking, its output's pool) and scored by the stage's ``score()`` — its rows ({baseline, unit, stage, article,
+    item, metrics, …}; an item a baseline cannot be built for is a row with ``excluded`` set to the reason) — and,
+    when the stage has a floor, the baseline outputs the floor reads. CPU-bound (scoring embeds): a worker thread."""
     rows: list[dict[str, Any]] = []
+    outputs: dict[str, Any] = {}
     for baseline in baselines_of(stage):
-        made: list[dict[str, Any]] = []
-        for record in saved:
-            unit = _unit(record)
-            try:
-                output = baseline.build(unit, record["output"], context)
-                records = stage.checked_score(unit, output, context).records
-            except BaselineSkipped as exc:
-                rows.append(_excluded(baseline.name, record, f"baseline: {exc}"))
-                continue
-            except Exception as exc:  # noqa: BLE001 - one item's baseline must not stop the others
-                rows.append(_excluded(baseline.name, record, f"baseline failed: {type(exc).__name__}: {exc}"))
-                continue
-            rows += [{"baseline": baseline.name, "unit": unit.unit_id,
-                      **r.model_dump(mode="json", exclude={"info"})} for r in records]
-            made.append({**record, "output": output})
-        _attach_floors(baseline.name, rows, stage_floors(stage, made, context))
-    return rows
-
-
-def _attach_floors(name: str, rows: list[dict[str, Any]], floors: list[dict[str, Any]]) -> None:
-    by_item = {item_key(row): row["metrics"] for row in floors}
-    for row in rows:
-        if row["baseline"] == name and item_key(row) in by_item:
-            row["floor"] = by_item[item_key(row)]
-
-
-def compute_baselines(rundir: RunDir, context: StageContext) -> list[dict[str, Any]]:
-    """Recompute baselines.jsonl from outputs.jsonl for every stage with baselines."""
-    by_stage: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for record in rundir.outputs():
-        by_stage[record["stage"]].append(record)
-    rows: list[dict[str, Any]] = []
-    for name, saved in sorted(by_stage.items()):
         try:
-            stage = get_stage(name)
-        except KeyError:
+            made = baseline.build(unit, output, context)
+            records = stage.checked_score(unit, made, context).records
+        except BaselineSkipped as exc:
+            rows.append(_excluded(baseline.name, unit, f"baseline: {exc}"))
             continue
-        saved.sort(key=lambda r: (r["article"], r["unit"]))
-        try:
-            rows += baseline_rows(stage, saved, context)
-        except Exception as exc:  # noqa: BLE001 - the run's own scores stand; its tables show no baseline
-            log.warning("baselines of stage %s not computed: %s: %s", name, type(exc).__name__, exc)
-    rows.sort(key=lambda r: (r["baseline"], *item_key(r)))
-    rundir.rewrite(BASELINES_FILE, rows)
-    return rows
+        except Exception as exc:  # noqa: BLE001 - one item's baseline must not stop the others
+            rows.append(_excluded(baseline.name, unit, f"baseline failed: {type(exc).__name__}: {exc}"))
+            continue
+        rows += [{"baseline": baseline.name, "unit": unit.unit_id,
+                  **r.model_dump(mode="json", exclude={"info"})} for r in records]
+        if stage.floor_keys:
+            outputs[baseline.name] = made
+    return {"stage": unit.stage, "article": unit.article, "unit": unit.unit_id, "output_sha256": output_digest(output),
+            "baselines": baseline_names(stage), "rows": rows, "outputs": outputs}
 
 
-def compute_floors_and_baselines(rundir: RunDir, context: StageContext) -> None:
-    """floors.jsonl, then baselines.jsonl (whose floors reuse the same embeddings): what a scoring pass writes
-    beside results.jsonl; then the stamp (:data:`STAMP_FILE`) naming the outputs and results they were computed
-    from. A kill anywhere before the stamp leaves the old stamp (or none), so the next run recomputes both."""
-    digest = inputs_digest(rundir)
-    fault_point("before_floors")
-    compute_floors(rundir, context)
-    fault_point("before_baselines")
-    compute_baselines(rundir, context)
-    fault_point("before_stamp")
-    rundir.write_json(STAMP_FILE, {"inputs_sha256": digest, "files": [FLOORS_FILE, BASELINES_FILE]})
+def current_record(record: dict[str, Any] | None, stage: Stage[Any], output: dict[str, Any]) -> dict[str, Any] | None:
+    """``record`` when it was built from ``output`` by the stage's baselines of now; else None (score them again)."""
+    if record is None or record.get("baselines") != baseline_names(stage):
+        return None
+    return record if record.get("output_sha256") == output_digest(output) else None
 
 
 def inputs_digest(rundir: RunDir) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import subprocess
 import time
 from collections.abc import Sequence
@@ -30,16 +31,18 @@ from ruwikibench.faults import fault_point
 from ruwikibench.jsonl import unit_key
 from ruwikibench.nodes.queries import reference_queries_identity
 from ruwikibench.registry import get_stage
-from ruwikibench.rundir import RunDir, scored_units
+from ruwikibench.rundir import FLOORS_FILE, RunDir, scored_units
 from ruwikibench.runner.admission import FanOutSlots, fan_out_budget
 from ruwikibench.runner.baselines import (
     BASELINES_FILE,
+    UNIT_BASELINES_FILE,
     add_baselines,
-    compute_floors_and_baselines,
+    baseline_names,
     derived_current,
+    unit_baselines,
 )
 from ruwikibench.runner.capture import NodeCapture
-from ruwikibench.runner.floors import FLOORS_FILE
+from ruwikibench.runner.derived import compute_floors_and_baselines
 from ruwikibench.runner.identity import stages_identity
 from ruwikibench.runner.metrics import aggregate, metrics_rows
 from ruwikibench.runner.open_run import OpenRun, RunKey, benchmark_key, open_run, run_id, run_path
@@ -62,6 +65,8 @@ from ruwikibench.runspec import (
 )
 from ruwikibench.secrets import redact_data
 from ruwikibench.version import __version__
+
+log = logging.getLogger(__name__)
 
 
 class RunOptions(BaseModel):
@@ -191,7 +196,10 @@ class Runner:
         self.graphs = {name: stage_graph(stage, overrides).compile() for name, stage in self.stages.items()}
 
     def pending_units(self, articles: list[Article]) -> tuple[list[Unit], int]:
-        done = {unit_key(o) for o in self.rundir.outputs() if not self.retry_reason(o)}
+        rerun: dict[tuple[str, str, str], bool] = {}
+        for saved in self.rundir.read("outputs.jsonl"):  # streamed: the latest output of a unit decides
+            rerun[unit_key(saved)] = bool(self.retry_reason(saved))
+        done = {key for key, again in rerun.items() if not again}
         units: list[Unit] = []
         total = 0
         assert self.context.dataset is not None
@@ -217,7 +225,7 @@ class Runner:
         scored = scored_units(self.rundir.results())
         return [
             (Unit(stage=o["stage"], article=o["article"], unit_id=o["unit"], input=o.get("input", {})), o["output"])
-            for o in self.rundir.outputs()
+            for o in self.rundir.iter_outputs()
             if o["stage"] in self.stages and unit_key(o) not in scored
         ]
 
@@ -278,7 +286,7 @@ class Runner:
         await self.score_output(stage, unit, output)
 
     async def score_output(self, stage: Stage[Any], unit: Unit, output: dict[str, Any]) -> None:
-        """Score on the model lane (scoring embeds), write the records here."""
+        """Score on the model lane (scoring embeds), write the records here; then the unit's baselines."""
         try:
             scored = await run_on_model_lane(stage.checked_score, unit, output, self.context)
         except Exception as exc:  # noqa: BLE001
@@ -287,6 +295,19 @@ class Runner:
         tag = {"unit": unit.unit_id}
         self.rundir.append_many("generated.jsonl", [text.model_dump(mode="json") | tag for text in scored.texts])
         self.rundir.append_many("results.jsonl", [record.model_dump(mode="json") | tag for record in scored.records])
+        if baseline_names(stage):
+            await run_on_model_lane(self.score_baselines, stage, unit, output)
+
+    def score_baselines(self, stage: Stage[Any], unit: Unit, output: dict[str, Any]) -> None:
+        """The unit's no-LLM baselines scored and written now, as a job of their own on the model lane (other
+        units' embedding jobs queued meanwhile go first), so the run's finish only gathers them. A failure here
+        costs nothing but time: the finish scores the baselines of a unit that has no record."""
+        try:
+            record = unit_baselines(stage, unit, output, self.context)
+        except Exception as exc:  # noqa: BLE001 - see above
+            log.warning("baselines of %s/%s/%s not scored: %s", unit.stage, unit.article, unit.unit_id, exc)
+            return
+        self.rundir.append(UNIT_BASELINES_FILE, record)
 
 
 def _jsonable(obj: Any) -> Any:

@@ -1,4 +1,5 @@
-"""The permutation floor of a run's embedding metrics (see :mod:`ruwikibench.evaluators.floor`), on disk.
+"""The permutation floor of a run's embedding metrics (see :mod:`ruwikibench.evaluators.floor`); floors.jsonl is
+written by :mod:`ruwikibench.runner.derived`.
 
 A stage takes part by declaring ``floor_keys`` (its embedding metric keys), ``floor_sides(unit, output,
 context)`` (each scored item's generated side and reference side) and ``cross_score(generated, reference,
@@ -15,16 +16,12 @@ CPU-bound: call it from a worker thread, never on the event loop.
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
 from ruwikibench.context import StageContext
 from ruwikibench.contract import Stage, Unit
 from ruwikibench.evaluators.floor import FloorSide, draw_others
-from ruwikibench.jsonl import item_key
-from ruwikibench.registry import get_stage
-from ruwikibench.rundir import FLOORS_FILE, RunDir
 
 log = logging.getLogger(__name__)
 
@@ -84,26 +81,4 @@ def floors_of_sides(
                          "seed": seed, "against": [f"{pool[j].article}/{pool[j].item}" for j in drawn]})
         if progress is not None:
             progress(done, len(sides))
-    return rows
-
-
-def compute_floors(rundir: RunDir, context: StageContext, *, per_item: int = PER_ITEM, seed: int = SEED) -> list[dict]:
-    """Recompute floors.jsonl from outputs.jsonl for every stage that declares ``floor_keys``."""
-    by_stage: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for record in rundir.outputs():
-        by_stage[record["stage"]].append(record)
-    rows: list[dict[str, Any]] = []
-    for name, saved in by_stage.items():
-        try:
-            stage = get_stage(name)
-        except KeyError:
-            continue
-        try:
-            rows += stage_floors(stage, saved, context, per_item=per_item, seed=seed)
-            # a stage whose records land in other stages' tables (the writer) adds its own rows
-            rows += stage.run_floors(rundir, context, per_item=per_item, seed=seed)
-        except Exception as exc:  # noqa: BLE001 - the run's scores stand; its tables show no floor
-            log.warning("floor of stage %s not computed: %s: %s", name, type(exc).__name__, exc)
-    rows.sort(key=item_key)  # the file reads the same however the units finished
-    rundir.rewrite(FLOORS_FILE, rows)
     return rows

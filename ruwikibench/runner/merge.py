@@ -18,11 +18,13 @@ from typing import Any
 from ruwikibench.config import RunConfig, RunInputError
 from ruwikibench.jsonl import read_records
 from ruwikibench.rundir import RunDir
-from ruwikibench.runner.baselines import compute_floors_and_baselines
+from ruwikibench.runner.baselines import UNIT_BASELINES_FILE
+from ruwikibench.runner.derived import compute_floors_and_baselines
 from ruwikibench.runner.execute import finalize
 from ruwikibench.runspec import SPEC_FILE, parse_spec, read_spec
 
-MERGED_FILES = ("outputs.jsonl", "nodes.jsonl", "results.jsonl", "generated.jsonl", "errors.jsonl")
+MERGED_FILES = ("outputs.jsonl", "nodes.jsonl", "results.jsonl", "generated.jsonl", "errors.jsonl",
+                UNIT_BASELINES_FILE)  # a shard without baseline_scores.jsonl (an older one): scored by the merge
 
 
 class ShardDir:
@@ -124,7 +126,7 @@ def merge_shards(paths: Sequence[str | Path], into: Path | None = None, dataset:
     rundir.create()
     with rundir.lock():
         for name in MERGED_FILES:
-            rundir.rewrite(name, [record for shard in shards for record in read_records(shard.rundir.file(name))])
+            rundir.rewrite(name, (record for shard in shards for record in read_records(shard.rundir.file(name))))
         rundir.write_json(SPEC_FILE, parse_spec(spec).record())
         compute_floors_and_baselines(rundir, context)
         finalize(rundir)

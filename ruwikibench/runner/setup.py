@@ -17,8 +17,12 @@ def build_context(
 ) -> StageContext:
     """Live services for a run. ``with_llm=False`` gives an LLM with no backend (re-scoring makes no call).
 
-    ``dataset_dir`` is the processed dataset directory: stored reference queries are read from it.
+    ``dataset_dir`` is the processed dataset directory: stored reference queries are read from it. The entity
+    metrics' NER results are kept in the config's cache folder from now on (:func:`entities.use_cache_dir`).
     """
+    from ruwikibench.evaluators import entities
+
+    entities.use_cache_dir(config.cache_path)
     llm = LLM.from_config(config) if with_llm else LLM({}, config.max_concurrency)
     return StageContext(
         config=config,

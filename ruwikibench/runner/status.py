@@ -36,7 +36,7 @@ def combined(statuses: Iterable[int]) -> int:
 def endpoint_units(rundir: RunDir) -> int:
     """Units of the run with an output whose nodes asked the LLM (answers from the cache count): the units that
     needed the endpoint and succeeded. Units that make no call (a section without snippets) do not count."""
-    done = {unit_key(o) for o in rundir.outputs()}
+    done = rundir.output_keys()
     asked = {unit_key(r) for r in rundir.read("nodes.jsonl") if r.get("llm_calls")}
     return len(done & asked)
 

@@ -16,7 +16,7 @@ COMMON = ("httpx", "openai", "langchain_openai", "numpy")
 BY_STAGE: dict[str, tuple[str, ...]] = {
     "ranking": ("bm25s", "Stemmer", "stop_words", "pymorphy3", "ruwikibench.evaluators.ranking"),
     "outline": ("sklearn.cluster", "sklearn.metrics", "razdel", "ruwikibench.evaluators.outline"),
-    "sections": ("scipy.sparse.csgraph", "sacrebleu", "rouge_score.rouge_scorer", "razdel",
+    "sections": ("scipy.sparse.csgraph", "sacrebleu", "razdel",
                  "ruwikibench.evaluators.lexical", "ruwikibench.evaluators.similarity"),
 }
 
@@ -51,10 +51,14 @@ def warm_up(stages: list[str], config: RunConfig) -> list[str]:
 
 
 def _warm_entities() -> None:
-    """The NER model of the entity metrics (about a second of CPU to load, most of it holding the GIL)."""
+    """The NER model of the entity metrics (about a second of CPU to load, most of it holding the GIL), loaded
+    even when the warm-up text's entities are on disk already (the run's new texts will need it), and the model's
+    identity (its files hashed: the key of the entities on disk)."""
     try:
-        from ruwikibench.evaluators.entities import entity_set
+        from ruwikibench.evaluators.entities import entity_set, model_identity, ner_model
 
+        ner_model()
+        model_identity()
         entity_set("Прогрев словаря в Москве.")
     except (ImportError, RuntimeError):
         return

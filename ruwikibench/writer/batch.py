@@ -21,8 +21,8 @@ from ruwikibench.context import StageContext
 from ruwikibench.executors import run_on_model_lane
 from ruwikibench.reporting.tables import markdown_table
 from ruwikibench.rundir import RunDir
+from ruwikibench.runner.derived import compute_floors
 from ruwikibench.runner.execute import RunOptions, finalize, new_spec, select_articles
-from ruwikibench.runner.floors import compute_floors
 from ruwikibench.runner.open_run import OpenRun, open_run, run_id, run_path, writer_key
 from ruwikibench.writer.score import ARTICLE_COLUMNS, WRITER_TABLES, generated_texts, score_written
 
@@ -63,7 +63,7 @@ async def _write_batch(
     assert dataset is not None
     rundir = opened.rundir
     spec = new_spec(opened.run_id, context.config, dataset, dataset_path, run_options, mode="writer")
-    done = {o["article"] for o in rundir.outputs() if o["stage"] == "writer"}
+    done = {article for stage, article, _ in rundir.output_keys() if stage == "writer"}
     articles = [a for a in select_articles(dataset, run_options) if a.name not in done]
     started = time.perf_counter()
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),

@@ -95,3 +95,38 @@ def test_a_new_article_only_enters_draws_it_ranks_into() -> None:
         assert set(kept) <= set(old) and len(new) == 8
         unchanged += old == new
     assert 0 < unchanged < len(pool)  # some draws took a new candidate, the others are untouched
+
+
+def _draw_by_sorting(items, pool, per_item, seed=0):  # type: ignore[no-untyped-def]
+    """The draw as first written (a Python scan of the pool and a full sort per item): the specification."""
+    from ruwikibench.evaluators.floor import _key_hash, _mix
+
+    keys = [(str(a), str(i)) for a, i in pool]
+    hashed = _mix(np.array([_key_hash(seed, *key) for key in keys], dtype=np.uint64))
+    draws = []
+    for article, item in items:
+        others = [j for j, (a, _) in enumerate(keys) if a != article]
+        if not others:
+            others = [j for j, key in enumerate(keys) if key != (article, item)]
+        if len(others) > per_item:
+            order = np.argsort(_mix(hashed[others] ^ _key_hash(seed, article, item)), kind="stable")[:per_item]
+            others = [others[int(o)] for o in order]
+        draws.append(sorted(others, key=lambda j: keys[j]))
+    return draws
+
+
+def test_draw_equals_the_full_sort_on_a_large_pool() -> None:
+    pool = [(f"A{a}", f"s{i}") for a in range(60) for i in range(a % 7 + 1)]
+    items = pool[::3] + [("solo", "x")]
+    for per_item, seed in ((8, 0), (3, 5), (40, 1)):
+        assert draw_others(items, pool, per_item, seed) == _draw_by_sorting(items, pool, per_item, seed)
+    one_article = [("A", f"s{i}") for i in range(50)]
+    assert draw_others(one_article, one_article, 8) == _draw_by_sorting(one_article, one_article, 8)
+
+
+def test_lowest_keeps_the_stable_order_of_ties() -> None:
+    from ruwikibench.evaluators.floor import _lowest
+
+    values = np.array([5, 1, 3, 1, 9, 1, 2, 1, 7, 4, 1, 8, 6, 0, 1, 3, 2, 5, 1, 1, 9, 9, 9], dtype=np.uint64)
+    for k in (1, 2, 3, 4, 5):
+        assert _lowest(values, k).tolist() == np.argsort(values, kind="stable")[:k].tolist()

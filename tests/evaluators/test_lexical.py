@@ -99,3 +99,34 @@ def test_sentence_bleu_is_sacrebleu_sentence_score_with_the_stated_tokenizer() -
 def test_corpus_bleu_length_mismatch_is_an_error() -> None:
     with pytest.raises(ValueError, match="2 generated texts but 1 references"):
         corpus_bleu(["а", "б"], ["а"])
+
+
+def test_lcs_length_equals_rouge_scores_table() -> None:
+    import random
+
+    from rouge_score.rouge_scorer import _lcs_table
+
+    from ruwikibench.evaluators.lexical import lcs_length
+
+    rng = random.Random(7)
+    for _ in range(300):
+        vocabulary = [f"w{i}" for i in range(rng.randint(1, 12))]  # small vocabularies: many repeats
+        ref = [rng.choice(vocabulary) for _ in range(rng.randint(0, 90))]
+        gen = [rng.choice(vocabulary) for _ in range(rng.randint(0, 90))]
+        expected = _lcs_table(ref, gen)[-1][-1] if ref and gen else 0
+        assert lcs_length(ref, gen) == expected
+
+
+@pytest.mark.parametrize("lemmatize", [False, True])
+def test_rouge_l_gives_rouge_scores_numbers(lemmatize: bool) -> None:
+    import random
+
+    words = TEXT.split() + ["Петербург", "окна", "окно", "и", "в", "—", "2024"]
+    rng = random.Random(3)
+    scorer = rouge_scorer.RougeScorer(["rougeL"], tokenizer=RussianTokenizer(lemmatize))
+    pairs = [(" ".join(rng.choices(words, k=rng.randint(0, 60))), " ".join(rng.choices(words, k=rng.randint(0, 60))))
+             for _ in range(60)] + [("", TEXT), (TEXT, ""), ("— «»", TEXT)]
+    for generated, reference in pairs:
+        theirs = scorer.score(reference, generated)["rougeL"]
+        ours = rouge_l(generated, reference, lemmatize=lemmatize)
+        assert (ours["p"], ours["r"], ours["f"]) == (theirs.precision, theirs.recall, theirs.fmeasure)

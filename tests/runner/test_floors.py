@@ -9,7 +9,8 @@ from ruwikibench.context import StageContext
 from ruwikibench.prompts import PromptLibrary
 from ruwikibench.reporting.tables import stage_table
 from ruwikibench.rundir import RunDir
-from ruwikibench.runner.floors import compute_floors, stage_floors
+from ruwikibench.runner.derived import compute_floors
+from ruwikibench.runner.floors import stage_floors
 from ruwikibench.runner.metrics import aggregate
 from ruwikibench.runner.stage import Unit, get_stage
 
