@@ -394,9 +394,9 @@ HEAD_START = 0.2
 
 
 async def _run_units(context: StageContext, runner: Runner, units: list[Unit], progress: Progress) -> None:
-    """Run the units, as many at once as requests may be in flight and their fan-outs fit the budget
-    (:mod:`ruwikibench.runner.admission`): twice that many units started ~120 units in the first
-    second of a whole-sample run, and their CPU steps (KMeans, embedding look-ups, graph set-up) delayed the
+    """Run the units, as many at once as requests may be in flight and as their fan-outs fit the budget
+    (:mod:`ruwikibench.runner.admission`). Twice as many units at once started ~120 units in the first second of
+    a whole-sample run, and their CPU steps (KMeans, embedding look-ups, graph set-up) delayed the
     handling of the first answers by ~1 s (bench/pipeline.py: max wait 1.04–1.14 s in 2 of 6 runs; now 0.55–0.90).
 
     The first unit runs alone until the run's first request is out (:meth:`~ruwikibench.models.llm.LLM.
