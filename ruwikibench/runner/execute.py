@@ -31,6 +31,7 @@ from ruwikibench.jsonl import unit_key
 from ruwikibench.nodes.queries import reference_queries_identity
 from ruwikibench.registry import get_stage
 from ruwikibench.rundir import FLOORS_FILE, RunDir, scored_units
+from ruwikibench.runner.admission import FanOutSlots, fan_out_budget
 from ruwikibench.runner.baselines import (
     BASELINES_FILE,
     UNIT_BASELINES_FILE,
@@ -371,6 +372,7 @@ async def _execute_locked(
     # second of a whole-sample run, and their CPU steps (KMeans, embedding look-ups, graph set-up) delayed the
     # handling of the first answers by ~1 s (bench/pipeline.py: max wait 1.04–1.14 s in 2 of 6 runs; now 0.55–0.90)
     semaphore = asyncio.Semaphore(max(2, context.config.max_concurrency))
+    fan_out = FanOutSlots(fan_out_budget(context.config.max_concurrency))  # runner/admission.py
     started = time.perf_counter()
     with _progress(options.progress) as progress:
         bars = {
@@ -379,7 +381,7 @@ async def _execute_locked(
         }
 
         async def one(unit: Unit) -> None:
-            async with semaphore:
+            async with fan_out.slot(unit.fan_out), semaphore:
                 await runner.run_unit(unit)
             progress.update(bars[unit.stage], advance=1, usage=_usage_line(context))
 
