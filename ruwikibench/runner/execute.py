@@ -31,6 +31,7 @@ from ruwikibench.jsonl import unit_key
 from ruwikibench.nodes.queries import reference_queries_identity
 from ruwikibench.registry import get_stage
 from ruwikibench.rundir import RunDir, scored_units
+from ruwikibench.runner.admission import FanOutSlots, fan_out_budget
 from ruwikibench.runner.baselines import (
     BASELINES_FILE,
     add_baselines,
@@ -374,18 +375,20 @@ HEAD_START = 0.2
 async def _run_units(context: StageContext, runner: Runner, units: list[Unit], progress: Progress) -> None:
     """Run the units, as many at once as requests may be in flight: twice that started ~120 units in the first
     second of a whole-sample run, and their CPU steps (KMeans, embedding look-ups, graph set-up) delayed the
-    handling of the first answers by ~1 s (bench/pipeline.py: max wait 1.04–1.14 s in 2 of 6 runs; now 0.55–0.90).
+    handling of the first answers by ~1 s (bench/pipeline.py: max wait 1.04–1.14 s in 2 of 6 runs; now 0.55–0.90);
+    and while their fan-outs fit the budget of waiting requests (:mod:`ruwikibench.runner.admission`), in order.
 
     The first unit runs alone until the run's first request is out (:meth:`~ruwikibench.models.llm.LLM.
     first_request_sent`), until it ends, or for :data:`HEAD_START` seconds: started with it, the other units'
     first steps — a graph start each on the event loop, the embedding model loading on the model lane — ran
     between the hand-over of its request and its sending (~0.1 s of CPU in bench/cold_run.py's run)."""
     semaphore = asyncio.Semaphore(max(2, context.config.max_concurrency))
+    fan_out = FanOutSlots(fan_out_budget(context.config.max_concurrency))  # runner/admission.py
     bars = {name: progress.add_task(name, total=sum(1 for u in units if u.stage == name), usage="")
             for name in runner.stages}
 
     async def one(unit: Unit) -> None:
-        async with semaphore:
+        async with fan_out.slot(unit.fan_out), semaphore:
             await runner.run_unit(unit)
         progress.update(bars[unit.stage], advance=1, usage=_usage_line(context))
 

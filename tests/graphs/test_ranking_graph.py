@@ -209,3 +209,12 @@ async def test_all_requests_failing_fails_the_article(tmp_path) -> None:
     context = make_context(DATASET, {"ranking": down}, tmp_path, query_mode="title", max_candidates=3)
     with pytest.raises(RerankFailed, match="all 3 relevance requests failed.*connection refused"):
         await run(context)
+
+
+def test_a_unit_declares_its_fan_out_the_candidates_judged_at_once() -> None:
+    context = make_context(DATASET, {}, Path("/nonexistent"))
+    (unit,) = STAGE.units(DATASET, ARTICLE, context.config)
+    assert unit.fan_out == unit.input["pool_size"] > 1
+    thinned = context.config.model_copy(update={
+        "ranking": context.config.ranking.model_copy(update={"max_candidates": 2})})
+    assert STAGE.units(DATASET, ARTICLE, thinned)[0].fan_out == 2
