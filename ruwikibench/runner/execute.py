@@ -234,19 +234,22 @@ class Runner:
             "errors.jsonl", {"stage": stage, "article": article, "unit": unit, "reason": reason, "attempts": attempts}
         )
 
-    async def run_unit(self, unit: Unit) -> None:
+    async def run_unit(self, unit: Unit) -> dict[str, Any] | None:
+        """Run the unit (retried, timed out) and write its output: the output as written, or None when every
+        attempt failed (recorded in errors.jsonl). Scoring it is the caller's (:meth:`score_output`): outside
+        the unit's slot, so the next unit starts while this one waits for the model lane."""
         last_error = ""
         for attempt in range(1, self.options.retries + 2):
             try:
                 coro = self._attempt(unit)
                 output = await asyncio.wait_for(coro, self.options.unit_timeout)
-                await self._finish(unit, output)
-                return
+                return self._write_output(unit, output)
             except TimeoutError:
                 last_error = f"timeout: unit exceeded {self.options.unit_timeout} s"
             except Exception as exc:  # noqa: BLE001 - recorded with its reason, the run goes on
                 last_error = f"{type(exc).__name__}: {exc}"
         self.record_error(unit.stage, unit.article, unit.unit_id, last_error, attempts=self.options.retries + 1)
+        return None
 
     async def _attempt(self, unit: Unit) -> dict[str, Any]:
         graph = self.graphs[unit.stage]
@@ -277,13 +280,12 @@ class Runner:
                 self.rundir.append_many("nodes.jsonl", nodes)
         return {k: v for k, v in final.items() if not output_keys or k in output_keys}
 
-    async def _finish(self, unit: Unit, output: dict[str, Any]) -> None:
-        stage = self.stages[unit.stage]
+    def _write_output(self, unit: Unit, output: dict[str, Any]) -> dict[str, Any]:
         output = json.loads(json.dumps(output, ensure_ascii=False, default=_jsonable))
         self.rundir.append("outputs.jsonl", {"stage": unit.stage, "article": unit.article, "unit": unit.unit_id,
                                              "input": unit.input, "output": output})
         fault_point("after_outputs")
-        await self.score_output(stage, unit, output)
+        return output
 
     async def score_output(self, stage: Stage[Any], unit: Unit, output: dict[str, Any]) -> None:
         """Score on the model lane (scoring embeds), write the records here; then the unit's baselines."""
@@ -410,7 +412,9 @@ async def _run_units(context: StageContext, runner: Runner, units: list[Unit], p
 
     async def one(unit: Unit) -> None:
         async with fan_out.slot(unit.fan_out), semaphore:
-            await runner.run_unit(unit)
+            output = await runner.run_unit(unit)
+        if output is not None:  # scored after its slot is given back: scoring waits for the model lane
+            await runner.score_output(runner.stages[unit.stage], unit, output)
         progress.update(bars[unit.stage], advance=1, usage=_usage_line(context))
 
     head = [asyncio.ensure_future(one(unit)) for unit in units[:1]]
