@@ -77,3 +77,39 @@ def test_real_sample_round_trip(imported, tmp_path: Path) -> None:  # type: igno
     loaded = load_dataset(tmp_path)
     assert loaded == imported.dataset
     assert loaded.dataset_id == imported.dataset.dataset_id
+
+
+def test_files_are_read_a_line_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loader never holds a file whole beside its items (no read_bytes / read_text), and still gives the same
+    dataset and the manifest's id: the sha256 of the lines read equals the file's."""
+    ds = import_records([record("Один"), record("Два")], "mem.json").dataset
+    save_dataset(ds, tmp_path)
+
+    real = {"read_bytes": Path.read_bytes, "read_text": Path.read_text}
+
+    def whole(how: str):  # type: ignore[no-untyped-def]
+        def read(path: Path, *args: object, **kwargs: object) -> object:
+            assert path.suffix != ".jsonl", f"{path.name} was read whole"
+            return real[how](path, *args, **kwargs)  # type: ignore[operator]
+        return read
+
+    for how in real:
+        monkeypatch.setattr(Path, how, whole(how))
+    loaded = load_dataset(tmp_path)
+    assert loaded == ds and loaded.dataset_id == ds.dataset_id
+    assert [s.text for s in loaded.snippets] == [s.text for s in ds.snippets]
+
+
+def test_windows_line_ends_and_a_bad_line_number(tmp_path: Path) -> None:
+    """CRLF files (copied through Windows) load the same items, their id recomputed (the bytes differ from the
+    manifest's); a bad line is named by its number, blank lines counted."""
+    ds = import_records([record()], "mem.json").dataset
+    save_dataset(ds, tmp_path)
+    for name in ("articles.jsonl", "sources.jsonl", "snippets.jsonl"):
+        path = tmp_path / name
+        path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    assert load_dataset(tmp_path) == ds
+    path = tmp_path / "snippets.jsonl"
+    path.write_bytes(path.read_bytes().replace(b"\r\n", b"\r\n\r\n{}\r\n", 1))
+    with pytest.raises(DatasetStoreError, match=r"snippets\.jsonl:3: "):
+        load_dataset(tmp_path)
