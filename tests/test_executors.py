@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import platform
+import sys
 import threading
 
 import numpy as np
+import pytest
 
+from ruwikibench import executors
 from ruwikibench.config import EmbedderConfig
 from ruwikibench.executors import call_on_model_lane, cpu_workers, embed_async, run_cpu, run_on_model_lane
 from ruwikibench.models.cache import EmbeddingCache
@@ -85,3 +90,59 @@ def test_gc_paused_for_startup_resumes_however_the_block_ends() -> None:
     finally:
         gc.enable()
         gc.unfreeze()
+
+
+ARENAS_CHILD = """
+import ctypes, json, os, sys, tempfile, threading
+sys.path.insert(0, ".")
+from ruwikibench import executors
+limit = sys.argv[1] == "limit"
+limited = executors.limit_malloc_arenas() if limit else False
+again = executors.limit_malloc_arenas() if limit else False
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype = ctypes.c_void_p
+libc.fopen.restype = ctypes.c_void_p
+libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+libc.fclose.argtypes = [ctypes.c_void_p]
+barrier = threading.Barrier(8)
+
+def work():
+    barrier.wait()
+    for _ in range(200):
+        libc.malloc(64 << 10)  # kept: each thread's arena stays in use
+    barrier.wait()
+
+threads = [threading.Thread(target=work) for _ in range(8)]
+for t in threads: t.start()
+for t in threads: t.join()
+path = tempfile.mktemp()
+handle = libc.fopen(path.encode(), b"w")
+libc.malloc_info(0, handle)
+libc.fclose(handle)
+heaps = open(path).read().count("<heap nr=")
+print(json.dumps({"limited": limited, "again": again, "heaps": heaps}))
+"""
+
+
+def _arenas(mode: str, env: dict[str, str] | None = None) -> dict[str, object]:
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    environ = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"} | (env or {})
+    done = subprocess.run([sys.executable, "-c", ARENAS_CHILD, mode], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).resolve().parents[1], env=environ, timeout=60)
+    return json.loads(done.stdout)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc", reason="glibc only")
+def test_threads_share_the_limited_malloc_arenas() -> None:
+    """Eight threads allocating at once: one arena each without the limit, at most MALLOC_ARENAS with it (set once;
+    an environment's MALLOC_ARENA_MAX is left to glibc)."""
+    free = _arenas("none")
+    assert free["heaps"] > executors.MALLOC_ARENAS  # type: ignore[operator]
+    limited = _arenas("limit")
+    assert limited["limited"] is True and limited["again"] is False
+    assert limited["heaps"] <= executors.MALLOC_ARENAS  # type: ignore[operator]
+    assert _arenas("limit", {"MALLOC_ARENA_MAX": "4"})["limited"] is False

@@ -95,3 +95,16 @@ def test_resamples_computed_by_rows_equal_all_at_once(monkeypatch) -> None:
     chunked = (bootstrap_ci(values), paired_difference(values, other), rescaled_estimate(values, floors))
     monkeypatch.setattr(stats, "ROWS_AT_ONCE", 10**9)  # every resample gathered at once, as before
     assert (bootstrap_ci(values), paired_difference(values, other), rescaled_estimate(values, floors)) == chunked
+
+
+def test_index_rows_drawn_in_chunks_are_the_matrix_drawn_at_once(monkeypatch) -> None:
+    """The CIs draw their resample indices ROWS_AT_ONCE rows at a time (the whole matrix is never held): the same
+    indices as one draw of the whole matrix, for odd and even sizes and chunk sizes that do not divide it."""
+    from ruwikibench.evaluators import stats
+
+    for n, resamples, chunk in [(1_001, 2_000, 250), (7, 13, 3), (4_141, 501, 250), (2, 5, 1)]:
+        monkeypatch.setattr(stats, "ROWS_AT_ONCE", chunk)
+        whole = stats.bootstrap_rows(n, resamples, np.random.default_rng(3))
+        parts = list(stats.bootstrap_row_chunks(n, resamples, np.random.default_rng(3)))
+        assert max(len(p) for p in parts) == min(chunk, resamples)
+        assert np.array_equal(np.concatenate(parts), whole)
