@@ -146,7 +146,7 @@ def load_inputs(config: ConfigLike, dataset: str | Path, on_import_error: Callab
 
     loaded, origin = load_any_config(config)
     check_overrides(loaded, origin)
-    data, path = resolve_dataset(str(dataset))
+    data, path = resolve_dataset(str(dataset), source_texts=False)  # a run reads snippets, never source texts
     for line in import_errors(path):
         if on_import_error is not None:
             on_import_error(line)

@@ -101,8 +101,37 @@ class Article(BaseModel):
         raise KeyError(f"article {self.title!r} has no section {section_id!r}")
 
 
+class TextOnDisk:
+    """Where a source's text is kept when a dataset is loaded without its source texts (``load_dataset(…,
+    source_texts="lazy")``): its line in ``sources.jsonl``, read again each time the text is asked for."""
+
+    __slots__ = ("offset", "path")
+
+    def __init__(self, path: str, offset: int) -> None:
+        self.path = path
+        self.offset = offset
+
+    def read(self, source_id: str) -> str:
+        with open(self.path, "rb") as handle:
+            handle.seek(self.offset)
+            line = handle.readline()
+        try:
+            row = json.loads(line)
+        except ValueError:  # a line cut anywhere: not JSON, or not UTF-8
+            row = None
+        if not isinstance(row, dict) or row.get("id") != source_id or not isinstance(row.get("text"), str):
+            raise ValueError(f"{self.path}: changed since the dataset was loaded (no source {source_id!r} at byte "
+                             f"{self.offset}); load the dataset again")
+        return row["text"]
+
+
 class Source(BaseModel):
-    """A downloaded text cited by an article. Several sources may share one footnote id."""
+    """A downloaded text cited by an article. Several sources may share one footnote id.
+
+    A run never reads the sources' texts (its stages work on the snippets), ~a quarter GB at the paper's size: a
+    dataset loaded for a run leaves them on disk (:class:`TextOnDisk`); ``text`` then reads its line of
+    ``sources.jsonl`` when asked for, and dumping, comparing or copying a source loads it for good first, so every
+    use sees the same source either way."""
 
     id: str = Field(description="'<article name>/<file stem>', unique in the dataset")
     article: str = Field(description="Article.name")
@@ -110,6 +139,43 @@ class Source(BaseModel):
     text: str
     url: str | None = None
     file: str | None = None
+
+    _on_disk: TextOnDisk | None = PrivateAttr(default=None)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "text":
+            on_disk = (self.__pydantic_private__ or {}).get("_on_disk")
+            if on_disk is not None:
+                return on_disk.read(self.id)
+        return super().__getattr__(name)  # type: ignore[misc]
+
+    def leave_text_on_disk(self, on_disk: TextOnDisk) -> None:
+        """Drop the text from memory; ``text`` reads it from ``on_disk`` from now on."""
+        self._on_disk = on_disk
+        self.__dict__.pop("text", None)
+
+    def load_text(self) -> Source:
+        """The text back in memory (no-op when it is there); returns the source."""
+        if "text" not in self.__dict__:
+            values = {**self.__dict__, "text": self.text}
+            self.__dict__.clear()  # refilled in the fields' order: a dump lists them as a loaded source does
+            self.__dict__.update((name, values[name]) for name in type(self).model_fields)
+            self._on_disk = None
+        return self
+
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
+        return super(Source, self.load_text()).model_dump(**kwargs)
+
+    def model_dump_json(self, **kwargs: Any) -> str:
+        return super(Source, self.load_text()).model_dump_json(**kwargs)
+
+    def model_copy(self, **kwargs: Any) -> Source:
+        return super(Source, self.load_text()).model_copy(**kwargs)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Source):
+            self.load_text(), other.load_text()
+        return super().__eq__(other)
 
 
 class Snippet(BaseModel):
@@ -147,6 +213,19 @@ class Dataset(BaseModel):
                 "snippet": {s.id: s for s in self.snippets},
             }
         return self._by_id
+
+    def load_source_texts(self) -> Dataset:
+        """Every source's text in memory (those a run's load left on disk: :class:`TextOnDisk`); returns the
+        dataset."""
+        for source in self.sources:
+            source.load_text()
+        return self
+
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
+        return super(Dataset, self.load_source_texts()).model_dump(**kwargs)
+
+    def model_dump_json(self, **kwargs: Any) -> str:
+        return super(Dataset, self.load_source_texts()).model_dump_json(**kwargs)
 
     def __eq__(self, other: object) -> bool:
         """Content equality (lookup indexes and the cached dataset id are ignored)."""

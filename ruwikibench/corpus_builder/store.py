@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ruwikibench.dataset import Article, Dataset, Snippet, Source
+from ruwikibench.dataset import Article, Dataset, Snippet, Source, TextOnDisk
 from ruwikibench.durable import replace_durably
 
 FORMAT = "ruwikibench-dataset"
@@ -102,30 +102,38 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
     return manifest
 
 
-def _read_jsonl(path: Path, model: type[M]) -> tuple[list[M], str]:
+def _read_jsonl(path: Path, model: type[M], lazy_texts: bool = False) -> tuple[list[M], str]:
     """The file's items and the sha256 of its bytes, read a line at a time: the file is never held whole beside its
-    items (at the paper's size the snippets and sources are ~240 MB each, a transient quarter GB at start-up)."""
+    items (at the paper's size the snippets and sources are ~240 MB each, a transient quarter GB at start-up).
+    ``lazy_texts`` (sources only): each text is left on disk, at its line (:class:`~ruwikibench.dataset.TextOnDisk`)."""
     if not path.is_file():
         raise DatasetStoreError(f"{path}: missing")
     digest = hashlib.sha256()
     items = []
+    offset = 0
     with open(path, "rb") as handle:
         for lineno, raw in enumerate(handle, 1):
             digest.update(raw)
+            start, offset = offset, offset + len(raw)
             line = raw.decode("utf-8")
             if not line.strip():
                 continue
             try:
-                items.append(model.model_validate_json(line))
+                item = model.model_validate_json(line)
             except ValidationError as exc:
                 first = exc.errors()[0]
                 loc = ".".join(str(x) for x in first["loc"])
                 raise DatasetStoreError(f"{path}:{lineno}: {loc or 'line'}: {first['msg']}") from exc
+            if lazy_texts and isinstance(item, Source):
+                item.leave_text_on_disk(TextOnDisk(str(path), start))
+            items.append(item)
     return items, digest.hexdigest()
 
 
-def load_dataset(directory: str | Path, *, verify: bool = True) -> Dataset:
+def load_dataset(directory: str | Path, *, verify: bool = True, source_texts: bool = True) -> Dataset:
     """Read a directory written by :func:`save_dataset`; with ``verify`` the content hash must match the manifest.
+    ``source_texts=False`` leaves the sources' texts on disk, each read from its line when asked for
+    (:class:`~ruwikibench.dataset.Source`): what a run loads, it never reads them.
 
     Files byte for byte as written (their sha256 in the manifest) hold the content the manifest's dataset id was
     computed from: the id is taken from there instead of recomputed over every item (~60 ms on the 10 MB sample,
@@ -133,7 +141,8 @@ def load_dataset(directory: str | Path, *, verify: bool = True) -> Dataset:
     checked by recomputing the id, as before."""
     directory = Path(directory)
     manifest = read_manifest(directory)
-    loaded = {key: _read_jsonl(directory / FILES[key], model) for key, model in _MODELS.items()}
+    loaded = {key: _read_jsonl(directory / FILES[key], model, lazy_texts=not source_texts and key == "sources")
+              for key, model in _MODELS.items()}
     dataset = Dataset(
         articles=loaded["articles"][0],  # type: ignore[arg-type]
         sources=loaded["sources"][0],  # type: ignore[arg-type]

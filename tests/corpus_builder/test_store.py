@@ -113,3 +113,44 @@ def test_windows_line_ends_and_a_bad_line_number(tmp_path: Path) -> None:
     path.write_bytes(path.read_bytes().replace(b"\r\n", b"\r\n\r\n{}\r\n", 1))
     with pytest.raises(DatasetStoreError, match=r"snippets\.jsonl:3: "):
         load_dataset(tmp_path)
+
+
+def test_source_texts_left_on_disk_read_the_same(tmp_path: Path) -> None:
+    """A dataset loaded for a run leaves the sources' texts on disk: none in memory, each read from its line when
+    asked for; dumps, the id, equality and a saved copy are those of the dataset loaded whole."""
+    ds = import_records([record("Один"), record("Два")], "mem.json").dataset
+    save_dataset(ds, tmp_path / "d")
+    full = load_dataset(tmp_path / "d")
+    lazy = load_dataset(tmp_path / "d", source_texts=False)
+    assert all("text" not in s.__dict__ for s in lazy.sources)
+    assert [s.text for s in lazy.sources] == [s.text for s in full.sources]
+    assert all("text" not in s.__dict__ for s in lazy.sources)  # read, not kept
+    assert lazy.dataset_id == full.dataset_id
+    assert lazy.sources[1].model_dump() == full.sources[1].model_dump()
+    assert lazy.sources[2].model_dump_json() == full.sources[2].model_dump_json()  # same keys, same order
+    assert lazy.sources[3].model_copy(update={"id": "x"}).text == full.sources[3].text
+    save_dataset(load_dataset(tmp_path / "d", source_texts=False), tmp_path / "e")
+    for name in ("articles.jsonl", "sources.jsonl", "snippets.jsonl", "manifest.json"):
+        assert (tmp_path / "d" / name).read_bytes() == (tmp_path / "e" / name).read_bytes()
+    assert load_dataset(tmp_path / "d", source_texts=False) == full
+    assert load_dataset(tmp_path / "d", source_texts=False).model_dump() == full.model_dump()
+
+
+def test_a_source_text_whose_file_changed_is_an_error(tmp_path: Path) -> None:
+    ds = import_records([record()], "mem.json").dataset
+    save_dataset(ds, tmp_path)
+    lazy = load_dataset(tmp_path, source_texts=False)
+    path = tmp_path / "sources.jsonl"
+    path.write_text("\n" + path.read_text(encoding="utf-8"), encoding="utf-8")  # every line moved by one byte
+    with pytest.raises(ValueError, match="changed since the dataset was loaded"):
+        _ = lazy.sources[1].text
+
+
+def test_a_run_loads_the_dataset_without_source_texts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ruwikibench.api import load_inputs
+
+    monkeypatch.setenv("RUWIKIBENCH_MODEL", "m")
+    save_dataset(import_records([record()], "mem.json").dataset, tmp_path / "d")
+    _, data, _ = load_inputs(Path(__file__).resolve().parents[2] / "configs" / "paper.yaml", tmp_path / "d")
+    assert data.sources and all("text" not in s.__dict__ for s in data.sources)
+    assert data.sources[0].text
