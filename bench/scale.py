@@ -13,8 +13,10 @@ the paper's 36,860 / 285 = 129), so N = 285 is 15 cycles and ~36,500 snippets. E
    measured process.
 
 Printed per N: wall, the schedule bound of ``bench/pipeline.py`` (calls of level ≥ k wait k latencies, then
-⌈n / concurrency⌉ waves), wall / bound, requests, peak RSS of the run's process (and, sampled every 0.25 s, the
-peak up to the last answer and after it), CPU per request of the run and of the endpoint (which shares the cores),
+⌈n / concurrency⌉ waves), wall / bound, requests, the lifetime peak RSS of the measured process (from its start to
+its end, the bench's own reading of the run directory included: :class:`MemoryTrace`) and the phase it falls in
+(start-up until the first request, LLM phase, finish, the bench after the run), the peaks from the run's start up
+to the last answer and after it, CPU per request of the run and of the endpoint (which shares the cores),
 CPU per article, and the finish phase (last answer handled → command done: floors, baselines, metrics, report).
 
 The embedder is LangChain's ``DeterministicFakeEmbedding`` (a seeded random vector per text, no model): the
