@@ -103,7 +103,7 @@ class Article(BaseModel):
 
 class TextOnDisk:
     """Where a source's text is kept when a dataset is loaded without its source texts (``load_dataset(…,
-    source_texts="lazy")``): its line in ``sources.jsonl``, read again each time the text is asked for."""
+    source_texts=False)``): its line in ``sources.jsonl``, read again each time the text is asked for."""
 
     __slots__ = ("offset", "path")
 
