@@ -232,9 +232,26 @@ def _chat_openai_class() -> type:
     ``max_completion_tokens``, which llama-cpp-python's server and older vLLM silently ignore), with
     :meth:`chat`, a plain chat completion without langchain's per-call run machinery."""
     from langchain_openai import ChatOpenAI
+    from pydantic import PrivateAttr
 
     class CompatChatOpenAI(ChatOpenAI):  # type: ignore[misc]
         max_tokens_field: str = "max_tokens"
+        _templates: dict[tuple, dict | None] = PrivateAttr(default_factory=dict)
+
+        def _payload(self, messages: Messages, kwargs: dict[str, Any]) -> dict:
+            """:meth:`_get_request_payload` of ``messages``, from a template made once per set of ``kwargs`` when
+            every message is plain text: langchain's conversion of those (dict → message → dict) gives them back
+            as they were, which the template's making checks on a probe conversation (a model whose payload
+            rewrites them, e.g. system → developer, always takes the full conversion)."""
+            key = tuple(sorted(kwargs.items()))
+            if key not in self._templates:
+                full = self._get_request_payload(_PROBE, **kwargs)
+                same = full.get("messages") == _PROBE
+                self._templates[key] = {k: v for k, v in full.items() if k != "messages"} if same else None
+            template = self._templates[key]
+            if template is None or not all(_plain(message) for message in messages):
+                return self._get_request_payload(messages, **kwargs)
+            return {**template, "messages": [dict(message) for message in messages]}
 
         def _get_request_payload(self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any) -> dict:
             payload = super()._get_request_payload(input_, stop=stop, **kwargs)
@@ -251,7 +268,7 @@ def _chat_openai_class() -> type:
             CPU per call (``python bench/llm_client.py``: 1.7 → 0.9 ms): the callback managers of ``ainvoke``,
             the SDK re-walking the finished payload against its typed schema, and the thread hop of the parser.
             Anything but plain chat completions (structured output, the Responses API) takes ``ainvoke``."""
-            payload = self._get_request_payload(messages, **kwargs)
+            payload = self._payload(messages, kwargs)
             if tracing_enabled() or "response_format" in payload or self._use_responses_api(payload):
                 return await (self.bind(**kwargs) if kwargs else self).ainvoke(messages)
             extra = {name: payload.pop(name, None) for name in ("extra_body", "extra_headers", "extra_query")}
@@ -268,6 +285,15 @@ def _chat_openai_class() -> type:
             return message
 
     return CompatChatOpenAI
+
+
+_PROBE = [{"content": "s", "role": "system"}, {"content": "u", "role": "user"}, {"content": "a", "role": "assistant"}]
+
+
+def _plain(message: dict[str, Any]) -> bool:
+    """A message of text only, in a role every chat endpoint knows."""
+    return (message.keys() == {"role", "content"} and isinstance(message["content"], str)
+            and message["role"] in ("system", "user", "assistant"))
 
 
 @functools.cache

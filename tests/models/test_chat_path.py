@@ -97,3 +97,19 @@ def test_tracing_switch_is_read_from_the_environment(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert tracing_enabled() is expected
+
+
+@pytest.mark.parametrize(("model", "system_role"), [("stub-model", "system"), ("o3-mini", "developer")])
+async def test_the_payload_template_sends_what_the_full_conversion_sends(
+    stub_server: StubServer, monkeypatch: pytest.MonkeyPatch, model: str, system_role: str
+) -> None:
+    """A model whose payload rewrites roles (o-series: system → developer) must not take the template."""
+    monkeypatch.setattr(openai_backend, "tracing_enabled", lambda: False)
+    backend = OpenAIBackend(ModelConfig(name=model, endpoints=[stub_server.base_url], max_retries=0))
+    llm = LLM({"writer": backend})
+    for _ in range(2):  # the second request takes the template made by the first
+        await llm.complete("writer", MESSAGES, max_tokens=3)
+    assert [m["role"] for m in stub_server.requests[1]["messages"]] == [system_role, "user"]
+    assert stub_server.requests[0] == stub_server.requests[1]
+    client = (await backend._clients())[0]
+    assert stub_server.requests[1]["messages"] == client._get_request_payload(MESSAGES, max_tokens=3)["messages"]
