@@ -104,10 +104,25 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
 
 
 def _read_jsonl(path: Path, model: type[M]) -> tuple[list[M], str]:
-    """The file's items and the sha256 of its bytes."""
+    """The file's items and the sha256 of its bytes.
+
+    Each line's bytes are validated as they are (pydantic decodes them as it parses): decoding the whole file to
+    text first, which pydantic then encodes back to UTF-8, was 40 % of the time on the 10 MB sample, before a
+    run's first request. A line that does not validate so — or is blank as text only — sends the file through
+    :func:`_read_text_lines`, the reading as text, for the same items or the same error as before."""
     if not path.is_file():
         raise DatasetStoreError(f"{path}: missing")
     raw = path.read_bytes()
+    try:
+        items = [model.model_validate_json(line) for line in io.BytesIO(raw) if line.strip()]
+    except ValidationError:
+        items = _read_text_lines(path, raw, model)
+    return items, hashlib.sha256(raw).hexdigest()
+
+
+def _read_text_lines(path: Path, raw: bytes, model: type[M]) -> list[M]:
+    """The items of ``raw`` read as UTF-8 text, line by line: a blank line skipped, a bad one an error naming it
+    (a :class:`DatasetStoreError`; bytes that are not UTF-8 raise :class:`UnicodeDecodeError`)."""
     items = []
     for lineno, line in enumerate(io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8"), 1):
         if not line.strip():
@@ -118,7 +133,7 @@ def _read_jsonl(path: Path, model: type[M]) -> tuple[list[M], str]:
             first = exc.errors()[0]
             loc = ".".join(str(x) for x in first["loc"])
             raise DatasetStoreError(f"{path}:{lineno}: {loc or 'line'}: {first['msg']}") from exc
-    return items, hashlib.sha256(raw).hexdigest()
+    return items
 
 
 def load_dataset(directory: str | Path, *, verify: bool = True) -> Dataset:
