@@ -3,6 +3,8 @@
 Sends ``--requests`` chat requests, ``--concurrency`` at a time, to bench/endpoint.py (``--latency`` seconds per
 answer) through one client stack and prints the process's CPU milliseconds per request:
 
+* ``llm``: the project's :class:`~ruwikibench.models.llm.LLM` over that backend, with its response cache on disk
+  (what a node's request costs: cache lookup and store, the in-flight limit, usage);
 * ``backend``: the project's :class:`~ruwikibench.models.openai_backend.OpenAIBackend` (ChatOpenAI on the openai
   SDK's aiohttp transport);
 * ``chatopenai-httpx``: ChatOpenAI on httpx clients of 32 connections each (the backend before it moved to aiohttp);
@@ -47,6 +49,19 @@ def _httpx_clients(n: int) -> list:
 
 def sender(kind: str, url: str, concurrency: int) -> Send:
     """One request through the stack ``kind``."""
+    if kind == "llm":
+        import tempfile
+
+        from ruwikibench.config import ModelConfig
+        from ruwikibench.models.cache import ResponseCache
+        from ruwikibench.models.llm import LLM
+        from ruwikibench.models.openai_backend import OpenAIBackend
+
+        backend = OpenAIBackend(ModelConfig(name="bench", endpoints=[url], max_retries=0), connections=concurrency)
+        cache = ResponseCache(Path(tempfile.mkdtemp(prefix="ruwikibench-llm-client-")) / "llm.sqlite")
+        llm = LLM({"judge": backend}, max_concurrency=concurrency, cache=cache)
+        # every request its own prompt, as on the benchmark (a repeated one would be answered by the cache)
+        return lambda i: llm.complete("judge", f"{i} {PROMPT[0]['content']}", max_tokens=5)
     if kind == "backend":
         from ruwikibench.config import ModelConfig
         from ruwikibench.models.openai_backend import OpenAIBackend
@@ -109,7 +124,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument("--latency", type=float, default=0.05)
-    parser.add_argument("--stacks", nargs="+", default=["backend", "chatopenai-httpx", "openai-aiohttp",
+    parser.add_argument("--stacks", nargs="+", default=["llm", "backend", "chatopenai-httpx", "openai-aiohttp",
                                                          "openai-httpx", "aiohttp", "httpx"])
     args = parser.parse_args()
     endpoint, url = start_endpoint(args.dataset, args.latency)

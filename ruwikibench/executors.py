@@ -1,6 +1,6 @@
 """Where CPU work runs, so the event loop only ever waits on I/O.
 
-Two executors, both created on first use and shared by the whole process:
+Three executors, all created on first use and shared by the whole process:
 
 * the **CPU pool** (:func:`run_cpu`): threads sized to the machine (``os.cpu_count()``, at least 2) for short
   CPU steps — BM25 build and search, KMeans and grouping, lemmatisation, similarity matrices. numpy, sklearn
@@ -9,6 +9,10 @@ Two executors, both created on first use and shared by the whole process:
   (scoring, floors). One thread because one model uses every core on its own; queued embedding jobs wait
   here, in their own queue, instead of filling the CPU pool or asyncio's default executor (which httpx's DNS
   lookups and other libraries share).
+
+* the **writer** (:func:`run_io`): one thread for the run directory's durable appends (JSON lines written,
+  flushed and fsynced), so the loop never waits on the disk; one thread, so appends keep their order and two
+  never meet in one file.
 
 :func:`call_on_model_lane` lets synchronous code (an embedder's ``embed`` called from a CPU-pool thread)
 hand model work to the lane and wait for it; on the lane itself it simply calls the function.
@@ -31,6 +35,7 @@ T = TypeVar("T")
 _LOCK = threading.Lock()
 _CPU: ThreadPoolExecutor | None = None
 _LANE: ThreadPoolExecutor | None = None
+_IO: ThreadPoolExecutor | None = None
 _LANE_THREAD = "ruwikibench-model-lane"
 
 
@@ -53,6 +58,21 @@ def model_lane() -> ThreadPoolExecutor:
         if _LANE is None:
             _LANE = ThreadPoolExecutor(max_workers=1, thread_name_prefix=_LANE_THREAD)
         return _LANE
+
+
+def writer() -> ThreadPoolExecutor:
+    global _IO
+    with _LOCK:
+        if _IO is None:
+            _IO = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ruwikibench-writer")
+        return _IO
+
+
+async def run_io(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` on the writer thread, awaited. The write goes on when the awaiting task is
+    cancelled (a unit timing out, Ctrl-C): once handed over, a record is written whole or not at all."""
+    future = asyncio.get_running_loop().run_in_executor(writer(), partial(fn, *args, **kwargs))
+    return await asyncio.shield(future)
 
 
 def on_model_lane() -> bool:

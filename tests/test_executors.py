@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
 
 import numpy as np
+import pytest
 
 from ruwikibench.config import EmbedderConfig
-from ruwikibench.executors import call_on_model_lane, cpu_workers, embed_async, run_cpu, run_on_model_lane
+from ruwikibench.executors import (
+    call_on_model_lane,
+    cpu_workers,
+    embed_async,
+    run_cpu,
+    run_io,
+    run_on_model_lane,
+)
 from ruwikibench.models.cache import EmbeddingCache
 from ruwikibench.models.embeddings import CachedEmbedder
 
@@ -85,3 +95,40 @@ def test_gc_paused_for_startup_resumes_however_the_block_ends() -> None:
     finally:
         gc.enable()
         gc.unfreeze()
+
+
+async def test_writes_keep_their_order_and_leave_the_loop_free(tmp_path) -> None:
+    from ruwikibench.jsonl import append_jsonl, read_jsonl
+
+    path = tmp_path / "records.jsonl"
+    loop_thread = threading.current_thread()
+    threads: list[threading.Thread] = []
+
+    def append(i: int) -> None:
+        threads.append(threading.current_thread())
+        time.sleep(0.001 * (i % 3))  # later appends finishing first would reorder them
+        append_jsonl(path, [{"i": i}])
+
+    await asyncio.gather(*(run_io(append, i) for i in range(30)))
+    assert [record["i"] for _, record in read_jsonl(path)] == list(range(30))
+    assert {thread.name for thread in threads} == {threads[0].name} and threads[0] is not loop_thread
+
+
+async def test_a_write_handed_over_is_finished_when_its_task_is_cancelled(tmp_path) -> None:
+    from ruwikibench.jsonl import append_jsonl, read_jsonl
+
+    path = tmp_path / "records.jsonl"
+    started = threading.Event()
+
+    def slow_append() -> None:
+        started.set()
+        time.sleep(0.2)
+        append_jsonl(path, [{"unit": "u1"}])
+
+    task = asyncio.ensure_future(run_io(slow_append))
+    await asyncio.to_thread(started.wait)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await run_io(lambda: None)  # the writer's queue is drained: the cancelled task's record is on disk
+    assert [record for _, record in read_jsonl(path)] == [{"unit": "u1"}]

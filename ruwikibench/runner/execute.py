@@ -23,10 +23,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ruwikibench.config import RunConfig, RunInputError
 from ruwikibench.context import StageContext
-from ruwikibench.contract import Stage, Unit, current_stage_name, score_failure
+from ruwikibench.contract import Stage, StageScore, Unit, current_stage_name, score_failure
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.durable import write_atomic
-from ruwikibench.executors import freeze_heap, resume_gc, run_cpu, run_on_model_lane
+from ruwikibench.executors import freeze_heap, resume_gc, run_cpu, run_io, run_on_model_lane
 from ruwikibench.faults import fault_point
 from ruwikibench.jsonl import unit_key
 from ruwikibench.nodes.queries import reference_queries_identity
@@ -243,7 +243,7 @@ class Runner:
             try:
                 coro = self._attempt(unit)
                 output = await asyncio.wait_for(coro, self.options.unit_timeout)
-                return self._write_output(unit, output)
+                return await self._write_output(unit, output)
             except TimeoutError:
                 last_error = f"timeout: unit exceeded {self.options.unit_timeout} s"
             except Exception as exc:  # noqa: BLE001 - recorded with its reason, the run goes on
@@ -277,14 +277,19 @@ class Runner:
             self.context.llm.listeners.remove(capture.on_completion)
             self.context.prompts.listeners.remove(capture.on_prompt)
             if nodes:
-                self.rundir.append_many("nodes.jsonl", nodes)
+                await run_io(self.rundir.append_many, "nodes.jsonl", nodes)
         return {k: v for k, v in final.items() if not output_keys or k in output_keys}
 
-    def _write_output(self, unit: Unit, output: dict[str, Any]) -> dict[str, Any]:
+    async def _write_output(self, unit: Unit, output: dict[str, Any]) -> dict[str, Any]:
+        """The output as written to outputs.jsonl (JSON types only), written on the writer thread."""
+        output = await run_io(self._append_output, unit, output)
+        fault_point("after_outputs")
+        return output
+
+    def _append_output(self, unit: Unit, output: dict[str, Any]) -> dict[str, Any]:
         output = json.loads(json.dumps(output, ensure_ascii=False, default=_jsonable))
         self.rundir.append("outputs.jsonl", {"stage": unit.stage, "article": unit.article, "unit": unit.unit_id,
                                              "input": unit.input, "output": output})
-        fault_point("after_outputs")
         return output
 
     async def score_output(self, stage: Stage[Any], unit: Unit, output: dict[str, Any]) -> None:
@@ -294,11 +299,14 @@ class Runner:
         except Exception as exc:  # noqa: BLE001
             self.record_error(unit.stage, unit.article, unit.unit_id, f"score: {score_failure(exc)}", 0)
             return
+        await run_io(self._append_scores, unit, scored)
+        if baseline_names(stage):
+            await run_on_model_lane(self.score_baselines, stage, unit, output)
+
+    def _append_scores(self, unit: Unit, scored: StageScore) -> None:
         tag = {"unit": unit.unit_id}
         self.rundir.append_many("generated.jsonl", [text.model_dump(mode="json") | tag for text in scored.texts])
         self.rundir.append_many("results.jsonl", [record.model_dump(mode="json") | tag for record in scored.records])
-        if baseline_names(stage):
-            await run_on_model_lane(self.score_baselines, stage, unit, output)
 
     def score_baselines(self, stage: Stage[Any], unit: Unit, output: dict[str, Any]) -> None:
         """The unit's no-LLM baselines scored and written now, as a job of their own on the model lane (other
@@ -378,6 +386,8 @@ async def _execute_locked(
         except BaseException:
             warming.cancel()
             raise
+        finally:
+            await run_io(lambda: None)  # appends handed over by units that were cancelled meanwhile are on disk
     await warming
     if not await run_cpu(derived_current, rundir):  # a unit ran or was scored, or a kill cut the last finish
         await run_on_model_lane(compute_floors_and_baselines, rundir, context)

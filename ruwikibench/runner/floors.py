@@ -22,6 +22,7 @@ from typing import Any
 from ruwikibench.context import StageContext
 from ruwikibench.contract import Stage, Unit
 from ruwikibench.evaluators.floor import FloorSide, draw_others
+from ruwikibench.evaluators.similarity import sentence_vectors_kept
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,14 @@ def floors_of_sides(
     own_pool = stage.reference_pool(context) if small else None
     pool = sorted(sides if own_pool is None else own_pool, key=lambda p: (p.article, p.item))
     draws = draw_others([(s.article, s.item) for s in sides], [(p.article, p.item) for p in pool], per_item, seed)
+    with sentence_vectors_kept():  # each text's sentence vectors looked up once (evaluators/similarity.py)
+        return _floor_rows(stage, sides, pool, draws, context, keys, seed, progress)
+
+
+def _floor_rows(
+    stage: Stage[Any], sides: list[FloorSide], pool: list[FloorSide], draws: list[list[int]], context: StageContext,
+    keys: tuple[str, ...], seed: int, progress: Callable[[int, int], None] | None,
+) -> list[dict[str, Any]]:
     rows = []
     for done, (side, drawn) in enumerate(zip(sides, draws, strict=True), start=1):
         if drawn:

@@ -5,7 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from ruwikibench.evaluators.similarity import greedy_prf, sentence_prf, split_sentences
+from ruwikibench.evaluators.similarity import greedy_prf, sentence_prf, sentence_vectors_kept, split_sentences
 from ruwikibench.models.embeddings import normalize
 
 
@@ -83,3 +83,50 @@ def test_self_f1_with_the_real_offline_embedder() -> None:
     near = sentence_prf("Квантовые компьютеры работают с кубитами.", text, embedder)["f1"]
     far = sentence_prf("Рецепт борща: свёкла, капуста, картофель.", text, embedder)["f1"]
     assert near > far
+
+
+class CountingEmbedder:
+    """Seeded vectors per text (any batch), counting the texts it is asked for."""
+
+    id = "counting"
+    dim = 16
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def embed(self, texts: list[str], use: str = "symmetric") -> np.ndarray:
+        self.asked += len(texts)
+        rows = [np.random.default_rng(int(hashlib.sha256(t.encode()).hexdigest()[:8], 16)).normal(size=16)
+                for t in texts]
+        return normalize(np.asarray(rows, dtype=np.float32))
+
+
+TEXTS = [f"Раздел {i}. Вулкан извергался в {1900 + i} году. Лава дошла до моря." for i in range(6)]
+
+
+def test_kept_sentence_vectors_give_the_same_scores_with_fewer_lookups() -> None:
+    pairs = [(g, r) for g in TEXTS for r in TEXTS if g != r]
+    plain = CountingEmbedder()
+    expected = [sentence_prf(g, r, plain) for g, r in pairs]
+    kept = CountingEmbedder()
+    with sentence_vectors_kept():
+        scores = [sentence_prf(g, r, kept) for g, r in pairs]
+    assert scores == expected
+    assert plain.asked == 6 * len(pairs) and kept.asked == 3 * len(TEXTS)  # three sentences a text, once each
+    again = CountingEmbedder()
+    sentence_prf(TEXTS[0], TEXTS[1], again)
+    sentence_prf(TEXTS[0], TEXTS[1], again)
+    assert again.asked == 12  # outside the block nothing is kept
+
+
+def test_kept_sentence_vectors_stay_within_their_bytes() -> None:
+    embedder = CountingEmbedder()
+    one_text = 3 * 16 * 4  # three sentences of 16 float32
+    with sentence_vectors_kept(max_bytes=2 * one_text):
+        for text in TEXTS:
+            sentence_prf(text, TEXTS[0], embedder)
+        asked = embedder.asked
+        sentence_prf(TEXTS[1], TEXTS[0], embedder)  # dropped since: asked for again
+        assert embedder.asked == asked + 3
+        sentence_prf(TEXTS[1], TEXTS[0], embedder)  # both kept now
+        assert embedder.asked == asked + 3
