@@ -207,7 +207,20 @@ def aiohttp_client(timeout: float, connections: int) -> Any:
     except ImportError:  # pragma: no cover - older openai releases build on httpx
         import httpx as http  # type: ignore[no-redef]
     limits = http.Limits(max_connections=max(100, connections), max_keepalive_connections=connections)
-    return openai.DefaultAioHttpClient(timeout=timeout, limits=limits, event_hooks={"request": [_request_sent]})
+    return openai.DefaultAioHttpClient(timeout=timeout, limits=limits, event_hooks={"request": [_request_sent]},
+                                       verify=shared_ssl_context())
+
+
+@functools.cache
+def shared_ssl_context() -> Any:  # ssl.SSLContext
+    """The TLS context every client of the process shares, made as the SDK's transport makes its own (certifi's
+    bundle, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``): loading the CA bundle takes 20–25 ms of CPU with the GIL
+    held, once per client otherwise — for every role's client, ``http://`` endpoints included."""
+    try:
+        import httpx2 as http
+    except ImportError:  # pragma: no cover - older openai releases build on httpx
+        import httpx as http  # type: ignore[no-redef]
+    return http.create_ssl_context(verify=True, trust_env=True)
 
 
 async def _request_sent(request: Any) -> None:

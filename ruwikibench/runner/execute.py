@@ -377,7 +377,7 @@ async def _execute_locked(
     unscored = await run_cpu(runner.unscored_outputs)
     for unit, output in unscored:
         await runner.score_output(runner.stages[unit.stage], unit, output)
-    await context.llm.prepare()  # HTTP clients: before the first request
+    await _prepare_first_client(context)  # one role's HTTP clients: before the first request, the others after
     warming = asyncio.create_task(_warm_up_after_first_request(context, list(runner.stages)))
     started = time.perf_counter()
     with _progress(options.progress) as progress:
@@ -414,7 +414,8 @@ async def _run_units(context: StageContext, runner: Runner, units: list[Unit], p
     The first unit runs alone until the run's first request is out (:meth:`~ruwikibench.models.llm.LLM.
     first_request_sent`), until it ends, or for :data:`HEAD_START` seconds: started with it, the other units'
     first steps — a graph start each on the event loop, the embedding model loading on the model lane — ran
-    between the hand-over of its request and its sending (~0.1 s of CPU in bench/cold_run.py's run)."""
+    between the hand-over of its request and its sending (~0.1 s of CPU in bench/cold_run.py's run). The other
+    roles' HTTP clients are built then too (:func:`_prepare_first_client`), before the other units start."""
     semaphore = asyncio.Semaphore(max(2, context.config.max_concurrency))
     fan_out = FanOutSlots(fan_out_budget(context.config.max_concurrency))  # runner/admission.py
     bars = {name: progress.add_task(name, total=sum(1 for u in units if u.stage == name), usage="")
@@ -430,11 +431,26 @@ async def _run_units(context: StageContext, runner: Runner, units: list[Unit], p
     head = [asyncio.ensure_future(one(unit)) for unit in units[:1]]
     try:
         await _head_start(context, head)
+        await context.llm.prepare()  # every role's HTTP clients, before the other units start
         await asyncio.gather(*head, *(one(unit) for unit in units[1:]))
     except BaseException:
         for task in head:
             task.cancel()
         raise
+
+
+async def _prepare_first_client(context: StageContext) -> None:
+    """The HTTP clients of the first role with a backend that builds them (``prepare``) — with them the client
+    library is imported (langchain-openai, the openai SDK: most of the wait) — before the first unit starts; the
+    other roles' clients are built once its first request is out (:func:`_run_units`), before the other units
+    start. Building every role's clients first (``LLM.prepare``: a CA bundle loaded per client, ~20 ms of CPU each)
+    delayed the first request by the clients it does not use; the first unit builds its own role's on its first
+    request when it is another role (``OpenAIBackend._clients``)."""
+    for backend in context.llm.backends.values():
+        prepare = getattr(backend, "prepare", None)
+        if prepare is not None:
+            await prepare()
+            return
 
 
 async def _head_start(context: StageContext, head: Sequence[asyncio.Future[None]]) -> None:

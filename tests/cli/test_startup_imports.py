@@ -1,5 +1,6 @@
 """What a run loads before its first request. `ruwikibench run all` in a new process, as a user starts it, against
-the fake endpoint: an audit hook stops it when it connects to send its first request and lists sys.modules then.
+the fake endpoint: an audit hook stops it when it connects to send its first request and lists sys.modules then,
+and the HTTP clients built by then.
 
 Every module imported before that request delays it (docs/performance.md, "A first run as a user sees it"): the
 scoring, reporting, corpus-building and model packages load after it (lazy imports, the warm-up), never before.
@@ -13,6 +14,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -47,13 +49,19 @@ PORT = int(os.environ["PROBE_PORT"])
 def stop_at_first_request(event, args):
     if event == "socket.connect" and isinstance(args[1], tuple) and args[1][1:2] == (PORT,):
         with open(os.environ["PROBE_OUT"], "w", encoding="utf-8") as out:
-            out.write("\\n".join(sorted(sys.modules)))
+            json.dump({"modules": sorted(sys.modules), "clients": built}, out)
         os._exit(0)
 
 
 sys.addaudithook(stop_at_first_request)
+import json
+
+from ruwikibench.models.openai_backend import OpenAIBackend
 from ruwikibench.runner import execute
 
+built = []  # the model config (max_tokens) of each ChatOpenAI client built
+client = OpenAIBackend._client
+OpenAIBackend._client = lambda self, url: built.append(self.config.max_tokens) or client(self, url)
 execute.HEAD_START = execute.FIRST_REQUEST_WAIT = 600.0  # a slow machine: the other units and the warm-up still wait
 from ruwikibench.cli import main
 
@@ -61,10 +69,17 @@ main()
 """
 
 
-def modules_at_first_request(tmp: Path, dataset: Path, url: str) -> set[str]:
-    config = {"name": "t", "models": {"writer": {"name": "fake", "endpoints": [url], "max_retries": 0}},
-              "cache_dir": str(tmp / "cache"), "ranking": {"query_mode": "generated"}}
-    (tmp / "config.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+ROLES = ("writer", "outline", "query", "ranking", "judge")
+"""The test config's roles, each its own backend (its own max_tokens): one HTTP client each."""
+
+
+def at_first_request(tmp: Path, dataset: Path, url: str) -> dict[str, Any]:
+    """The modules loaded and the HTTP clients built when the CLI sends its first request."""
+    models = {role: {"name": "fake", "endpoints": [url], "max_retries": 0, "max_tokens": 100 + number}
+              for number, role in enumerate(ROLES)}
+    config = {"name": "t", "models": models, "cache_dir": str(tmp / "cache"),
+              "ranking": {"query_mode": "generated"}}
+    (tmp / "config.yaml").write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False), encoding="utf-8")
     out = tmp / "modules.txt"
     env = {**os.environ, "PYTHONPATH": str(REPO), "RUWIKIBENCH_CACHE": str(tmp / "cache"),
            "PROBE_PORT": url.split(":")[-1].split("/")[0], "PROBE_OUT": str(out)}
@@ -72,7 +87,7 @@ def modules_at_first_request(tmp: Path, dataset: Path, url: str) -> set[str]:
         [sys.executable, "-c", PROBE, "run", "all", "--dataset", str(dataset), "--config", str(tmp / "config.yaml"),
          "--out", str(tmp / "runs")], env=env, cwd=tmp, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0 and out.exists(), result.stdout + result.stderr  # it got to the first request
-    return set(out.read_text(encoding="utf-8").split())
+    return dict(json.loads(out.read_text(encoding="utf-8")))
 
 
 def loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
@@ -80,7 +95,7 @@ def loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def modules(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+def startup(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A RuWikiBench JSON file already imported once (a user's second run on it, as in bench/cold_run.py)."""
     tmp = tmp_path_factory.mktemp("startup")
     dataset = tmp / "articles.json"
@@ -94,7 +109,12 @@ def modules(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
         else:
             os.environ["RUWIKIBENCH_CACHE"] = before
     with fake_openai_server(lambda messages: "Да") as url:
-        return modules_at_first_request(tmp, dataset, url)
+        return at_first_request(tmp, dataset, url)
+
+
+@pytest.fixture(scope="module")
+def modules(startup: dict[str, Any]) -> set[str]:
+    return set(startup["modules"])
 
 
 def test_the_first_request_waits_for_no_heavy_package(modules: set[str]) -> None:
@@ -107,6 +127,15 @@ def test_the_first_request_waits_for_none_of_the_later_modules(modules: set[str]
     assert "ruwikibench.runner.execute" in modules and "ruwikibench.corpus_builder.store" in modules
     later = loaded(modules, OWN)
     assert not later, f"loaded before the first request: {', '.join(later)}"
+
+
+def test_the_first_request_waits_for_its_own_role_s_http_client_only(startup: dict[str, Any]) -> None:
+    """Of the five roles' clients (a CA bundle loaded each), the first request waits for the first configured
+    role's (built with the client library, before the first unit starts) and its own role's; the others are built
+    once it is out (runner/execute.py, ``_prepare_first_client``)."""
+    built = startup["clients"]
+    assert built[:1] == [100]  # the first role's: writer
+    assert len(built) <= 2, f"HTTP clients built before the first request: {built}"
 
 
 HELP_PROBE = """

@@ -72,6 +72,24 @@ def test_unreadable_directories_name_the_file(tmp_path: Path) -> None:
         load_dataset(tmp_path)
 
 
+def test_lines_read_as_bytes_give_what_lines_read_as_text_gave(tmp_path: Path) -> None:
+    """The lines are validated as bytes; whatever that rejects is read as text, line by line, as before: a line
+    blank only as text (a no-break space) is skipped, \\r\\n and \\r end lines, a bad line is named, bytes that are
+    not UTF-8 are a UnicodeDecodeError."""
+    ds = import_records([record("Один"), record("Два")], "mem.json").dataset
+    save_dataset(ds, tmp_path)
+    path = tmp_path / "snippets.jsonl"
+    lines = path.read_bytes().splitlines()
+    path.write_bytes(b"\r\n".join(lines[:2]) + b"\r" + lines[2] + "\n\u00a0\u2007\n".encode() + b"\n".join(lines[3:]))
+    assert load_dataset(tmp_path).snippets == ds.snippets
+    path.write_bytes(b"\n".join([*lines[:3], b"{", *lines[3:]]))
+    with pytest.raises(DatasetStoreError, match=r"snippets\.jsonl:4: line: Invalid JSON"):
+        load_dataset(tmp_path)
+    path.write_bytes(b"\n".join([*lines[:3], lines[3][:-2] + b"\xff" + lines[3][-2:], *lines[4:]]))
+    with pytest.raises(UnicodeDecodeError):
+        load_dataset(tmp_path)
+
+
 def test_real_sample_round_trip(imported, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     save_dataset(imported.dataset, tmp_path)
     loaded = load_dataset(tmp_path)
@@ -154,3 +172,17 @@ def test_a_run_loads_the_dataset_without_source_texts(tmp_path: Path, monkeypatc
     _, data, _ = load_inputs(Path(__file__).resolve().parents[2] / "configs" / "paper.yaml", tmp_path / "d")
     assert data.sources and all("text" not in s.__dict__ for s in data.sources)
     assert data.sources[0].text
+
+
+def test_source_texts_left_on_disk_from_windows_and_cr_lines(tmp_path: Path) -> None:
+    """CRLF lines are left on disk as well (the text read back from its line); lines that only text reading splits
+    (a lone \\r between two records) keep their texts in memory: both give the texts of the dataset."""
+    ds = import_records([record("Один"), record("Два")], "mem.json").dataset
+    save_dataset(ds, tmp_path)
+    path = tmp_path / "sources.jsonl"
+    lines = path.read_bytes().splitlines()
+    path.write_bytes(b"\r\n".join(lines[:3]) + b"\r" + b"\n".join(lines[3:]) + b"\n")
+    lazy = load_dataset(tmp_path, source_texts=False, verify=False)  # (verified, the id is recomputed: texts loaded)
+    assert [s.text for s in lazy.sources] == [s.text for s in ds.sources]
+    assert "text" not in lazy.sources[0].__dict__ and "text" in lazy.sources[3].__dict__
+    assert load_dataset(tmp_path, source_texts=False) == ds

@@ -247,6 +247,16 @@ async def test_many_connections_share_one_aiohttp_pool(stub_server: StubServer) 
     assert type(session).__module__.startswith("aiohttp") and session.connector.limit == 256
 
 
+async def test_every_client_shares_one_tls_context(stub_server: StubServer) -> None:
+    """The CA bundle is loaded once per process, not once per role's client."""
+    import ssl
+
+    backends = [OpenAIBackend(_model(stub_server, name=f"m{i}")) for i in range(3)]
+    contexts = [(await backend._clients())[0].http_async_client._transport.ssl_context for backend in backends]
+    assert isinstance(contexts[0], ssl.SSLContext) and all(c is contexts[0] for c in contexts)
+    assert contexts[0].verify_mode == ssl.CERT_REQUIRED and contexts[0].check_hostname
+
+
 async def test_a_small_run_may_still_open_100_connections(stub_server: StubServer) -> None:
     backend = OpenAIBackend(_model(stub_server), connections=32)
     await LLM({"writer": backend}).complete("writer", "один")

@@ -77,3 +77,48 @@ async def test_a_slow_first_request_holds_the_others_head_start_seconds(monkeypa
 
     assert (await run(first)).events == ["1 starts", "2 starts", "0 done"]
 
+
+
+class Building(ScriptedChat):
+    """A backend whose clients are built by ``prepare`` once, or by its first request (as OpenAIBackend's)."""
+
+    def __init__(self, name: str, events: list[str]) -> None:
+        super().__init__(lambda m: "ok", name)
+        self.events, self.built = events, False
+
+    async def prepare(self) -> None:
+        if not self.built:
+            self.built = True
+            self.events.append(f"{self.name} built")
+
+    async def generate(self, messages: Any, *, max_tokens: int | None, top_logprobs: int) -> Any:
+        await self.prepare()
+        return await super().generate(messages, max_tokens=max_tokens, top_logprobs=top_logprobs)
+
+
+async def test_only_the_first_role_s_clients_are_built_before_the_first_request() -> None:
+    """One role's clients (and with them the client library) before the first unit; the role of its first request
+    on that request; every other role's once it is out, before the other units start."""
+    events: list[str] = []
+    llm = LLM({role: Building(role, events) for role in ("writer", "query", "outline", "judge")})
+    context = SimpleNamespace(llm=llm, config=SimpleNamespace(max_concurrency=8))
+
+    async def first(llm: LLM, events: list[str]) -> None:
+        events.append("0 asks")
+        await llm.complete("query", "привет")
+        await asyncio.sleep(0.2)
+
+    runner = Units(llm, first)
+    runner.events = events
+    units = [Unit(stage="s", article="a", unit_id=str(i), input={}) for i in range(3)]
+    await execute._prepare_first_client(context)  # type: ignore[arg-type]
+    assert events == ["writer built"]
+    with Progress(disable=True) as progress:
+        await asyncio.wait_for(execute._run_units(context, runner, units, progress), 10)  # type: ignore[arg-type]
+    assert events == ["writer built", "0 asks", "query built", "outline built", "judge built", "1 starts",
+                      "2 starts", "0 done"]
+
+
+async def test_no_backend_to_prepare_is_no_error() -> None:
+    llm = LLM({"writer": ScriptedChat(lambda m: "ok")})
+    await execute._prepare_first_client(SimpleNamespace(llm=llm))  # type: ignore[arg-type]
