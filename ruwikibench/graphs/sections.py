@@ -23,7 +23,7 @@ from ruwikibench.config import RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.contract import GeneratedText, ScoreRecord, Stage, StageScore, Unit
 from ruwikibench.dataset import Article, Dataset
-from ruwikibench.evaluators.entities import entity_scores
+from ruwikibench.evaluators.entities import entity_scores, prefetch_entities
 from ruwikibench.evaluators.floor import FloorSide
 from ruwikibench.evaluators.similarity import sentence_prf
 from ruwikibench.evaluators.text_scores import text_scores
@@ -211,7 +211,10 @@ class SectionsStage(Stage[SectionsOutputModel]):
 
     def score(self, unit: Unit, output: SectionsOutputModel, context: StageContext) -> StageScore:
         """One record per section; the written sections as texts."""
-        records = [score_section(unit, spec, result, context) for spec, result in _pairs(unit, output.results)]
+        pairs = _pairs(unit, output.results)
+        prefetch_entities([text for spec, result in pairs if exclusion(spec, result) is None
+                           for text in (spec["reference"], result["text"])])  # one NER pass for the unit's texts
+        records = [score_section(unit, spec, result, context) for spec, result in pairs]
         return StageScore(records=records, texts=self.texts(unit, output))
 
     def floor_sides(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[FloorSide]:

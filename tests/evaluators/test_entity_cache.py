@@ -93,3 +93,40 @@ def test_without_a_cache_folder_nothing_is_written(tmp_path: Path, monkeypatch: 
     assert entities.ner_texts() - before == len(TEXTS)
     assert not list(tmp_path.iterdir())
     entities.forget_in_memory()
+
+
+def test_prefetch_reads_new_texts_in_one_pass_with_the_same_entities(store: Path) -> None:
+    one_by_one = [tuple(entities.extract_entities(text)) for text in TEXTS]
+    entities.forget_in_memory()
+    for path in store.glob("entities.sqlite*"):
+        path.unlink()
+    entities.use_cache_dir(None)
+    before = entities.ner_texts()
+    entities.prefetch_entities([*TEXTS, TEXTS[0], "   "])  # repeats and blanks read once / not at all
+    assert entities.ner_texts() - before == len(TEXTS)
+    assert [tuple(entities.extract_entities(text)) for text in TEXTS] == one_by_one
+    assert entities.ner_texts() - before == len(TEXTS)  # the look-ups found them in memory
+    entities.prefetch_entities(TEXTS)
+    assert entities.ner_texts() - before == len(TEXTS)  # known texts are not read again
+
+
+def test_prefetch_skips_texts_on_disk_and_keeps_what_it_reads_there(store: Path) -> None:
+    entities.prefetch_entities(TEXTS[:2])
+    assert len(EntityCache(store / entities.CACHE_FILE)) == 2
+    entities.forget_in_memory()
+    before = entities.ner_texts()
+    entities.prefetch_entities(TEXTS)  # two from disk, one read
+    assert entities.ner_texts() - before == 1
+    assert len(EntityCache(store / entities.CACHE_FILE)) == 3
+
+
+def test_memory_keeps_the_most_recent_texts(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(entities, "KNOWN_TEXTS", 2)
+    entities.use_cache_dir(None)
+    before = entities.ner_texts()
+    for text in TEXTS:
+        entities.entity_set(text)
+    entities.entity_set(TEXTS[2])  # kept
+    assert entities.ner_texts() - before == 3
+    entities.entity_set(TEXTS[0])  # dropped as the third came in: read again
+    assert entities.ner_texts() - before == 4
