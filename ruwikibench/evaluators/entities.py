@@ -186,8 +186,8 @@ def _extract(text: str) -> tuple[Entity, ...]:
 
 def prefetch_entities(texts: Sequence[str]) -> None:
     """Read the entities of those ``texts`` not known yet in one pass of the NER over all of them (slovnet's
-    batches: ~40 % less CPU per text than one text at a time, and the same spans), so the look-ups that follow
-    find them in memory. A scorer calls it with the texts of a unit before scoring them one by one."""
+    batches, by length: ~40 % less CPU per text than one text at a time, and the same spans), so the look-ups
+    that follow find them in memory. A scorer calls it with the texts of a unit before scoring them one by one."""
     todo = []
     for text in dict.fromkeys(t for t in texts if t.strip()):
         if _in_memory(text) is not None:
@@ -236,12 +236,18 @@ def _store_put(text: str, found: tuple[Entity, ...]) -> None:
 
 
 def _run_model(texts: list[str]) -> list[tuple[Entity, ...]]:
-    """The entities of each of ``texts`` (none blank), in one pass of the NER over all of them."""
+    """The entities of each of ``texts`` (none blank), in one pass of the NER over all of them, shortest first:
+    slovnet pads each batch of 8 to its longest text, so texts of mixed lengths in arrival order cost 40 % more
+    than one at a time, and sorted by length 40 % less (80 section-like texts of 150–5,000 characters)."""
     model = ner_model()
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     with _lock:  # one inference at a time: the model object is shared between scoring threads
-        markups = list(model.map(texts))
+        markups = list(model.map([texts[i] for i in order]))
         _read[0] += len(texts)
-    return [_entities(text, markup) for text, markup in zip(texts, markups, strict=True)]
+    found: list[tuple[Entity, ...]] = [()] * len(texts)
+    for i, markup in zip(order, markups, strict=True):
+        found[i] = _entities(texts[i], markup)
+    return found
 
 
 def _entities(text: str, markup: Any) -> tuple[Entity, ...]:

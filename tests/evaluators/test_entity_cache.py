@@ -130,3 +130,13 @@ def test_memory_keeps_the_most_recent_texts(store: Path, monkeypatch: pytest.Mon
     assert entities.ner_texts() - before == 3
     entities.entity_set(TEXTS[0])  # dropped as the third came in: read again
     assert entities.ner_texts() - before == 4
+
+
+def test_a_batch_of_mixed_lengths_gives_each_text_its_own_entities(store: Path) -> None:
+    """The pass runs shortest first: each text must still get its own entities, in the order given."""
+    entities.use_cache_dir(None)
+    texts = [TEXTS[0] * 6, TEXTS[2], TEXTS[1] * 3, TEXTS[0], TEXTS[1]]
+    batched = entities._run_model(texts)
+    entities.forget_in_memory()
+    assert batched == [entities._run_model([text])[0] for text in texts]
+    assert batched[3] and batched[2] != batched[3]
