@@ -176,10 +176,11 @@ def _extract(text: str) -> tuple[Entity, ...]:
         return ()
     found = _in_memory(text)
     if found is None:
-        found = _stored(text)
+        key = _text_key(text)
+        found = _stored(key)
         if found is None:
             found = _run_model([text])[0]
-            _store_put(text, found)
+            _store_put(key, found)
         _remember(text, found)
     return found
 
@@ -188,17 +189,18 @@ def prefetch_entities(texts: Sequence[str]) -> None:
     """Read the entities of those ``texts`` not known yet in one pass of the NER over all of them (slovnet's
     batches, by length: ~40 % less CPU per text than one text at a time, and the same spans), so the look-ups
     that follow find them in memory. A scorer calls it with the texts of a unit before scoring them one by one."""
-    todo = []
+    todo: dict[str, str] = {}  # text -> its disk cache key
     for text in dict.fromkeys(t for t in texts if t.strip()):
         if _in_memory(text) is not None:
             continue
-        stored = _stored(text)
+        key = _text_key(text)
+        stored = _stored(key)
         if stored is None:
-            todo.append(text)
+            todo[text] = key
         else:
             _remember(text, stored)
-    for text, found in zip(todo, _run_model(todo) if todo else [], strict=True):
-        _store_put(text, found)
+    for (text, key), found in zip(todo.items(), _run_model(list(todo)) if todo else [], strict=True):
+        _store_put(key, found)
         _remember(text, found)
 
 
@@ -218,21 +220,24 @@ def _remember(text: str, found: tuple[Entity, ...]) -> None:
             _known.popitem(last=False)
 
 
-def _stored(text: str) -> tuple[Entity, ...] | None:
+def _text_key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _stored(key: str) -> tuple[Entity, ...] | None:
     store = _store
     if store is None:
         return None
-    stored = store.get(model_identity(), hashlib.sha256(text.encode("utf-8")).hexdigest())
+    stored = store.get(model_identity(), key)
     if stored is None:
         return None
     return tuple(Entity(type=kind, text=surface, normal=normal) for kind, surface, normal in stored)  # type: ignore[arg-type]
 
 
-def _store_put(text: str, found: tuple[Entity, ...]) -> None:
+def _store_put(key: str, found: tuple[Entity, ...]) -> None:
     store = _store
     if store is not None:
-        store.put(model_identity(), hashlib.sha256(text.encode("utf-8")).hexdigest(),
-                  [[e.type, e.text, e.normal] for e in found])
+        store.put(model_identity(), key, [[e.type, e.text, e.normal] for e in found])
 
 
 def _run_model(texts: list[str]) -> list[tuple[Entity, ...]]:

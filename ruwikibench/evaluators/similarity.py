@@ -7,14 +7,13 @@ Sentences come from razdel; vectors must be L2-normalized (every :class:`Embedde
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from ruwikibench.models.embeddings import Embedder, embed_prompted
+from ruwikibench.models.embeddings import Embedder, RecentVectors, embed_prompted
 
 if TYPE_CHECKING:  # numpy is imported where it is used: a run loads this module before its first request
     import numpy as np
@@ -63,42 +62,19 @@ def sentence_prf(
     if kept is None:
         vectors = embed_prompted(embedder, gen_sents + ref_sents, prompt)
         return greedy_prf(vectors[: len(gen_sents)], vectors[len(gen_sents) :])
-    gen_key, ref_key = (id(embedder), prompt, generated), (id(embedder), prompt, reference)
-    gen_vectors, ref_vectors = kept.get(gen_key), kept.get(ref_key)
+    space = f"{id(embedder)}|{prompt}"  # the embedders outlive the block (sentence_vectors_kept)
+    found = kept.get_many(space, [generated, reference])
+    gen_vectors, ref_vectors = found.get(generated), found.get(reference)
     if gen_vectors is None and ref_vectors is None:  # one call for both, as without the memo
         vectors = embed_prompted(embedder, gen_sents + ref_sents, prompt)
         gen_vectors, ref_vectors = vectors[: len(gen_sents)], vectors[len(gen_sents) :]
     gen_vectors = gen_vectors if gen_vectors is not None else embed_prompted(embedder, gen_sents, prompt)
     ref_vectors = ref_vectors if ref_vectors is not None else embed_prompted(embedder, ref_sents, prompt)
-    kept.put(gen_key, gen_vectors)
-    kept.put(ref_key, ref_vectors)
+    kept.put_many(space, {generated: gen_vectors, reference: ref_vectors})
     return greedy_prf(gen_vectors, ref_vectors)
 
 
-class _KeptVectors:
-    """Sentence matrices by (embedder, prompt, text), least recently used dropped beyond ``max_bytes``."""
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self.size = 0
-        self.matrices: OrderedDict[tuple, np.ndarray] = OrderedDict()
-
-    def get(self, key: tuple) -> np.ndarray | None:
-        matrix = self.matrices.get(key)
-        if matrix is not None:
-            self.matrices.move_to_end(key)
-        return matrix
-
-    def put(self, key: tuple, matrix: np.ndarray) -> None:
-        if key in self.matrices:
-            return
-        self.matrices[key] = matrix
-        self.size += matrix.nbytes
-        while self.size > self.max_bytes and self.matrices:
-            self.size -= self.matrices.popitem(last=False)[1].nbytes
-
-
-_KEPT: ContextVar[_KeptVectors | None] = ContextVar("ruwikibench_sentence_vectors", default=None)
+_KEPT: ContextVar[RecentVectors | None] = ContextVar("ruwikibench_sentence_vectors", default=None)
 
 
 @contextmanager
@@ -108,7 +84,7 @@ def sentence_vectors_kept(max_bytes: int = 64 * 2**20) -> Iterator[None]:
     others — a permutation floor draws each reference into many pairs, and each item's text into each of its
     pairs — is split, hashed and looked up once: 18 of the 74 s of the finish at the paper's size were those
     look-ups (bench/finish.py). The vectors are the embedder's, so the scores are the same."""
-    token = _KEPT.set(_KeptVectors(max_bytes))
+    token = _KEPT.set(RecentVectors(max_bytes))  # a text's sentence matrix per (embedder, prompt)
     try:
         yield
     finally:

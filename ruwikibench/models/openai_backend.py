@@ -202,10 +202,7 @@ def aiohttp_client(timeout: float, connections: int) -> Any:
     httpcore's pool also walked all its connections for every request it assigned (quadratic in its size)."""
     import openai
 
-    try:
-        import httpx2 as http  # the HTTP library of openai >= 3
-    except ImportError:  # pragma: no cover - older openai releases build on httpx
-        import httpx as http  # type: ignore[no-redef]
+    http = _http_library()
     limits = http.Limits(max_connections=max(100, connections), max_keepalive_connections=connections)
     return openai.DefaultAioHttpClient(timeout=timeout, limits=limits, event_hooks={"request": [_request_sent]},
                                        verify=shared_ssl_context())
@@ -216,11 +213,19 @@ def shared_ssl_context() -> Any:  # ssl.SSLContext
     """The TLS context every client of the process shares, made as the SDK's transport makes its own (certifi's
     bundle, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``): loading the CA bundle takes 20–25 ms of CPU with the GIL
     held, once per client otherwise — for every role's client, ``http://`` endpoints included."""
+    return _http_library().create_ssl_context(verify=True, trust_env=True)
+
+
+def _http_library() -> Any:
+    """The HTTP library the openai SDK builds on: httpx2 from openai 3 on, httpx before."""
     try:
-        import httpx2 as http
+        import httpx2
+
+        return httpx2
     except ImportError:  # pragma: no cover - older openai releases build on httpx
-        import httpx as http  # type: ignore[no-redef]
-    return http.create_ssl_context(verify=True, trust_env=True)
+        import httpx
+
+        return httpx
 
 
 async def _request_sent(request: Any) -> None:
