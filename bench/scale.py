@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -114,6 +115,12 @@ def _config(path: Path, url: str, cache: Path, concurrency: int) -> Path:
     return path
 
 
+def run_cpu_seconds() -> float:
+    """CPU seconds of this process and of its ended children (the run's scoring process; the endpoint still runs)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return _cpu_seconds() + children.ru_utime + children.ru_stime
+
+
 def process_cpu_seconds(pid: int | None) -> float:
     """User + system CPU seconds another process has used (``/proc/<pid>/stat``): the bench endpoint's, which
     shares this machine's cores with the run."""
@@ -125,29 +132,38 @@ def process_cpu_seconds(pid: int | None) -> float:
 
 
 class MemoryTrace:
-    """The process's peak resident memory in each ``every``-second interval, sampled in a thread: the peak of each
-    phase. Read from the kernel's high-water mark (``VmHWM``) and reset after each read (``/proc/self/clear_refs``),
-    so a spike between two samples (a CI's resampled arrays, a batch of parsed records) is not missed.
+    """The peak resident memory of the run in each ``every``-second interval, sampled in a thread: the peak of
+    each phase. The run is this process and its children other than ``exclude`` (the endpoint): the scoring
+    process (runner/score_process.py) counts. Each process's high-water mark (``VmHWM``) is read and reset after
+    each read (``/proc/PID/clear_refs``), so a spike between two samples is not missed; an interval's figure is the
+    sum of the processes' peaks in it (an upper bound of their sum's peak).
 
     The first sample is the high-water mark from the process's start (``exec``: imports, the bench's set-up) to the
     sampler's start, and :meth:`stop` takes a last one: the intervals cover the process's whole life, so the
     largest sample is its lifetime peak — what ``ru_maxrss`` would say had the mark never been reset (the resets
     make ``ru_maxrss`` itself cover only the last interval)."""
 
-    def __init__(self, every: float = 0.25) -> None:
+    def __init__(self, every: float = 0.25, exclude: tuple[int, ...] = ()) -> None:
         import threading
 
         self.samples: list[tuple[float, float]] = []
+        self.children_peak = 0.0
         self.every = every
+        self.exclude = set(exclude)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, args=(every,), daemon=True)
         self._thread.start()
 
     def _sample(self, every: float) -> None:
-        self.samples.append((time.perf_counter(), high_water_mb()))  # exec → now
+        self.samples.append((time.perf_counter(), self._high_water()))  # exec → now
         while not self._stop.wait(every):
-            self.samples.append((time.perf_counter(), high_water_mb()))
-        self.samples.append((time.perf_counter(), high_water_mb()))
+            self.samples.append((time.perf_counter(), self._high_water()))
+        self.samples.append((time.perf_counter(), self._high_water()))
+
+    def _high_water(self) -> float:
+        children = sum(high_water_mb(pid) for pid in child_pids() if pid not in self.exclude)
+        self.children_peak = max(self.children_peak, children)
+        return high_water_mb() + children
 
     def stop(self) -> None:
         self._stop.set()
@@ -165,12 +181,31 @@ class MemoryTrace:
         return mb, name
 
 
-def high_water_mb() -> float:
-    """This process's peak RSS since the last call (the kernel's ``VmHWM``, then reset to the current RSS)."""
-    with open("/proc/self/status", encoding="ascii") as status:
-        kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
-    with open("/proc/self/clear_refs", "w", encoding="ascii") as clear:
-        clear.write("5")
+def child_pids() -> list[int]:
+    """This process's children (from each process's ``/proc/PID/stat``)."""
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == me:
+                found.append(int(entry))
+    return found
+
+
+def high_water_mb(pid: int | str = "self") -> float:
+    """A process's peak RSS since the last call (the kernel's ``VmHWM``, then reset to the current RSS); 0 for a
+    process that has ended meanwhile."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+        with open(f"/proc/{pid}/clear_refs", "w", encoding="ascii") as clear:
+            clear.write("5")
+    except (OSError, StopIteration):
+        return 0.0
     return kb / 1024
 
 
@@ -180,14 +215,14 @@ def measure_one(data: Path, work: Path, latency: float, concurrency: int) -> dic
     config = _config(work / "scale.yaml", url, work / "cache", concurrency)
     timer = RequestTimer()
     timer.install()
-    memory = MemoryTrace()
+    memory = MemoryTrace(exclude=(endpoint.pid,))
     before = stats(url)
-    cpu_before = _cpu_seconds()
+    cpu_before = run_cpu_seconds()
     started = time.perf_counter()
     rundir = Path(run_cli(["run", "all", "--dataset", str(data), "--config", str(config),
                            "--out", str(work / "runs")]))
     wall = time.perf_counter() - started
-    cpu = _cpu_seconds() - cpu_before
+    cpu = run_cpu_seconds() - cpu_before  # the scoring process's included: it has ended, waited for
     requests = stats(url)["requests"] - before["requests"]
     endpoint_cpu = process_cpu_seconds(endpoint.pid)
     endpoint.terminate()
@@ -209,6 +244,7 @@ def measure_one(data: Path, work: Path, latency: float, concurrency: int) -> dic
             "endpoint_cpu_s": endpoint_cpu,
             "peak_llm_phase_mb": memory.peak(started, last_answer),
             "peak_finish_mb": memory.peak(last_answer, started + wall),
+            "peak_scoring_process_mb": memory.children_peak,
             "load_average": os.getloadavg()[0]}
 
 
@@ -238,11 +274,18 @@ def reused(folder: Path) -> Path | None:
     return folder / "data"
 
 
+def scoring_share(figures: dict[str, Any]) -> str:
+    """The scoring process's own peak, when the run had one."""
+    child = figures.get("peak_scoring_process_mb", 0.0)
+    return f"; scoring process {child:.0f}" if child else ""
+
+
 def row(n: int, snippets: int, figures: dict[str, Any]) -> str:
     wall, bound, requests = figures["wall_s"], figures["bound_s"], figures["requests"]
     return (f"| {n} | {snippets:,} | {requests:,} | {wall:.1f} s | {bound:.1f} s | {wall / bound:.2f} | "
             f"{figures['peak_rss_mb']:.0f} MB, in the {figures.get('peak_phase', '?')} "
-            f"({figures.get('peak_llm_phase_mb', 0):.0f} / {figures.get('peak_finish_mb', 0):.0f}) | {1000 * figures['cpu_s'] / max(requests, 1):.1f} ms | "
+            f"({figures.get('peak_llm_phase_mb', 0):.0f} / {figures.get('peak_finish_mb', 0):.0f}"
+            f"{scoring_share(figures)}) | {1000 * figures['cpu_s'] / max(requests, 1):.1f} ms | "
             f"{1000 * figures.get('endpoint_cpu_s', 0) / max(requests, 1):.1f} ms | "
             f"{figures['cpu_s'] / n:.2f} s | {wall / n:.2f} s | {figures['finish_s']:.1f} s "
             f"({100 * figures['finish_s'] / wall:.1f}%) | {figures['load_average']:.1f} |")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 from rich.table import Table
@@ -23,6 +23,12 @@ ArticleOpt = Annotated[list[str] | None, typer.Option("--article", "-a", help="a
 ShardOpt = Annotated[str | None, typer.Option(
     "--shard", help="I/N: run share I of N of the articles (by a stable hash of the name), one machine each; "
     "`ruwikibench merge` joins the N shard directories")]
+ScoreInOpt = Annotated[str, typer.Option(
+    "--score-in", help="where units are scored: process (a process of its own, on another core), thread (this "
+    "process), auto (a process when the run has 200 units or more and the machine two cores)")]
+
+
+SCORE_IN = ("auto", "thread", "process")
 
 
 def print_table(title: str, rows: list[list[str]]) -> None:
@@ -94,7 +100,7 @@ def _show(rundir: Any, stages: list[str]) -> None:
 
 def _run(stages: list[str] | None, config_path: Path, dataset: str, articles: int | None, article: list[str] | None,
          out: Path, run_id: str | None, overrides: dict[str, dict[str, Any]] | None = None,
-         exit_on_failure: bool = True, shard: str | None = None) -> Any:
+         exit_on_failure: bool = True, shard: str | None = None, score_in: str = "auto") -> Any:
     """Run (or resume) stages; with ``exit_on_failure`` the command ends with the run's exit status (see
     :mod:`ruwikibench.runner.status`) when units failed. The garbage collector rests until the run's first request
     is out (:func:`ruwikibench.executors.pause_gc`)."""
@@ -104,6 +110,8 @@ def _run(stages: list[str] | None, config_path: Path, dataset: str, articles: in
 
     try:
         share = Shard.parse(shard) if shard is not None else None
+        if score_in not in SCORE_IN:
+            raise RunInputError(f"--score-in {score_in}: one of {', '.join(SCORE_IN)}")
     except RunInputError as exc:
         print_error(exc)
         raise typer.Exit(2) from None
@@ -114,7 +122,7 @@ def _run(stages: list[str] | None, config_path: Path, dataset: str, articles: in
         stages = stages or list(config.stages)
         config = with_overrides(config, overrides or {}, "command-line options")
         options = RunOptions(stages=stages, articles=articles, article_names=article, out=out, run_id=run_id,
-                             shard=share)
+                             shard=share, score_in=cast(Any, score_in))  # checked above
         rundir = _execute(config, data, path, options)
     _show(rundir, stages)
     status = _failures(rundir)
@@ -145,14 +153,16 @@ def _failures(rundir: Any) -> int:
 
 @run_app.command("all", epilog=EXIT_CODES)
 def run_all(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
-            out: OutOpt = Path("runs"), run_id: RunIdOpt = None, shard: ShardOpt = None) -> None:
+            out: OutOpt = Path("runs"), run_id: RunIdOpt = None, shard: ShardOpt = None,
+            score_in: ScoreInOpt = "auto") -> None:
     """The config's stages (default all three), each on gold inputs, articles concurrently; resumes a run."""
-    _run(None, config, dataset, articles, article, out, run_id, shard=shard)
+    _run(None, config, dataset, articles, article, out, run_id, shard=shard, score_in=score_in)
 
 
 @run_app.command("ranking", epilog=EXIT_CODES)
 def run_ranking(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
                 out: OutOpt = Path("runs"), run_id: RunIdOpt = None, shard: ShardOpt = None,
+                score_in: ScoreInOpt = "auto",
                 max_candidates: Annotated[int | None, typer.Option(help="cap the reranked pool")] = None,
                 query_mode: Annotated[str | None, typer.Option(help="reference | generated | title")] = None) -> None:
     """Stage 1: query expansion -> BM25 -> LLM rerank (paper Tables 3/4)."""
@@ -161,7 +171,8 @@ def run_ranking(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = 
         update["max_candidates"] = max_candidates
     if query_mode is not None:
         update["query_mode"] = query_mode
-    _run(["ranking"], config, dataset, articles, article, out, run_id, {"ranking": update}, shard=shard)
+    _run(["ranking"], config, dataset, articles, article, out, run_id, {"ranking": update}, shard=shard,
+         score_in=score_in)
 
 
 OUTLINE_MODES = {"direct": "Direct, no neighbors", "neighbors": "Direct, one neighbor", "description": "Description"}
@@ -170,6 +181,7 @@ OUTLINE_MODES = {"direct": "Direct, no neighbors", "neighbors": "Direct, one nei
 @run_app.command("outline", epilog=EXIT_CODES)
 def run_outline(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
                 out: OutOpt = Path("runs"), run_id: RunIdOpt = None, shard: ShardOpt = None,
+                score_in: ScoreInOpt = "auto",
                 mode: Annotated[str, typer.Option(help="direct | neighbors | description | all")] = "all") -> None:
     """Stage 2: cluster -> describe -> mini-outline -> merge (paper Table 5); `--mode all` runs the three modes."""
     from ruwikibench.reporting.tables import cell, stage_columns
@@ -183,7 +195,7 @@ def run_outline(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = 
     for each in modes:  # every mode runs even when one fails entirely; the exit status says so at the end
         rid = f"{run_id}-{each}" if run_id else None
         rundir = _run(["outline"], config, dataset, articles, article, out, rid, {"outline": {"mode": each}},
-                      exit_on_failure=False, shard=shard)
+                      exit_on_failure=False, shard=shard, score_in=score_in)
         statuses.append(_status(rundir))
         metrics = rundir.read_json("metrics.json").get("outline", {})
         key = stage_columns("outline", metrics)[0][1]
@@ -202,16 +214,19 @@ def _status(rundir: Any) -> int:
 @run_app.command("sections", epilog=EXIT_CODES)
 def run_sections(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
                  out: OutOpt = Path("runs"), run_id: RunIdOpt = None, shard: ShardOpt = None,
+                 score_in: ScoreInOpt = "auto",
                  max_snippets: Annotated[int | None, typer.Option(help="cap snippets per section")] = None) -> None:
     """Stage 3: group -> iterative summarization -> section text (paper Table 7)."""
     update = {"max_snippets": max_snippets} if max_snippets is not None else {}
-    _run(["sections"], config, dataset, articles, article, out, run_id, {"sections": update}, shard=shard)
+    _run(["sections"], config, dataset, articles, article, out, run_id, {"sections": update}, shard=shard,
+         score_in=score_in)
 
 
 @run_app.command("stage", epilog=EXIT_CODES)
 def run_stage(name: Annotated[str, typer.Argument(help="a registered stage (`ruwikibench stages` lists them)")],
               dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
-              out: OutOpt = Path("runs"), run_id: RunIdOpt = None, shard: ShardOpt = None) -> None:
+              out: OutOpt = Path("runs"), run_id: RunIdOpt = None, shard: ShardOpt = None,
+              score_in: ScoreInOpt = "auto") -> None:
     """One stage by its registered name: a built-in one or a stage from an installed plug-in package."""
     from ruwikibench.registry import StageRegistryError, get_stage
 
@@ -220,7 +235,7 @@ def run_stage(name: Annotated[str, typer.Argument(help="a registered stage (`ruw
     except StageRegistryError as exc:
         print_error(exc)
         raise typer.Exit(2) from exc
-    _run([name], config, dataset, articles, article, out, run_id, shard=shard)
+    _run([name], config, dataset, articles, article, out, run_id, shard=shard, score_in=score_in)
 
 
 @app.command("stages")

@@ -52,6 +52,7 @@ from ruwikibench.runner.reference_queries import (
     session_record,
     write_missing_queries,
 )
+from ruwikibench.runner.score_process import ScoreIn, ScoringProcess, UnitScored, WorkerSetup, wanted
 from ruwikibench.runner.shard import Shard
 from ruwikibench.runner.warmup import warm_up
 from ruwikibench.runspec import (
@@ -80,6 +81,9 @@ class RunOptions(BaseModel):
     unit_timeout: float | None = Field(default=None, description="seconds per unit attempt")
     progress: bool = True
     shard: Shard | None = Field(default=None, description="run only this share of the articles (not in the run id)")
+    score_in: ScoreIn = Field(default="auto", description="where units are scored: 'process' (a process of its own, "
+                              "on another core), 'thread' (this process), 'auto' (a process when the run has "
+                              "enough units and the machine two cores; runner/score_process.py)")
 
 
 class UnknownArticle(RunInputError, KeyError):
@@ -194,6 +198,7 @@ class Runner:
         self.stages: dict[str, Stage[Any]] = {name: get_stage(name) for name in options.stages}
         overrides = check_overrides(context.config)
         self.graphs = {name: stage_graph(stage, overrides).compile() for name, stage in self.stages.items()}
+        self.scoring: ScoringProcess | None = None  # set by the run when it scores in a process of its own
 
     def pending_units(self, articles: list[Article]) -> tuple[list[Unit], int]:
         rerun: dict[tuple[str, str, str], bool] = {}
@@ -293,7 +298,13 @@ class Runner:
         return output
 
     async def score_output(self, stage: Stage[Any], unit: Unit, output: dict[str, Any]) -> None:
-        """Score on the model lane (scoring embeds), write the records here; then the unit's baselines."""
+        """Score in the scoring process when the run has one (and it can build the stage), else on the model lane
+        (scoring embeds); the records are written here; then the unit's baselines."""
+        if self.scoring is not None and await self.scoring.scores(unit.stage):
+            elsewhere = await self.scoring.score(unit.stage, unit, output, bool(baseline_names(stage)))
+            if elsewhere is not None:
+                await self._write_scored(unit, elsewhere)
+                return
         try:
             scored = await run_on_model_lane(stage.checked_score, unit, output, self.context)
         except Exception as exc:  # noqa: BLE001
@@ -302,6 +313,18 @@ class Runner:
         await run_io(self._append_scores, unit, scored)
         if baseline_names(stage):
             await run_on_model_lane(self.score_baselines, stage, unit, output)
+
+    async def _write_scored(self, unit: Unit, scored: UnitScored) -> None:
+        """A unit scored by the scoring process: its records, or its scoring error; its baseline record."""
+        if scored.score is None:
+            self.record_error(unit.stage, unit.article, unit.unit_id, f"score: {scored.error}", 0)
+            return
+        await run_io(self._append_scores, unit, scored.score)
+        if scored.baselines is not None:
+            await run_io(self.rundir.append, UNIT_BASELINES_FILE, scored.baselines)
+        elif scored.baselines_error is not None:
+            log.warning("baselines of %s/%s/%s not scored: %s", unit.stage, unit.article, unit.unit_id,
+                        scored.baselines_error)
 
     def _append_scores(self, unit: Unit, scored: StageScore) -> None:
         tag = {"unit": unit.unit_id}
@@ -377,8 +400,28 @@ async def _execute_locked(
     unscored = await run_cpu(runner.unscored_outputs)
     for unit, output in unscored:
         await runner.score_output(runner.stages[unit.stage], unit, output)
+    if wanted(options.score_in, len(units), context.dataset_dir):
+        runner.scoring = ScoringProcess(WorkerSetup(context.config, str(context.dataset_dir), list(runner.stages)))
+    try:
+        started = await _run_and_score(context, runner, units, options)
+    finally:
+        if runner.scoring is not None:
+            await run_cpu(runner.scoring.close)
+    spec.prompts = context.prompts.hashes()
+    spec.units = UnitCounts(total=total, run_now=len(units), scored_on_resume=len(unscored))
+    spec.last_session = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": context.llm.usage.as_dict(),
+                         **session}
+    fault_point("before_spec")
+    opened.write_spec(spec)
+    await run_cpu(finalize, rundir)
+    return rundir
+
+
+async def _run_and_score(context: StageContext, runner: Runner, units: list[Unit], options: RunOptions) -> float:
+    """The units run and scored, then the run's floors and baselines; returns when the units started."""
+    rundir = runner.rundir
     await _prepare_first_client(context)  # one role's HTTP clients: before the first request, the others after
-    warming = asyncio.create_task(_warm_up_after_first_request(context, list(runner.stages)))
+    warming = asyncio.create_task(_warm_up_after_first_request(context, runner))
     started = time.perf_counter()
     with _progress(options.progress) as progress:
         try:
@@ -390,15 +433,10 @@ async def _execute_locked(
             await run_io(lambda: None)  # appends handed over by units that were cancelled meanwhile are on disk
     await warming
     if not await run_cpu(derived_current, rundir):  # a unit ran or was scored, or a kill cut the last finish
-        await run_on_model_lane(compute_floors_and_baselines, rundir, context)
-    spec.prompts = context.prompts.hashes()
-    spec.units = UnitCounts(total=total, run_now=len(units), scored_on_resume=len(unscored))
-    spec.last_session = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": context.llm.usage.as_dict(),
-                         **session}
-    fault_point("before_spec")
-    opened.write_spec(spec)
-    await run_cpu(finalize, rundir)
-    return rundir
+        scoring = runner.scoring
+        if scoring is None or not await scoring.floors(rundir.path, list(runner.stages)):
+            await run_on_model_lane(compute_floors_and_baselines, rundir, context)
+    return started
 
 
 HEAD_START = 0.2
@@ -464,7 +502,7 @@ async def _head_start(context: StageContext, head: Sequence[asyncio.Future[None]
         sent.cancel()
 
 
-async def _warm_up_after_first_request(context: StageContext, stages: list[str]) -> None:
+async def _warm_up_after_first_request(context: StageContext, runner: Runner) -> None:
     """The stages' lazy imports (sklearn, scipy, the NER model, …) and the heap freeze, once the first request is
     out (or after :data:`FIRST_REQUEST_WAIT` seconds, when every answer is cached): a run sends its first request
     a second or two sooner, and they load while the first answers are on their way, not mid-run. The garbage
@@ -473,7 +511,9 @@ async def _warm_up_after_first_request(context: StageContext, stages: list[str])
     await asyncio.wait({first}, timeout=FIRST_REQUEST_WAIT)
     first.cancel()
     resume_gc()
-    await run_cpu(warm_up, stages, context.config)
+    if runner.scoring is not None:
+        runner.scoring.start()  # the child loads its services while the first answers are on their way
+    await run_cpu(warm_up, list(runner.stages), context.config, scoring=runner.scoring is None)
     freeze_heap()
 
 

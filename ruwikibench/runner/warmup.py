@@ -29,8 +29,9 @@ def modules_for(stages: list[str]) -> list[str]:
     return names
 
 
-def warm_up(stages: list[str], config: RunConfig) -> list[str]:
+def warm_up(stages: list[str], config: RunConfig, *, scoring: bool = True) -> list[str]:
     """Import the stages' modules and build the lazily built helpers they share; returns what was loaded.
+    ``scoring=False``: units are scored in another process (runner/score_process.py), which loads the NER model.
 
     A module that is not installed is skipped here: the stage that needs it reports that itself."""
     loaded = []
@@ -45,7 +46,7 @@ def warm_up(stages: list[str], config: RunConfig) -> list[str]:
 
         stopwords()
         Normalizer(config.ranking.normalizer).terms("прогрев словаря")
-    if {"outline", "sections", "writer"} & set(stages):
+    if scoring and {"outline", "sections", "writer"} & set(stages):
         _warm_entities()
     return loaded
 

@@ -82,6 +82,18 @@ class HashEmbedder:
         return normalize(out)
 
 
+class HashEmbeddings:
+    """:class:`HashEmbedder` as a LangChain ``Embeddings`` class: a config names it (``kind: langchain``,
+    ``name: tests.graphs.writer_fixture:HashEmbeddings``), so a process that builds its own services from the config
+    (the scoring process) gets the same vectors."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return HashEmbedder().embed(texts).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
 MERGED_OUTLINE = "# Москва\n## История\n## География\n### Климат\n## Экономика\n**END**"
 
 

@@ -23,15 +23,19 @@ async def test_first_request_sent_is_set_by_the_first_send() -> None:
     await asyncio.wait_for(llm.first_request_sent(), 1)  # already sent: returns at once
 
 
+def _runner(stages: list[str]) -> SimpleNamespace:
+    return SimpleNamespace(stages=dict.fromkeys(stages), scoring=None)
+
+
 async def test_warm_up_waits_for_the_first_request(monkeypatch: pytest.MonkeyPatch) -> None:
     events: list[str] = []
     monkeypatch.setattr(execute, "resume_gc", lambda: events.append("gc on"))
-    monkeypatch.setattr(execute, "warm_up", lambda stages, config: events.append(f"warm {stages}"))
+    monkeypatch.setattr(execute, "warm_up", lambda stages, config, scoring: events.append(f"warm {stages}"))
     monkeypatch.setattr(execute, "freeze_heap", lambda: events.append("freeze"))
     monkeypatch.setattr(execute, "FIRST_REQUEST_WAIT", 30.0)
     llm = LLM({"writer": ScriptedChat(lambda m: "ok")})
     context = SimpleNamespace(llm=llm, config=None)
-    warming = asyncio.create_task(execute._warm_up_after_first_request(context, ["outline"]))  # type: ignore[arg-type]
+    warming = asyncio.create_task(execute._warm_up_after_first_request(context, _runner(["outline"])))  # type: ignore[arg-type]
     await asyncio.sleep(0.05)
     assert events == []
     await llm.complete("writer", "привет")
@@ -41,9 +45,9 @@ async def test_warm_up_waits_for_the_first_request(monkeypatch: pytest.MonkeyPat
 
 async def test_warm_up_runs_anyway_when_nothing_is_sent(monkeypatch: pytest.MonkeyPatch) -> None:
     events: list[str] = []
-    monkeypatch.setattr(execute, "warm_up", lambda stages, config: events.append("warm"))
+    monkeypatch.setattr(execute, "warm_up", lambda stages, config, scoring: events.append("warm"))
     monkeypatch.setattr(execute, "freeze_heap", lambda: events.append("freeze"))
     monkeypatch.setattr(execute, "FIRST_REQUEST_WAIT", 0.05)
     context = SimpleNamespace(llm=LLM({"writer": ScriptedChat(lambda m: "ok")}), config=None)
-    await asyncio.wait_for(execute._warm_up_after_first_request(context, []), 5)  # type: ignore[arg-type]
+    await asyncio.wait_for(execute._warm_up_after_first_request(context, _runner([])), 5)  # type: ignore[arg-type]
     assert events == ["warm", "freeze"]

@@ -1,0 +1,121 @@
+"""Scoring in a process of its own (runner/score_process.py): the same records and metrics as scoring in the run's
+own process, really computed in the child, and every way the child can fail hands scoring back to the run."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ruwikibench.config import RunConfig
+from ruwikibench.contract import Stage, Unit
+from ruwikibench.corpus_builder.store import save_dataset
+from ruwikibench.runner import score_process
+from ruwikibench.runner.execute import RunOptions, execute
+from ruwikibench.runner.score_process import ScoringProcess, WorkerSetup, wanted
+from ruwikibench.runner.setup import build_context
+from tests.graphs.writer_fixture import make_dataset
+from tests.runner.sample_run import fake_server_process, sample_config
+
+HASH = {"kind": "langchain", "name": "tests.graphs.writer_fixture:HashEmbeddings"}
+
+
+def _config(url: str, cache: Path) -> RunConfig:
+    return sample_config(url, cache, embedder=HASH)
+
+
+async def _run(url: str, folder: Path, data: Path, score_in: str) -> Path:
+    from ruwikibench.dataset_files import resolve_dataset
+
+    dataset, path = resolve_dataset(str(data), source_texts=False)
+    context = build_context(_config(url, folder / "cache"), dataset, path)
+    try:
+        options = RunOptions(out=folder / "runs", progress=False, score_in=score_in)  # type: ignore[arg-type]
+        return (await execute(context, str(path), options)).path
+    finally:
+        await context.llm.aclose()
+
+
+def _records(rundir: Path, name: str) -> list[str]:
+    lines = (rundir / name).read_text(encoding="utf-8").splitlines()
+    return sorted(json.dumps(json.loads(line), sort_keys=True) for line in lines)
+
+
+async def test_the_process_scores_what_the_thread_scores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    save_dataset(make_dataset(), tmp_path / "data")
+    scored_here: list[str] = []
+    checked = Stage.checked_score
+
+    def counting(self: Stage[Any], unit: Unit, output: dict[str, Any], context: Any) -> Any:
+        scored_here.append(unit.stage)
+        return checked(self, unit, output, context)
+
+    with fake_server_process() as url:
+        by_thread = await _run(url, tmp_path / "thread", tmp_path / "data", "thread")
+        monkeypatch.setattr(Stage, "checked_score", counting)  # this process only: the child has its own
+        by_process = await _run(url, tmp_path / "process", tmp_path / "data", "process")
+    assert scored_here == []  # every unit, its baselines and the floors were scored in the child
+    for name in ("results.jsonl", "generated.jsonl", "baseline_scores.jsonl", "floors.jsonl", "baselines.jsonl"):
+        assert _records(by_process, name) == _records(by_thread, name), name
+        assert _records(by_thread, name), name
+    metrics = [json.loads((d / "metrics.json").read_text(encoding="utf-8")) for d in (by_thread, by_process)]
+    assert metrics[0] == metrics[1]
+    assert set(metrics[0]) == {"ranking", "outline", "sections"}
+
+
+def test_auto_scores_in_a_process_only_when_it_pays(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = Path("data")
+    monkeypatch.setattr(score_process, "usable_cores", lambda: 2)
+    assert wanted("auto", score_process.AUTO_MIN_UNITS, data)
+    assert not wanted("auto", score_process.AUTO_MIN_UNITS - 1, data)
+    assert not wanted("auto", 10_000, None)  # an in-memory dataset: nothing for the child to load
+    assert not wanted("thread", 10_000, data)
+    assert wanted("process", 1, data)
+    monkeypatch.setattr(score_process, "usable_cores", lambda: 1)
+    assert not wanted("auto", 10_000, data)
+
+
+def _setup(tmp_path: Path, stages: list[str], data: Path | None = None) -> WorkerSetup:
+    if data is None:
+        data = tmp_path / "data"
+        save_dataset(make_dataset(), data)
+    return WorkerSetup(_config("http://127.0.0.1:9/v1", tmp_path / "cache"), str(data), stages)
+
+
+async def test_a_stage_the_child_cannot_build_stays_here(tmp_path: Path) -> None:
+    scoring = ScoringProcess(_setup(tmp_path, ["ranking", "registered-at-run-time"]))
+    try:
+        assert await scoring.scores("ranking")
+        assert not await scoring.scores("registered-at-run-time")
+    finally:
+        scoring.close()
+
+
+async def test_a_child_that_cannot_start_says_why_in_one_line(tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                                              capfd: pytest.CaptureFixture[str]) -> None:
+    scoring = ScoringProcess(_setup(tmp_path, ["ranking"], data=tmp_path / "no-such-dataset"))
+    with caplog.at_level(logging.WARNING):
+        assert not await scoring.scores("ranking")
+    assert "the scoring process could not start" in caplog.text and "no-such-dataset" in caplog.text
+    assert "Traceback" not in capfd.readouterr().err
+    scoring.close()
+
+
+async def test_a_child_that_dies_hands_scoring_back(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    scoring = ScoringProcess(_setup(tmp_path, ["ranking"]))
+    assert await scoring.scores("ranking")
+    pool = scoring._pool
+    assert pool is not None
+    for pid in list(pool._processes):  # type: ignore[attr-defined]  # the pool's children, by pid
+        os.kill(pid, signal.SIGKILL)
+    unit = Unit(stage="ranking", article="Москва", unit_id="article", input={})
+    with caplog.at_level(logging.WARNING):
+        assert await scoring.score("ranking", unit, {}, with_baselines=False) is None
+    assert "the scoring process ended unexpectedly" in caplog.text
+    assert not await scoring.scores("ranking")  # from now on the run scores in its own process
+    scoring.close()
