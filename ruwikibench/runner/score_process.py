@@ -90,9 +90,10 @@ def _start_worker(setup: WorkerSetup) -> None:
     from ruwikibench.registry import StageRegistryError, get_stage
     from ruwikibench.runner.setup import build_context
 
+    _leave_a_core_to_the_run()
     try:
         dataset, path = resolve_dataset(setup.dataset_dir, source_texts=False)
-        _worker.context = build_context(setup.config, dataset, path, with_llm=False)
+        _worker.context = build_context(_config_for_child(setup.config), dataset, path, with_llm=False)
     except Exception as exc:  # noqa: BLE001 - reported by the parent in one line, no traceback
         _worker.failure = f"{type(exc).__name__}: {exc}"
         return
@@ -101,6 +102,25 @@ def _start_worker(setup: WorkerSetup) -> None:
             _worker.stages[name] = get_stage(name)
         except StageRegistryError:
             continue  # registered in the parent at run time: the parent scores it
+
+
+def _leave_a_core_to_the_run() -> None:
+    """BLAS and OpenMP pools of one thread: the run's event loop keeps a core to itself. OpenBLAS's threads
+    spin between the NER's many small products, and with two of them the child took both cores."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return
+    threadpool_limits(1)
+
+
+def _config_for_child(config: RunConfig) -> RunConfig:
+    """The run's config with the embedding model on one core fewer than the machine's (not in the embedder's
+    identity: the same vectors)."""
+    if config.embedder.threads is not None:
+        return config
+    embedder = config.embedder.model_copy(update={"threads": max(1, usable_cores() - 1)})
+    return config.model_copy(update={"embedder": embedder})
 
 
 def _stage_names() -> tuple[list[str], str | None]:

@@ -119,3 +119,15 @@ async def test_a_child_that_dies_hands_scoring_back(tmp_path: Path, caplog: pyte
     assert "the scoring process ended unexpectedly" in caplog.text
     assert not await scoring.scores("ranking")  # from now on the run scores in its own process
     scoring.close()
+
+
+def test_the_cli_names_a_bad_score_in_in_one_line(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ruwikibench.cli import app
+
+    result = CliRunner().invoke(app, ["run", "all", "--dataset", str(tmp_path), "--config", str(tmp_path / "c.yaml"),
+                                      "--score-in", "gpu"])
+    assert result.exit_code == 2
+    assert "--score-in gpu: one of auto, thread, process" in result.output
+    assert "Traceback" not in result.output
