@@ -102,8 +102,9 @@ class Article(BaseModel):
 
 
 class TextOnDisk:
-    """Where a source's text is kept when a dataset is loaded without its source texts (``load_dataset(…,
-    source_texts=False)``): its line in ``sources.jsonl``, read again each time the text is asked for."""
+    """Where an item's text is kept when a dataset is loaded without it (``load_dataset(…, source_texts=False)``
+    for the sources, ``snippet_texts=False`` for the snippets): its line in the dataset file, read again each time
+    the text is asked for."""
 
     __slots__ = ("offset", "path")
 
@@ -111,7 +112,7 @@ class TextOnDisk:
         self.path = path
         self.offset = offset
 
-    def read(self, source_id: str) -> str:
+    def read(self, item_id: str) -> str:
         with open(self.path, "rb") as handle:
             handle.seek(self.offset)
             line = handle.readline()
@@ -119,26 +120,19 @@ class TextOnDisk:
             row = json.loads(line)
         except ValueError:  # a line cut anywhere: not JSON, or not UTF-8
             row = None
-        if not isinstance(row, dict) or row.get("id") != source_id or not isinstance(row.get("text"), str):
-            raise ValueError(f"{self.path}: changed since the dataset was loaded (no source {source_id!r} at byte "
+        if not isinstance(row, dict) or row.get("id") != item_id or not isinstance(row.get("text"), str):
+            raise ValueError(f"{self.path}: changed since the dataset was loaded (no item {item_id!r} at byte "
                              f"{self.offset}); load the dataset again")
         return row["text"]
 
 
-class Source(BaseModel):
-    """A downloaded text cited by an article. Several sources may share one footnote id.
+class TextMayStayOnDisk(BaseModel):
+    """An item (source or snippet) whose ``text`` may be left on disk (:class:`TextOnDisk`): ``text`` then reads its
+    line when asked for, and dumping, comparing or copying the item loads it for good first, so every use sees the
+    same item either way."""
 
-    A run never reads the sources' texts (its stages work on the snippets), ~a quarter GB at the paper's size: a
-    dataset loaded for a run leaves them on disk (:class:`TextOnDisk`); ``text`` then reads its line of
-    ``sources.jsonl`` when asked for, and dumping, comparing or copying a source loads it for good first, so every
-    use sees the same source either way."""
-
-    id: str = Field(description="'<article name>/<file stem>', unique in the dataset")
-    article: str = Field(description="Article.name")
-    footnote_id: str = Field(description="the footnote that cites it; one that no footnote carries = uncited")
+    id: str
     text: str
-    url: str | None = None
-    file: str | None = None
 
     _on_disk: TextOnDisk | None = PrivateAttr(default=None)
 
@@ -154,32 +148,48 @@ class Source(BaseModel):
         self._on_disk = on_disk
         self.__dict__.pop("text", None)
 
-    def load_text(self) -> Source:
-        """The text back in memory (no-op when it is there); returns the source."""
+    def load_text(self) -> Any:
+        """The text back in memory (no-op when it is there); returns the item."""
         if "text" not in self.__dict__:
             values = {**self.__dict__, "text": self.text}
-            self.__dict__.clear()  # refilled in the fields' order: a dump lists them as a loaded source does
+            self.__dict__.clear()  # refilled in the fields' order: a dump lists them as a loaded item does
             self.__dict__.update((name, values[name]) for name in type(self).model_fields)
             self._on_disk = None
         return self
 
     def model_dump(self, **kwargs: Any) -> dict[str, Any]:
-        return super(Source, self.load_text()).model_dump(**kwargs)
+        return super(TextMayStayOnDisk, self.load_text()).model_dump(**kwargs)
 
     def model_dump_json(self, **kwargs: Any) -> str:
-        return super(Source, self.load_text()).model_dump_json(**kwargs)
+        return super(TextMayStayOnDisk, self.load_text()).model_dump_json(**kwargs)
 
-    def model_copy(self, **kwargs: Any) -> Source:
-        return super(Source, self.load_text()).model_copy(**kwargs)
+    def model_copy(self, **kwargs: Any) -> Any:
+        return super(TextMayStayOnDisk, self.load_text()).model_copy(**kwargs)
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, Source):
+        if isinstance(other, TextMayStayOnDisk):
             self.load_text(), other.load_text()
         return super().__eq__(other)
 
 
-class Snippet(BaseModel):
-    """A window of a source's words. ``id`` = '<source id>#<chunk index>'."""
+class Source(TextMayStayOnDisk):
+    """A downloaded text cited by an article. Several sources may share one footnote id.
+
+    A run never reads the sources' texts (its stages work on the snippets), ~a quarter GB at the paper's size: a
+    dataset loaded for a run leaves them on disk (:class:`TextOnDisk`)."""
+
+    id: str = Field(description="'<article name>/<file stem>', unique in the dataset")
+    article: str = Field(description="Article.name")
+    footnote_id: str = Field(description="the footnote that cites it; one that no footnote carries = uncited")
+    text: str
+    url: str | None = None
+    file: str | None = None
+
+
+class Snippet(TextMayStayOnDisk):
+    """A window of a source's words. ``id`` = '<source id>#<chunk index>'. The scoring process
+    (runner/score_process.py) loads the snippets with their texts on disk: the units it scores carry the texts
+    they use."""
 
     id: str
     article: str
@@ -215,10 +225,10 @@ class Dataset(BaseModel):
         return self._by_id
 
     def load_source_texts(self) -> Dataset:
-        """Every source's text in memory (those a run's load left on disk: :class:`TextOnDisk`); returns the
-        dataset."""
-        for source in self.sources:
-            source.load_text()
+        """Every source's and snippet's text in memory (those a load left on disk: :class:`TextOnDisk`); returns
+        the dataset."""
+        for item in (*self.sources, *self.snippets):
+            item.load_text()
         return self
 
     def model_dump(self, **kwargs: Any) -> dict[str, Any]:

@@ -23,11 +23,11 @@ def cache_root() -> Path:
     return Path(os.environ.get("RUWIKIBENCH_CACHE", "~/.cache/ruwikibench")).expanduser()
 
 
-def resolve_dataset(spec: str, *, source_texts: bool = True) -> tuple[Dataset, Path]:
+def resolve_dataset(spec: str, *, source_texts: bool = True, snippet_texts: bool = True) -> tuple[Dataset, Path]:
     """Load a dataset from ``spec``; a JSON file is imported once into a cache directory keyed by its hash.
     Anything unusable raises :class:`DatasetError` naming the file (articles that failed to import: see
-    :func:`import_errors`). ``source_texts=False``: the sources' texts stay on disk until asked for
-    (:func:`~ruwikibench.corpus_builder.store.load_dataset`)."""
+    :func:`import_errors`). ``source_texts=False``, ``snippet_texts=False``: the sources', the snippets' texts stay
+    on disk until asked for (:func:`~ruwikibench.corpus_builder.store.load_dataset`)."""
     from ruwikibench.corpus_builder.store import DatasetStoreError, load_dataset
 
     if spec.startswith(HUB_PREFIX):
@@ -35,9 +35,9 @@ def resolve_dataset(spec: str, *, source_texts: bool = True) -> tuple[Dataset, P
     path = Path(spec).expanduser()
     try:
         if path.is_dir():
-            dataset = load_dataset(path, source_texts=source_texts)
+            dataset = load_dataset(path, source_texts=source_texts, snippet_texts=snippet_texts)
         elif path.is_file() and path.suffix == ".json":
-            dataset, path = _import_json(path, source_texts)
+            dataset, path = _import_json(path, source_texts, snippet_texts)
         elif not path.exists():
             raise DatasetError(f"{spec}: no such file or directory")
         else:
@@ -71,7 +71,7 @@ def import_errors(path: Path) -> list[str]:
         return []
 
 
-def _import_json(path: Path, source_texts: bool = True) -> tuple[Dataset, Path]:
+def _import_json(path: Path, source_texts: bool = True, snippet_texts: bool = True) -> tuple[Dataset, Path]:
     """The processed dataset of a RuWikiBench JSON file: imported once (the import code, lxml among it, is loaded
     only then)."""
     from ruwikibench.corpus_builder.store import load_dataset, save_dataset
@@ -79,7 +79,7 @@ def _import_json(path: Path, source_texts: bool = True) -> tuple[Dataset, Path]:
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
     target = cache_root() / "datasets" / f"{path.stem}-{digest}"
     if (target / "manifest.json").exists():
-        return load_dataset(target, source_texts=source_texts), target
+        return load_dataset(target, source_texts=source_texts, snippet_texts=snippet_texts), target
     from ruwikibench.corpus_builder.ruwikibench_json import CorpusError, import_ruwikibench_json
 
     try:

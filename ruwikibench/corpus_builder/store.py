@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ruwikibench.dataset import Article, Dataset, Snippet, Source, TextOnDisk
+from ruwikibench.dataset import Article, Dataset, Snippet, Source, TextMayStayOnDisk, TextOnDisk
 from ruwikibench.durable import replace_durably
 
 FORMAT = "ruwikibench-dataset"
@@ -106,7 +106,7 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
 def _read_jsonl(path: Path, model: type[M], lazy_texts: bool = False) -> tuple[list[M], str]:
     """The file's items and the sha256 of its bytes, read a line at a time: the file is never held whole beside its
     items (at the paper's size the snippets and sources are ~240 MB each, a transient quarter GB at start-up).
-    ``lazy_texts`` (sources only): each text is left on disk, at its line (:class:`~ruwikibench.dataset.TextOnDisk`).
+    ``lazy_texts`` (sources, snippets): each text is left on disk, at its line (:class:`~ruwikibench.dataset.TextOnDisk`).
 
     Each line's bytes are validated as they are (pydantic decodes them as it parses): decoding to text first, which
     pydantic then encodes back to UTF-8, was 40 % of the time on the 10 MB sample, before a run's first request. A
@@ -130,7 +130,7 @@ def _read_jsonl(path: Path, model: type[M], lazy_texts: bool = False) -> tuple[l
             except ValidationError:
                 items += _text_items(path, number, raw, model)  # kept in memory, however they split
                 continue
-            if lazy_texts and isinstance(item, Source):
+            if lazy_texts and isinstance(item, TextMayStayOnDisk):
                 item.leave_text_on_disk(TextOnDisk(str(path), start))
             items.append(item)
     return items, digest.hexdigest()
@@ -158,11 +158,13 @@ def _text_items(path: Path, number: int, raw: bytes, model: type[M]) -> list[M]:
     return items
 
 
-def load_dataset(directory: str | Path, *, verify: bool = True, source_texts: bool = True) -> Dataset:
+def load_dataset(directory: str | Path, *, verify: bool = True, source_texts: bool = True,
+                 snippet_texts: bool = True) -> Dataset:
     """Read a directory written by :func:`save_dataset`; with ``verify`` the content hash must match the manifest.
     ``source_texts=False`` leaves the sources' texts on disk, each read from its line when asked for
     (:class:`~ruwikibench.dataset.Source`): what a run loads, it never reads them (a file not as written has its id
-    recomputed over every item, which loads them).
+    recomputed over every item, which loads them); ``snippet_texts=False`` does the same for the snippets (the
+    scoring process).
 
     Files byte for byte as written (their sha256 in the manifest) hold the content the manifest's dataset id was
     computed from: the id is taken from there instead of recomputed over every item (~60 ms on the 10 MB sample,
@@ -170,7 +172,8 @@ def load_dataset(directory: str | Path, *, verify: bool = True, source_texts: bo
     checked by recomputing the id, as before."""
     directory = Path(directory)
     manifest = read_manifest(directory)
-    loaded = {key: _read_jsonl(directory / FILES[key], model, lazy_texts=not source_texts and key == "sources")
+    on_disk = {"sources": not source_texts, "snippets": not snippet_texts}
+    loaded = {key: _read_jsonl(directory / FILES[key], model, lazy_texts=on_disk.get(key, False))
               for key, model in _MODELS.items()}
     dataset = Dataset(
         articles=loaded["articles"][0],  # type: ignore[arg-type]

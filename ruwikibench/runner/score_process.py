@@ -92,7 +92,8 @@ def _start_worker(setup: WorkerSetup) -> None:
 
     _leave_a_core_to_the_run()
     try:
-        dataset, path = resolve_dataset(setup.dataset_dir, source_texts=False)
+        # the texts stay on disk: the units carry the snippet texts they use (~300 MB at the paper's size)
+        dataset, path = resolve_dataset(setup.dataset_dir, source_texts=False, snippet_texts=False)
         _worker.context = build_context(_config_for_child(setup.config), dataset, path, with_llm=False)
     except Exception as exc:  # noqa: BLE001 - reported by the parent in one line, no traceback
         _worker.failure = f"{type(exc).__name__}: {exc}"

@@ -154,6 +154,25 @@ def test_source_texts_left_on_disk_read_the_same(tmp_path: Path) -> None:
     assert load_dataset(tmp_path / "d", source_texts=False).model_dump() == full.model_dump()
 
 
+def test_snippet_texts_left_on_disk_read_the_same(tmp_path: Path) -> None:
+    """The scoring process's load: the snippets' texts on disk too, each read from its line; the same dataset."""
+    ds = import_records([record("Один"), record("Два")], "mem.json").dataset
+    save_dataset(ds, tmp_path / "d")
+    full = load_dataset(tmp_path / "d")
+    lazy = load_dataset(tmp_path / "d", source_texts=False, snippet_texts=False)
+    assert lazy.snippets and all("text" not in s.__dict__ for s in lazy.snippets)
+    assert [s.text for s in lazy.snippets] == [s.text for s in full.snippets]
+    assert all("text" not in s.__dict__ for s in lazy.snippets)  # read, not kept
+    assert lazy.dataset_id == full.dataset_id
+    assert lazy.snippet(full.snippets[1].id).text == full.snippets[1].text
+    assert lazy.snippets[0].model_dump_json() == full.snippets[0].model_dump_json()
+    assert load_dataset(tmp_path / "d", snippet_texts=False) == full
+    path = tmp_path / "d" / "snippets.jsonl"
+    path.write_text("\n" + path.read_text(encoding="utf-8"), encoding="utf-8")  # every line moved by one byte
+    with pytest.raises(ValueError, match="changed since the dataset was loaded"):
+        _ = lazy.snippets[1].text
+
+
 def test_a_source_text_whose_file_changed_is_an_error(tmp_path: Path) -> None:
     ds = import_records([record()], "mem.json").dataset
     save_dataset(ds, tmp_path)
