@@ -255,6 +255,7 @@ def _chat_openai_class() -> type:
     class CompatChatOpenAI(ChatOpenAI):  # type: ignore[misc]
         max_tokens_field: str = "max_tokens"
         _templates: dict[tuple, dict | None] = PrivateAttr(default_factory=dict)
+        _post: Any = PrivateAttr(default=None)  # ChatPost: the SDK's request built once (models/chat_post.py)
 
         def _payload(self, messages: Messages, kwargs: dict[str, Any]) -> dict:
             """:meth:`_get_request_payload` of ``messages``, from a template made once per set of ``kwargs`` when
@@ -290,10 +291,12 @@ def _chat_openai_class() -> type:
             if tracing_enabled() or "response_format" in payload or self._use_responses_api(payload):
                 return await (self.bind(**kwargs) if kwargs else self).ainvoke(messages)
             extra = {name: payload.pop(name, None) for name in ("extra_body", "extra_headers", "extra_query")}
+            if self._post is None:
+                from ruwikibench.models.chat_post import ChatPost
+
+                self._post = ChatPost(self.root_async_client)
             try:
-                response = await self.root_async_client.post(
-                    "/chat/completions", body=payload, cast_to=object, options=_request_options(**extra)
-                )
+                response = await self._post.post(payload, **extra)
             except Exception as exc:
                 _raise_as_chat_openai_does(exc)
                 raise
@@ -312,24 +315,6 @@ def _plain(message: dict[str, Any]) -> bool:
     """A message of text only, in a role every chat endpoint knows."""
     return (message.keys() == {"role", "content"} and isinstance(message["content"], str)
             and message["role"] in ("system", "user", "assistant"))
-
-
-@functools.cache
-def _request_options_takes_security() -> bool:
-    import inspect
-
-    from openai._base_client import make_request_options
-
-    return "security" in inspect.signature(make_request_options).parameters
-
-
-def _request_options(extra_body: Any, extra_headers: Any, extra_query: Any) -> Any:
-    """The SDK's request options as ``chat.completions.create`` makes them (bearer auth, extra body/headers/query)."""
-    from openai._base_client import make_request_options
-
-    security: dict[str, Any] = {"security": {"bearer_auth": True}} if _request_options_takes_security() else {}
-    return make_request_options(extra_headers=extra_headers, extra_query=extra_query, extra_body=extra_body,
-                                **security)
 
 
 def _raise_as_chat_openai_does(exc: BaseException) -> None:
