@@ -25,7 +25,14 @@ def split_sentences(text: str) -> list[str]:
     return list(_sentences(text or ""))
 
 
-@lru_cache(maxsize=16_384)
+SENTENCE_MEMO = 2_048
+"""Texts whose sentences are kept. The memo holds each text (its key) and its sentences: at 16,384 texts, the
+earlier size, it grew to ~280 MB at the paper's 285 articles, filled mostly by the sections baselines' snippet texts;
+at 2,048 the finish's floors take the same time (``bench/finish.py`` at 285: 18.3 s and 17.2 s with 1,024) and the
+scoring of 64 articles' units 10–11 s either way."""
+
+
+@lru_cache(maxsize=SENTENCE_MEMO)
 def _sentences(text: str) -> tuple[str, ...]:
     # not at the top: the stage modules import this module before a run's first request
     from razdel import sentenize
