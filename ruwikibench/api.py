@@ -91,20 +91,24 @@ def run(
     run_id: str | None = None,
     progress: bool = False,
     shard: str | None = None,
+    score_in: str = "auto",
 ) -> Run:
     """Run (or resume) ``stages`` (default: the config's) on ``dataset``, as ``ruwikibench run all`` does: the same
     run directory under ``out`` and the same run id for the same inputs.
 
     ``config``: a YAML path, a dict of settings or a :class:`RunConfig`; ``dataset``: a processed dataset directory,
     a RuWikiBench JSON file or ``hf://OWNER/NAME[/FILE]``; ``articles``: the first N; ``article_names``: by name;
-    ``shard``: ``"I/N"``, share I of N of the articles (one machine each; :func:`merge` joins the shards).
+    ``shard``: ``"I/N"``, share I of N of the articles (one machine each; :func:`merge` joins the shards);
+    ``score_in``: ``"auto"``, ``"process"`` or ``"thread"``, where units are scored (``--score-in``).
     """
     from ruwikibench.runner.shard import Shard
 
     share = Shard.parse(shard) if shard is not None else None
+    if score_in not in ("auto", "thread", "process"):
+        raise RunInputError(f"score_in {score_in!r}: one of auto, thread, process")
     loaded, data, path = load_inputs(config, dataset)
     options = run_options(loaded, stages, articles, article_names, out, run_id, progress).model_copy(
-        update={"shard": share})
+        update={"shard": share, "score_in": score_in})
     return Run.open(execute_run(loaded, data, path, options).path)
 
 

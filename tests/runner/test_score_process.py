@@ -131,3 +131,11 @@ def test_the_cli_names_a_bad_score_in_in_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "--score-in gpu: one of auto, thread, process" in result.output
     assert "Traceback" not in result.output
+
+
+def test_the_python_api_names_a_bad_score_in(tmp_path: Path) -> None:
+    from ruwikibench import api
+    from ruwikibench.config import RunInputError
+
+    with pytest.raises(RunInputError, match="score_in 'gpu': one of auto, thread, process"):
+        api.run(str(tmp_path / "c.yaml"), tmp_path, score_in="gpu")
