@@ -23,7 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ruwikibench.config import RunConfig, RunInputError
 from ruwikibench.context import StageContext
-from ruwikibench.contract import Stage, StageScore, Unit, current_stage_name, score_failure
+from ruwikibench.contract import Stage, StageScore, Unit, current_stage_name
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.durable import write_atomic
 from ruwikibench.executors import freeze_heap, resume_gc, run_cpu, run_io, run_on_model_lane
@@ -39,7 +39,6 @@ from ruwikibench.runner.baselines import (
     add_baselines,
     baseline_names,
     derived_current,
-    unit_baselines,
 )
 from ruwikibench.runner.capture import NodeCapture
 from ruwikibench.runner.derived import compute_floors_and_baselines
@@ -52,7 +51,15 @@ from ruwikibench.runner.reference_queries import (
     session_record,
     write_missing_queries,
 )
-from ruwikibench.runner.score_process import ScoreIn, ScoringProcess, UnitScored, WorkerSetup, wanted
+from ruwikibench.runner.score_process import (
+    ScoreIn,
+    ScoringProcess,
+    UnitScored,
+    WorkerSetup,
+    score_unit,
+    score_unit_baselines,
+    wanted,
+)
 from ruwikibench.runner.shard import Shard
 from ruwikibench.runner.warmup import warm_up
 from ruwikibench.runspec import (
@@ -299,27 +306,27 @@ class Runner:
 
     async def score_output(self, stage: Stage[Any], unit: Unit, output: dict[str, Any]) -> None:
         """Score in the scoring process when the run has one (and it can build the stage), else on the model lane
-        (scoring embeds); the records are written here; then the unit's baselines."""
+        (scoring embeds); the records are written here. Here the unit's baselines are a model-lane job of their
+        own, after its scores (other units' embedding jobs queued meanwhile go first)."""
+        with_baselines = bool(baseline_names(stage))
         if self.scoring is not None and await self.scoring.scores(unit.stage):
-            elsewhere = await self.scoring.score(unit.stage, unit, output, bool(baseline_names(stage)))
+            elsewhere = await self.scoring.score(unit.stage, unit, output, with_baselines)
             if elsewhere is not None:
                 await self._write_scored(unit, elsewhere)
                 return
-        try:
-            scored = await run_on_model_lane(stage.checked_score, unit, output, self.context)
-        except Exception as exc:  # noqa: BLE001
-            self.record_error(unit.stage, unit.article, unit.unit_id, f"score: {score_failure(exc)}", 0)
-            return
-        await run_io(self._append_scores, unit, scored)
-        if baseline_names(stage):
-            await run_on_model_lane(self.score_baselines, stage, unit, output)
+        scored = await run_on_model_lane(score_unit, stage, unit, output, self.context)
+        await self._write_scored(unit, scored)
+        if with_baselines and scored.score is not None:
+            await self._write_scored(
+                unit, await run_on_model_lane(score_unit_baselines, stage, unit, output, self.context))
 
     async def _write_scored(self, unit: Unit, scored: UnitScored) -> None:
-        """A unit scored by the scoring process: its records, or its scoring error; its baseline record."""
-        if scored.score is None:
+        """A unit's scores or its scoring error; its baseline record or why it failed (a warning)."""
+        if scored.error is not None:
             self.record_error(unit.stage, unit.article, unit.unit_id, f"score: {scored.error}", 0)
             return
-        await run_io(self._append_scores, unit, scored.score)
+        if scored.score is not None:
+            await run_io(self._append_scores, unit, scored.score)
         if scored.baselines is not None:
             await run_io(self.rundir.append, UNIT_BASELINES_FILE, scored.baselines)
         elif scored.baselines_error is not None:
@@ -330,17 +337,6 @@ class Runner:
         tag = {"unit": unit.unit_id}
         self.rundir.append_many("generated.jsonl", [text.model_dump(mode="json") | tag for text in scored.texts])
         self.rundir.append_many("results.jsonl", [record.model_dump(mode="json") | tag for record in scored.records])
-
-    def score_baselines(self, stage: Stage[Any], unit: Unit, output: dict[str, Any]) -> None:
-        """The unit's no-LLM baselines scored and written now, as a job of their own on the model lane (other
-        units' embedding jobs queued meanwhile go first), so the run's finish only gathers them. A failure here
-        costs nothing but time: the finish scores the baselines of a unit that has no record."""
-        try:
-            record = unit_baselines(stage, unit, output, self.context)
-        except Exception as exc:  # noqa: BLE001 - see above
-            log.warning("baselines of %s/%s/%s not scored: %s", unit.stage, unit.article, unit.unit_id, exc)
-            return
-        self.rundir.append(UNIT_BASELINES_FILE, record)
 
 
 def _jsonable(obj: Any) -> Any:

@@ -65,7 +65,8 @@ class WorkerSetup:
 
 @dataclass
 class UnitScored:
-    """One unit scored in the child: its StageScore or the reason scoring failed, and its baseline record."""
+    """A unit scored (here or in the child): its StageScore or the reason scoring failed, and/or its baseline
+    record or the reason that failed."""
 
     score: StageScore | None = None
     error: str | None = None
@@ -124,23 +125,35 @@ def _config_for_child(config: RunConfig) -> RunConfig:
     return config.model_copy(update={"embedder": embedder})
 
 
-def _stage_names() -> tuple[list[str], str | None]:
+def _child_stages() -> tuple[list[str], str | None]:
     return list(_worker.stages), _worker.failure
 
 
-def _score_unit(stage_name: str, unit: Unit, output: dict[str, Any], with_baselines: bool) -> UnitScored:
+def score_unit(stage: Stage[Any], unit: Unit, output: dict[str, Any], context: Any) -> UnitScored:
+    """The unit's scores, or why scoring failed (CPU-bound, scoring embeds: the model lane or the child)."""
+    try:
+        return UnitScored(score=stage.checked_score(unit, output, context))
+    except Exception as exc:  # noqa: BLE001 - recorded as the unit's scoring error
+        return UnitScored(error=score_failure(exc))
+
+
+def score_unit_baselines(stage: Stage[Any], unit: Unit, output: dict[str, Any], context: Any) -> UnitScored:
+    """The unit's baseline record, or why it failed: a failure costs nothing but time, the finish scores the
+    baselines of a unit that has no record."""
     from ruwikibench.runner.baselines import unit_baselines
 
-    stage = _worker.stages[stage_name]
     try:
-        scored = UnitScored(score=stage.checked_score(unit, output, _worker.context))
-    except Exception as exc:  # noqa: BLE001 - the parent records it as the unit's scoring error
-        return UnitScored(error=score_failure(exc))
-    if with_baselines:
-        try:
-            scored.baselines = unit_baselines(stage, unit, output, _worker.context)
-        except Exception as exc:  # noqa: BLE001 - the finish scores the baselines of a unit without a record
-            scored.baselines_error = f"{type(exc).__name__}: {exc}"
+        return UnitScored(baselines=unit_baselines(stage, unit, output, context))
+    except Exception as exc:  # noqa: BLE001 - see above
+        return UnitScored(baselines_error=f"{type(exc).__name__}: {exc}")
+
+
+def _score_in_child(stage_name: str, unit: Unit, output: dict[str, Any], with_baselines: bool) -> UnitScored:
+    stage = _worker.stages[stage_name]
+    scored = score_unit(stage, unit, output, _worker.context)
+    if with_baselines and scored.score is not None:
+        baselines = score_unit_baselines(stage, unit, output, _worker.context)
+        scored.baselines, scored.baselines_error = baselines.baselines, baselines.baselines_error
     return scored
 
 
@@ -175,7 +188,7 @@ class ScoringProcess:
         return self._pool is not None and stage_name in names
 
     async def _stage_names(self) -> list[str]:
-        answer = await self._call(_stage_names)
+        answer = await self._call(_child_stages)
         if answer is None:
             return []
         names, failure = answer
@@ -187,7 +200,7 @@ class ScoringProcess:
 
     async def score(self, stage_name: str, unit: Unit, output: dict[str, Any],
                     with_baselines: bool) -> UnitScored | None:
-        return await self._call(_score_unit, stage_name, unit, output, with_baselines)
+        return await self._call(_score_in_child, stage_name, unit, output, with_baselines)
 
     async def floors(self, rundir_path: Path, stages: list[str]) -> bool:
         """Floors and baselines computed in the child (True), or not (False: it cannot build every stage)."""
