@@ -1,17 +1,20 @@
 """On-disk caches of the model layer (SQLite, WAL): LLM responses and embedding vectors.
 
 Both are safe to share between processes (SQLite locking, WAL journal) and between threads of one process
-(one connection guarded by a lock). Values are written as soon as they are computed, so an interrupted run
-keeps everything it already paid for.
+(one connection guarded by a lock). Values are written as soon as they are computed (LLM answers by a writer
+thread, milliseconds later, and all of them when the cache is closed), so an interrupted run keeps everything it
+already paid for.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import sqlite3
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,7 +53,13 @@ def _connect(path: Path | None) -> sqlite3.Connection:
 
 
 class ResponseCache:
-    """LLM completions by request key. ``path=None`` keeps them in memory (tests, throwaway runs)."""
+    """LLM completions by request key. ``path=None`` keeps them in memory (tests, throwaway runs).
+
+    A file-backed cache writes on a thread of its own (:class:`_BatchWriter`): :meth:`put` hands the answer over
+    and returns, the thread commits whatever has arrived in one transaction (one answer per transaction on the
+    event loop cost ~30 µs each and held the loop through every WAL append, 4.8 % of the run process's samples
+    at 64 articles). An answer is readable by :meth:`get` from the moment it is put; it is on disk a few
+    milliseconds later, and :meth:`flush` / :meth:`close` wait for everything put so far."""
 
     def __init__(self, path: str | Path | None) -> None:
         self.path = Path(path).expanduser() if path is not None else None
@@ -59,8 +68,12 @@ class ResponseCache:
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT, value TEXT, created REAL)"
         )
+        self._writer = _BatchWriter(self.path) if self.path is not None else None
 
     def get(self, key: str) -> Completion | None:
+        pending = self._writer.pending(key) if self._writer is not None else None
+        if pending is not None:
+            return Completion.model_validate_json(pending[2]).model_copy(update=CACHED)
         with self._lock:
             row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
         if row is None:
@@ -68,20 +81,116 @@ class ResponseCache:
         return Completion.model_validate_json(row[0]).model_copy(update=CACHED)
 
     def put(self, key: str, completion: Completion) -> None:
-        value = completion.model_dump_json(exclude=set(CACHED))
+        row = (key, completion.model, completion.model_dump_json(exclude=set(CACHED)), time.time())
+        if self._writer is not None:
+            self._writer.put(row)
+            return
         with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
-                (key, completion.model, value, time.time()),
-            )
+            self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", row)
+
+    def flush(self) -> None:
+        """Return once every answer put so far is committed."""
+        if self._writer is not None:
+            self._writer.flush()
 
     def __len__(self) -> int:
+        self.flush()
         with self._lock:
             return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
     def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
         with self._lock:
             self._db.close()
+
+
+Row = tuple[str, str, str, float]
+_OPEN_WRITERS: weakref.WeakSet[_BatchWriter] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_writers() -> None:
+    """A cache nobody closed still commits what it was given before the interpreter exits."""
+    for writer in list(_OPEN_WRITERS):
+        writer.close()
+
+
+class _BatchWriter:
+    """A thread with its own connection that commits the rows put since its last commit in one transaction.
+    Rows not yet committed stay readable by key (:meth:`pending`). Started at the first put; :meth:`close`
+    commits the rest and stops it. When a batch cannot be written (disk full) the thread stops and every later
+    :meth:`put` raises, so the run learns that its answers are no longer kept."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._cond = threading.Condition()
+        self._queued: dict[str, Row] = {}
+        self._writing: dict[str, Row] = {}
+        self._closed = False
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self.commits = 0  # transactions committed (a batch each)
+        _OPEN_WRITERS.add(self)
+
+    def pending(self, key: str) -> Row | None:
+        with self._cond:
+            return self._queued.get(key) or self._writing.get(key)
+
+    def put(self, row: Row) -> None:
+        with self._cond:
+            if self._error is not None:
+                raise OSError(f"{self.path}: the response cache cannot be written: {self._error}") from self._error
+            if self._closed:
+                raise RuntimeError(f"{self.path}: the response cache is closed")
+            self._queued[row[0]] = row
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="response-cache-writer", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def flush(self) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: self._thread is None or not (self._queued or self._writing)
+                                or self._error is not None)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+
+    def _run(self) -> None:
+        db = _connect(self.path)
+        try:
+            while self._next_batch():
+                try:
+                    db.execute("BEGIN")
+                    db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", self._writing.values())
+                    db.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    with self._cond:
+                        self._error = exc
+                        self._writing = {}
+                        self._cond.notify_all()
+                    return
+                with self._cond:
+                    self._writing = {}
+                    self.commits += 1
+                    self._cond.notify_all()
+        finally:
+            db.close()
+
+    def _next_batch(self) -> bool:
+        """Move the queued rows to ``_writing``; False once closed with nothing left."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._queued or self._closed)
+            if not self._queued:
+                return False
+            self._writing, self._queued = self._queued, {}
+            return True
 
 
 class EmbeddingCache:
