@@ -67,6 +67,23 @@ def test_the_start_up_before_the_sampler_counts() -> None:
     assert figures["mb"] >= 250 and figures["phase"] == "start-up"
 
 
+@linux
+def test_a_child_process_counts_in_the_peak() -> None:
+    """A child started after the sampler (as the scoring process is) that touches 300 MB: its peak is summed in."""
+    figures = _child("""
+        import json, subprocess, sys, time
+        sys.path.insert(0, ".")
+        from bench.scale import MemoryTrace
+        trace = MemoryTrace(every=0.2)
+        time.sleep(0.3)
+        subprocess.run([sys.executable, "-c", "import time; b = bytearray(300 << 20); b[::4096] = b'x' * len(b[::4096]); "
+                        "time.sleep(3)"], check=True)
+        trace.stop()
+        print(json.dumps({"children": trace.children_peak, "mb": trace.lifetime({"all": float("inf")})[0]}))
+    """)
+    assert figures["children"] >= 300 and figures["mb"] >= 300
+
+
 def test_call_levels_reads_the_outputs_a_line_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rows = [{"stage": "ranking", "article": "A", "unit": "u", "output": {"query_mode": "generated",
                                                                         "candidates": [1, 2, 3]}},
