@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -41,6 +43,45 @@ def bootstrap_row_chunks(n: int, resamples: int, rng: np.random.Generator) -> It
         yield rng.integers(0, n, size=(min(ROWS_AT_ONCE, resamples - start), n))
 
 
+ROW_MEMO_BYTES = 64 << 20  # index chunks kept for reuse: ~4 draws of the paper's 4,140 sections as uint16
+_row_memo: OrderedDict[tuple[int, int, int], list[np.ndarray]] = OrderedDict()
+_row_memo_lock = threading.Lock()
+
+
+def seeded_row_chunks(n: int, resamples: int, seed: int) -> Iterator[np.ndarray]:
+    """:func:`bootstrap_row_chunks` of ``default_rng(seed)``, drawn once per (n, resamples, seed) and kept (the
+    most recently used first, up to :data:`ROW_MEMO_BYTES`, in the smallest integer type that holds n): every CI
+    of a run resamples with seed 0, and its items come in few counts — at 285 articles the finish's 347 CIs had 8
+    distinct n, and drawing the indices was 3.2 of its 11 s (110 ms at n = 4,140; gathering with a kept draw 38 ms).
+    The indices are the very ones drawn afresh."""
+    import numpy as np
+
+    key = (n, resamples, seed)
+    with _row_memo_lock:
+        kept = _row_memo.get(key)
+        if kept is not None:
+            _row_memo.move_to_end(key)
+    if kept is not None:
+        yield from (chunk.astype(np.intp) for chunk in kept)
+        return
+    small = np.min_scalar_type(max(n - 1, 0))
+    drawn: list[np.ndarray] = []
+    for chunk in bootstrap_row_chunks(n, resamples, np.random.default_rng(seed)):
+        drawn.append(chunk.astype(small))
+        yield chunk
+    _keep(key, drawn)
+
+
+def _keep(key: tuple[int, int, int], drawn: list[np.ndarray]) -> None:
+    size = sum(chunk.nbytes for chunk in drawn)
+    if size > ROW_MEMO_BYTES:
+        return
+    with _row_memo_lock:
+        _row_memo[key] = drawn
+        while sum(c.nbytes for chunks in _row_memo.values() for c in chunks) > ROW_MEMO_BYTES:
+            _row_memo.popitem(last=False)
+
+
 def by_rows(rows: np.ndarray | Iterable[np.ndarray], statistic: Callable[..., np.ndarray],
             columns: Sequence[np.ndarray]) -> np.ndarray:
     """``statistic(*[column[rows] for column in columns])`` computed :data:`ROWS_AT_ONCE` resamples at a time (the
@@ -59,9 +100,9 @@ def _row_means(data: np.ndarray) -> np.ndarray:
     return data.mean(axis=1)
 
 
-def resampled_means(data: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """The mean of each bootstrap resample of ``data``."""
-    return by_rows(bootstrap_row_chunks(data.size, resamples, rng), _row_means, [data])
+def resampled_means(data: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """The mean of each bootstrap resample of ``data`` (the indices of :func:`seeded_row_chunks`)."""
+    return by_rows(seeded_row_chunks(data.size, resamples, seed), _row_means, [data])
 
 
 def bootstrap_ci(
@@ -76,8 +117,7 @@ def bootstrap_ci(
     if data.size == 1:
         value = float(data[0])
         return Estimate(mean=value, low=value, high=value, n=1)
-    rng = np.random.default_rng(seed)
-    means = resampled_means(data, resamples, rng)
+    means = resampled_means(data, resamples, seed)
     alpha = (1 - confidence) / 2
     low, high = np.quantile(means, [alpha, 1 - alpha])
     return Estimate(mean=float(data.mean()), low=float(low), high=float(high), n=int(data.size))
@@ -119,7 +159,7 @@ def paired_bootstrap(
         point = float(statistic(*[d[None, :] for d in data])[0])
         if n == 1:
             return Estimate(mean=point, low=point, high=point, n=1)
-        boot = by_rows(bootstrap_row_chunks(n, resamples, np.random.default_rng(seed)), statistic, data)
+        boot = by_rows(seeded_row_chunks(n, resamples, seed), statistic, data)
     return _percentile_estimate(point, np.asarray(boot, dtype=float), n, confidence)
 
 

@@ -129,3 +129,40 @@ def test_index_rows_drawn_in_chunks_are_the_matrix_drawn_at_once(monkeypatch) ->
         parts = list(stats.bootstrap_row_chunks(n, resamples, np.random.default_rng(3)))
         assert max(len(p) for p in parts) == min(chunk, resamples)
         assert np.array_equal(np.concatenate(parts), whole)
+
+
+def test_kept_index_draws_are_the_fresh_ones_and_are_drawn_once(monkeypatch) -> None:
+    """Every CI with seed 0 over n items resamples with the same indices: they are drawn once per (n, resamples,
+    seed) and kept; the kept ones (stored small, int16 up to uint32) are exactly those of a fresh draw."""
+    from ruwikibench.evaluators import stats
+
+    monkeypatch.setattr(stats, "_row_memo", stats.OrderedDict())
+    draws = []
+    fresh_chunks = stats.bootstrap_row_chunks
+    monkeypatch.setattr(stats, "bootstrap_row_chunks",
+                        lambda n, resamples, rng: draws.append(n) or fresh_chunks(n, resamples, rng))
+    for n, resamples, seed in [(1_001, 2_000, 0), (7, 13, 3), (70_000, 3, 0), (2, 5, 1)]:
+        fresh = stats.bootstrap_rows(n, resamples, np.random.default_rng(seed))
+        first = np.concatenate(list(stats.seeded_row_chunks(n, resamples, seed)))
+        kept = np.concatenate(list(stats.seeded_row_chunks(n, resamples, seed)))
+        assert np.array_equal(first, fresh) and np.array_equal(kept, fresh) and kept.dtype == fresh.dtype
+    assert draws == [1_001, 7, 70_000, 2]
+    values = np.random.default_rng(9).random(1_001)
+    before = list(draws)
+    warm = (stats.bootstrap_ci(values), stats.paired_difference(values, values[::-1]))
+    assert draws == before  # n = 1,001, resamples 2,000, seed 0: kept
+    monkeypatch.setattr(stats, "_row_memo", stats.OrderedDict())
+    assert (stats.bootstrap_ci(values), stats.paired_difference(values, values[::-1])) == warm
+
+
+def test_the_kept_draws_stay_within_their_budget(monkeypatch) -> None:
+    from ruwikibench.evaluators import stats
+
+    monkeypatch.setattr(stats, "_row_memo", stats.OrderedDict())
+    monkeypatch.setattr(stats, "ROW_MEMO_BYTES", 2_000 * (301 + 302) * 2)  # the draws of 301 and 302 (uint16)
+    for n in (300, 301, 302):
+        list(stats.seeded_row_chunks(n, 2_000, 0))
+    assert [key[0] for key in stats._row_memo] == [301, 302]  # the least recently used one left
+    list(stats.seeded_row_chunks(301, 2_000, 0))
+    list(stats.seeded_row_chunks(100_000, 2_000, 0))  # larger than the whole budget: not kept
+    assert [key[0] for key in stats._row_memo] == [302, 301]
