@@ -62,7 +62,9 @@ def frequent_headings(unit: Unit, output: dict[str, Any], context: StageContext)
     return outline_output([spelling[t] for t in ranked], "baseline: frequent headings")
 
 
-register("outline", Baseline("template", "generic encyclopedia headings, no title", template))
-register("outline", Baseline("title template", "generic headings with the title", title_template))
+# built from the unit's input and the dataset alone: scored ahead, while the unit runs (runner/score_process.py)
+register("outline", Baseline("template", "generic encyclopedia headings, no title", template, reads_output=False))
+register("outline", Baseline("title template", "generic headings with the title", title_template,
+                             reads_output=False))
 register("outline", Baseline("frequent headings", "most frequent H2 headings of the other articles",
-                             frequent_headings))
+                             frequent_headings, reads_output=False))

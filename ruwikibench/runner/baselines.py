@@ -23,7 +23,7 @@ from typing import Any
 
 from ruwikibench.baselines import BaselineSkipped, baselines_of
 from ruwikibench.context import StageContext
-from ruwikibench.contract import Stage, Unit
+from ruwikibench.contract import Baseline, Stage, Unit
 from ruwikibench.models.cache import stable_hash
 from ruwikibench.registry import get_stage
 from ruwikibench.rundir import FLOORS_FILE, RunDir
@@ -50,26 +50,46 @@ def output_digest(output: dict[str, Any]) -> str:
     return stable_hash(output)
 
 
-def unit_baselines(stage: Stage[Any], unit: Unit, output: dict[str, Any], context: StageContext) -> dict[str, Any]:
+BaselineScored = tuple[list[dict[str, Any]], dict[str, Any] | None]
+"""One baseline of one unit: its rows, and the output it built (None when it could not build one)."""
+
+
+def score_baseline(stage: Stage[Any], baseline: Baseline, unit: Unit, output: dict[str, Any],
+                   context: StageContext) -> BaselineScored:
+    """The baseline built for the unit and scored by the stage's ``score()``; a baseline that cannot be built or
+    scored is one row with ``excluded`` set to the reason."""
+    try:
+        made = baseline.build(unit, output, context)
+        records = stage.checked_score(unit, made, context).records
+    except BaselineSkipped as exc:
+        return [_excluded(baseline.name, unit, f"baseline: {exc}")], None
+    except Exception as exc:  # noqa: BLE001 - one item's baseline must not stop the others
+        return [_excluded(baseline.name, unit, f"baseline failed: {type(exc).__name__}: {exc}")], None
+    return [{"baseline": baseline.name, "unit": unit.unit_id,
+             **r.model_dump(mode="json", exclude={"info"})} for r in records], made
+
+
+def baselines_ahead(stage: Stage[Any], unit: Unit, context: StageContext) -> dict[str, BaselineScored]:
+    """The unit's baselines that never read the run's output (``reads_output=False``), scored before the unit has
+    one: :func:`unit_baselines` takes them as they are."""
+    return {baseline.name: score_baseline(stage, baseline, unit, {}, context)
+            for baseline in baselines_of(stage) if not baseline.reads_output}
+
+
+def unit_baselines(stage: Stage[Any], unit: Unit, output: dict[str, Any], context: StageContext,
+                   ahead: dict[str, BaselineScored] | None = None) -> dict[str, Any]:
     """The unit's record of ``baseline_scores.jsonl``: every baseline of ``stage`` built from the unit (and, for
     ranking, its output's pool) and scored by the stage's ``score()`` — its rows ({baseline, unit, stage, article,
     item, metrics, …}; an item a baseline cannot be built for is a row with ``excluded`` set to the reason) — and,
-    when the stage has a floor, the baseline outputs the floor reads. CPU-bound (scoring embeds): a worker thread."""
+    when the stage has a floor, the baseline outputs the floor reads. ``ahead``: baselines already scored by
+    :func:`baselines_ahead` for this unit. CPU-bound (scoring embeds): a worker thread."""
     rows: list[dict[str, Any]] = []
     outputs: dict[str, Any] = {}
     for baseline in baselines_of(stage):
-        try:
-            made = baseline.build(unit, output, context)
-            records = stage.checked_score(unit, made, context).records
-        except BaselineSkipped as exc:
-            rows.append(_excluded(baseline.name, unit, f"baseline: {exc}"))
-            continue
-        except Exception as exc:  # noqa: BLE001 - one item's baseline must not stop the others
-            rows.append(_excluded(baseline.name, unit, f"baseline failed: {type(exc).__name__}: {exc}"))
-            continue
-        rows += [{"baseline": baseline.name, "unit": unit.unit_id,
-                  **r.model_dump(mode="json", exclude={"info"})} for r in records]
-        if stage.floor_keys:
+        found = (ahead or {}).get(baseline.name) if not baseline.reads_output else None
+        baseline_rows, made = found if found is not None else score_baseline(stage, baseline, unit, output, context)
+        rows += baseline_rows
+        if stage.floor_keys and made is not None:
             outputs[baseline.name] = made
     return {"stage": unit.stage, "article": unit.article, "unit": unit.unit_id, "output_sha256": output_digest(output),
             "baselines": baseline_names(stage), "rows": rows, "outputs": outputs}

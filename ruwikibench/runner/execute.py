@@ -402,6 +402,7 @@ async def _execute_locked(
         started = await _run_and_score(context, runner, units, options)
     finally:
         if runner.scoring is not None:
+            session["scoring"] = {"in": "process", "baselines_scored_ahead": runner.scoring.scored_ahead}
             await run_cpu(runner.scoring.close)
     spec.prompts = context.prompts.hashes()
     spec.units = UnitCounts(total=total, run_now=len(units), scored_on_resume=len(unscored))
@@ -457,6 +458,9 @@ async def _run_units(context: StageContext, runner: Runner, units: list[Unit], p
 
     async def one(unit: Unit) -> None:
         async with fan_out.slot(unit.fan_out), semaphore:
+            scoring = getattr(runner, "scoring", None)
+            if scoring is not None:  # its baselines that need no output, while the child is idle
+                scoring.score_ahead(runner.stages[unit.stage], unit)
             output = await runner.run_unit(unit)
         if output is not None:  # scored after its slot is given back: scoring waits for the model lane
             await runner.score_output(runner.stages[unit.stage], unit, output)

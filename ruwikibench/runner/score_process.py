@@ -11,6 +11,13 @@ registered stages — and returns each unit's :class:`~ruwikibench.contract.Stag
 parent writes them, so the run directory has one writer. Vectors and entities are shared through the on-disk
 caches (SQLite, WAL).
 
+While the units run, the child is idle most of the time (at 64 articles ~20 % busy), and at the end the units finish
+together: the scores of the last ones were ~15 s of the finish at 285 articles, half of them their baselines. So
+when the child has nothing queued it scores ahead the baselines of the units that are running that never read the
+run's output (``Baseline.reads_output=False``: the sections' lead and random sentences, the outline templates),
+and the unit's scoring takes them as they are (:func:`~ruwikibench.runner.baselines.unit_baselines`). The units
+are those started (at most the ones in flight are waiting), the newest last.
+
 The process is used when :func:`wanted` says so (``--score-in auto``: at least two cores and
 :data:`AUTO_MIN_UNITS` units to run). A stage the child cannot build (a plug-in registered at run time, not by
 import) is scored in the parent as before; if the child dies, the parent scores the rest itself.
@@ -22,6 +29,7 @@ import asyncio
 import logging
 import os
 import signal
+from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -72,6 +80,7 @@ class UnitScored:
     error: str | None = None
     baselines: dict[str, Any] | None = None
     baselines_error: str | None = None
+    ahead: int = 0  # baselines taken as scored ahead
 
 
 @dataclass
@@ -79,6 +88,8 @@ class _Worker:
     context: Any = None
     stages: dict[str, Stage[Any]] = field(default_factory=dict)
     failure: str | None = None  # why the services could not be built: the parent scores everything
+    ahead: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    """Baselines scored ahead by unit key: the unit input's digest and what :func:`baselines_ahead` returned."""
 
 
 _worker = _Worker()
@@ -137,24 +148,60 @@ def score_unit(stage: Stage[Any], unit: Unit, output: dict[str, Any], context: A
         return UnitScored(error=score_failure(exc))
 
 
-def score_unit_baselines(stage: Stage[Any], unit: Unit, output: dict[str, Any], context: Any) -> UnitScored:
+def score_unit_baselines(stage: Stage[Any], unit: Unit, output: dict[str, Any], context: Any,
+                         ahead: dict[str, Any] | None = None) -> UnitScored:
     """The unit's baseline record, or why it failed: a failure costs nothing but time, the finish scores the
-    baselines of a unit that has no record."""
+    baselines of a unit that has no record. ``ahead``: those scored before the unit ended (see the module)."""
     from ruwikibench.runner.baselines import unit_baselines
 
     try:
-        return UnitScored(baselines=unit_baselines(stage, unit, output, context))
+        return UnitScored(baselines=unit_baselines(stage, unit, output, context, ahead))
     except Exception as exc:  # noqa: BLE001 - see above
         return UnitScored(baselines_error=f"{type(exc).__name__}: {exc}")
 
 
 def _score_in_child(stage_name: str, unit: Unit, output: dict[str, Any], with_baselines: bool) -> UnitScored:
     stage = _worker.stages[stage_name]
+    ahead = _taken_ahead(unit)
     scored = score_unit(stage, unit, output, _worker.context)
     if with_baselines and scored.score is not None:
-        baselines = score_unit_baselines(stage, unit, output, _worker.context)
+        baselines = score_unit_baselines(stage, unit, output, _worker.context, ahead)
         scored.baselines, scored.baselines_error = baselines.baselines, baselines.baselines_error
+        scored.ahead = len(ahead or {})
     return scored
+
+
+def _unit_key(unit: Unit) -> tuple[str, str, str]:
+    return unit.stage, unit.article, unit.unit_id
+
+
+def _input_digest(unit: Unit) -> str:
+    from ruwikibench.models.cache import stable_hash
+
+    return stable_hash(unit.input)
+
+
+def _score_ahead_in_child(stage_name: str, unit: Unit) -> None:
+    from ruwikibench.runner.baselines import baselines_ahead
+
+    stage = _worker.stages.get(stage_name)
+    if stage is None:
+        return
+    try:
+        found = baselines_ahead(stage, unit, _worker.context)
+    except Exception:  # noqa: BLE001 - scored with the unit then, as without scoring ahead
+        return
+    if found:
+        _worker.ahead[_unit_key(unit)] = (_input_digest(unit), found)
+
+
+def _taken_ahead(unit: Unit) -> dict[str, Any] | None:
+    """The unit's baselines scored ahead (taken out), when they were scored for this very input."""
+    kept = _worker.ahead.pop(_unit_key(unit), None)
+    if kept is None:
+        return None
+    digest, found = kept
+    return found if digest == _input_digest(unit) else None
 
 
 def _compute_floors(rundir_path: str) -> bool:
@@ -173,6 +220,11 @@ class ScoringProcess:
         self._pool: ProcessPoolExecutor | None = ProcessPoolExecutor(
             max_workers=1, mp_context=get_context("spawn"), initializer=_start_worker, initargs=(setup,))
         self._stages: asyncio.Future[list[str]] | None = None
+        self._waiting_ahead: OrderedDict[tuple[str, str, str], tuple[str, Unit]] = OrderedDict()
+        self._busy = 0  # units being scored (the calls ahead wait while there are any)
+        self._wake: asyncio.Event | None = None
+        self._ahead: asyncio.Task[None] | None = None
+        self.scored_ahead = 0  # baselines the child took as scored ahead
 
     def start(self) -> None:
         """Start the child (it builds its services meanwhile); the first :meth:`scores` would otherwise."""
@@ -200,10 +252,52 @@ class ScoringProcess:
 
     async def score(self, stage_name: str, unit: Unit, output: dict[str, Any],
                     with_baselines: bool) -> UnitScored | None:
-        return await self._call(_score_in_child, stage_name, unit, output, with_baselines)
+        self._waiting_ahead.pop(_unit_key(unit), None)
+        self._busy += 1
+        try:
+            scored = await self._call(_score_in_child, stage_name, unit, output, with_baselines)
+        finally:
+            self._busy -= 1
+            if not self._busy and self._wake is not None:
+                self._wake.set()
+        if scored is not None:
+            self.scored_ahead += scored.ahead
+        return scored
+
+    def score_ahead(self, stage: Stage[Any], unit: Unit) -> None:
+        """The unit has started: its baselines that never read its output are scored when the child is idle."""
+        from ruwikibench.baselines import baselines_of
+
+        if self._pool is None or all(baseline.reads_output for baseline in baselines_of(stage)):
+            return
+        self._waiting_ahead[_unit_key(unit)] = (stage.name, unit)
+        if self._ahead is None:
+            self._wake = asyncio.Event()
+            self._ahead = asyncio.ensure_future(self._score_ahead())
+        if not self._busy:
+            self._wake.set()  # type: ignore[union-attr]
+
+    async def _score_ahead(self) -> None:
+        wake = self._wake
+        assert wake is not None
+        while self._pool is not None:
+            await wake.wait()
+            if self._busy or not self._waiting_ahead:
+                wake.clear()
+                continue
+            _, (stage_name, unit) = self._waiting_ahead.popitem(last=False)
+            if await self.scores(stage_name):
+                await self._call(_score_ahead_in_child, stage_name, unit)
+
+    def _stop_ahead(self) -> None:
+        """No more scoring ahead (safe from any thread: :meth:`close` runs on the CPU pool)."""
+        self._waiting_ahead.clear()
+        if self._ahead is not None and not self._ahead.done():
+            self._ahead.get_loop().call_soon_threadsafe(self._ahead.cancel)
 
     async def floors(self, rundir_path: Path, stages: list[str]) -> bool:
         """Floors and baselines computed in the child (True), or not (False: it cannot build every stage)."""
+        self._stop_ahead()
         if not all([await self.scores(name) for name in stages]):
             return False
         return bool(await self._call(_compute_floors, str(rundir_path)))
@@ -220,6 +314,7 @@ class ScoringProcess:
             return None
 
     def close(self) -> None:
+        self._stop_ahead()
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None

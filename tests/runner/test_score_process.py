@@ -60,6 +60,9 @@ async def test_the_process_scores_what_the_thread_scores(tmp_path: Path, monkeyp
         monkeypatch.setattr(Stage, "checked_score", counting)  # this process only: the child has its own
         by_process = await _run(url, tmp_path / "process", tmp_path / "data", "process")
     assert scored_here == []  # every unit, its baselines and the floors were scored in the child
+    spec = json.loads((by_process / "spec.json").read_text(encoding="utf-8"))
+    assert spec["last_session"]["scoring"]["in"] == "process"  # and how many baselines were scored ahead (timing)
+    assert isinstance(spec["last_session"]["scoring"]["baselines_scored_ahead"], int)
     for name in ("results.jsonl", "generated.jsonl", "baseline_scores.jsonl", "floors.jsonl", "baselines.jsonl"):
         assert _records(by_process, name) == _records(by_thread, name), name
         assert _records(by_thread, name), name
@@ -139,3 +142,40 @@ def test_the_python_api_names_a_bad_score_in(tmp_path: Path) -> None:
 
     with pytest.raises(RunInputError, match="score_in 'gpu': one of auto, thread, process"):
         api.run(str(tmp_path / "c.yaml"), tmp_path, score_in="gpu")
+
+
+async def test_baselines_that_need_no_output_are_scored_ahead_and_taken_as_they_are(tmp_path: Path) -> None:
+    """A sections unit announced when it starts: the idle child scores its lead and random baselines then, and
+    the unit's scoring takes them — the same record as scoring them with the unit (here, without the child)."""
+    import asyncio
+
+    from ruwikibench.baselines import baselines_of
+    from ruwikibench.dataset_files import resolve_dataset
+    from ruwikibench.registry import get_stage
+    from ruwikibench.runner.baselines import unit_baselines
+
+    setup = _setup(tmp_path, ["sections"])
+    dataset, path = resolve_dataset(setup.dataset_dir, source_texts=False)
+    context = build_context(setup.config, dataset, path, with_llm=False)
+    stage = get_stage("sections")
+    article = next(a for a in dataset.articles if stage.units(dataset, a, setup.config))
+    unit = stage.units(dataset, article, setup.config)[0]
+    output = next(b for b in baselines_of(stage) if b.name == "lead").build(unit, {}, context)
+    scoring = ScoringProcess(setup)
+    try:
+        assert await scoring.scores("sections")
+        scoring.score_ahead(stage, unit)
+        await asyncio.sleep(0.1)
+        await scoring._call(score_process._child_stages)  # one worker, first in first out: the ahead job is done
+        scored = await scoring.score("sections", unit, output, with_baselines=True)
+        changed = Unit(stage=unit.stage, article=unit.article, unit_id=unit.unit_id,
+                       input={**unit.input, "article": "another title"})
+        scoring.score_ahead(stage, changed)  # scored ahead for one input, then scored with another: not taken
+        await asyncio.sleep(0.1)
+        await scoring._call(score_process._child_stages)
+        other = await scoring.score("sections", Unit(**{**changed.model_dump(), "input": unit.input}), output, True)
+    finally:
+        scoring.close()
+    assert scored is not None and scored.ahead == 2 and scoring.scored_ahead == 2
+    assert scored.baselines == unit_baselines(stage, unit, output, context)
+    assert other is not None and other.ahead == 0 and other.baselines == scored.baselines
