@@ -11,6 +11,7 @@ from ruwikibench.baselines import BaselineSkipped, baselines_of
 from ruwikibench.baselines.outline import TEMPLATE, frequent_headings, template, title_template
 from ruwikibench.baselines.ranking import bm25_order, random_order
 from ruwikibench.baselines.sections import lead_text, random_text
+from ruwikibench.config import ModelConfig, RunConfig
 from ruwikibench.contract import Unit
 from ruwikibench.runner.stage import get_stage
 from tests.graphs.writer_fixture import make_dataset
@@ -114,7 +115,7 @@ def test_ranking_baselines_reorder_the_runs_own_pool() -> None:
 
 def test_bm25_baseline_scores_as_the_runs_bm25_columns() -> None:
     """Cross-check: the bm25 baseline, scored as a rerank, gets the run's own BM25 figures."""
-    from ruwikibench.config import RunConfig
+    from ruwikibench.config import ModelConfig, RunConfig
     from ruwikibench.context import StageContext
     from ruwikibench.prompts import PromptLibrary
 
@@ -140,3 +141,23 @@ def test_a_failed_baseline_comparison_is_said_in_the_report() -> None:
     note = baseline_note("sections", {"metrics": {}, "vs_baseline_error": "ValueError: boom"}, "run A")
     assert "- run A: no comparison with the baselines (ValueError: boom)" in note
     assert baseline_note("sections", {"metrics": {}}) == []
+
+
+def test_the_baselines_said_to_need_no_output_build_the_same_without_one() -> None:
+    """``reads_output=False`` lets the scoring process score a baseline before its unit has an output: each such
+    built-in builds the same output from an empty run output as from a real-looking one; ranking's read it."""
+    dataset = make_dataset()
+    context = SimpleNamespace(dataset=dataset)
+    flags = {stage: {b.name: b.reads_output for b in baselines_of(get_stage(stage))}
+             for stage in ("ranking", "outline", "sections")}
+    assert flags == {"ranking": {"bm25 order": True, "random order": True},
+                     "outline": {"template": False, "title template": False, "frequent headings": False},
+                     "sections": {"lead": False, "random sentences": False}}
+    article = dataset.articles[0]
+    for name in ("outline", "sections"):
+        stage = get_stage(name)
+        unit = stage.units(dataset, article, RunConfig(models={"writer": ModelConfig(name="w")}))[0]
+        run_output = {"outline": [{"level": 2, "title": "Что-то"}], "results": [{"id": "x", "text": "Текст."}],
+                      "article": "другое", "k": 1}
+        for baseline in baselines_of(stage):
+            assert baseline.build(unit, {}, context) == baseline.build(unit, run_output, context), baseline.name
