@@ -117,14 +117,22 @@ def _start_worker(setup: WorkerSetup) -> None:
             continue  # registered in the parent at run time: the parent scores it
 
 
+BLAS_THREADS_ENV = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def _leave_a_core_to_the_run() -> None:
-    """BLAS and OpenMP pools of one thread: the run's event loop keeps a core to itself. OpenBLAS's threads
-    spin between the NER's many small products, and with two of them the child took both cores."""
+    """BLAS pools of one thread: the run's event loop keeps a core to itself. OpenBLAS's threads spin between the
+    NER's many small products; with two of them the child took 113–127 % of a core through the second half of a
+    64-article run (a native thread beside its main one). threadpoolctl limits only the libraries already loaded,
+    so numpy is loaded first, and the environment says one thread to any BLAS loaded later (scipy's own)."""
+    for name in BLAS_THREADS_ENV:
+        os.environ[name] = "1"
     try:
+        import numpy  # noqa: F401 - loaded now: its BLAS is the pool limited below
         from threadpoolctl import threadpool_limits
     except ImportError:
         return
-    threadpool_limits(1)
+    threadpool_limits(1, user_api="blas")
 
 
 def _config_for_child(config: RunConfig) -> RunConfig:

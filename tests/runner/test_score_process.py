@@ -179,3 +179,17 @@ async def test_baselines_that_need_no_output_are_scored_ahead_and_taken_as_they_
     assert scored is not None and scored.ahead == 2 and scoring.scored_ahead == 2
     assert scored.baselines == unit_baselines(stage, unit, output, context)
     assert other is not None and other.ahead == 0 and other.baselines == scored.baselines
+
+
+def test_the_child_s_blas_holds_one_thread() -> None:
+    """In a fresh process (as the spawned child is, numpy not yet loaded) the limit reaches numpy's BLAS."""
+    import subprocess
+    import sys
+
+    script = ("import sys; from ruwikibench.runner.score_process import _leave_a_core_to_the_run; "
+              "assert 'numpy' not in sys.modules; _leave_a_core_to_the_run(); "
+              "from threadpoolctl import threadpool_info; "
+              "print(sorted({i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas'}))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120,
+                          env={**os.environ, "OPENBLAS_NUM_THREADS": "4"}, cwd=Path(__file__).resolve().parents[2])
+    assert done.stdout.strip() == "[1]"
