@@ -458,14 +458,14 @@ async def _run_units(context: StageContext, runner: Runner, units: list[Unit], p
 
     async def one(unit: Unit) -> None:
         async with fan_out.slot(unit.fan_out), semaphore:
-            scoring = getattr(runner, "scoring", None)
-            if scoring is not None:  # its baselines that need no output, while the child is idle
-                scoring.score_ahead(runner.stages[unit.stage], unit)
             output = await runner.run_unit(unit)
         if output is not None:  # scored after its slot is given back: scoring waits for the model lane
             await runner.score_output(runner.stages[unit.stage], unit, output)
         progress.update(bars[unit.stage], advance=1, usage=_usage_line(context))
 
+    scoring = getattr(runner, "scoring", None)
+    if scoring is not None:  # the baselines that need no output, whenever the scoring process is idle
+        scoring.score_ahead(runner.stages, units)
     head = [asyncio.ensure_future(one(unit)) for unit in units[:1]]
     try:
         await _head_start(context, head)

@@ -11,12 +11,14 @@ registered stages — and returns each unit's :class:`~ruwikibench.contract.Stag
 parent writes them, so the run directory has one writer. Vectors and entities are shared through the on-disk
 caches (SQLite, WAL).
 
-While the units run, the child is idle most of the time (at 64 articles ~20 % busy), and at the end the units finish
-together: the scores of the last ones were ~15 s of the finish at 285 articles, half of them their baselines. So
-when the child has nothing queued it scores ahead the baselines of the units that are running that never read the
-run's output (``Baseline.reads_output=False``: the sections' lead and random sentences, the outline templates),
-and the unit's scoring takes them as they are (:func:`~ruwikibench.runner.baselines.unit_baselines`). The units
-are those started (at most the ones in flight are waiting), the newest last.
+While the units run, the child is idle much of the time (at 64 articles, the first minute: no section has been
+written yet), and at the end the units finish together: the scores of the last ones were ~15 s of the finish at 285
+articles, half of them their baselines. So when the child has nothing queued it scores ahead, in the run's order,
+the baselines of the units still to score that never read the run's output (``Baseline.reads_output=False``: the
+sections' lead and random sentences, the outline templates), keeps them in a temporary file (not in memory: a
+whole run's are ~50 MB at 285 articles), and the unit's scoring takes them as they are
+(:func:`~ruwikibench.runner.baselines.unit_baselines`). The child runs at a lower CPU priority than the run
+(``nice`` +:data:`CHILD_NICENESS`): on a busy machine the requests go first.
 
 The process is used when :func:`wanted` says so (``--score-in auto``: at least two cores and
 :data:`AUTO_MIN_UNITS` units to run). A stage the child cannot build (a plug-in registered at run time, not by
@@ -28,7 +30,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import pickle
 import signal
+import tempfile
 from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -88,16 +92,23 @@ class _Worker:
     context: Any = None
     stages: dict[str, Stage[Any]] = field(default_factory=dict)
     failure: str | None = None  # why the services could not be built: the parent scores everything
-    ahead: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = field(default_factory=dict)
-    """Baselines scored ahead by unit key: the unit input's digest and what :func:`baselines_ahead` returned."""
+    ahead: AheadStore | None = None  # baselines scored ahead, by unit
 
 
 _worker = _Worker()
 
 
+CHILD_NICENESS = 5
+
+
 def _start_worker(setup: WorkerSetup) -> None:
-    """The child's initializer: Ctrl-C is the parent's to handle; services and stages built once."""
+    """The child's initializer: Ctrl-C is the parent's to handle, the CPU the run's first; services and stages
+    built once."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        os.nice(CHILD_NICENESS)
+    except (AttributeError, OSError):  # not POSIX, or not allowed: the same priority
+        pass
     from ruwikibench.dataset_files import resolve_dataset
     from ruwikibench.registry import StageRegistryError, get_stage
     from ruwikibench.runner.setup import build_context
@@ -200,16 +211,16 @@ def _score_ahead_in_child(stage_name: str, unit: Unit) -> None:
     except Exception:  # noqa: BLE001 - scored with the unit then, as without scoring ahead
         return
     if found:
-        _worker.ahead[_unit_key(unit)] = (_input_digest(unit), found)
+        if _worker.ahead is None:
+            _worker.ahead = AheadStore()
+        _worker.ahead.put(_unit_key(unit), _input_digest(unit), found)
 
 
 def _taken_ahead(unit: Unit) -> dict[str, Any] | None:
     """The unit's baselines scored ahead (taken out), when they were scored for this very input."""
-    kept = _worker.ahead.pop(_unit_key(unit), None)
-    if kept is None:
+    if _worker.ahead is None:
         return None
-    digest, found = kept
-    return found if digest == _input_digest(unit) else None
+    return _worker.ahead.take(_unit_key(unit), _input_digest(unit))
 
 
 def _compute_floors(rundir_path: str) -> bool:
@@ -218,6 +229,33 @@ def _compute_floors(rundir_path: str) -> bool:
 
     compute_floors_and_baselines(RunDir(Path(rundir_path)), _worker.context)
     return True
+
+
+class AheadStore:
+    """Baselines scored ahead, pickled into an anonymous temporary file (gone with the process); in memory only
+    where each unit's are."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.TemporaryFile(prefix="ruwikibench-ahead-")  # noqa: SIM115 - lives with the child
+        self._where: dict[tuple[str, str, str], tuple[str, int, int]] = {}
+
+    def put(self, key: tuple[str, str, str], digest: str, found: dict[str, Any]) -> None:
+        data = pickle.dumps(found, protocol=pickle.HIGHEST_PROTOCOL)
+        offset = self._file.seek(0, os.SEEK_END)
+        self._file.write(data)
+        self._where[key] = (digest, offset, len(data))
+
+    def take(self, key: tuple[str, str, str], digest: str) -> dict[str, Any] | None:
+        """The unit's baselines, when kept for this input digest (taken out either way)."""
+        where = self._where.pop(key, None)
+        if where is None or where[0] != digest:
+            return None
+        self._file.seek(where[1])
+        found: dict[str, Any] = pickle.loads(self._file.read(where[2]))  # noqa: S301 - our own file
+        return found
+
+    def __len__(self) -> int:
+        return len(self._where)
 
 
 class ScoringProcess:
@@ -272,13 +310,18 @@ class ScoringProcess:
             self.scored_ahead += scored.ahead
         return scored
 
-    def score_ahead(self, stage: Stage[Any], unit: Unit) -> None:
-        """The unit has started: its baselines that never read its output are scored when the child is idle."""
+    def score_ahead(self, stages: dict[str, Stage[Any]], units: list[Unit]) -> None:
+        """The run's units, in order: the child scores their baselines that never read an output whenever it has
+        nothing else to do (a unit scored meanwhile is dropped from the list)."""
         from ruwikibench.baselines import baselines_of
 
-        if self._pool is None or all(baseline.reads_output for baseline in baselines_of(stage)):
+        ahead = {name for name, stage in stages.items()
+                 if not all(baseline.reads_output for baseline in baselines_of(stage))}
+        for unit in units:
+            if unit.stage in ahead:
+                self._waiting_ahead[_unit_key(unit)] = (unit.stage, unit)
+        if self._pool is None or not self._waiting_ahead:
             return
-        self._waiting_ahead[_unit_key(unit)] = (stage.name, unit)
         if self._ahead is None:
             self._wake = asyncio.Event()
             self._ahead = asyncio.ensure_future(self._score_ahead())

@@ -145,8 +145,8 @@ def test_the_python_api_names_a_bad_score_in(tmp_path: Path) -> None:
 
 
 async def test_baselines_that_need_no_output_are_scored_ahead_and_taken_as_they_are(tmp_path: Path) -> None:
-    """A sections unit announced when it starts: the idle child scores its lead and random baselines then, and
-    the unit's scoring takes them — the same record as scoring them with the unit (here, without the child)."""
+    """The run's units handed over at its start: the idle child scores a sections unit's lead and random baselines,
+    and the unit's scoring takes them — the same record as scoring them with the unit (here, without the child)."""
     import asyncio
 
     from ruwikibench.baselines import baselines_of
@@ -164,13 +164,13 @@ async def test_baselines_that_need_no_output_are_scored_ahead_and_taken_as_they_
     scoring = ScoringProcess(setup)
     try:
         assert await scoring.scores("sections")
-        scoring.score_ahead(stage, unit)
+        scoring.score_ahead({"sections": stage}, [unit])
         await asyncio.sleep(0.1)
         await scoring._call(score_process._child_stages)  # one worker, first in first out: the ahead job is done
         scored = await scoring.score("sections", unit, output, with_baselines=True)
         changed = Unit(stage=unit.stage, article=unit.article, unit_id=unit.unit_id,
                        input={**unit.input, "article": "another title"})
-        scoring.score_ahead(stage, changed)  # scored ahead for one input, then scored with another: not taken
+        scoring.score_ahead({"sections": stage}, [changed])  # scored ahead for one input, scored with another
         await asyncio.sleep(0.1)
         await scoring._call(score_process._child_stages)
         other = await scoring.score("sections", Unit(**{**changed.model_dump(), "input": unit.input}), output, True)
@@ -193,3 +193,13 @@ def test_the_child_s_blas_holds_one_thread() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120,
                           env={**os.environ, "OPENBLAS_NUM_THREADS": "4"}, cwd=Path(__file__).resolve().parents[2])
     assert done.stdout.strip() == "[1]"
+
+
+def test_the_store_of_baselines_scored_ahead_gives_each_back_once_for_its_input() -> None:
+    store = score_process.AheadStore()
+    store.put(("sections", "A", "s1"), "d1", {"lead": ([{"metrics": {"f1": 0.5}}], {"text": "Первое."})})
+    store.put(("sections", "A", "s2"), "d2", {"lead": ([], None)})
+    assert len(store) == 2
+    assert store.take(("sections", "A", "s1"), "d1") == {"lead": ([{"metrics": {"f1": 0.5}}], {"text": "Первое."})}
+    assert store.take(("sections", "A", "s1"), "d1") is None  # taken once
+    assert store.take(("sections", "A", "s2"), "another input") is None and len(store) == 0
