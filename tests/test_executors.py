@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import platform
+import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -192,3 +195,25 @@ def test_threads_share_the_limited_malloc_arenas() -> None:
     assert limited["limited"] is True and limited["again"] is False
     assert limited["heaps"] <= executors.MALLOC_ARENAS  # type: ignore[operator]
     assert _arenas("limit", {"MALLOC_ARENA_MAX": "4"})["limited"] is False
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
+def test_free_memory_goes_back_to_the_system() -> None:
+    """Many mid-sized objects freed in a heap with a live object above them: glibc keeps the pages until
+    give_back_free_memory trims them."""
+    script = """
+import json
+from ruwikibench.executors import give_back_free_memory
+def rss():
+    return int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) / 1024
+blocks = [bytes(2048) + bytes([i % 251]) for i in range(150_000)]
+keep = bytes(4096) + b"k"  # above the freed blocks: the heap's top cannot shrink
+del blocks
+before = rss()
+done = give_back_free_memory()
+print(json.dumps({"before": before, "after": rss(), "done": done}))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120,
+                         cwd=Path(__file__).resolve().parents[1])
+    figures = json.loads(out.stdout.strip().splitlines()[-1])
+    assert figures["done"] and figures["before"] - figures["after"] > 150, figures

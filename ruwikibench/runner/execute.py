@@ -26,7 +26,7 @@ from ruwikibench.context import StageContext
 from ruwikibench.contract import Stage, StageScore, Unit, current_stage_name
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.durable import write_atomic
-from ruwikibench.executors import freeze_heap, resume_gc, run_cpu, run_io, run_on_model_lane
+from ruwikibench.executors import freeze_heap, give_back_free_memory, resume_gc, run_cpu, run_io, run_on_model_lane
 from ruwikibench.faults import fault_point
 from ruwikibench.jsonl import unit_key
 from ruwikibench.nodes.queries import reference_queries_identity
@@ -429,6 +429,7 @@ async def _run_and_score(context: StageContext, runner: Runner, units: list[Unit
         finally:
             await run_io(lambda: None)  # appends handed over by units that were cancelled meanwhile are on disk
     await warming
+    await run_cpu(give_back_free_memory)  # the floors' memory comes on top of what the LLM phase left
     if not await run_cpu(derived_current, rundir):  # a unit ran or was scored, or a kill cut the last finish
         scoring = runner.scoring
         if scoring is None or not await scoring.floors(rundir.path, list(runner.stages)):
