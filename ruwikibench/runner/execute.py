@@ -399,18 +399,22 @@ async def _execute_locked(
     if wanted(options.score_in, len(units), context.dataset_dir):
         runner.scoring = ScoringProcess(WorkerSetup(context.config, str(context.dataset_dir), list(runner.stages)))
     try:
-        started = await _run_and_score(context, runner, units, options)
+        try:
+            started = await _run_and_score(context, runner, units, options)
+        finally:
+            if runner.scoring is not None:
+                session["scoring"] = {"in": "process", "baselines_scored_ahead": runner.scoring.scored_ahead}
+                runner.scoring.close(wait=False)  # it exits while the metrics are written
+        spec.prompts = context.prompts.hashes()
+        spec.units = UnitCounts(total=total, run_now=len(units), scored_on_resume=len(unscored))
+        spec.last_session = {"wall_time_s": round(time.perf_counter() - started, 2),
+                             "llm": context.llm.usage.as_dict(), **session}
+        fault_point("before_spec")
+        opened.write_spec(spec)
+        await run_cpu(finalize, rundir)
     finally:
         if runner.scoring is not None:
-            session["scoring"] = {"in": "process", "baselines_scored_ahead": runner.scoring.scored_ahead}
             await run_cpu(runner.scoring.close)
-    spec.prompts = context.prompts.hashes()
-    spec.units = UnitCounts(total=total, run_now=len(units), scored_on_resume=len(unscored))
-    spec.last_session = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": context.llm.usage.as_dict(),
-                         **session}
-    fault_point("before_spec")
-    opened.write_spec(spec)
-    await run_cpu(finalize, rundir)
     return rundir
 
 

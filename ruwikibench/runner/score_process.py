@@ -33,6 +33,7 @@ import os
 import pickle
 import signal
 import tempfile
+import threading
 from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -271,6 +272,7 @@ class ScoringProcess:
         self._wake: asyncio.Event | None = None
         self._ahead: asyncio.Task[None] | None = None
         self.scored_ahead = 0  # baselines the child took as scored ahead
+        self._exiting: threading.Thread | None = None  # shutting the child down, not yet waited for
 
     def start(self) -> None:
         """Start the child (it builds its services meanwhile); the first :meth:`scores` would otherwise."""
@@ -364,8 +366,15 @@ class ScoringProcess:
             self.close()
             return None
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
+        """Stop the child. ``wait=False`` only tells it to exit (it frees its ~0.7 GB at 285 articles for ~2 s,
+        while the run writes its metrics); a later :meth:`close` waits for it to be gone."""
         self._stop_ahead()
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+            pool, self._pool = self._pool, None
+            self._exiting = threading.Thread(target=pool.shutdown, kwargs={"cancel_futures": True},
+                                             name="scoring-process-exit", daemon=True)
+            self._exiting.start()
+        if wait and self._exiting is not None:
+            self._exiting.join()
+            self._exiting = None

@@ -59,6 +59,10 @@ async def test_the_process_scores_what_the_thread_scores(tmp_path: Path, monkeyp
         by_thread = await _run(url, tmp_path / "thread", tmp_path / "data", "thread")
         monkeypatch.setattr(Stage, "checked_score", counting)  # this process only: the child has its own
         by_process = await _run(url, tmp_path / "process", tmp_path / "data", "process")
+        import multiprocessing
+
+        spawned = [p for p in multiprocessing.active_children() if p.name.startswith("SpawnProcess")]
+        assert not spawned  # the scoring process was told to exit early and waited for at the end (not the endpoint)
     assert scored_here == []  # every unit, its baselines and the floors were scored in the child
     spec = json.loads((by_process / "spec.json").read_text(encoding="utf-8"))
     assert spec["last_session"]["scoring"]["in"] == "process"  # and how many baselines were scored ahead (timing)
