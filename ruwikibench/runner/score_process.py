@@ -225,10 +225,18 @@ def _taken_ahead(unit: Unit) -> dict[str, Any] | None:
 
 
 def _compute_floors(rundir_path: str) -> bool:
+    """The child's last job: the floors and baselines; then it lets go of its services and memory, so that its
+    exit, beside the run's metrics, is quick and holds little (0.75 GB at 285 articles)."""
+    from ruwikibench.executors import give_back_free_memory
     from ruwikibench.rundir import RunDir
     from ruwikibench.runner.derived import compute_floors_and_baselines
 
-    compute_floors_and_baselines(RunDir(Path(rundir_path)), _worker.context)
+    try:
+        compute_floors_and_baselines(RunDir(Path(rundir_path)), _worker.context)
+    finally:
+        _worker.context, _worker.stages, _worker.ahead = None, {}, None
+        _worker.failure = "the scoring process has finished the run's floors"
+        give_back_free_memory()
     return True
 
 
