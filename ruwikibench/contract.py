@@ -78,7 +78,7 @@ class Baseline:
     """A no-LLM baseline of a stage: ``build(unit, run_output, context)`` returns an output in the stage's output
     schema (JSON-able dict), scored by the stage's own ``score()``. ``reads_output=False`` says that ``build``
     never reads the run's output (only the unit's input and the context): the scoring process then scores it
-    while the unit is still running, when it has nothing else to do (:mod:`ruwikibench.runner.score_process`)."""
+    before the unit has run, whenever it has nothing else to do (:mod:`ruwikibench.runner.score_process`)."""
 
     name: str
     description: str

@@ -62,7 +62,7 @@ def frequent_headings(unit: Unit, output: dict[str, Any], context: StageContext)
     return outline_output([spelling[t] for t in ranked], "baseline: frequent headings")
 
 
-# built from the unit's input and the dataset alone: scored ahead, while the unit runs (runner/score_process.py)
+# built from the unit's input and the dataset alone: scored ahead, before the unit runs (runner/score_process.py)
 register("outline", Baseline("template", "generic encyclopedia headings, no title", template, reads_output=False))
 register("outline", Baseline("title template", "generic headings with the title", title_template,
                              reads_output=False))

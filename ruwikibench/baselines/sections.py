@@ -68,7 +68,7 @@ def random_sentences(unit: Unit, output: dict[str, Any], context: StageContext) 
     return {"article": unit.input.get("article", unit.article), "results": results}
 
 
-# built from the unit's input alone: scored ahead, while the unit runs (runner/score_process.py)
+# built from the unit's input alone: scored ahead, before the unit runs (runner/score_process.py)
 register("sections", Baseline("lead", "first sentences of the snippets, reference length", lead,
                               reads_output=False))
 register("sections", Baseline("random sentences", "random snippet sentences, reference length", random_sentences,

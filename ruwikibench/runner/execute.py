@@ -26,7 +26,14 @@ from ruwikibench.context import StageContext
 from ruwikibench.contract import Stage, StageScore, Unit, current_stage_name
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.durable import write_atomic
-from ruwikibench.executors import freeze_heap, give_back_free_memory, resume_gc, run_cpu, run_io, run_on_model_lane
+from ruwikibench.executors import (
+    freeze_heap,
+    give_back_free_memory,
+    resume_gc,
+    run_cpu,
+    run_io,
+    run_on_model_lane,
+)
 from ruwikibench.faults import fault_point
 from ruwikibench.jsonl import unit_key
 from ruwikibench.nodes.queries import reference_queries_identity

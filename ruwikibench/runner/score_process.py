@@ -260,7 +260,7 @@ class AheadStore:
         if where is None or where[0] != digest:
             return None
         self._file.seek(where[1])
-        found: dict[str, Any] = pickle.loads(self._file.read(where[2]))  # noqa: S301 - our own file
+        found: dict[str, Any] = pickle.loads(self._file.read(where[2]))  # our own file, written above
         return found
 
     def __len__(self) -> int:

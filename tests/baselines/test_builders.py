@@ -115,7 +115,7 @@ def test_ranking_baselines_reorder_the_runs_own_pool() -> None:
 
 def test_bm25_baseline_scores_as_the_runs_bm25_columns() -> None:
     """Cross-check: the bm25 baseline, scored as a rerank, gets the run's own BM25 figures."""
-    from ruwikibench.config import ModelConfig, RunConfig
+    from ruwikibench.config import RunConfig
     from ruwikibench.context import StageContext
     from ruwikibench.prompts import PromptLibrary
 
