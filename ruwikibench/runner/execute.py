@@ -475,9 +475,8 @@ async def _run_units(context: StageContext, runner: Runner, units: list[Unit], p
             await runner.score_output(runner.stages[unit.stage], unit, output)
         progress.update(bars[unit.stage], advance=1, usage=_usage_line(context))
 
-    scoring = getattr(runner, "scoring", None)
-    if scoring is not None:  # the baselines that need no output, whenever the scoring process is idle
-        scoring.score_ahead(runner.stages, units)
+    if runner.scoring is not None:  # the baselines that need no output, whenever the scoring process is idle
+        runner.scoring.score_ahead(runner.stages, units)
     head = [asyncio.ensure_future(one(unit)) for unit in units[:1]]
     try:
         await _head_start(context, head)

@@ -219,9 +219,10 @@ def _score_ahead_in_child(stage_name: str, unit: Unit) -> None:
 
 def _taken_ahead(unit: Unit) -> dict[str, Any] | None:
     """The unit's baselines scored ahead (taken out), when they were scored for this very input."""
-    if _worker.ahead is None:
+    key = _unit_key(unit)
+    if _worker.ahead is None or key not in _worker.ahead:  # no input to hash (an outline's is ~0.4 MB)
         return None
-    return _worker.ahead.take(_unit_key(unit), _input_digest(unit))
+    return _worker.ahead.take(key, _input_digest(unit))
 
 
 def _compute_floors(rundir_path: str) -> bool:
@@ -262,6 +263,9 @@ class AheadStore:
         self._file.seek(where[1])
         found: dict[str, Any] = pickle.loads(self._file.read(where[2]))  # our own file, written above
         return found
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._where
 
     def __len__(self) -> int:
         return len(self._where)

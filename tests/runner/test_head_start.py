@@ -25,6 +25,7 @@ class Units:
     def __init__(self, llm: LLM, first: Callable[[LLM, list[str]], Coroutine[Any, Any, None]]) -> None:
         self.llm, self.first = llm, first
         self.stages = {"s": None}
+        self.scoring = None  # as the runner's: no scoring process
         self.events: list[str] = []
         self.started = time.perf_counter()
 

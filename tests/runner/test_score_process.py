@@ -203,7 +203,7 @@ def test_the_store_of_baselines_scored_ahead_gives_each_back_once_for_its_input(
     store = score_process.AheadStore()
     store.put(("sections", "A", "s1"), "d1", {"lead": ([{"metrics": {"f1": 0.5}}], {"text": "Первое."})})
     store.put(("sections", "A", "s2"), "d2", {"lead": ([], None)})
-    assert len(store) == 2
+    assert len(store) == 2 and ("sections", "A", "s1") in store and ("sections", "A", "s3") not in store
     assert store.take(("sections", "A", "s1"), "d1") == {"lead": ([{"metrics": {"f1": 0.5}}], {"text": "Первое."})}
     assert store.take(("sections", "A", "s1"), "d1") is None  # taken once
     assert store.take(("sections", "A", "s2"), "another input") is None and len(store) == 0
