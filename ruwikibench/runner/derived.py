@@ -119,8 +119,11 @@ def one_blas_thread() -> Iterator[None]:
     """BLAS on one thread while floors are computed: their tens of thousands of matrix products are small
     (a section's sentences against another's, an outline's headings), and OpenBLAS wakes a second thread for
     each one above ~260k multiply-adds — ~1 ms per product on a busy machine, 3× the floors' time at 64 articles.
-    The products are split by rows, never along their sums, so the numbers are the same. Process-wide: the
-    finish is the only work then (every unit done)."""
+    The numbers agree with threaded BLAS to float32 rounding; whether they agree to the bit depends on the BLAS
+    build and the CPU (OpenBLAS's Haswell kernels on an AMD EPYC differ in the last bits: its single-thread path
+    sums in another order). Floors are computed under one thread wherever they run (here or in the scoring
+    process), so a run's floors never depend on it. Process-wide: the finish is the only work then (every unit
+    done)."""
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:  # scikit-learn's dependency; without it, BLAS keeps its threads

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from ruwikibench.config import RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.evaluators import entities
@@ -98,7 +100,7 @@ async def test_scoring_a_run_again_reads_no_text_with_the_ner(tmp_path, monkeypa
     entities.forget_in_memory()
 
 
-def test_one_blas_thread_gives_the_same_products() -> None:
+def test_one_blas_thread_gives_the_same_products_to_float32_rounding() -> None:
     import numpy as np
 
     from ruwikibench.evaluators.outline import soft_cardinality
@@ -112,4 +114,6 @@ def test_one_blas_thread_gives_the_same_products() -> None:
     threaded = greedy_prf(generated, reference), soft_cardinality(reference)
     with one_blas_thread():
         single = greedy_prf(generated, reference), soft_cardinality(reference)
-    assert single == threaded
+    assert single[0] == pytest.approx(threaded[0], rel=1e-6)  # bit-equal on some CPUs, not on all
+    assert single[1] == pytest.approx(threaded[1], rel=1e-6)
+    assert single[1] != pytest.approx(threaded[1] * (1 + 1e-4), rel=1e-6)  # the tolerance is float32's, no wider
