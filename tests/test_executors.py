@@ -220,7 +220,7 @@ print(json.dumps({"before": before, "after": rss(), "done": done}))
     assert figures["done"] and figures["before"] - figures["after"] > 150, figures
 
 
-def _collections_while_requests_are_in_flight(in_flight: int = 3000, requests: int = 600_000) -> Counter[int]:
+def _collections_while_requests_are_in_flight(in_flight: int = 3000, requests: int = 1_200_000) -> Counter[int]:
     """Collections by generation while ``requests`` objects in reference cycles (as a LangGraph task with its
     futures is) each live while ``in_flight`` later ones are made."""
     import gc
@@ -253,14 +253,18 @@ def test_run_thresholds_spare_the_full_collections_of_requests_in_flight() -> No
 
     from ruwikibench.executors import RUN_GC_THRESHOLDS, run_gc_thresholds
 
-    default = gc.get_threshold()
-    assert _collections_while_requests_are_in_flight()[2] >= 5  # CPython's thresholds: they reach the oldest
-    with run_gc_thresholds():
-        assert gc.get_threshold() == RUN_GC_THRESHOLDS
-        during_run = _collections_while_requests_are_in_flight()
-    assert during_run[2] == 0
-    assert during_run[0] > 0  # the garbage is still collected, young
-    assert gc.get_threshold() == default
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)  # CPython's own
+        assert _collections_while_requests_are_in_flight()[2] >= 5  # the requests in flight reach the oldest
+        with run_gc_thresholds():
+            assert gc.get_threshold() == RUN_GC_THRESHOLDS
+            during_run = _collections_while_requests_are_in_flight()
+        assert during_run[2] == 0
+        assert during_run[0] > 0  # the garbage is still collected, young
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        gc.set_threshold(*before)
 
 
 def test_run_thresholds_keep_higher_ones_and_come_back_however_the_block_ends() -> None:
