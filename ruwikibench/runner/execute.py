@@ -449,6 +449,7 @@ async def _run_and_score(context: StageContext, runner: Runner, units: list[Unit
         finally:
             await run_io(lambda: None)  # appends handed over by units that were cancelled meanwhile are on disk
     await warming
+    context.indexes.clear()  # BM25 serves the units only; the floors run beside this process's memory
     await run_cpu(give_back_free_memory)  # the floors' memory comes on top of what the LLM phase left
     if not await run_cpu(derived_current, rundir):  # a unit ran or was scored, or a kill cut the last finish
         scoring = runner.scoring

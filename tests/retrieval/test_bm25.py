@@ -103,3 +103,8 @@ def test_a_shelf_builds_once_under_concurrency(dataset: Dataset, tmp_path, monke
     assert len(builds) == 1 and len({id(r) for r in results}) == 1
     assert IndexShelf().get(dataset, "stem", tmp_path) is not results[0]  # another run loads its own (from disk)
     assert len(builds) == 1
+    assert len(shelf) == 1
+    shelf.clear()  # the run's units are done: the shelf lets go, a later get loads again (from disk)
+    assert len(shelf) == 0
+    again = shelf.get(dataset, "stem", tmp_path)
+    assert again is not results[0] and again.doc_ids == results[0].doc_ids and len(builds) == 1

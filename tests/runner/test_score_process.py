@@ -36,9 +36,11 @@ async def _run(url: str, folder: Path, data: Path, score_in: str) -> Path:
     context = build_context(_config(url, folder / "cache"), dataset, path)
     try:
         options = RunOptions(out=folder / "runs", progress=False, score_in=score_in)  # type: ignore[arg-type]
-        return (await execute(context, str(path), options)).path
+        rundir = (await execute(context, str(path), options)).path
     finally:
         await context.llm.aclose()
+    assert len(context.indexes) == 0  # the BM25 index let go once the units were done, before the floors
+    return rundir
 
 
 def _records(rundir: Path, name: str) -> list[str]:
