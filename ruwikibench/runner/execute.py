@@ -222,8 +222,8 @@ class Runner:
         Article by article, the units started at any moment mix the stages: the ranking units' relevance
         judgements (~2/3 of the requests, none waiting for another) fill the request slots that the outline and
         section units' chains of dependent calls leave free. Stage by stage, every ranking unit came first and the
-        chains ran last, on their own, with ~190 of 256 slots in use (bench/scale.py at 285 articles; the whole
-        run 1.47× its schedule bound then, 1.17× article by article: docs/performance.md)."""
+        chains ran last, on their own, with ~190 of 256 slots in use (bench/scale.py at 285 articles:
+        docs/performance.md, "Garbage collection, and the order units start in")."""
         rerun: dict[tuple[str, str, str], bool] = {}
         for saved in self.rundir.read("outputs.jsonl"):  # streamed: the latest output of a unit decides
             rerun[unit_key(saved)] = bool(self.retry_reason(saved))
@@ -449,7 +449,7 @@ async def _run_and_score(context: StageContext, runner: Runner, units: list[Unit
         finally:
             await run_io(lambda: None)  # appends handed over by units that were cancelled meanwhile are on disk
     await warming
-    context.indexes.clear()  # BM25 serves the units only; the floors run beside this process's memory
+    context.indexes.clear()  # BM25 serves the units only; the floors' memory (scoring process) comes on top of ours
     await run_cpu(give_back_free_memory)  # the floors' memory comes on top of what the LLM phase left
     if not await run_cpu(derived_current, rundir):  # a unit ran or was scored, or a kill cut the last finish
         scoring = runner.scoring
