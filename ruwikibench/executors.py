@@ -179,7 +179,7 @@ RUN_GC_THRESHOLDS = (10_000, 10, 100)
 
 Each relevance judgement in flight is a LangGraph task with its config, futures and coroutine frames that lives
 for the ~0.5 s of its request, long enough to outlive two young collections at the default thresholds and reach
-the oldest generation. At 285 articles of bench/scale.py, 332 full collections walked the ~1 M objects of the
+the oldest generation. At 285 articles of bench/scale.py, 332 full collections walked every object of the
 requests in flight, 0.2–0.46 s each with the GIL held: 88 s of stand-still in a 440-s run, 121 s with the young
 collections, and the answers waited (0.63 s from send to answer at 0.5 s latency). With these thresholds: 2–6 full
 collections, 26–31 s in all, 0.54 s from send to answer (docs/performance.md). What they keep waiting for
