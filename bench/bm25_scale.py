@@ -63,8 +63,9 @@ def one_size(dataset_spec: str, size: int, words_per_snippet: int, queries: int)
         pass
     generate = time.perf_counter() - started
     started = time.perf_counter()
-    retriever = build_retriever(synthetic_texts(words, weights, size, words_per_snippet), Normalizer("lemma"),
-                                n_texts=size)
+    retriever = build_retriever(
+        synthetic_texts(words, weights, size, words_per_snippet), Normalizer("lemma"), n_texts=size
+    )
     build = time.perf_counter() - started
     index = BM25Index(retriever, [f"s{i}" for i in range(size)], "lemma", "synthetic")
     folder = Path(tempfile.mkdtemp(prefix="bm25-scale-"))
@@ -82,10 +83,16 @@ def one_size(dataset_spec: str, size: int, words_per_snippet: int, queries: int)
         loaded.search(text, 300)
     query = (time.perf_counter() - started) / queries
     disk = sum(f.stat().st_size for f in folder.iterdir())
-    return {"snippets": size, "generate_s": round(generate, 1), "build_s": round(build, 1),
-            "save_s": round(save, 2), "load_s": round(load, 3), "query_ms": round(query * 1000, 1),
-            "index_mb_on_disk": round(disk / 2**20, 1),
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+    return {
+        "snippets": size,
+        "generate_s": round(generate, 1),
+        "build_s": round(build, 1),
+        "save_s": round(save, 2),
+        "load_s": round(load, 3),
+        "query_ms": round(query * 1000, 1),
+        "index_mb_on_disk": round(disk / 2**20, 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    }
 
 
 def main() -> None:
@@ -100,11 +107,27 @@ def main() -> None:
         print(json.dumps(one_size(args.dataset, args.one, args.words, args.queries)))
         return
     for size in args.sizes:
-        out = subprocess.run([sys.executable, __file__, "--dataset", args.dataset, "--one", str(size),
-                              "--words", str(args.words), "--queries", str(args.queries)],
-                             capture_output=True, text=True, check=False)
+        out = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--dataset",
+                args.dataset,
+                "--one",
+                str(size),
+                "--words",
+                str(args.words),
+                "--queries",
+                str(args.queries),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if out.returncode != 0:
-            print(f"{size}: failed: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}")
+            print(
+                f"{size}: failed: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}"
+            )
             continue
         print(out.stdout.strip().splitlines()[-1], flush=True)
 

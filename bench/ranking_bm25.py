@@ -46,6 +46,7 @@ def summarize(records: list[dict[str, float]], **bootstrap: object) -> dict[str,
             values.setdefault(key, []).append(float(value))
     return {key: bootstrap_ci(vals, **bootstrap) for key, vals in sorted(values.items())}  # type: ignore[arg-type]
 
+
 def sample_json() -> Path:
     env = os.environ.get("RUWIKIBENCH_SAMPLE")
     if env:

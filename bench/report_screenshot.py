@@ -33,8 +33,12 @@ def main() -> None:
     compare_runs(args.runs, args.out)
     shots = [
         screenshot(args.out / "report.html", args.img / "report.png", width=1280, height=1500),
-        screenshot(args.out / "articles" / f"a{args.article:04d}.html", args.img / "report-article.png",
-                   width=1280, height=1500),
+        screenshot(
+            args.out / "articles" / f"a{args.article:04d}.html",
+            args.img / "report-article.png",
+            width=1280,
+            height=1500,
+        ),
     ]
     for shot in shots:
         shrink(shot)

@@ -59,8 +59,11 @@ from bench.pipeline import (
 )
 from ruwikibench.dataset import Article, Dataset, Section
 
-CHEAP_EMBEDDER = {"kind": "langchain", "name": "langchain_core.embeddings:DeterministicFakeEmbedding",
-                  "options": {"size": 384}}
+CHEAP_EMBEDDER = {
+    "kind": "langchain",
+    "name": "langchain_core.embeddings:DeterministicFakeEmbedding",
+    "options": {"size": 384},
+}
 EXTRA_COPIES_OF_LARGEST = 3
 
 
@@ -97,13 +100,30 @@ def synthetic_dataset(real: Dataset, n: int) -> Dataset:
         def new_id(old: str, name: str = name, base: Article = base) -> str:
             return name + old.removeprefix(base.name) if old.startswith(base.name) else f"{name}/{old}"
 
-        sources += [s.model_copy(update={"id": new_id(s.id), "article": name}) for s in sources_of.get(base.name, [])]
-        snippets += [s.model_copy(update={"id": new_id(s.id), "article": name, "source_id": new_id(s.source_id),
-                                          "text": f"[{k:03d}] {s.text}"})
-                     for s in snippets_of.get(base.name, [])]
-        articles.append(base.model_copy(update={
-            "name": name, "title": base.title + suffix, "root": _renamed(base.root, suffix, True),
-            "source_ids": [new_id(i) for i in base.source_ids]}))
+        sources += [
+            s.model_copy(update={"id": new_id(s.id), "article": name}) for s in sources_of.get(base.name, [])
+        ]
+        snippets += [
+            s.model_copy(
+                update={
+                    "id": new_id(s.id),
+                    "article": name,
+                    "source_id": new_id(s.source_id),
+                    "text": f"[{k:03d}] {s.text}",
+                }
+            )
+            for s in snippets_of.get(base.name, [])
+        ]
+        articles.append(
+            base.model_copy(
+                update={
+                    "name": name,
+                    "title": base.title + suffix,
+                    "root": _renamed(base.root, suffix, True),
+                    "source_ids": [new_id(i) for i in base.source_ids],
+                }
+            )
+        )
     return Dataset(articles=articles, sources=sources, snippets=snippets, params=dict(real.params))
 
 
@@ -258,8 +278,9 @@ def measure_one(data: Path, work: Path, latency: float, concurrency: int) -> dic
     cpu_before = run_cpu_seconds()
     pauses = GcPauses()
     started = time.perf_counter()
-    rundir = Path(run_cli(["run", "all", "--dataset", str(data), "--config", str(config),
-                           "--out", str(work / "runs")]))
+    rundir = Path(
+        run_cli(["run", "all", "--dataset", str(data), "--config", str(config), "--out", str(work / "runs")])
+    )
     wall = time.perf_counter() - started
     pauses.stop()
     cpu = run_cpu_seconds() - cpu_before  # the scoring process's included: it has ended, waited for
@@ -274,20 +295,33 @@ def measure_one(data: Path, work: Path, latency: float, concurrency: int) -> dic
     phases = _phases(started, started + wall, spans)
     last_answer = max((end for _, end in spans), default=started)
     first_request = min((start for start, _ in spans), default=started)
-    lifetime, phase = memory.lifetime({"start-up": first_request, "LLM phase": last_answer,
-                                       "finish": started + wall, "bench after the run": float("inf")})
-    return {"wall_s": wall, "bound_s": level_bound(levels, requests, concurrency) * latency, "requests": requests,
-            "peak_rss_mb": lifetime, "peak_phase": phase,  # the whole process's life, the bench's own work included
-            "peak_run_mb": memory.peak(started, started + wall),
-            "cpu_s": cpu,
-            "startup_s": phases.get("startup", 0.0), "finish_s": phases.get("finish", 0.0),
-            "endpoint_cpu_s": endpoint_cpu,
-            "peak_llm_phase_mb": memory.peak(started, last_answer),
-            "peak_finish_mb": memory.peak(last_answer, started + wall),
-            "peak_scoring_process_mb": memory.children_peak,
-            "load_average": os.getloadavg()[0],
-            "gc_pause_s": sum(pauses.seconds), "gc_full_collections": pauses.counts[2],
-            "gc_full_pause_s": pauses.seconds[2]}
+    lifetime, phase = memory.lifetime(
+        {
+            "start-up": first_request,
+            "LLM phase": last_answer,
+            "finish": started + wall,
+            "bench after the run": float("inf"),
+        }
+    )
+    return {
+        "wall_s": wall,
+        "bound_s": level_bound(levels, requests, concurrency) * latency,
+        "requests": requests,
+        "peak_rss_mb": lifetime,
+        "peak_phase": phase,  # the whole process's life, the bench's own work included
+        "peak_run_mb": memory.peak(started, started + wall),
+        "cpu_s": cpu,
+        "startup_s": phases.get("startup", 0.0),
+        "finish_s": phases.get("finish", 0.0),
+        "endpoint_cpu_s": endpoint_cpu,
+        "peak_llm_phase_mb": memory.peak(started, last_answer),
+        "peak_finish_mb": memory.peak(last_answer, started + wall),
+        "peak_scoring_process_mb": memory.children_peak,
+        "load_average": os.getloadavg()[0],
+        "gc_pause_s": sum(pauses.seconds),
+        "gc_full_collections": pauses.counts[2],
+        "gc_full_pause_s": pauses.seconds[2],
+    }
 
 
 def prepare(real_path: str, n: int, work: Path, concurrency: int) -> Path:
@@ -299,15 +333,32 @@ def prepare(real_path: str, n: int, work: Path, concurrency: int) -> Path:
     data = work / "data"
     save_dataset(synthetic_dataset(real, n), data)
     config = _config(work / "scale.yaml", "http://127.0.0.1:9/v1", work / "cache", concurrency)
-    subprocess.run([sys.executable, "-m", "ruwikibench", "corpus", "embed", "--dataset", str(data),
-                    "--config", str(config)], check=True, capture_output=True, cwd=ROOT)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ruwikibench",
+            "corpus",
+            "embed",
+            "--dataset",
+            str(data),
+            "--config",
+            str(config),
+        ],
+        check=True,
+        capture_output=True,
+        cwd=ROOT,
+    )
     return data
 
 
 def reused(folder: Path) -> Path | None:
     """``folder``'s prepared dataset with its runs, LLM answers and the entities of their texts removed (a run's
     NER results are kept beside its answers: a reused corpus must not find them), or None when it has none."""
-    if not (folder / "data" / "snippets.jsonl").exists() or not (folder / "cache" / "embeddings.sqlite").exists():
+    if (
+        not (folder / "data" / "snippets.jsonl").exists()
+        or not (folder / "cache" / "embeddings.sqlite").exists()
+    ):
         return None
     shutil.rmtree(folder / "runs", ignore_errors=True)
     for pattern in ("llm.sqlite*", "entities.sqlite*"):
@@ -324,33 +375,44 @@ def scoring_share(figures: dict[str, Any]) -> str:
 
 def row(n: int, snippets: int, figures: dict[str, Any]) -> str:
     wall, bound, requests = figures["wall_s"], figures["bound_s"], figures["requests"]
-    return (f"| {n} | {snippets:,} | {requests:,} | {wall:.1f} s | {bound:.1f} s | {wall / bound:.2f} | "
-            f"{figures['peak_rss_mb']:.0f} MB, in the {figures.get('peak_phase', '?')} "
-            f"({figures.get('peak_llm_phase_mb', 0):.0f} / {figures.get('peak_finish_mb', 0):.0f}"
-            f"{scoring_share(figures)}) | {1000 * figures['cpu_s'] / max(requests, 1):.1f} ms | "
-            f"{1000 * figures.get('endpoint_cpu_s', 0) / max(requests, 1):.1f} ms | "
-            f"{figures['cpu_s'] / n:.2f} s | {wall / n:.2f} s | {figures['finish_s']:.1f} s "
-            f"({100 * figures['finish_s'] / wall:.1f}%) | {gc_pauses(figures)} | {figures['load_average']:.1f} |")
+    return (
+        f"| {n} | {snippets:,} | {requests:,} | {wall:.1f} s | {bound:.1f} s | {wall / bound:.2f} | "
+        f"{figures['peak_rss_mb']:.0f} MB, in the {figures.get('peak_phase', '?')} "
+        f"({figures.get('peak_llm_phase_mb', 0):.0f} / {figures.get('peak_finish_mb', 0):.0f}"
+        f"{scoring_share(figures)}) | {1000 * figures['cpu_s'] / max(requests, 1):.1f} ms | "
+        f"{1000 * figures.get('endpoint_cpu_s', 0) / max(requests, 1):.1f} ms | "
+        f"{figures['cpu_s'] / n:.2f} s | {wall / n:.2f} s | {figures['finish_s']:.1f} s "
+        f"({100 * figures['finish_s'] / wall:.1f}%) | {gc_pauses(figures)} | {figures['load_average']:.1f} |"
+    )
 
 
 def gc_pauses(figures: dict[str, Any]) -> str:
     """The run process's garbage-collection pauses: all, and the full collections among them."""
     if "gc_pause_s" not in figures:
         return "?"
-    return (f"{figures['gc_pause_s']:.1f} s ({figures['gc_full_collections']} full, "
-            f"{figures['gc_full_pause_s']:.1f} s)")
+    return (
+        f"{figures['gc_pause_s']:.1f} s ({figures['gc_full_collections']} full, "
+        f"{figures['gc_full_pause_s']:.1f} s)"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", required=True, help="the real sample (RuWikiBench JSON or processed folder)")
+    parser.add_argument(
+        "--dataset", required=True, help="the real sample (RuWikiBench JSON or processed folder)"
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[8, 64, 285])
     parser.add_argument("--latency", type=float, default=0.5)
     parser.add_argument("--concurrency", type=int, default=256)
-    parser.add_argument("--work", type=Path, default=None, help="work folder (default: a temporary one, removed)")
-    parser.add_argument("--reuse-corpus", action="store_true",
-                        help="keep a size's dataset, embeddings and BM25 index from an earlier run in --work (only "
-                             "its runs, LLM response cache and entities are removed)")
+    parser.add_argument(
+        "--work", type=Path, default=None, help="work folder (default: a temporary one, removed)"
+    )
+    parser.add_argument(
+        "--reuse-corpus",
+        action="store_true",
+        help="keep a size's dataset, embeddings and BM25 index from an earlier run in --work (only "
+        "its runs, LLM response cache and entities are removed)",
+    )
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)  # the measured child process
     args = parser.parse_args()
     if args.one is not None:
@@ -358,9 +420,11 @@ def main() -> None:
         print("FIGURES " + json.dumps(figures), flush=True)
         return
     work = args.work or Path(tempfile.mkdtemp(prefix="ruwikibench-scale-"))
-    print("| articles | snippets | requests | wall | schedule bound | wall / bound | "
-          "lifetime peak RSS, its phase (start + LLM phase / finish) | CPU / request | endpoint CPU / request | "
-          "CPU / article | wall / article | finish (% of wall) | GC pauses (full) | load avg |")
+    print(
+        "| articles | snippets | requests | wall | schedule bound | wall / bound | "
+        "lifetime peak RSS, its phase (start + LLM phase / finish) | CPU / request | endpoint CPU / request | "
+        "CPU / article | wall / article | finish (% of wall) | GC pauses (full) | load avg |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     for n in args.sizes:
         folder = work / f"n{n}"
@@ -370,10 +434,26 @@ def main() -> None:
             folder.mkdir(parents=True)
             data = prepare(args.dataset, n, folder, args.concurrency)
         snippets = sum(1 for _ in (data / "snippets.jsonl").open(encoding="utf-8"))
-        done = subprocess.run([sys.executable, __file__, "--dataset", args.dataset, "--one", str(n),
-                               "--work", str(folder), "--latency", str(args.latency),
-                               "--concurrency", str(args.concurrency)],
-                              capture_output=True, text=True, check=False, cwd=ROOT)
+        done = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--dataset",
+                args.dataset,
+                "--one",
+                str(n),
+                "--work",
+                str(folder),
+                "--latency",
+                str(args.latency),
+                "--concurrency",
+                str(args.concurrency),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=ROOT,
+        )
         lines = [line for line in done.stdout.splitlines() if line.startswith("FIGURES ")]
         if done.returncode != 0 or not lines:
             raise SystemExit(f"N={n} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")

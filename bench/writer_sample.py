@@ -60,18 +60,36 @@ def main(path: Path) -> None:
         data = json.loads((directory / "article.json").read_text(encoding="utf-8"))
         session = data["session"]
         print(f"# {data['title']}  ({directory})")
-        print(f"wall time {session['wall_time_s']} s · LLM calls {session['llm_calls']} (cache hits "
-              f"{session.get('cache_hits', 0)}) · prompt tokens "
-              f"{session['prompt_tokens']} · completion tokens {session['completion_tokens']}")
+        print(
+            f"wall time {session['wall_time_s']} s · LLM calls {session['llm_calls']} (cache hits "
+            f"{session.get('cache_hits', 0)}) · prompt tokens "
+            f"{session['prompt_tokens']} · completion tokens {session['completion_tokens']}"
+        )
         print("stats:", {k: v for k, v in data["stats"].items()})
         print("\nnode                                  calls   tokens   seconds")
         for name, calls, tokens, seconds in node_table(data["trace"]):
             if calls or seconds > 1:
                 print(f"{name:36s} {calls:6d} {tokens:8d} {seconds:9.1f}")
         for stage, metrics in scores(path, directory.name).items():
-            shown = {k: round(v, 4) for k, v in metrics.items() if k in {
-                "f1", "precision", "recall", "p", "r", "rouge_l", "bleu", "soft_recall", "gen_headings",
-                "source_precision", "source_recall", "cited_own_share"}}
+            shown = {
+                k: round(v, 4)
+                for k, v in metrics.items()
+                if k
+                in {
+                    "f1",
+                    "precision",
+                    "recall",
+                    "p",
+                    "r",
+                    "rouge_l",
+                    "bleu",
+                    "soft_recall",
+                    "gen_headings",
+                    "source_precision",
+                    "source_recall",
+                    "cited_own_share",
+                }
+            }
             print(f"{stage}: {shown}")
         print("\n" + "\n".join(data["markdown"].splitlines()[:12]))
         print()

@@ -20,7 +20,9 @@ _HOME = {
     **dict.fromkeys(("Run", "merge", "report", "run", "score"), "api"),
     "RunConfig": "config",
     "load_config": "config_loader",
-    **dict.fromkeys(("Article", "Dataset", "Paragraph", "Reference", "Section", "Snippet", "Source"), "dataset"),
+    **dict.fromkeys(
+        ("Article", "Dataset", "Paragraph", "Reference", "Section", "Snippet", "Source"), "dataset"
+    ),
     "__version__": "version",
 }
 

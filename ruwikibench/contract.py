@@ -41,8 +41,12 @@ class Unit(BaseModel):
     article: str = Field(description="Article.name")
     unit_id: str = Field(description="unique within (stage, article), e.g. 'article' or a section id")
     input: dict[str, Any] = Field(description="the graph input state, JSON-able")
-    fan_out: int = Field(default=1, ge=1, description="LLM requests the unit may have waiting at once (its "
-                         "widest fan-out); the runner starts units while their fan-outs fit its budget")
+    fan_out: int = Field(
+        default=1,
+        ge=1,
+        description="LLM requests the unit may have waiting at once (its "
+        "widest fan-out); the runner starts units while their fan-outs fit its budget",
+    )
 
 
 class ScoreRecord(BaseModel):
@@ -192,7 +196,9 @@ class Stage(Generic[OutputT]):
         """References to draw floor pairs from when a run holds too few articles (None: the run's own items)."""
         return None
 
-    def run_floors(self, rundir: RunDir, context: StageContext, *, per_item: int, seed: int) -> list[dict[str, Any]]:
+    def run_floors(
+        self, rundir: RunDir, context: StageContext, *, per_item: int, seed: int
+    ) -> list[dict[str, Any]]:
         """Floor rows the stage computes over the whole run directory (records it files under other stages)."""
         return []
 
@@ -206,7 +212,9 @@ class Stage(Generic[OutputT]):
         try:
             return self.output_model.model_validate(output)  # type: ignore[return-value]
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '(output)'}: {e['msg']}" for e in exc.errors()[:3])
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or '(output)'}: {e['msg']}" for e in exc.errors()[:3]
+            )
             raise StageOutputError(
                 f"stage {self.name!r}: the output does not fit {_type_name(self.output_model)}: {problems}"
             ) from None
@@ -223,21 +231,30 @@ class Stage(Generic[OutputT]):
 
     def _records(self, returned: object) -> list[ScoreRecord]:
         if not isinstance(returned, list):
-            raise StageReturnError(f"stage {self.name!r}: score() returned {_type_name(type(returned))}, "
-                                   "expected StageScore or list[ScoreRecord]")
+            raise StageReturnError(
+                f"stage {self.name!r}: score() returned {_type_name(type(returned))}, "
+                "expected StageScore or list[ScoreRecord]"
+            )
         wrong = [item for item in returned if not isinstance(item, ScoreRecord)]
         if wrong:
-            raise StageReturnError(f"stage {self.name!r}: score() returned a list holding "
-                                   f"{_type_name(type(wrong[0]))}, expected StageScore or list[ScoreRecord]")
+            raise StageReturnError(
+                f"stage {self.name!r}: score() returned a list holding "
+                f"{_type_name(type(wrong[0]))}, expected StageScore or list[ScoreRecord]"
+            )
         return returned
 
     def _texts(self, returned: object) -> list[GeneratedText]:
         if not isinstance(returned, list) or not all(isinstance(t, GeneratedText) for t in returned):
-            held = type(returned) if not isinstance(returned, list) else next(
-                type(t) for t in returned if not isinstance(t, GeneratedText))
-            raise StageReturnError(f"stage {self.name!r}: texts() returned {_type_name(held)}"
-                                   f"{'' if not isinstance(returned, list) else ' in its list'}, "
-                                   "expected list[GeneratedText]")
+            held = (
+                type(returned)
+                if not isinstance(returned, list)
+                else next(type(t) for t in returned if not isinstance(t, GeneratedText))
+            )
+            raise StageReturnError(
+                f"stage {self.name!r}: texts() returned {_type_name(held)}"
+                f"{'' if not isinstance(returned, list) else ' in its list'}, "
+                "expected list[GeneratedText]"
+            )
         return returned
 
 
@@ -246,11 +263,31 @@ def _type_name(kind: Any) -> str:
 
 
 REQUIRED_MEMBERS = ("name", "columns", "build_graph", "units", "score")
-OPTIONAL_ATTRIBUTES = ("output_model", "description", "order", "profiles", "headline_key", "count_keys", "floor_keys",
-                       "baseline_keys", "baselines", "options_model", "roles", "prompt_files", "subgraph_stages",
-                       "output_keys")
-OPTIONAL_METHODS = ("texts", "retry_reason", "failure_keys", "floor_sides", "cross_score", "reference_pool",
-                    "run_floors")
+OPTIONAL_ATTRIBUTES = (
+    "output_model",
+    "description",
+    "order",
+    "profiles",
+    "headline_key",
+    "count_keys",
+    "floor_keys",
+    "baseline_keys",
+    "baselines",
+    "options_model",
+    "roles",
+    "prompt_files",
+    "subgraph_stages",
+    "output_keys",
+)
+OPTIONAL_METHODS = (
+    "texts",
+    "retry_reason",
+    "failure_keys",
+    "floor_sides",
+    "cross_score",
+    "reference_pool",
+    "run_floors",
+)
 
 
 class AdaptedStage(Stage[Any]):
@@ -264,8 +301,16 @@ class AdaptedStage(Stage[Any]):
             if hasattr(plugin, attribute):
                 members[attribute] = getattr(plugin, attribute)
         members["columns"] = list(self.columns)
-        for attribute in ("count_keys", "floor_keys", "baseline_keys", "baselines", "roles", "prompt_files",
-                          "subgraph_stages", "profiles"):
+        for attribute in (
+            "count_keys",
+            "floor_keys",
+            "baseline_keys",
+            "baselines",
+            "roles",
+            "prompt_files",
+            "subgraph_stages",
+            "profiles",
+        ):
             members[attribute] = tuple(getattr(self, attribute) or ())
         for method in OPTIONAL_METHODS:
             if hasattr(plugin, method):
@@ -292,8 +337,11 @@ def missing_members(stage: object) -> list[str]:
     """The required members a stage object lacks (for a :class:`Stage` subclass: the methods it does not define
     itself, since the base class's only raise)."""
     if isinstance(stage, Stage):
-        return [member for member in REQUIRED_MEMBERS
-                if not hasattr(stage, member) or getattr(type(stage), member) is getattr(Stage, member, None)]
+        return [
+            member
+            for member in REQUIRED_MEMBERS
+            if not hasattr(stage, member) or getattr(type(stage), member) is getattr(Stage, member, None)
+        ]
     return [member for member in REQUIRED_MEMBERS if not hasattr(stage, member)]
 
 
@@ -316,7 +364,22 @@ def score_failure(exc: BaseException) -> str:
 
 
 __all__ = [
-    "RENAMED_STAGES", "AdaptedStage", "AnyGraph", "Baseline", "BaselineSkipped", "GeneratedText", "ScoreRecord",
-    "Stage", "StageOutputError", "StageReturnError", "StageScore", "Unit", "as_stage", "current_stage_name",
-    "defining_stage", "missing_members", "score_failure", "with_current_stage",
+    "RENAMED_STAGES",
+    "AdaptedStage",
+    "AnyGraph",
+    "Baseline",
+    "BaselineSkipped",
+    "GeneratedText",
+    "ScoreRecord",
+    "Stage",
+    "StageOutputError",
+    "StageReturnError",
+    "StageScore",
+    "Unit",
+    "as_stage",
+    "current_stage_name",
+    "defining_stage",
+    "missing_members",
+    "score_failure",
+    "with_current_stage",
 ]

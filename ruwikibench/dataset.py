@@ -32,13 +32,17 @@ class Paragraph(BaseModel):
 
     text: str
     citations: list[str] = Field(default_factory=list, description="footnote ids (e.g. cite_note-5) in order")
-    notes: list[str] = Field(default_factory=list, description="explanatory-note ids ([прим. 1]), not sources")
+    notes: list[str] = Field(
+        default_factory=list, description="explanatory-note ids ([прим. 1]), not sources"
+    )
 
 
 class Section(BaseModel):
     """A node of the outline tree. ``level`` 1 is the article itself (the lead), 2 = h2, 3 = h3, ..."""
 
-    id: str = Field(description="unique within the article, e.g. 's3' — two headings with one title stay apart")
+    id: str = Field(
+        description="unique within the article, e.g. 's3' — two headings with one title stay apart"
+    )
     level: int
     title: str
     paragraphs: list[Paragraph] = Field(default_factory=list)
@@ -71,7 +75,8 @@ class Reference(BaseModel):
     label: str = ""
     is_note: bool = Field(default=False, description="an explanatory note ([прим. N]), not a source citation")
     other_links: list[str] = Field(
-        default_factory=list, exclude=True,
+        default_factory=list,
+        exclude=True,
         description="links with a scheme other than http(s) (file:, ftp:, gopher: …), never fetched; seen by the "
         "corpus builder (which records them as refused) and not saved with the dataset",
     )
@@ -121,8 +126,10 @@ class TextOnDisk:
         except ValueError:  # a line cut anywhere: not JSON, or not UTF-8
             row = None
         if not isinstance(row, dict) or row.get("id") != item_id or not isinstance(row.get("text"), str):
-            raise ValueError(f"{self.path}: changed since the dataset was loaded (no item {item_id!r} at byte "
-                             f"{self.offset}); load the dataset again")
+            raise ValueError(
+                f"{self.path}: changed since the dataset was loaded (no item {item_id!r} at byte "
+                f"{self.offset}); load the dataset again"
+            )
         return row["text"]
 
 
@@ -242,7 +249,11 @@ class Dataset(BaseModel):
         if not isinstance(other, Dataset):
             return NotImplemented
         return (self.articles, self.sources, self.snippets, self.params) == (
-            other.articles, other.sources, other.snippets, other.params)
+            other.articles,
+            other.sources,
+            other.snippets,
+            other.params,
+        )
 
     def article(self, name: str) -> Article:
         found = self._index()["article"].get(name)
@@ -264,7 +275,10 @@ class Dataset(BaseModel):
         lookup was a scan of the whole dataset, made per unit and per section (quadratic in the dataset's size)."""
         if self._groups is None:
             groups: dict[str, defaultdict[str, list[Any]]] = {
-                "sources": defaultdict(list), "snippets": defaultdict(list), "by_source": defaultdict(list)}
+                "sources": defaultdict(list),
+                "snippets": defaultdict(list),
+                "by_source": defaultdict(list),
+            }
             for source in self.sources:
                 groups["sources"][source.article].append(source)
             for snip in self.snippets:
@@ -294,5 +308,7 @@ class Dataset(BaseModel):
         digest = hashlib.sha256()
         for group in (self.articles, self.sources, self.snippets):
             for item in group:
-                digest.update(json.dumps(item.model_dump(mode="json"), ensure_ascii=False, sort_keys=True).encode())
+                digest.update(
+                    json.dumps(item.model_dump(mode="json"), ensure_ascii=False, sort_keys=True).encode()
+                )
         return digest.hexdigest()[:16]

@@ -23,7 +23,9 @@ def cache_root() -> Path:
     return Path(os.environ.get("RUWIKIBENCH_CACHE", "~/.cache/ruwikibench")).expanduser()
 
 
-def resolve_dataset(spec: str, *, source_texts: bool = True, snippet_texts: bool = True) -> tuple[Dataset, Path]:
+def resolve_dataset(
+    spec: str, *, source_texts: bool = True, snippet_texts: bool = True
+) -> tuple[Dataset, Path]:
     """Load a dataset from ``spec``; a JSON file is imported once into a cache directory keyed by its hash.
     Anything unusable raises :class:`DatasetError` naming the file (articles that failed to import: see
     :func:`import_errors`). ``source_texts=False``, ``snippet_texts=False``: the sources', the snippets' texts stay
@@ -31,7 +33,7 @@ def resolve_dataset(spec: str, *, source_texts: bool = True, snippet_texts: bool
     from ruwikibench.corpus_builder.store import DatasetStoreError, load_dataset
 
     if spec.startswith(HUB_PREFIX):
-        spec = str(download_from_hub(spec[len(HUB_PREFIX):]))
+        spec = str(download_from_hub(spec[len(HUB_PREFIX) :]))
     path = Path(spec).expanduser()
     try:
         if path.is_dir():
@@ -41,8 +43,10 @@ def resolve_dataset(spec: str, *, source_texts: bool = True, snippet_texts: bool
         elif not path.exists():
             raise DatasetError(f"{spec}: no such file or directory")
         else:
-            raise DatasetError(f"{spec}: not a processed dataset directory, a RuWikiBench .json file or "
-                               f"{HUB_PREFIX}REPO[/FILE]")
+            raise DatasetError(
+                f"{spec}: not a processed dataset directory, a RuWikiBench .json file or "
+                f"{HUB_PREFIX}REPO[/FILE]"
+            )
     except DatasetStoreError as exc:
         raise DatasetError(str(exc)) from None
     except (UnicodeDecodeError, ValueError) as exc:

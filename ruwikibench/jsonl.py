@@ -181,7 +181,9 @@ def read_records(path: str | Path) -> Iterator[dict[str, Any]]:
 
 
 _STRING = rb'"(?:[^"\\]|\\.)*"'
-_UNIT_PREFIX = re.compile(rb'\{"stage": (' + _STRING + rb'), "article": (' + _STRING + rb'), "unit": (' + _STRING + rb')[,}]')
+_UNIT_PREFIX = re.compile(
+    rb'\{"stage": (' + _STRING + rb'), "article": (' + _STRING + rb'), "unit": (' + _STRING + rb")[,}]"
+)
 
 
 def read_unit_keys(path: str | Path) -> Iterator[tuple[int, tuple[str, str, str]]]:

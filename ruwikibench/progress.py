@@ -22,12 +22,20 @@ from rich.progress import (
 
 
 @contextmanager
-def progress_bar(total: int | None, description: str, *, disable: bool = False,
-                 in_bytes: bool = False) -> Iterator[Callable[..., None]]:
+def progress_bar(
+    total: int | None, description: str, *, disable: bool = False, in_bytes: bool = False
+) -> Iterator[Callable[..., None]]:
     """A bar of ``total`` steps (None: a counter with no end); yields ``advance(steps=1)``."""
     count = DownloadColumn() if in_bytes else MofNCompleteColumn()
-    with Progress(TextColumn("{task.description}"), BarColumn(), count, TimeElapsedColumn(), TimeRemainingColumn(),
-                  console=Console(stderr=True), disable=disable) as progress:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        count,
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        disable=disable,
+    ) as progress:
         task = progress.add_task(description, total=total)
 
         def advance(steps: int = 1) -> None:

@@ -60,7 +60,9 @@ class StageRegistryError(KeyError):
 def _check(stage: Any, origin: str) -> None:
     missing = missing_members(stage)
     if missing:
-        raise StageRegistryError(f"{origin}: not a stage, missing {', '.join(missing)} (see ruwikibench.contract)")
+        raise StageRegistryError(
+            f"{origin}: not a stage, missing {', '.join(missing)} (see ruwikibench.contract)"
+        )
     if not isinstance(stage.name, str) or not stage.name:
         raise StageRegistryError(f"{origin}: stage name must be a non-empty string")
 
@@ -76,7 +78,9 @@ def register_stage(stage: T) -> T:
     with _lock:
         old = _stages.get(instance.name)
         if old is not None and _qualified(old) != origin:
-            raise StageRegistryError(f"stage {instance.name!r} is registered twice: {_qualified(old)} and {origin}")
+            raise StageRegistryError(
+                f"stage {instance.name!r} is registered twice: {_qualified(old)} and {origin}"
+            )
         _stages[instance.name] = as_stage(instance)
     return stage
 
@@ -174,7 +178,9 @@ def options_model(stage: Stage[Any]) -> type[BaseModel] | None:
     """The stage's options model (its ``options_model`` class attribute), or None."""
     model = stage.options_model
     if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
-        raise StageRegistryError(f"stage {stage.name!r}: options_model must be a pydantic model class, got {model!r}")
+        raise StageRegistryError(
+            f"stage {stage.name!r}: options_model must be a pydantic model class, got {model!r}"
+        )
     return model
 
 

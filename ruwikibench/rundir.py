@@ -78,8 +78,10 @@ class RunDir:
     def output_lines(self) -> dict[tuple[str, str, str], int]:
         """The line of the latest output of each unit (stages under their current names), read from the start of
         each line (:func:`read_unit_keys`): the outputs themselves are not parsed."""
-        return {(current_stage_name(stage), article, unit): number
-                for number, (stage, article, unit) in read_unit_keys(self.file("outputs.jsonl"))}
+        return {
+            (current_stage_name(stage), article, unit): number
+            for number, (stage, article, unit) in read_unit_keys(self.file("outputs.jsonl"))
+        }
 
     def output_keys(self) -> set[tuple[str, str, str]]:
         """(stage, article, unit) of every unit with an output."""
@@ -128,7 +130,8 @@ def scored_units(results: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
 
 
 def open_errors(
-    errors: list[dict[str, Any]], outputs: Iterable[dict[str, Any]] | set[tuple[str, str, str]],
+    errors: list[dict[str, Any]],
+    outputs: Iterable[dict[str, Any]] | set[tuple[str, str, str]],
     results: list[dict[str, Any]],
 ) -> list[dict[str, Any]]:
     """The last error of each unit, unless a later session fixed it: a run error is fixed once the unit has an

@@ -19,7 +19,9 @@ class RunDirLocked(RuntimeError):
     def __init__(self, path: Path, pid: int | None) -> None:
         self.path, self.pid = path, pid
         holder = f"process {pid}" if pid else "another process"
-        super().__init__(f"{path}: in use by {holder} ({LOCK}); wait for it to finish or choose another --run-id")
+        super().__init__(
+            f"{path}: in use by {holder} ({LOCK}); wait for it to finish or choose another --run-id"
+        )
 
 
 @contextmanager

@@ -93,8 +93,18 @@ class ShardRecord(_Record):
 
 
 # left out of spec.json when None (blocks only some runs have; fields a spec of another version may lack)
-OMITTED_WHEN_NONE = ("stage_identity", "reference_queries", "external", "units", "last_session", "run_id", "dataset",
-                     "config", "created", "shard")
+OMITTED_WHEN_NONE = (
+    "stage_identity",
+    "reference_queries",
+    "external",
+    "units",
+    "last_session",
+    "run_id",
+    "dataset",
+    "config",
+    "created",
+    "shard",
+)
 
 
 class RunSpec(_Record):
@@ -158,7 +168,9 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
     if version == 0:
         options = dict(data.get("options") or {})
         if isinstance(options.get("stages"), list):
-            options["stages"] = [current_stage_name(s) if isinstance(s, str) else s for s in options["stages"]]
+            options["stages"] = [
+                current_stage_name(s) if isinstance(s, str) else s for s in options["stages"]
+            ]
             data["options"] = options
         external = data.get("external")
         if isinstance(external, dict) and isinstance(external.get("stage"), str):
@@ -176,8 +188,10 @@ def parse_spec(data: Any, path: Path | str = SPEC_FILE) -> RunSpec:
     if not isinstance(version, int) or version < 0:
         raise InvalidSpec(f"{path}: field 'format_version': {version!r} is not a format version")
     if version > FORMAT_VERSION:
-        raise InvalidSpec(f"{path}: field 'format_version': {version} is newer than this ruwikibench reads "
-                          f"({FORMAT_VERSION}); upgrade ruwikibench")
+        raise InvalidSpec(
+            f"{path}: field 'format_version': {version} is newer than this ruwikibench reads "
+            f"({FORMAT_VERSION}); upgrade ruwikibench"
+        )
     try:
         return RunSpec.model_validate(upgrade(data))
     except ValidationError as exc:
@@ -197,8 +211,6 @@ def read_spec(path: str | Path) -> RunSpec:
 def read_spec_if_any(rundir: RunDir) -> RunSpec | None:
     """The run's spec, or None when the directory has no spec.json (a run cut off before its first write)."""
     return read_spec(rundir.path) if rundir.file(SPEC_FILE).exists() else None
-
-
 
 
 def spec_record(rundir: RunDir) -> dict[str, Any]:

@@ -69,32 +69,52 @@ class StubServer:
             return failure.status, failure.headers, error, failure.delay
         answer = self.answer(body)
         completion = answer if isinstance(answer, Completion) else Completion(text=answer)
-        choice: dict = {"index": 0, "message": {"role": "assistant", "content": completion.text},
-                        "finish_reason": "stop"}
+        choice: dict = {
+            "index": 0,
+            "message": {"role": "assistant", "content": completion.text},
+            "finish_reason": "stop",
+        }
         if body.get("logprobs"):
             if completion.logprobs:
                 choice["logprobs"] = {"content": _from_completion(completion)}
             elif self.synthetic_logprobs:
-                choice["logprobs"] = {"content": _synthetic(completion.text, int(body.get("top_logprobs") or 0))}
+                choice["logprobs"] = {
+                    "content": _synthetic(completion.text, int(body.get("top_logprobs") or 0))
+                }
         words = len(completion.text.split())
-        payload = {"id": "chatcmpl-stub", "object": "chat.completion", "created": 0,
-                   "model": body.get("model", "stub"), "choices": [choice],
-                   "usage": {"prompt_tokens": 7, "completion_tokens": words, "total_tokens": 7 + words}}
+        payload = {
+            "id": "chatcmpl-stub",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", "stub"),
+            "choices": [choice],
+            "usage": {"prompt_tokens": 7, "completion_tokens": words, "total_tokens": 7 + words},
+        }
         return 200, {}, payload, self.delay
 
 
 def _from_completion(completion: Completion) -> list[dict]:
-    return [{"token": t.token, "logprob": t.logprob, "bytes": None,
-             "top_logprobs": [{"token": a.token, "logprob": a.logprob, "bytes": None} for a in t.top]}
-            for t in completion.logprobs or []]
+    return [
+        {
+            "token": t.token,
+            "logprob": t.logprob,
+            "bytes": None,
+            "top_logprobs": [{"token": a.token, "logprob": a.logprob, "bytes": None} for a in t.top],
+        }
+        for t in completion.logprobs or []
+    ]
 
 
 def _synthetic(text: str, top: int) -> list[dict]:
     out = []
     for token in text.split() or [""]:
         alternatives = [{"token": token, "logprob": math.log(0.8), "bytes": None}]
-        alternatives += [{"token": f"alt{i}", "logprob": math.log(0.2 / top), "bytes": None} for i in range(top - 1)]
-        out.append({"token": token, "logprob": math.log(0.8), "bytes": None, "top_logprobs": alternatives[:top]})
+        alternatives += [
+            {"token": f"alt{i}", "logprob": math.log(0.2 / top), "bytes": None} for i in range(top - 1)
+        ]
+        out.append(
+            {"token": token, "logprob": math.log(0.8), "bytes": None, "top_logprobs": alternatives[:top]}
+        )
     return out
 
 
@@ -137,11 +157,15 @@ def serving(stub: StubServer) -> Iterator[StubServer]:
 
 
 @contextmanager
-def fake_openai_server(responder: Callable[[list[dict[str, str]]], Answer],
-                       fail_if: Callable[[list[dict[str, str]]], bool] | None = None) -> Iterator[str]:
+def fake_openai_server(
+    responder: Callable[[list[dict[str, str]]], Answer],
+    fail_if: Callable[[list[dict[str, str]]], bool] | None = None,
+) -> Iterator[str]:
     """Serve answers of ``responder(messages)`` until the block ends (a 500 for the requests whose messages
     ``fail_if`` picks); yields the base URL (…/v1)."""
     picked = None if fail_if is None else (lambda body: fail_if(body["messages"]))
-    stub = StubServer(answer=lambda body: responder(body["messages"]), fail_if=picked, synthetic_logprobs=False)
+    stub = StubServer(
+        answer=lambda body: responder(body["messages"]), fail_if=picked, synthetic_logprobs=False
+    )
     with serving(stub):
         yield stub.base_url

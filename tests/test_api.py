@@ -35,11 +35,18 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         data["stages"] = STAGES
         path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
         api_run = ruwikibench.run(data, tmp / "data", out=tmp / "api")
-        result = runner.invoke(app, ["run", "all", "--dataset", str(tmp / "data"), "--config", str(path),
-                                     "--out", str(tmp / "cli")])
+        result = runner.invoke(
+            app,
+            ["run", "all", "--dataset", str(tmp / "data"), "--config", str(path), "--out", str(tmp / "cli")],
+        )
         assert result.exit_code == 0, result.output + repr(result.exception)
-        yield {"tmp": tmp, "config": path, "data": data, "api": api_run,
-               "cli": Path(result.output.split("run directory: ")[1].split()[0])}
+        yield {
+            "tmp": tmp,
+            "config": path,
+            "data": data,
+            "api": api_run,
+            "cli": Path(result.output.split("run directory: ")[1].split()[0]),
+        }
 
 
 def test_run_matches_the_cli(runs: dict[str, Any]) -> None:
@@ -54,12 +61,15 @@ def test_run_matches_the_cli(runs: dict[str, Any]) -> None:
 def test_rows_are_the_metrics_csv(runs: dict[str, Any]) -> None:
     run = runs["api"]
     rows = run.rows()
-    assert rows and all(set(r) == {"run", "stage", "metric", "view", "mean", "low", "high", "n"} for r in rows)
+    assert rows and all(
+        set(r) == {"run", "stage", "metric", "view", "mean", "low", "high", "n"} for r in rows
+    )
     assert {r["stage"] for r in rows} == set(STAGES)
     with open(run.path / "metrics.csv", newline="", encoding="utf-8") as handle:
         written = list(csv.DictReader(handle))
-    assert [(r["stage"], r["metric"], r["view"]) for r in written] == [(r["stage"], r["metric"], r["view"])
-                                                                       for r in rows]
+    assert [(r["stage"], r["metric"], r["view"]) for r in written] == [
+        (r["stage"], r["metric"], r["view"]) for r in rows
+    ]
     pandas = pytest.importorskip("pandas")
     assert len(pandas.DataFrame(rows)) == len(rows)
 
@@ -76,7 +86,10 @@ def test_baselines_beside_the_run(runs: dict[str, Any]) -> None:
     for row in compared:
         versus = run.metrics[row["stage"]]["vs_baseline"][row["metric"]]
         assert (row["baseline"], row["difference"], row["verdict"]) == (
-            versus["baseline"], versus["difference"]["mean"], versus["verdict"])
+            versus["baseline"],
+            versus["difference"]["mean"],
+            versus["verdict"],
+        )
 
 
 def test_score_gives_the_same_metrics(runs: dict[str, Any]) -> None:
@@ -87,7 +100,9 @@ def test_score_gives_the_same_metrics(runs: dict[str, Any]) -> None:
 
 def test_shards_merge_into_the_run(runs: dict[str, Any]) -> None:
     tmp = runs["tmp"]
-    shards = [ruwikibench.run(runs["data"], tmp / "data", out=tmp / f"machine{i}", shard=f"{i}/2") for i in (1, 2)]
+    shards = [
+        ruwikibench.run(runs["data"], tmp / "data", out=tmp / f"machine{i}", shard=f"{i}/2") for i in (1, 2)
+    ]
     assert [s.path.name for s in shards] == [f"{runs['api'].run_id}.shard-{i}-of-2" for i in (1, 2)]
     merged = ruwikibench.merge(shards, into=tmp / "merged")
     assert merged.path == tmp / "merged" / runs["api"].run_id and merged.metrics == runs["api"].metrics
@@ -117,8 +132,10 @@ def test_report_of_two_runs(runs: dict[str, Any]) -> None:
     assert (tmp / "report" / "report.html").exists()
 
 
-@pytest.mark.parametrize(("change", "key"), [({"outline": {"mode": "sideways"}}, "outline.mode"),
-                                             ({"no_such_setting": 1}, "no_such_setting")])
+@pytest.mark.parametrize(
+    ("change", "key"),
+    [({"outline": {"mode": "sideways"}}, "outline.mode"), ({"no_such_setting": 1}, "no_such_setting")],
+)
 def test_a_bad_config_raises_naming_the_key(runs: dict[str, Any], change: dict[str, Any], key: str) -> None:
     with pytest.raises(ConfigError, match=key):
         ruwikibench.run({**runs["data"], **change}, runs["tmp"] / "data", out=runs["tmp"] / "bad")

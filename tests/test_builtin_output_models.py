@@ -21,7 +21,9 @@ def test_built_in_stages_declare_their_output_model(stage: str, model: type) -> 
 
 
 def test_a_fitting_output_arrives_validated_with_other_keys_kept() -> None:
-    parsed = get_stage("ranking").parse_output({"query_mode": "title", "pool_size": 3, "candidates": [], "extra": 1})
+    parsed = get_stage("ranking").parse_output(
+        {"query_mode": "title", "pool_size": 3, "candidates": [], "extra": 1}
+    )
     assert isinstance(parsed, RankingOutputModel)
     assert (parsed.query_mode, parsed.pool_size, parsed.candidates) == ("title", 3, [])
     assert parsed.model_extra == {"extra": 1}
@@ -35,6 +37,8 @@ def test_a_fitting_output_arrives_validated_with_other_keys_kept() -> None:
         ("writer", {"sources": []}, "article"),
     ],
 )
-def test_an_output_that_does_not_fit_names_the_stage_and_the_field(stage: str, output: dict, field: str) -> None:
+def test_an_output_that_does_not_fit_names_the_stage_and_the_field(
+    stage: str, output: dict, field: str
+) -> None:
     with pytest.raises(StageOutputError, match=rf"stage '{stage}'.*{field}"):
         get_stage(stage).parse_output(output)

@@ -43,11 +43,15 @@ def test_environment_expansion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 def test_stages_are_checked_against_the_registry(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
-    path.write_text("models:\n  writer: {name: m, endpoints: ['http://127.0.0.1:9/v1']}\nstages: [ranking, nope]\n",
-                    encoding="utf-8")
+    path.write_text(
+        "models:\n  writer: {name: m, endpoints: ['http://127.0.0.1:9/v1']}\nstages: [ranking, nope]\n",
+        encoding="utf-8",
+    )
     with pytest.raises(ConfigError) as error:
         load_config(path)
-    assert str(error.value).startswith(f"{path}: stages.1: unknown stage 'nope'; known: ranking, outline, sections")
+    assert str(error.value).startswith(
+        f"{path}: stages.1: unknown stage 'nope'; known: ranking, outline, sections"
+    )
 
 
 def test_a_writer_profile_in_yaml_sets_writer_mode(tmp_path: Path) -> None:
@@ -59,7 +63,11 @@ def test_a_writer_profile_in_yaml_sets_writer_mode(tmp_path: Path) -> None:
     )
     config = load_config(path)
     assert config.profile == "writer"
-    assert (config.ranking.query_mode, config.outline.centroids, config.sections.oracle_filter) == ("title", "data", None)
+    assert (config.ranking.query_mode, config.outline.centroids, config.sections.oracle_filter) == (
+        "title",
+        "data",
+        None,
+    )
     assert config.model_dump(mode="json")["profile"] == "writer"  # what spec.json records
 
 

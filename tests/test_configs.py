@@ -27,8 +27,12 @@ def test_ablation_configs_are_local_yaml_but_for_what_they_change() -> None:
     flat = load_config(root / "ablation-outline-flat-merge.yaml")
     assert flat.outline.prompt_merge == "ru/outline_merge_flat.txt" and flat.stages == ["outline"]
     assert flat.outline.model_copy(update={"prompt_merge": local.outline.prompt_merge}) == local.outline
-    assert (flat.models, flat.writer, flat.citations, flat.ranking) == (local.models, local.writer, local.citations,
-                                                                         local.ranking)
+    assert (flat.models, flat.writer, flat.citations, flat.ranking) == (
+        local.models,
+        local.writer,
+        local.citations,
+        local.ranking,
+    )
 
 
 def test_base_chain_merges_mappings_resolves_prompts_dir_per_file_and_names_errors(tmp_path: Path) -> None:
@@ -37,14 +41,23 @@ def test_base_chain_merges_mappings_resolves_prompts_dir_per_file_and_names_erro
     (tmp_path / "base").mkdir()
     (tmp_path / "base" / "root.yaml").write_text(
         "name: root\nprompts_dir: prompts\nmodels: {writer: {name: w, max_tokens: 100}}\n"
-        "outline: {mode: direct, snippet_chars: 500}\n", encoding="utf-8")
+        "outline: {mode: direct, snippet_chars: 500}\n",
+        encoding="utf-8",
+    )
     (tmp_path / "child.yaml").write_text(
         "base: base/root.yaml\nname: child\nmodels: {writer: {max_tokens: 7}}\noutline: {snippet_chars: 9}\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     config = load_config(tmp_path / "child.yaml")
-    assert config.name == "child" and config.models["writer"].name == "w" and config.models["writer"].max_tokens == 7
+    assert (
+        config.name == "child"
+        and config.models["writer"].name == "w"
+        and config.models["writer"].max_tokens == 7
+    )
     assert (config.outline.mode, config.outline.snippet_chars) == ("direct", 9)
-    assert config.prompts_dir == str((tmp_path / "base" / "prompts").resolve())  # relative to the file naming it
+    assert config.prompts_dir == str(
+        (tmp_path / "base" / "prompts").resolve()
+    )  # relative to the file naming it
     (tmp_path / "loop.yaml").write_text("base: loop.yaml\nname: x\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="loops back"):
         load_config(tmp_path / "loop.yaml")
@@ -62,19 +75,28 @@ def test_a_prompt_with_an_unknown_field_fails_when_the_config_loads(tmp_path: Pa
     (tmp_path / "fewer.txt").write_text("Только {title}", encoding="utf-8")
     base = "models: {writer: {name: w}}\nprompts_dir: prompts\n"
     (tmp_path / "typo.yaml").write_text(base + "outline: {prompt_describe: typo.txt}\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"outline\.prompt_describe .*typo\.txt.*unknown field\(s\) \{titel\}; "
-                                          r"this prompt is given \{texts\}, \{title\}"):
+    with pytest.raises(
+        ConfigError,
+        match=r"outline\.prompt_describe .*typo\.txt.*unknown field\(s\) \{titel\}; "
+        r"this prompt is given \{texts\}, \{title\}",
+    ):
         load_config(tmp_path / "typo.yaml")
-    (tmp_path / "missing.yaml").write_text(base + "ranking: {prompt_relevance: nowhere.txt}\n", encoding="utf-8")
+    (tmp_path / "missing.yaml").write_text(
+        base + "ranking: {prompt_relevance: nowhere.txt}\n", encoding="utf-8"
+    )
     with pytest.raises(ConfigError, match=r"ranking\.prompt_relevance: prompt file 'nowhere.txt' not found"):
         load_config(tmp_path / "missing.yaml")
-    (tmp_path / "broken.yaml").write_text(base + f"citations: {{prompt: {tmp_path / 'broken.txt'}}}\n",
-                                          encoding="utf-8")
+    (tmp_path / "broken.yaml").write_text(
+        base + f"citations: {{prompt: {tmp_path / 'broken.txt'}}}\n", encoding="utf-8"
+    )
     with pytest.raises(ConfigError, match=r"citations\.prompt .*not a str.format template"):
         load_config(tmp_path / "broken.yaml")
-    (tmp_path / "fewer.yaml").write_text(base + f"writer: {{prompt_lead: {tmp_path / 'fewer.txt'}}}\n",
-                                         encoding="utf-8")
-    assert load_config(tmp_path / "fewer.yaml").writer.prompt_lead.endswith("fewer.txt")  # using fewer is fine
+    (tmp_path / "fewer.yaml").write_text(
+        base + f"writer: {{prompt_lead: {tmp_path / 'fewer.txt'}}}\n", encoding="utf-8"
+    )
+    assert load_config(tmp_path / "fewer.yaml").writer.prompt_lead.endswith(
+        "fewer.txt"
+    )  # using fewer is fine
 
 
 def test_every_shipped_prompt_slot_declares_the_fields_its_default_file_uses() -> None:

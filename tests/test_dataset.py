@@ -25,7 +25,15 @@ def test_dataset_lookups_and_id_change_with_content() -> None:
         Source(id="Тест статья/source_2", article=article.name, footnote_id="c2", text="t2"),
     ]
     snippets = [
-        Snippet(id=f"{s.id}#0", article=article.name, source_id=s.id, index=0, text=s.text, word_start=0, word_end=1)
+        Snippet(
+            id=f"{s.id}#0",
+            article=article.name,
+            source_id=s.id,
+            index=0,
+            text=s.text,
+            word_start=0,
+            word_end=1,
+        )
         for s in sources
     ]
     ds = Dataset(articles=[article], sources=sources, snippets=snippets)
@@ -37,9 +45,24 @@ def test_dataset_lookups_and_id_change_with_content() -> None:
 
 def test_grouped_lookups_equal_scans_of_the_whole_dataset() -> None:
     articles = ["А", "Б", "В"]
-    sources = [Source(id=f"{a}/source_{i}", article=a, footnote_id=f"c{i}", text="t") for i in range(3) for a in articles]
-    snippets = [Snippet(id=f"{s.id}#{k}", article=s.article, source_id=s.id, index=k, text="t", word_start=k,
-                        word_end=k + 1) for k in range(2) for s in reversed(sources)]
+    sources = [
+        Source(id=f"{a}/source_{i}", article=a, footnote_id=f"c{i}", text="t")
+        for i in range(3)
+        for a in articles
+    ]
+    snippets = [
+        Snippet(
+            id=f"{s.id}#{k}",
+            article=s.article,
+            source_id=s.id,
+            index=k,
+            text="t",
+            word_start=k,
+            word_end=k + 1,
+        )
+        for k in range(2)
+        for s in reversed(sources)
+    ]
     ds = Dataset(articles=[], sources=sources, snippets=snippets)
     for name in [*articles, "нет такой"]:
         assert ds.sources_of(name) == [s for s in sources if s.article == name]

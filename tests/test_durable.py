@@ -39,5 +39,5 @@ def test_rewrite_and_write_json_fsync_the_directory_after_the_rename(tmp_path: P
     directory = str(rundir.path.resolve())
     for name in ("floors.jsonl", "metrics.json"):
         at = events.index(("replace", str(rundir.file(name))))
-        assert ("fsync_dir", directory) in events[at + 1:], events
+        assert ("fsync_dir", directory) in events[at + 1 :], events
     assert rundir.read_json("metrics.json") == {"m": 1} and not list(rundir.path.glob("*.tmp"))

@@ -181,12 +181,21 @@ def _arenas(mode: str, env: dict[str, str] | None = None) -> dict[str, object]:
     from pathlib import Path
 
     environ = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"} | (env or {})
-    done = subprocess.run([sys.executable, "-c", ARENAS_CHILD, mode], capture_output=True, text=True, check=True,
-                          cwd=Path(__file__).resolve().parents[1], env=environ, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", ARENAS_CHILD, mode],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[1],
+        env=environ,
+        timeout=60,
+    )
     return json.loads(done.stdout)
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc", reason="glibc only")
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc", reason="glibc only"
+)
 def test_threads_share_the_limited_malloc_arenas() -> None:
     """Eight threads allocating at once: one arena each without the limit, at most MALLOC_ARENAS with it (set once;
     an environment's MALLOC_ARENA_MAX is left to glibc)."""
@@ -214,13 +223,21 @@ before = rss()
 done = give_back_free_memory()
 print(json.dumps({"before": before, "after": rss(), "done": done}))
 """
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120,
-                         cwd=Path(__file__).resolve().parents[1])
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[1],
+    )
     figures = json.loads(out.stdout.strip().splitlines()[-1])
     assert figures["done"] and figures["before"] - figures["after"] > 150, figures
 
 
-def _collections_while_requests_are_in_flight(in_flight: int = 3000, requests: int = 1_200_000) -> Counter[int]:
+def _collections_while_requests_are_in_flight(
+    in_flight: int = 3000, requests: int = 1_200_000
+) -> Counter[int]:
     """Collections by generation while ``requests`` objects in reference cycles (as a LangGraph task with its
     futures is) each live while ``in_flight`` later ones are made."""
     import gc

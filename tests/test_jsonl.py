@@ -78,13 +78,21 @@ def test_unit_keys_read_from_the_line_start_or_the_whole_record(tmp_path: Path) 
     from ruwikibench.jsonl import read_unit_keys
 
     path = tmp_path / "outputs.jsonl"
-    append_jsonl(path, [{"stage": "s", "article": 'A "quoted" \\ name', "unit": "u1", "output": {"x": 1}},
-                        {"article": "B", "stage": "s", "unit": "u2"},  # another key order: parsed whole
-                        {"stage": "s", "article": "C", "unit": 3}])  # a number, not a string: parsed whole
+    append_jsonl(
+        path,
+        [
+            {"stage": "s", "article": 'A "quoted" \\ name', "unit": "u1", "output": {"x": 1}},
+            {"article": "B", "stage": "s", "unit": "u2"},  # another key order: parsed whole
+            {"stage": "s", "article": "C", "unit": 3},
+        ],
+    )  # a number, not a string: parsed whole
     with open(path, "ab") as handle:
         handle.write(b'{"stage": "s", "article": "D", "unit": "u4", "output": {"x"')  # torn: skipped
-    assert list(read_unit_keys(path)) == [(1, ("s", 'A "quoted" \\ name', "u1")), (2, ("s", "B", "u2")),
-                                          (3, ("s", "C", "3"))]
+    assert list(read_unit_keys(path)) == [
+        (1, ("s", 'A "quoted" \\ name', "u1")),
+        (2, ("s", "B", "u2")),
+        (3, ("s", "C", "3")),
+    ]
     assert [n for n, _ in read_jsonl(path, {2, 3})] == [2, 3]
 
 
@@ -92,12 +100,19 @@ def test_run_outputs_stream_the_latest_of_each_unit(tmp_path: Path) -> None:
     from ruwikibench.rundir import RunDir
 
     rundir = RunDir(tmp_path)
-    rows = [{"stage": "article", "article": "A", "unit": "article", "output": 1},  # a stage's earlier name
-            {"stage": "sections", "article": "A", "unit": "s1", "output": 2},
-            {"stage": "writer", "article": "A", "unit": "article", "output": 3},
-            {"stage": "sections", "article": "B", "unit": "s1", "output": 4}]
+    rows = [
+        {"stage": "article", "article": "A", "unit": "article", "output": 1},  # a stage's earlier name
+        {"stage": "sections", "article": "A", "unit": "s1", "output": 2},
+        {"stage": "writer", "article": "A", "unit": "article", "output": 3},
+        {"stage": "sections", "article": "B", "unit": "s1", "output": 4},
+    ]
     rundir.append_many("outputs.jsonl", rows)
     assert list(rundir.iter_outputs()) == [rows[1], rows[2], rows[3]]
-    assert sorted(rundir.iter_outputs(), key=lambda r: r["output"]) == sorted(rundir.outputs(),
-                                                                              key=lambda r: r["output"])
-    assert rundir.output_keys() == {("writer", "A", "article"), ("sections", "A", "s1"), ("sections", "B", "s1")}
+    assert sorted(rundir.iter_outputs(), key=lambda r: r["output"]) == sorted(
+        rundir.outputs(), key=lambda r: r["output"]
+    )
+    assert rundir.output_keys() == {
+        ("writer", "A", "article"),
+        ("sections", "A", "s1"),
+        ("sections", "B", "s1"),
+    }

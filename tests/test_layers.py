@@ -16,9 +16,29 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "ruwikibench"
 
 LAYERS: list[tuple[str, set[str]]] = [
-    ("bottom", {"", "config", "dataset", "contract", "registry", "jsonl", "runlock", "executors", "progress", "prompts", "rundir", "config_loader",
-                "durable", "faults", "secrets", "version", "runspec",
-                "stage_renames"}),
+    (
+        "bottom",
+        {
+            "",
+            "config",
+            "dataset",
+            "contract",
+            "registry",
+            "jsonl",
+            "runlock",
+            "executors",
+            "progress",
+            "prompts",
+            "rundir",
+            "config_loader",
+            "durable",
+            "faults",
+            "secrets",
+            "version",
+            "runspec",
+            "stage_renames",
+        },
+    ),
     ("support", {"models", "retrieval", "corpus_builder"}),
     ("datasets", {"dataset_files"}),
     ("context", {"context"}),
@@ -154,7 +174,10 @@ def import_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for module, path in known.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        targets = {imported_module(name, known) for _, name in runtime_imports(tree, module, path.name == "__init__.py", annotations=True)}
+        targets = {
+            imported_module(name, known)
+            for _, name in runtime_imports(tree, module, path.name == "__init__.py", annotations=True)
+        }
         is_package = path.name == "__init__.py"
         graph[module] = {
             t for t in targets if t and t != module and not (is_package and t.startswith(module + "."))
@@ -213,10 +236,11 @@ def test_the_allowed_loop_is_annotations_only() -> None:
     for module, path in known.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         runtime[module] = {
-            t for _, name in runtime_imports(tree, module, path.name == "__init__.py")
-            if (t := imported_module(name, known)) and t != module and not (
-                path.name == "__init__.py" and t.startswith(module + ".")
-            )
+            t
+            for _, name in runtime_imports(tree, module, path.name == "__init__.py")
+            if (t := imported_module(name, known))
+            and t != module
+            and not (path.name == "__init__.py" and t.startswith(module + "."))
         }
     assert import_cycles(runtime) == []
 
@@ -253,7 +277,11 @@ def test_the_walk_finds_an_upward_import(tmp_path: Path) -> None:
         "from . import outline\n"
     )
     imports = runtime_imports(ast.parse(source), "ruwikibench.nodes.fake", is_package=False)
-    assert [name for _, name in imports] == ["typing", "ruwikibench.runner.execute", "ruwikibench.nodes.outline"]
+    assert [name for _, name in imports] == [
+        "typing",
+        "ruwikibench.runner.execute",
+        "ruwikibench.nodes.outline",
+    ]
     own, theirs = layer_of("nodes"), layer_of(top_of("ruwikibench.runner.execute"))
     assert theirs > own
 

@@ -24,7 +24,7 @@ from ruwikibench.registry import (
 )
 
 PLUGIN = textwrap.dedent(
-    '''
+    """
     from langgraph.graph import END, START, StateGraph
     from typing_extensions import TypedDict
 
@@ -50,7 +50,7 @@ PLUGIN = textwrap.dedent(
 
         def texts(self, unit, output):
             return []
-    '''
+    """
 )
 
 
@@ -115,10 +115,14 @@ def test_a_name_taken_by_another_class_is_refused() -> None:
 def installed_plugin(tmp_path: Path) -> Iterator[Path]:
     """A package 'echo_plugin_pkg' installed the way pip leaves it: the module and a dist-info with entry points."""
     (tmp_path / "echo_plugin_pkg.py").write_text(PLUGIN, encoding="utf-8")
-    (tmp_path / "broken_plugin_pkg.py").write_text("raise ImportError('needs a missing library')\n", encoding="utf-8")
+    (tmp_path / "broken_plugin_pkg.py").write_text(
+        "raise ImportError('needs a missing library')\n", encoding="utf-8"
+    )
     dist = tmp_path / "echo_plugin_pkg-0.1.dist-info"
     dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: echo-plugin-pkg\nVersion: 0.1\n", encoding="utf-8")
+    (dist / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: echo-plugin-pkg\nVersion: 0.1\n", encoding="utf-8"
+    )
     (dist / "entry_points.txt").write_text(
         "[ruwikibench.stages]\necho_plugin = echo_plugin_pkg:EchoStage\nbroken_plugin = broken_plugin_pkg:Stage\n",
         encoding="utf-8",
@@ -153,7 +157,11 @@ def test_a_broken_plugin_is_one_line_when_asked_for_and_spares_the_rest(installe
         get_stage("broken_plugin")
     message = str(error.value)
     assert "\n" not in message
-    assert "broken_plugin_pkg:Stage" in message and "echo-plugin-pkg" in message and "needs a missing library" in message
+    assert (
+        "broken_plugin_pkg:Stage" in message
+        and "echo-plugin-pkg" in message
+        and "needs a missing library" in message
+    )
     assert get_stage("ranking").name == "ranking"
 
 

@@ -30,30 +30,47 @@ def _write(path: Path, data: Any) -> bytes:
 
 
 def test_an_unversioned_spec_is_upgraded_in_memory_never_rewritten(tmp_path: Path) -> None:
-    spec = {"run_id": "old", "dataset": {"id": "d", "path": "data", "params": {}}, "config": {"name": "old"},
-            "options": {"stages": ["ranking", "article"], "articles": 2, "article_names": None},
-            "external": {"stage": "article", "file": "x.jsonl", "sha256": "ab", "copy": "external_outputs.jsonl",
-                         "storm_dir": "/storm"},
-            "units": {"total": 3, "run_now": 3, "scored_on_resume": 0}, "some_key_of_another_version": 1}
+    spec = {
+        "run_id": "old",
+        "dataset": {"id": "d", "path": "data", "params": {}},
+        "config": {"name": "old"},
+        "options": {"stages": ["ranking", "article"], "articles": 2, "article_names": None},
+        "external": {
+            "stage": "article",
+            "file": "x.jsonl",
+            "sha256": "ab",
+            "copy": "external_outputs.jsonl",
+            "storm_dir": "/storm",
+        },
+        "units": {"total": 3, "run_now": 3, "scored_on_resume": 0},
+        "some_key_of_another_version": 1,
+    }
     before = _write(tmp_path / "spec.json", spec)
     read = read_spec(tmp_path)
     assert read.format_version == FORMAT_VERSION and read.mode == "benchmark"
-    assert read.stages == ["ranking", "writer"] and read.external is not None and read.external.stage == "writer"
-    assert read.external.copy_name == "external_outputs.jsonl" and read.external.model_extra == {"storm_dir": "/storm"}
+    assert (
+        read.stages == ["ranking", "writer"] and read.external is not None and read.external.stage == "writer"
+    )
+    assert read.external.copy_name == "external_outputs.jsonl" and read.external.model_extra == {
+        "storm_dir": "/storm"
+    }
     assert read.units is not None and read.units.total == 3 and read.dataset_id == "d"
     assert read.record()["some_key_of_another_version"] == 1  # kept, not dropped
     assert read_spec(tmp_path / "spec.json") == read  # the directory or the file
     assert (tmp_path / "spec.json").read_bytes() == before
 
 
-@pytest.mark.parametrize(("data", "message"), [
-    ({"dataset": {"path": "data"}}, "field 'dataset.id': Field required"),
-    ({"options": {"stages": "ranking"}}, "field 'options.stages': Input should be a valid list"),
-    ({"units": {"total": "many"}}, "field 'units.total': Input should be a valid integer"),
-    ({"format_version": "one"}, "field 'format_version': 'one' is not a format version"),
-    ({"format_version": FORMAT_VERSION + 1}, f"field 'format_version': {FORMAT_VERSION + 1} is newer"),
-    ([1, 2], "not a run spec (a JSON object expected, found list)"),
-])
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"dataset": {"path": "data"}}, "field 'dataset.id': Field required"),
+        ({"options": {"stages": "ranking"}}, "field 'options.stages': Input should be a valid list"),
+        ({"units": {"total": "many"}}, "field 'units.total': Input should be a valid integer"),
+        ({"format_version": "one"}, "field 'format_version': 'one' is not a format version"),
+        ({"format_version": FORMAT_VERSION + 1}, f"field 'format_version': {FORMAT_VERSION + 1} is newer"),
+        ([1, 2], "not a run spec (a JSON object expected, found list)"),
+    ],
+)
 def test_a_bad_spec_names_the_file_and_the_field(tmp_path: Path, data: Any, message: str) -> None:
     _write(tmp_path / "spec.json", data)
     with pytest.raises(InvalidSpec) as raised:
@@ -78,10 +95,15 @@ def test_a_recorded_config_that_is_not_one_names_the_field(tmp_path: Path) -> No
 
 def test_an_old_run_directory_reads_scores_reports_and_resumes(tmp_path: Path, monkeypatch) -> None:
     with fake_setup(tmp_path, monkeypatch) as (_, configs, model):
-        run = ruwikibench.run(configs[0], tmp_path / "data", stages=["ranking", "outline"], out=tmp_path / "runs")
+        run = ruwikibench.run(
+            configs[0], tmp_path / "data", stages=["ranking", "outline"], out=tmp_path / "runs"
+        )
         spec_path = run.path / "spec.json"
         old_bytes = _write(spec_path, _unversioned(json.loads(spec_path.read_text(encoding="utf-8"))))
-        assert read_spec(run.path).mode == "benchmark" and read_spec(run.path).stages == ["ranking", "outline"]
+        assert read_spec(run.path).mode == "benchmark" and read_spec(run.path).stages == [
+            "ranking",
+            "outline",
+        ]
 
         scored = ruwikibench.score(run.path)
         assert scored.metrics == run.metrics and scored.exit_status == 0
@@ -90,7 +112,9 @@ def test_an_old_run_directory_reads_scores_reports_and_resumes(tmp_path: Path, m
         assert spec_path.read_bytes() == old_bytes  # read, scored and reported: never rewritten
 
         requests = model.requests
-        again = ruwikibench.run(configs[0], tmp_path / "data", stages=["ranking", "outline"], out=tmp_path / "runs")
+        again = ruwikibench.run(
+            configs[0], tmp_path / "data", stages=["ranking", "outline"], out=tmp_path / "runs"
+        )
         assert again.path == run.path and model.requests == requests  # resumed: every unit was done
         assert again.metrics == run.metrics
         resumed = json.loads(spec_path.read_text(encoding="utf-8"))
@@ -98,9 +122,15 @@ def test_an_old_run_directory_reads_scores_reports_and_resumes(tmp_path: Path, m
 
 
 PINNED = {  # computed by the code before runner/open_run.py, with tests/retrieval/synthetic.make_dataset()
-    "default": "r-a7a4a4e6", "outline2": "r-1447c96b", "sections_named": "r-f8a48274", "refq": "r-f0130af6",
-    "refq_missing": "r-f7734bc2", "batch": "r-writer-4ca78c5c", "batch2": "r-writer-be026904",
-    "external": "external-outline-047ffde7", "external_w": "external-writer-4be6c990",
+    "default": "r-a7a4a4e6",
+    "outline2": "r-1447c96b",
+    "sections_named": "r-f8a48274",
+    "refq": "r-f0130af6",
+    "refq_missing": "r-f7734bc2",
+    "batch": "r-writer-4ca78c5c",
+    "batch2": "r-writer-be026904",
+    "external": "external-outline-047ffde7",
+    "external_w": "external-writer-4be6c990",
 }
 
 
@@ -128,15 +158,21 @@ def _ids() -> dict[str, str]:
     return {
         "default": run_id_for(config(), dataset, RunOptions()),
         "outline2": run_id_for(config(), dataset, RunOptions(stages=["outline"], articles=2)),
-        "sections_named": run_id_for(config(), dataset,
-                                     RunOptions(stages=["sections"], article_names=[dataset.articles[0].name])),
+        "sections_named": run_id_for(
+            config(), dataset, RunOptions(stages=["sections"], article_names=[dataset.articles[0].name])
+        ),
         "refq": run_id_for(reference, dataset, RunOptions(stages=["ranking"]), {"reference_queries": stored}),
-        "refq_missing": run_id_for(reference, dataset, RunOptions(stages=["ranking"]), {"reference_queries": missing}),
+        "refq_missing": run_id_for(
+            reference, dataset, RunOptions(stages=["ranking"]), {"reference_queries": missing}
+        ),
         "batch": batch_run_id(Context(), BatchOptions()),  # type: ignore[arg-type]
         "batch2": batch_run_id(Context(), BatchOptions(articles=2)),  # type: ignore[arg-type]
-        "external": external_run_id("outline", "cd" * 32, dataset, ExternalOptions(stage="outline", outputs=outputs)),
-        "external_w": external_run_id("writer", "cd" * 32, dataset,
-                                      ExternalOptions(stage="writer", outputs=outputs, articles=3)),
+        "external": external_run_id(
+            "outline", "cd" * 32, dataset, ExternalOptions(stage="outline", outputs=outputs)
+        ),
+        "external_w": external_run_id(
+            "writer", "cd" * 32, dataset, ExternalOptions(stage="writer", outputs=outputs, articles=3)
+        ),
     }
 
 

@@ -71,8 +71,14 @@ class OptStage:
         return [Unit(stage=NAME, article=article.name, unit_id="article", input={"title": article.title})]
 
     def score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[ScoreRecord]:
-        return [ScoreRecord(stage=NAME, article=unit.article, item="article",
-                            metrics={"words": float(len(output["answer"].split()))})]
+        return [
+            ScoreRecord(
+                stage=NAME,
+                article=unit.article,
+                item="article",
+                metrics={"words": float(len(output["answer"].split()))},
+            )
+        ]
 
     def texts(self, unit: Unit, output: dict[str, Any]) -> list[GeneratedText]:
         return []
@@ -99,9 +105,15 @@ def _dataset() -> Dataset:
 
 def test_options_are_validated_when_the_config_loads(tmp_path: Path) -> None:
     config = _load(tmp_path, stage_options={NAME: {"top_k": 5}})
-    assert config.stage_options[NAME] == {"top_k": 5, "label": "итог", "prompt": "ru/query_description_ru.txt"}
+    assert config.stage_options[NAME] == {
+        "top_k": 5,
+        "label": "итог",
+        "prompt": "ru/query_description_ru.txt",
+    }
     assert stage_options(config, NAME) == OptOptions(top_k=5)
-    with pytest.raises(ConfigError, match=rf"stage_options\.{NAME}\.top_k: Input should be greater than or equal"):
+    with pytest.raises(
+        ConfigError, match=rf"stage_options\.{NAME}\.top_k: Input should be greater than or equal"
+    ):
         _load(tmp_path, stage_options={NAME: {"top_k": 0}})
     with pytest.raises(ConfigError, match=rf"stage_options\.{NAME}\.topk: Extra inputs are not permitted"):
         _load(tmp_path, stage_options={NAME: {"topk": 2}})
@@ -132,15 +144,21 @@ def test_two_option_values_give_two_run_ids_and_the_spec_records_them(tmp_path: 
     assert spec["stage_identity"][NAME]["prompts"] == {"ru/query_description_ru.txt": prompt.sha256}
     # options of a stage the run does not run leave its id alone
     assert run_id_for(five, dataset, RunOptions(stages=["outline"])) == run_id_for(
-        silent, dataset, RunOptions(stages=["outline"]))
+        silent, dataset, RunOptions(stages=["outline"])
+    )
 
 
 def test_configs_without_the_new_fields_keep_their_run_ids() -> None:
     """Pinned before stage_options and stage roles existed (tests/runner/test_run_id.py pins more)."""
     from tests.retrieval.synthetic import make_dataset
 
-    config = RunConfig.model_validate({"name": "r", "models": {"writer": {"name": "fake",
-                                       "endpoints": ["http://127.0.0.1:8000/v1"]}}, "ranking": {"query_mode": "title"}})
+    config = RunConfig.model_validate(
+        {
+            "name": "r",
+            "models": {"writer": {"name": "fake", "endpoints": ["http://127.0.0.1:8000/v1"]}},
+            "ranking": {"query_mode": "title"},
+        }
+    )
     assert "stage_options" not in config.identity()
     assert run_id_for(config, make_dataset(), RunOptions()) == "r-66468370"
 
@@ -149,21 +167,31 @@ def test_stage_roles_are_configurable_and_fall_back_to_writer(tmp_path: Path) ->
     config = _load(tmp_path, models={"writer": {"name": "w"}, "opt_role": {"name": "own"}})
     assert config.model_for("opt_role").name == "own"
     assert _load(tmp_path).model_for("opt_role").name == "w"
-    with pytest.raises(ConfigError, match=r"models\.nope: not a role; built-in roles: query, .*stage roles: opt_role"):
+    with pytest.raises(
+        ConfigError, match=r"models\.nope: not a role; built-in roles: query, .*stage roles: opt_role"
+    ):
         _load(tmp_path, models={"writer": {"name": "w"}, "nope": {"name": "x"}})
 
 
 async def _run(config: RunConfig, tmp_path: Path, backends: dict[str, ScriptedChat]) -> list[str]:
-    context = StageContext(config=config, llm=LLM(dict(backends)), embedder=None,  # type: ignore[arg-type]
-                           prompts=PromptLibrary(), dataset=_dataset())
+    context = StageContext(
+        config=config,
+        llm=LLM(dict(backends)),
+        embedder=None,  # type: ignore[arg-type]
+        prompts=PromptLibrary(),
+        dataset=_dataset(),
+    )
     rundir = await execute(context, "mem", RunOptions(stages=[NAME], out=tmp_path / "runs", progress=False))
     return [o["output"]["answer"] for o in rundir.outputs()]
 
 
 async def test_the_stage_reads_its_options_and_its_role_at_run_time(tmp_path: Path) -> None:
     writer, own = ScriptedChat(lambda m: "писатель"), ScriptedChat(lambda m: "свой")
-    config = _load(tmp_path, stage_options={NAME: {"top_k": 7, "label": "вывод"}},
-                   models={"writer": {"name": "w"}, "opt_role": {"name": "own"}})
+    config = _load(
+        tmp_path,
+        stage_options={NAME: {"top_k": 7, "label": "вывод"}},
+        models={"writer": {"name": "w"}, "opt_role": {"name": "own"}},
+    )
     assert await _run(config, tmp_path, {"writer": writer, "opt_role": own}) == ["вывод 7 свой"]
     assert len(own.calls) == 1 and not writer.calls
     fallback = _load(tmp_path)  # no options, no model for the role: defaults, and the writer answers

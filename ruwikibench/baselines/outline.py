@@ -18,15 +18,22 @@ from ruwikibench.nodes.outline import OutlineOutput
 from ruwikibench.nodes.outline_parser import Heading
 
 TEMPLATE = ("Определение", "История", "Описание", "Применение", "Критика", "Значение")
-TITLE_TEMPLATE = ("{title}", "История {title}", "Описание {title}", "Применение {title}", "Критика {title}",
-                  "Значение {title}")
+TITLE_TEMPLATE = (
+    "{title}",
+    "История {title}",
+    "Описание {title}",
+    "Применение {title}",
+    "Критика {title}",
+    "Значение {title}",
+)
 
 
 def outline_output(titles: list[str], method: str) -> dict[str, Any]:
     headings = [Heading(level=2, title=t) for t in titles]
     markdown = "\n".join(f"## {t}" for t in titles)
-    return OutlineOutput(k=len(titles), k_method=method, outline=headings, outline_markdown=markdown,
-                         ended=True).model_dump(mode="json")
+    return OutlineOutput(
+        k=len(titles), k_method=method, outline=headings, outline_markdown=markdown, ended=True
+    ).model_dump(mode="json")
 
 
 def template(unit: Unit, output: dict[str, Any], context: StageContext) -> dict[str, Any]:
@@ -63,8 +70,19 @@ def frequent_headings(unit: Unit, output: dict[str, Any], context: StageContext)
 
 
 # built from the unit's input and the dataset alone: scored ahead, before the unit runs (runner/score_process.py)
-register("outline", Baseline("template", "generic encyclopedia headings, no title", template, reads_output=False))
-register("outline", Baseline("title template", "generic headings with the title", title_template,
-                             reads_output=False))
-register("outline", Baseline("frequent headings", "most frequent H2 headings of the other articles",
-                             frequent_headings, reads_output=False))
+register(
+    "outline", Baseline("template", "generic encyclopedia headings, no title", template, reads_output=False)
+)
+register(
+    "outline",
+    Baseline("title template", "generic headings with the title", title_template, reads_output=False),
+)
+register(
+    "outline",
+    Baseline(
+        "frequent headings",
+        "most frequent H2 headings of the other articles",
+        frequent_headings,
+        reads_output=False,
+    ),
+)

@@ -53,9 +53,17 @@ def random_text(spec: dict[str, Any], article: str) -> str:
 def _result(spec: dict[str, Any], text: str) -> dict[str, Any]:
     snippets = spec.get("snippets") or []
     status = "ok" if text else ("no_snippets" if not snippets else "empty_output")
-    return {"id": spec["id"], "title": spec.get("title", ""), "level": spec.get("level", 2), "text": text,
-            "status": status, "snippets_total": len(snippets), "snippet_ids": [s["id"] for s in snippets],
-            "groups": [], "calls": 0}
+    return {
+        "id": spec["id"],
+        "title": spec.get("title", ""),
+        "level": spec.get("level", 2),
+        "text": text,
+        "status": status,
+        "snippets_total": len(snippets),
+        "snippet_ids": [s["id"] for s in snippets],
+        "groups": [],
+        "calls": 0,
+    }
 
 
 def lead(unit: Unit, output: dict[str, Any], context: StageContext) -> dict[str, Any]:
@@ -69,7 +77,13 @@ def random_sentences(unit: Unit, output: dict[str, Any], context: StageContext) 
 
 
 # built from the unit's input alone: scored ahead, before the unit runs (runner/score_process.py)
-register("sections", Baseline("lead", "first sentences of the snippets, reference length", lead,
-                              reads_output=False))
-register("sections", Baseline("random sentences", "random snippet sentences, reference length", random_sentences,
-                              reads_output=False))
+register(
+    "sections",
+    Baseline("lead", "first sentences of the snippets, reference length", lead, reads_output=False),
+)
+register(
+    "sections",
+    Baseline(
+        "random sentences", "random snippet sentences, reference length", random_sentences, reads_output=False
+    ),
+)

@@ -33,11 +33,17 @@ def version() -> None:
 
 @app.command()
 def graph(
-    stage: str = typer.Argument(None, help="a registered stage: ranking, outline, sections, writer, plug-ins"),
+    stage: str = typer.Argument(
+        None, help="a registered stage: ranking, outline, sections, writer, plug-ins"
+    ),
     xray: int = typer.Option(1, help="how many levels of subgraphs to draw inside their nodes"),
-    update_docs: bool = typer.Option(False, "--update-docs", help="rewrite the graph blocks of the stage pages"),
+    update_docs: bool = typer.Option(
+        False, "--update-docs", help="rewrite the graph blocks of the stage pages"
+    ),
     docs: str = typer.Option("docs", help="the docs folder (with --update-docs)"),
-    config: str = typer.Option(None, "--config", "-c", help="a run config: draw the graph with its overrides"),
+    config: str = typer.Option(
+        None, "--config", "-c", help="a run config: draw the graph with its overrides"
+    ),
 ) -> None:
     """Print a stage graph as a Mermaid flowchart, drawn from the compiled graph (with a config's overrides)."""
     from pathlib import Path

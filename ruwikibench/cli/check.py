@@ -18,8 +18,12 @@ def check_metrics(
     config: ConfigOpt,
     articles: Annotated[int, typer.Option("--articles", "-n", help="articles to plant outputs on")] = 4,
     sections: Annotated[int, typer.Option(help="sections per article (stage 3)")] = 2,
-    sentences: Annotated[int, typer.Option(help="sentences per section (at least 4: one per 25-point rung)")] = 4,
-    stage: Annotated[list[str] | None, typer.Option("--stage", help="outline | sections (repeatable)")] = None,
+    sentences: Annotated[
+        int, typer.Option(help="sentences per section (at least 4: one per 25-point rung)")
+    ] = 4,
+    stage: Annotated[
+        list[str] | None, typer.Option("--stage", help="outline | sections (repeatable)")
+    ] = None,
 ) -> None:
     """The validity ladder: planted outputs of known order (restated reference; 25/50/75 % replaced by other
     articles; wrong article; plus the reference itself, a title template and word salad, reported) scored with
@@ -39,8 +43,13 @@ def check_metrics(
         print_error(exc)
         raise typer.Exit(2) from exc
     checks = []
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console) as progress:
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
         for name in stages:
             task = progress.add_task(f"{name}: embedding and scoring", total=1)
 
@@ -49,9 +58,12 @@ def check_metrics(
 
             checks += check_stage(name, items[name], context, progress=advance)
     title = f"embedder {cfg.embedder.id}"
-    print_table(f"{title}: the ladder's rungs, rescaled by the floor (×100, mean [95% CI])", check_rows(checks))
-    print_table(f"{title}: paired differences of adjacent rungs (×100, mean [95% CI]) and verdicts",
-                step_rows(checks))
+    print_table(
+        f"{title}: the ladder's rungs, rescaled by the floor (×100, mean [95% CI])", check_rows(checks)
+    )
+    print_table(
+        f"{title}: paired differences of adjacent rungs (×100, mean [95% CI]) and verdicts", step_rows(checks)
+    )
     failed = failed_headlines(checks)
     console.print(
         "PASS = the decisive rungs' means go down (restated > 25% > 50% > 75% > wrong article) and every paired "

@@ -170,7 +170,9 @@ def export(
 
 @app.command()
 def embed(
-    dataset: Annotated[str, typer.Option("--dataset", "-d", help="processed dir, RuWikiBench .json, or hf://…")],
+    dataset: Annotated[
+        str, typer.Option("--dataset", "-d", help="processed dir, RuWikiBench .json, or hf://…")
+    ],
     config: Annotated[Path, typer.Option("--config", "-c", help="run config: its embedder and cache_dir")],
     article: Annotated[
         list[str] | None, typer.Option("--article", help="only this article's snippets (repeatable)")
@@ -206,12 +208,22 @@ def embed(
         raise _fail(f"{dataset}: {exc.args[0]}") from None
     embedder = make_embedder(cfg.embedder, cfg.cache_path)
     console = Console(stderr=True)
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TimeRemainingColumn(), console=console) as progress:  # the model uses every core
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+    ) as progress:  # the model uses every core
         bar = progress.add_task(f"embed ({cfg.embedder.id})", total=len(snippets))
         fresh = embed_snippets(embedder, snippets, max(1, batch), lambda n: progress.advance(bar, n))
-    console.print(f"{len(snippets)} snippets: {fresh} embedded now, {len(snippets) - fresh} from the cache "
-                  f"({cfg.cache_path / 'embeddings.sqlite'})")
+    console.print(
+        f"{len(snippets)} snippets: {fresh} embedded now, {len(snippets) - fresh} from the cache "
+        f"({cfg.cache_path / 'embeddings.sqlite'})"
+    )
     if bm25:
         documents = build_bm25(data, cfg)
-        console.print(f"BM25 index ({cfg.ranking.normalizer}): {documents} snippets, in {cfg.cache_path / 'bm25'}")
+        console.print(
+            f"BM25 index ({cfg.ranking.normalizer}): {documents} snippets, in {cfg.cache_path / 'bm25'}"
+        )

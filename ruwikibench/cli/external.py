@@ -21,9 +21,12 @@ def _current_stage(name: str) -> str:
     return current_stage_name(name)
 
 
-StageOpt = Annotated[str, typer.Option("--stage", "-s", help="ranking | outline | sections | writer",
-                                        callback=_current_stage)]
-DatasetOpt = Annotated[str, typer.Option("--dataset", "-d", help="processed dir, RuWikiBench .json, or hf://OWNER/NAME\\[/FILE]")]
+StageOpt = Annotated[
+    str, typer.Option("--stage", "-s", help="ranking | outline | sections | writer", callback=_current_stage)
+]
+DatasetOpt = Annotated[
+    str, typer.Option("--dataset", "-d", help="processed dir, RuWikiBench .json, or hf://OWNER/NAME\\[/FILE]")
+]
 
 
 def _fail(exc: Exception) -> typer.Exit:
@@ -48,14 +51,31 @@ def _load(dataset_spec: str, config_path: Path | None) -> tuple[Any, Any, Path]:
 def score_outputs(
     stage: StageOpt,
     dataset: DatasetOpt,
-    outputs: Annotated[Path | None, typer.Option("--outputs", help="JSONL of the stage's format (docs/external.md)")] = None,
-    storm: Annotated[Path | None, typer.Option("--storm", help="STORM output dir of topic folders (--stage writer)")] = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="parent directory of run directories")] = Path("runs"),
-    name: Annotated[str | None, typer.Option("--name", help="run directory name (default: derived from the inputs)")] = None,
-    config: Annotated[Path | None, typer.Option("--config", "-c", help="evaluator settings and embedder (use the native runs' config)")] = None,
-    article: Annotated[list[str] | None, typer.Option("--article", "-a", help="only this article (repeatable)")] = None,
-    articles: Annotated[int | None, typer.Option("--articles", "-n", help="only the first N articles")] = None,
-    system: Annotated[str | None, typer.Option("--system", help="what produced the outputs (recorded in spec.json)")] = None,
+    outputs: Annotated[
+        Path | None, typer.Option("--outputs", help="JSONL of the stage's format (docs/external.md)")
+    ] = None,
+    storm: Annotated[
+        Path | None, typer.Option("--storm", help="STORM output dir of topic folders (--stage writer)")
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="parent directory of run directories")] = Path(
+        "runs"
+    ),
+    name: Annotated[
+        str | None, typer.Option("--name", help="run directory name (default: derived from the inputs)")
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help="evaluator settings and embedder (use the native runs' config)"),
+    ] = None,
+    article: Annotated[
+        list[str] | None, typer.Option("--article", "-a", help="only this article (repeatable)")
+    ] = None,
+    articles: Annotated[
+        int | None, typer.Option("--articles", "-n", help="only the first N articles")
+    ] = None,
+    system: Annotated[
+        str | None, typer.Option("--system", help="what produced the outputs (recorded in spec.json)")
+    ] = None,
 ) -> None:
     """Score outputs of another system (or STORM folders) into a run directory beside native runs; no LLM call."""
     from ruwikibench.cli.run import _show
@@ -82,9 +102,17 @@ def score_outputs(
                 system = system or "STORM"
                 label = f"the STORM directory {storm}"
             assert outputs is not None
-            options = ExternalOptions(stage=stage, outputs=outputs, out=out, name=name, articles=articles,
-                                      article_names=article, system=system, origin=origin,
-                                      label=label)
+            options = ExternalOptions(
+                stage=stage,
+                outputs=outputs,
+                out=out,
+                name=name,
+                articles=articles,
+                article_names=article,
+                system=system,
+                origin=origin,
+                label=label,
+            )
             rundir = score(build_context(cfg, data, path, with_llm=False), str(path), options)
         except ExternalFormatError as exc:
             raise _fail(exc) from exc
@@ -108,8 +136,10 @@ def _score_exit(rundir: Any) -> None:
     if status:
         first = errors[0]
         reason = " ".join(str(first["reason"]).split())
-        print_error(f"{len(errors)} units failed to score (first: {first['stage']} / {first['article']}: {reason}); "
-                    f"all in {rundir.file('errors.jsonl')}")
+        print_error(
+            f"{len(errors)} units failed to score (first: {first['stage']} / {first['article']}: {reason}); "
+            f"all in {rundir.file('errors.jsonl')}"
+        )
         raise typer.Exit(status)
 
 
@@ -117,7 +147,9 @@ def _score_exit(rundir: Any) -> None:
 def import_storm(
     storm: Annotated[Path, typer.Argument(help="STORM output dir of topic folders")],
     dataset: DatasetOpt,
-    out: Annotated[Path, typer.Option("--out", "-o", help="JSONL to write (writer format)")] = Path("storm.jsonl"),
+    out: Annotated[Path, typer.Option("--out", "-o", help="JSONL to write (writer format)")] = Path(
+        "storm.jsonl"
+    ),
 ) -> None:
     """Convert STORM topic folders into the `writer` JSONL of `score-outputs` (to inspect or edit first)."""
     from ruwikibench.external.formats import ExternalFormatError
@@ -137,8 +169,12 @@ def external_template(
     stage: StageOpt,
     dataset: DatasetOpt,
     out: Annotated[Path, typer.Option("--out", "-o", help="JSONL to write")] = Path("outputs.jsonl"),
-    article: Annotated[list[str] | None, typer.Option("--article", "-a", help="only this article (repeatable)")] = None,
-    articles: Annotated[int | None, typer.Option("--articles", "-n", help="only the first N articles")] = None,
+    article: Annotated[
+        list[str] | None, typer.Option("--article", "-a", help="only this article (repeatable)")
+    ] = None,
+    articles: Annotated[
+        int | None, typer.Option("--articles", "-n", help="only the first N articles")
+    ] = None,
 ) -> None:
     """Write empty rows of a stage's external format (one per expected unit) for another system to fill."""
     from ruwikibench.external.formats import STAGES

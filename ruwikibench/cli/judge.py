@@ -120,8 +120,13 @@ def _criteria_statuses(run, judge: str, mode: str) -> dict[str, int]:  # type: i
 
     texts = {(t.stage, t.article, t.item) for t in run.texts}
     records = latest_verdicts(read_records(run.path / RESULTS_JSONL))
-    return dict(Counter(r.status for r in records
-                        if r.judge == judge and r.mode == mode and (r.stage, r.article, r.item) in texts))
+    return dict(
+        Counter(
+            r.status
+            for r in records
+            if r.judge == judge and r.mode == mode and (r.stage, r.article, r.item) in texts
+        )
+    )
 
 
 def _exit_with(statuses: dict[str, int], path: Path) -> None:
@@ -133,8 +138,10 @@ def _exit_with(statuses: dict[str, int], path: Path) -> None:
     succeeded = sum(n for status, n in statuses.items() if status not in ("error", "not_applicable"))
     status = exit_status(failed, succeeded)
     if status:
-        print_error(f"{failed} of {failed + succeeded} verdicts failed (endpoint errors; the same command asks "
-                    f"them again); all in {path}")
+        print_error(
+            f"{failed} of {failed + succeeded} verdicts failed (endpoint errors; the same command asks "
+            f"them again); all in {path}"
+        )
         raise typer.Exit(status)
 
 
@@ -196,8 +203,17 @@ def pairwise_command(
     target = out or cand.path
     target.mkdir(parents=True, exist_ok=True)
     try:
-        summary = asyncio.run(judge_runs(ref, cand, llm, judge=judge, out_dir=target, options=options,
-                                         prompts=PromptLibrary(config.prompts_dir)))
+        summary = asyncio.run(
+            judge_runs(
+                ref,
+                cand,
+                llm,
+                judge=judge,
+                out_dir=target,
+                options=options,
+                prompts=PromptLibrary(config.prompts_dir),
+            )
+        )
     except RunError as exc:
         _fail(str(exc))
         return
@@ -263,18 +279,23 @@ def _confusion(labels: list[int], matrix: list[list[int]]) -> None:
 
 @judge_app.command("citations", epilog=EXIT_CODES)
 def citations_command(
-    run_dir: Annotated[Path, typer.Argument(help="run directory (write --batch, write --out, or an external "
-                                            "article run)")],
+    run_dir: Annotated[
+        Path, typer.Argument(help="run directory (write --batch, write --out, or an external article run)")
+    ],
     judge_config: Annotated[
         Path | None,
-        typer.Option("--judge-config", help="run config YAML naming the support model (role 'support', else "
-                     "'judge'); default: the run's own config"),
+        typer.Option(
+            "--judge-config",
+            help="run config YAML naming the support model (role 'support', else "
+            "'judge'); default: the run's own config",
+        ),
     ] = None,
     dataset: Annotated[
         str | None, typer.Option("--dataset", help="dataset with the texts of an external article's sources")
     ] = None,
     threshold: Annotated[
-        float | None, typer.Option("--threshold", help="P(supported) needed (default: config citations.threshold)")
+        float | None,
+        typer.Option("--threshold", help="P(supported) needed (default: config citations.threshold)"),
     ] = None,
 ) -> None:
     """Citation faithfulness: is each cited sentence supported by the snippets it cites (ALCE-style)?"""
@@ -341,8 +362,13 @@ async def _judge_citations(run_dir: Path, config, dataset):  # type: ignore[no-u
     try:
         with progress_bar(None, "support checks") as advance:
             return await judge_and_mark(
-                run_dir, llm, judge=name, options=config.citations, prompts=PromptLibrary(config.prompts_dir),
-                dataset=dataset, on_record=lambda _: advance(),
+                run_dir,
+                llm,
+                judge=name,
+                options=config.citations,
+                prompts=PromptLibrary(config.prompts_dir),
+                dataset=dataset,
+                on_record=lambda _: advance(),
             )
     finally:
         await llm.aclose()
@@ -352,18 +378,27 @@ async def _judge_citations(run_dir: Path, config, dataset):  # type: ignore[no-u
 def citations_meta_command(
     config: Annotated[
         list[Path] | None,
-        typer.Option("--config", help="run config whose 'support' model (else 'judge') is measured; repeatable"),
+        typer.Option(
+            "--config", help="run config whose 'support' model (else 'judge') is measured; repeatable"
+        ),
     ] = None,
-    pairs: Annotated[Path | None, typer.Option("--pairs", help="labelled pairs JSONL (default: bundled)")] = None,
+    pairs: Annotated[
+        Path | None, typer.Option("--pairs", help="labelled pairs JSONL (default: bundled)")
+    ] = None,
     sample: Annotated[
-        Path | None, typer.Option("--sample", help="the shared Ruwiki sample (folder or JSON) the pairs point into")
+        Path | None,
+        typer.Option("--sample", help="the shared Ruwiki sample (folder or JSON) the pairs point into"),
     ] = None,
-    limit: Annotated[int | None, typer.Option("--limit", help="only N pairs, taken round-robin over the labels")] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", help="only N pairs, taken round-robin over the labels")
+    ] = None,
     baseline: Annotated[bool, typer.Option(help="also score the embedding-cosine baseline (no LLM)")] = True,
     cosine_threshold: Annotated[
         float, typer.Option("--cosine-threshold", help="baseline: 'supported' when cosine >= this")
     ] = 0.85,
-    out: Annotated[Path | None, typer.Option("--out", help="write the figures and probabilities as JSON")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="write the figures and probabilities as JSON")
+    ] = None,
 ) -> None:
     """Agreement of the citation support judge with hand-labelled pairs: accuracy, precision, recall, F1, AUC."""
     from collections import Counter
@@ -392,9 +427,13 @@ def citations_meta_command(
         cache = configs[0].cache_path if configs else None
         results.append(_measure_cosine(labelled, embedder, cache, cosine_threshold))
     results = [calibrated(r, labelled) for r in results]
-    _table([agreement_row(r) for r in results], "citation support judge vs hand labels (positive = supported)")
-    console.print("best threshold: the most accurate one on these pairs (optimistic); LOO acc: each pair judged "
-                  "at the threshold chosen on the others (set citations.threshold from it)")
+    _table(
+        [agreement_row(r) for r in results], "citation support judge vs hand labels (positive = supported)"
+    )
+    console.print(
+        "best threshold: the most accurate one on these pairs (optimistic); LOO acc: each pair judged "
+        "at the threshold chosen on the others (set citations.threshold from it)"
+    )
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(
@@ -412,7 +451,9 @@ def _measure_llm(labelled, config):  # type: ignore[no-untyped-def]
     llm, name = support_llm(config)
     try:
         options = config.citations
-        probabilities = asyncio.run(llm_probabilities(labelled, llm, options, PromptLibrary(config.prompts_dir)))
+        probabilities = asyncio.run(
+            llm_probabilities(labelled, llm, options, PromptLibrary(config.prompts_dir))
+        )
     finally:
         llm.close()
     console.print(f"{name}: usage {llm.usage.as_dict()}")

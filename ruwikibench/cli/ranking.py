@@ -21,7 +21,9 @@ def reference_queries(
     config: ConfigOpt,
     articles: ArticlesOpt = None,
     article: ArticleOpt = None,
-    overwrite: Annotated[bool, typer.Option(help="regenerate all (needed to switch the reference model)")] = False,
+    overwrite: Annotated[
+        bool, typer.Option(help="regenerate all (needed to switch the reference model)")
+    ] = False,
 ) -> None:
     """Write the reference-mode queries (title + H2 headings -> description) with the config's `reference` model.
 
@@ -46,7 +48,9 @@ def reference_queries(
         context = build_context(cfg, data, path)
         target = reference_queries_path(context)
         try:
-            return await generate_reference_queries(path, context, articles=names, overwrite=overwrite, file=target)
+            return await generate_reference_queries(
+                path, context, articles=names, overwrite=overwrite, file=target
+            )
         finally:
             await context.llm.aclose()
 

@@ -14,18 +14,32 @@ from ruwikibench.cli.console import make_console, print_error
 
 console = make_console()
 
-DatasetOpt = Annotated[str, typer.Option("--dataset", "-d", help="processed dir, RuWikiBench .json, or hf://OWNER/NAME\\[/FILE]")]
+DatasetOpt = Annotated[
+    str, typer.Option("--dataset", "-d", help="processed dir, RuWikiBench .json, or hf://OWNER/NAME\\[/FILE]")
+]
 ConfigOpt = Annotated[Path, typer.Option("--config", "-c", help="run config YAML (configs/local.yaml …)")]
 ArticlesOpt = Annotated[int | None, typer.Option("--articles", "-n", help="only the first N articles")]
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="parent directory of run directories")]
-RunIdOpt = Annotated[str | None, typer.Option("--run-id", help="run directory name (default: derived from config+data)")]
+RunIdOpt = Annotated[
+    str | None, typer.Option("--run-id", help="run directory name (default: derived from config+data)")
+]
 ArticleOpt = Annotated[list[str] | None, typer.Option("--article", "-a", help="an article name (repeatable)")]
-ShardOpt = Annotated[str | None, typer.Option(
-    "--shard", help="I/N: run share I of N of the articles (by a stable hash of the name), one machine each; "
-    "`ruwikibench merge` joins the N shard directories")]
-ScoreInOpt = Annotated[str, typer.Option(
-    "--score-in", help="where units are scored: process (a process of its own, on another core), thread (this "
-    "process), auto (a process when the run has 200 units or more and the machine two cores)")]
+ShardOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--shard",
+        help="I/N: run share I of N of the articles (by a stable hash of the name), one machine each; "
+        "`ruwikibench merge` joins the N shard directories",
+    ),
+]
+ScoreInOpt = Annotated[
+    str,
+    typer.Option(
+        "--score-in",
+        help="where units are scored: process (a process of its own, on another core), thread (this "
+        "process), auto (a process when the run has 200 units or more and the machine two cores)",
+    ),
+]
 
 
 SCORE_IN = ("auto", "thread", "process")
@@ -98,9 +112,19 @@ def _show(rundir: Any, stages: list[str]) -> None:
     console.print(f"run directory: {rundir.path}  (report: {rundir.path / 'report.md'})")
 
 
-def _run(stages: list[str] | None, config_path: Path, dataset: str, articles: int | None, article: list[str] | None,
-         out: Path, run_id: str | None, overrides: dict[str, dict[str, Any]] | None = None,
-         exit_on_failure: bool = True, shard: str | None = None, score_in: str = "auto") -> Any:
+def _run(
+    stages: list[str] | None,
+    config_path: Path,
+    dataset: str,
+    articles: int | None,
+    article: list[str] | None,
+    out: Path,
+    run_id: str | None,
+    overrides: dict[str, dict[str, Any]] | None = None,
+    exit_on_failure: bool = True,
+    shard: str | None = None,
+    score_in: str = "auto",
+) -> Any:
     """Run (or resume) stages; with ``exit_on_failure`` the command ends with the run's exit status (see
     :mod:`ruwikibench.runner.status`) when units failed. The garbage collector rests until the run's first request
     is out (:func:`ruwikibench.executors.pause_gc`)."""
@@ -121,8 +145,15 @@ def _run(stages: list[str] | None, config_path: Path, dataset: str, articles: in
         config, data, path = _load(config_path, dataset)
         stages = stages or list(config.stages)
         config = with_overrides(config, overrides or {}, "command-line options")
-        options = RunOptions(stages=stages, articles=articles, article_names=article, out=out, run_id=run_id,
-                             shard=share, score_in=cast(Any, score_in))  # checked above
+        options = RunOptions(
+            stages=stages,
+            articles=articles,
+            article_names=article,
+            out=out,
+            run_id=run_id,
+            shard=share,
+            score_in=cast(Any, score_in),
+        )  # checked above
         rundir = _execute(config, data, path, options)
     _show(rundir, stages)
     status = _failures(rundir)
@@ -146,43 +177,81 @@ def _failures(rundir: Any) -> int:
     first = errors[0]
     reason = " ".join(str(first["reason"]).split())  # an exception text with newlines stays one line
     none = "; no unit that needed the endpoint succeeded" if status == NONE_SUCCEEDED else ""
-    typer.echo(f"error: {len(errors)} of {total} units failed{none} (first: {first['stage']} / {first['article']}: "
-               f"{reason}); all in {rundir.file('errors.jsonl')}", err=True)
+    typer.echo(
+        f"error: {len(errors)} of {total} units failed{none} (first: {first['stage']} / {first['article']}: "
+        f"{reason}); all in {rundir.file('errors.jsonl')}",
+        err=True,
+    )
     return status
 
 
 @run_app.command("all", epilog=EXIT_CODES)
-def run_all(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
-            out: OutOpt = Path("runs"), run_id: RunIdOpt = None, shard: ShardOpt = None,
-            score_in: ScoreInOpt = "auto") -> None:
+def run_all(
+    dataset: DatasetOpt,
+    config: ConfigOpt,
+    articles: ArticlesOpt = None,
+    article: ArticleOpt = None,
+    out: OutOpt = Path("runs"),
+    run_id: RunIdOpt = None,
+    shard: ShardOpt = None,
+    score_in: ScoreInOpt = "auto",
+) -> None:
     """The config's stages (default all three), each on gold inputs, articles concurrently; resumes a run."""
     _run(None, config, dataset, articles, article, out, run_id, shard=shard, score_in=score_in)
 
 
 @run_app.command("ranking", epilog=EXIT_CODES)
-def run_ranking(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
-                out: OutOpt = Path("runs"), run_id: RunIdOpt = None, shard: ShardOpt = None,
-                score_in: ScoreInOpt = "auto",
-                max_candidates: Annotated[int | None, typer.Option(help="cap the reranked pool")] = None,
-                query_mode: Annotated[str | None, typer.Option(help="reference | generated | title")] = None) -> None:
+def run_ranking(
+    dataset: DatasetOpt,
+    config: ConfigOpt,
+    articles: ArticlesOpt = None,
+    article: ArticleOpt = None,
+    out: OutOpt = Path("runs"),
+    run_id: RunIdOpt = None,
+    shard: ShardOpt = None,
+    score_in: ScoreInOpt = "auto",
+    max_candidates: Annotated[int | None, typer.Option(help="cap the reranked pool")] = None,
+    query_mode: Annotated[str | None, typer.Option(help="reference | generated | title")] = None,
+) -> None:
     """Stage 1: query expansion -> BM25 -> LLM rerank (paper Tables 3/4)."""
     update: dict[str, Any] = {}
     if max_candidates is not None:
         update["max_candidates"] = max_candidates
     if query_mode is not None:
         update["query_mode"] = query_mode
-    _run(["ranking"], config, dataset, articles, article, out, run_id, {"ranking": update}, shard=shard,
-         score_in=score_in)
+    _run(
+        ["ranking"],
+        config,
+        dataset,
+        articles,
+        article,
+        out,
+        run_id,
+        {"ranking": update},
+        shard=shard,
+        score_in=score_in,
+    )
 
 
-OUTLINE_MODES = {"direct": "Direct, no neighbors", "neighbors": "Direct, one neighbor", "description": "Description"}
+OUTLINE_MODES = {
+    "direct": "Direct, no neighbors",
+    "neighbors": "Direct, one neighbor",
+    "description": "Description",
+}
 
 
 @run_app.command("outline", epilog=EXIT_CODES)
-def run_outline(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
-                out: OutOpt = Path("runs"), run_id: RunIdOpt = None, shard: ShardOpt = None,
-                score_in: ScoreInOpt = "auto",
-                mode: Annotated[str, typer.Option(help="direct | neighbors | description | all")] = "all") -> None:
+def run_outline(
+    dataset: DatasetOpt,
+    config: ConfigOpt,
+    articles: ArticlesOpt = None,
+    article: ArticleOpt = None,
+    out: OutOpt = Path("runs"),
+    run_id: RunIdOpt = None,
+    shard: ShardOpt = None,
+    score_in: ScoreInOpt = "auto",
+    mode: Annotated[str, typer.Option(help="direct | neighbors | description | all")] = "all",
+) -> None:
     """Stage 2: cluster -> describe -> mini-outline -> merge (paper Table 5); `--mode all` runs the three modes."""
     from ruwikibench.reporting.tables import cell, stage_columns
 
@@ -194,8 +263,19 @@ def run_outline(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = 
     cells, statuses = [], []
     for each in modes:  # every mode runs even when one fails entirely; the exit status says so at the end
         rid = f"{run_id}-{each}" if run_id else None
-        rundir = _run(["outline"], config, dataset, articles, article, out, rid, {"outline": {"mode": each}},
-                      exit_on_failure=False, shard=shard, score_in=score_in)
+        rundir = _run(
+            ["outline"],
+            config,
+            dataset,
+            articles,
+            article,
+            out,
+            rid,
+            {"outline": {"mode": each}},
+            exit_on_failure=False,
+            shard=shard,
+            score_in=score_in,
+        )
         statuses.append(_status(rundir))
         metrics = rundir.read_json("metrics.json").get("outline", {})
         key = stage_columns("outline", metrics)[0][1]
@@ -212,21 +292,45 @@ def _status(rundir: Any) -> int:
 
 
 @run_app.command("sections", epilog=EXIT_CODES)
-def run_sections(dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
-                 out: OutOpt = Path("runs"), run_id: RunIdOpt = None, shard: ShardOpt = None,
-                 score_in: ScoreInOpt = "auto",
-                 max_snippets: Annotated[int | None, typer.Option(help="cap snippets per section")] = None) -> None:
+def run_sections(
+    dataset: DatasetOpt,
+    config: ConfigOpt,
+    articles: ArticlesOpt = None,
+    article: ArticleOpt = None,
+    out: OutOpt = Path("runs"),
+    run_id: RunIdOpt = None,
+    shard: ShardOpt = None,
+    score_in: ScoreInOpt = "auto",
+    max_snippets: Annotated[int | None, typer.Option(help="cap snippets per section")] = None,
+) -> None:
     """Stage 3: group -> iterative summarization -> section text (paper Table 7)."""
     update = {"max_snippets": max_snippets} if max_snippets is not None else {}
-    _run(["sections"], config, dataset, articles, article, out, run_id, {"sections": update}, shard=shard,
-         score_in=score_in)
+    _run(
+        ["sections"],
+        config,
+        dataset,
+        articles,
+        article,
+        out,
+        run_id,
+        {"sections": update},
+        shard=shard,
+        score_in=score_in,
+    )
 
 
 @run_app.command("stage", epilog=EXIT_CODES)
-def run_stage(name: Annotated[str, typer.Argument(help="a registered stage (`ruwikibench stages` lists them)")],
-              dataset: DatasetOpt, config: ConfigOpt, articles: ArticlesOpt = None, article: ArticleOpt = None,
-              out: OutOpt = Path("runs"), run_id: RunIdOpt = None, shard: ShardOpt = None,
-              score_in: ScoreInOpt = "auto") -> None:
+def run_stage(
+    name: Annotated[str, typer.Argument(help="a registered stage (`ruwikibench stages` lists them)")],
+    dataset: DatasetOpt,
+    config: ConfigOpt,
+    articles: ArticlesOpt = None,
+    article: ArticleOpt = None,
+    out: OutOpt = Path("runs"),
+    run_id: RunIdOpt = None,
+    shard: ShardOpt = None,
+    score_in: ScoreInOpt = "auto",
+) -> None:
     """One stage by its registered name: a built-in one or a stage from an installed plug-in package."""
     from ruwikibench.registry import StageRegistryError, get_stage
 
@@ -246,8 +350,14 @@ def stages() -> None:
 
     rows = [["stage", "description", "defined in", "columns"]]
     for name, stage in known_stages().items():
-        rows.append([name, stage.description, type(defining_stage(stage)).__module__,
-                     ", ".join(title for title, _ in stage.columns)])
+        rows.append(
+            [
+                name,
+                stage.description,
+                type(defining_stage(stage)).__module__,
+                ", ".join(title for title, _ in stage.columns),
+            ]
+        )
     print_table("stages", rows)
     for name, error in plugin_errors().items():
         console.print(f"[red]not loaded:[/red] {name}: {error}")
@@ -264,12 +374,21 @@ def score(run_dir: Annotated[Path, typer.Argument(help="a run directory")]) -> N
 
 
 @app.command("merge", epilog=EXIT_CODES)
-def merge(run_dirs: Annotated[list[Path], typer.Argument(help="the shard directories of one run (`run … --shard I/N`)")],
-          into: Annotated[Path | None, typer.Option(
-              "--into", help="parent folder of the merged run directory (default: the first shard's)")] = None,
-          dataset: Annotated[str | None, typer.Option(
-              "--dataset", "-d", help="the dataset, when its path recorded by the shards is not valid here")] = None,
-          ) -> None:
+def merge(
+    run_dirs: Annotated[
+        list[Path], typer.Argument(help="the shard directories of one run (`run … --shard I/N`)")
+    ],
+    into: Annotated[
+        Path | None,
+        typer.Option("--into", help="parent folder of the merged run directory (default: the first shard's)"),
+    ] = None,
+    dataset: Annotated[
+        str | None,
+        typer.Option(
+            "--dataset", "-d", help="the dataset, when its path recorded by the shards is not valid here"
+        ),
+    ] = None,
+) -> None:
     """Join the shard directories of one run into one run directory: floors, baselines, metrics and report
     recomputed for the whole (no LLM call)."""
     from ruwikibench.config import RunInputError
@@ -287,14 +406,22 @@ def merge(run_dirs: Annotated[list[Path], typer.Argument(help="the shard directo
 
 
 @app.command("report")
-def report(run_dirs: Annotated[list[Path], typer.Argument(help="run directories to compare")],
-           out: Annotated[Path, typer.Option("--out", "-o")] = Path("runs/report"),
-           view: Annotated[str, typer.Option(help="failures_excluded | failures_as_zero")] = "failures_excluded",
-           screenshot: Annotated[Path | None, typer.Option(help="also save a PNG of report.html (headless Chromium)")]
-           = None,
-           paper: Annotated[bool, typer.Option("--paper", help="show the paper's published results (Tables 3-5, 7) "
-                                               "as reference rows, each run marked comparable or not")] = False,
-           ) -> None:
+def report(
+    run_dirs: Annotated[list[Path], typer.Argument(help="run directories to compare")],
+    out: Annotated[Path, typer.Option("--out", "-o")] = Path("runs/report"),
+    view: Annotated[str, typer.Option(help="failures_excluded | failures_as_zero")] = "failures_excluded",
+    screenshot: Annotated[
+        Path | None, typer.Option(help="also save a PNG of report.html (headless Chromium)")
+    ] = None,
+    paper: Annotated[
+        bool,
+        typer.Option(
+            "--paper",
+            help="show the paper's published results (Tables 3-5, 7) "
+            "as reference rows, each run marked comparable or not",
+        ),
+    ] = False,
+) -> None:
     """Compare runs in the paper's table layouts: Markdown, CSV, PNG charts with CIs, report.html + article pages."""
     from ruwikibench.reporting.compare import compare_runs, load_run, paper_blocks
     from ruwikibench.reporting.tables import report_stages, stage_table, table_title
@@ -309,12 +436,16 @@ def report(run_dirs: Annotated[list[Path], typer.Argument(help="run directories 
             print_baseline_lines(stage, data, name)
         if stage in references:  # the paper rows are in report.md/html; here whether each run is comparable
             for comparison in references[stage].comparisons:
-                console.print(f"{stage}: {comparison.sentence().replace('**', '')}", markup=False, highlight=False)
+                console.print(
+                    f"{stage}: {comparison.sentence().replace('**', '')}", markup=False, highlight=False
+                )
         paired = out / f"{stage}_paired.csv"
         if paired.exists():
             with open(paired, newline="", encoding="utf-8") as handle:
                 rows = list(csv.reader(handle))
-            print_table(f"{stage}: paired differences vs {present[0][0]} (×100, shared items; p: randomization)", rows)
+            print_table(
+                f"{stage}: paired differences vs {present[0][0]} (×100, shared items; p: randomization)", rows
+            )
     console.print(f"written: {path}, {out / 'report.html'} (articles: {out / 'articles'})")
     if screenshot is not None:
         from ruwikibench.reporting.browser import BrowserError

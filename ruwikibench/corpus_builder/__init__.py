@@ -33,8 +33,14 @@ if TYPE_CHECKING:
 _MODULES = {
     "filters": ("MIN_SOURCE_CHARS", "FilterReport", "filter_article", "filter_sources"),
     "html_parser": ("NoArticleBody", "decode_gateway_href", "parse_article_html"),
-    "ruwikibench_json": ("CorpusError", "ImportParams", "ImportResult", "export_ruwikibench_json", "import_records",
-                         "import_ruwikibench_json"),
+    "ruwikibench_json": (
+        "CorpusError",
+        "ImportParams",
+        "ImportResult",
+        "export_ruwikibench_json",
+        "import_records",
+        "import_ruwikibench_json",
+    ),
     "snippets": ("make_snippets",),
     "stats": ("DatasetStats", "dataset_stats"),
     "store": ("DatasetStoreError", "load_dataset", "save_dataset"),

@@ -315,8 +315,13 @@ def _references(body: etree._Element, note_ids: set[str], gateway_prefix: str | 
             elif url is None and _OTHER_SCHEME.match(a.get("href") or "") and a.get("href") not in other:
                 other.append(a.get("href") or "")
         refs.append(
-            Reference(id=ref_id, urls=urls, label=clean_ws(scope.text_content()), is_note=ref_id in note_ids,
-                      other_links=other)
+            Reference(
+                id=ref_id,
+                urls=urls,
+                label=clean_ws(scope.text_content()),
+                is_note=ref_id in note_ids,
+                other_links=other,
+            )
         )
     return refs
 

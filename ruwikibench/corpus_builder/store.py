@@ -56,7 +56,11 @@ def save_dataset(
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    groups: dict[str, list[Any]] = {"articles": dataset.articles, "sources": dataset.sources, "snippets": dataset.snippets}
+    groups: dict[str, list[Any]] = {
+        "articles": dataset.articles,
+        "sources": dataset.sources,
+        "snippets": dataset.snippets,
+    }
     hashes = {key: _write_jsonl(directory / FILES[key], items) for key, items in groups.items()}
     manifest = {
         "format": FORMAT,
@@ -78,8 +82,10 @@ def _as_written(manifest: dict[str, Any], digests: dict[str, str]) -> bool:
     files = manifest.get("files")
     if not isinstance(files, dict) or not isinstance(manifest.get("dataset_id"), str):
         return False
-    return all(isinstance(files.get(key), dict) and files[key].get("sha256") == digest
-               for key, digest in digests.items())
+    return all(
+        isinstance(files.get(key), dict) and files[key].get("sha256") == digest
+        for key, digest in digests.items()
+    )
 
 
 def read_manifest(directory: str | Path) -> dict[str, Any]:
@@ -158,8 +164,9 @@ def _text_items(path: Path, number: int, raw: bytes, model: type[M]) -> list[M]:
     return items
 
 
-def load_dataset(directory: str | Path, *, verify: bool = True, source_texts: bool = True,
-                 snippet_texts: bool = True) -> Dataset:
+def load_dataset(
+    directory: str | Path, *, verify: bool = True, source_texts: bool = True, snippet_texts: bool = True
+) -> Dataset:
     """Read a directory written by :func:`save_dataset`; with ``verify`` the content hash must match the manifest.
     ``source_texts=False`` leaves the sources' texts on disk, each read from its line when asked for
     (:class:`~ruwikibench.dataset.Source`): what a run loads, it never reads them (a file not as written has its id
@@ -173,8 +180,10 @@ def load_dataset(directory: str | Path, *, verify: bool = True, source_texts: bo
     directory = Path(directory)
     manifest = read_manifest(directory)
     on_disk = {"sources": not source_texts, "snippets": not snippet_texts}
-    loaded = {key: _read_jsonl(directory / FILES[key], model, lazy_texts=on_disk.get(key, False))
-              for key, model in _MODELS.items()}
+    loaded = {
+        key: _read_jsonl(directory / FILES[key], model, lazy_texts=on_disk.get(key, False))
+        for key, model in _MODELS.items()
+    }
     dataset = Dataset(
         articles=loaded["articles"][0],  # type: ignore[arg-type]
         sources=loaded["sources"][0],  # type: ignore[arg-type]

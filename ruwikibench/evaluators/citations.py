@@ -47,7 +47,9 @@ class CitedSentence(BaseModel):
     end: int
     text: str = Field(description="the sentence as written, markers included")
     claim: str = Field(description="the sentence without markers")
-    numbers: list[int] = Field(default_factory=list, description="cited numbers, in order, without duplicates")
+    numbers: list[int] = Field(
+        default_factory=list, description="cited numbers, in order, without duplicates"
+    )
 
 
 class Check(NamedTuple):
@@ -142,7 +144,9 @@ def split_sentences(text: str) -> list[CitedSentence]:
     return _attach_lone(sentences, text, lone)
 
 
-def _attach_lone(sentences: list[CitedSentence], text: str, lone: list[tuple[int, int]]) -> list[CitedSentence]:
+def _attach_lone(
+    sentences: list[CitedSentence], text: str, lone: list[tuple[int, int]]
+) -> list[CitedSentence]:
     """Numbers of marker-only pieces added to the sentence before them (or the first sentence after them)."""
     for start, end in lone:
         before = [s for s in sentences if s.end <= start]
@@ -167,8 +171,9 @@ def _sentence(index: int, text: str, start: int, end: int) -> CitedSentence:
     while start < end and text[start].isspace():
         start += 1
     raw = text[start:end].rstrip()
-    return CitedSentence(index=index, start=start, end=start + len(raw), text=raw, claim=claim_text(raw),
-                         numbers=_numbers(raw))
+    return CitedSentence(
+        index=index, start=start, end=start + len(raw), text=raw, claim=claim_text(raw), numbers=_numbers(raw)
+    )
 
 
 def claim_text(sentence: str) -> str:
@@ -236,8 +241,9 @@ def best_window(passage: str, claim: str, window_chars: int) -> Window:
 # -- checks and scores ------------------------------------------------------------------------------------
 
 
-def pending_checks(sentence: CitedSentence, available: Iterable[int],
-                   verdicts: Mapping[Check, Verdict]) -> list[Check]:
+def pending_checks(
+    sentence: CitedSentence, available: Iterable[int], verdicts: Mapping[Check, Verdict]
+) -> list[Check]:
     """The checks still needed to score ``sentence`` given the verdicts known so far (ALCE's order: the union;
     if it supports, each snippet alone; for a snippet that does not, the union without it). Empty = done."""
     have = set(available)
@@ -261,12 +267,18 @@ def pending_checks(sentence: CitedSentence, available: Iterable[int],
     return [c for c in rest if c not in verdicts]
 
 
-def score_sentence(sentence: CitedSentence, available: Iterable[int], verdicts: Mapping[Check, Verdict],
-                   min_words: int = 4) -> SentenceScore:
+def score_sentence(
+    sentence: CitedSentence, available: Iterable[int], verdicts: Mapping[Check, Verdict], min_words: int = 4
+) -> SentenceScore:
     """Status and per-citation precision of one sentence from the verdicts of its checks."""
     have = set(available)
-    base = SentenceScore(index=sentence.index, claim=sentence.claim, numbers=sentence.numbers,
-                         missing=[n for n in sentence.numbers if n not in have], status="uncited")
+    base = SentenceScore(
+        index=sentence.index,
+        claim=sentence.claim,
+        numbers=sentence.numbers,
+        missing=[n for n in sentence.numbers if n not in have],
+        status="uncited",
+    )
     if not sentence.numbers:
         return base.model_copy(update={"checkable": is_checkable(sentence.claim, min_words)})
     valid = tuple(sorted(n for n in sentence.numbers if n in have))
@@ -274,7 +286,9 @@ def score_sentence(sentence: CitedSentence, available: Iterable[int], verdicts: 
     if not valid:
         return base.model_copy(update={"status": "unsupported", "precise": zero})
     if pending_checks(sentence, have, verdicts):
-        raise ValueError(f"sentence {sentence.index}: verdicts missing for {pending_checks(sentence, have, verdicts)}")
+        raise ValueError(
+            f"sentence {sentence.index}: verdicts missing for {pending_checks(sentence, have, verdicts)}"
+        )
     union = verdicts[Check(sentence.index, valid)].supported
     if union is None:
         return base.model_copy(update={"status": "unjudged"})
@@ -289,7 +303,9 @@ def score_sentence(sentence: CitedSentence, available: Iterable[int], verdicts: 
     return base.model_copy(update={"status": "supported", "precise": precise})
 
 
-def _needed(index: int, number: int, valid: tuple[int, ...], verdicts: Mapping[Check, Verdict]) -> bool | None:
+def _needed(
+    index: int, number: int, valid: tuple[int, ...], verdicts: Mapping[Check, Verdict]
+) -> bool | None:
     """Is citation ``number`` needed in a supported sentence: alone supports, or the rest alone does not."""
     if len(valid) == 1:
         return True
@@ -330,8 +346,9 @@ def combine(parts: Iterable[CitationScores]) -> CitationScores:
     return total
 
 
-def score_text(text: str, available: Iterable[int], verdicts: Mapping[Check, Verdict],
-               min_words: int = 4) -> tuple[list[SentenceScore], CitationScores]:
+def score_text(
+    text: str, available: Iterable[int], verdicts: Mapping[Check, Verdict], min_words: int = 4
+) -> tuple[list[SentenceScore], CitationScores]:
     """Every sentence of ``text`` scored, and the counts (every check must have a verdict)."""
     have = set(available)
     scored = [score_sentence(s, have, verdicts, min_words) for s in split_sentences(text)]

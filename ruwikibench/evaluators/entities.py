@@ -46,7 +46,9 @@ KEYS = ("entity_recall", "entity_precision", "entity_f1")
 EMBEDDING_FILE = "emb/navec_news_v1_1B_250K_300d_100q.tar"
 NER_FILE = "model/slovnet_ner_news_v1.tar"
 PROPER = frozenset({"Name", "Surn", "Patr", "Geox", "Orgn", "Trad"})
-NORMALIZATION_VERSION = 1  # bump when normalize_entity or the stored form changes: stored entities are not reused
+NORMALIZATION_VERSION = (
+    1  # bump when normalize_entity or the stored form changes: stored entities are not reused
+)
 IDENTITY_PACKAGES = ("slovnet", "navec", "pymorphy3", "pymorphy3-dicts-ru", "razdel")
 CACHE_FILE = "entities.sqlite"
 
@@ -109,7 +111,9 @@ def model_identity() -> str:
     """What decides the entities of a text, hashed: the sha256 of the NER's and navec's files, the versions of
     slovnet, navec, pymorphy3 (and its dictionary) and razdel, and :data:`NORMALIZATION_VERSION`."""
     data = model_dir()
-    files = {name: hashlib.sha256((data / name).read_bytes()).hexdigest() for name in (NER_FILE, EMBEDDING_FILE)}
+    files = {
+        name: hashlib.sha256((data / name).read_bytes()).hexdigest() for name in (NER_FILE, EMBEDDING_FILE)
+    }
     packages = {name: _package_version(name) for name in IDENTITY_PACKAGES}
     return stable_hash({"files": files, "packages": packages, "normalization": NORMALIZATION_VERSION})
 
@@ -258,7 +262,7 @@ def _run_model(texts: list[str]) -> list[tuple[Entity, ...]]:
 def _entities(text: str, markup: Any) -> tuple[Entity, ...]:
     found = []
     for span in markup.spans:
-        surface = text[span.start:span.stop]
+        surface = text[span.start : span.stop]
         normal = normalize_entity(surface)
         if normal:
             found.append(Entity(type=span.type, text=surface, normal=normal))
@@ -280,8 +284,10 @@ def set_scores(generated: set[str], reference: set[str]) -> dict[str, float]:
     if not reference:
         return {}
     shared = len(generated & reference)
-    scores = {"entity_recall": shared / len(reference),
-              "entity_f1": 2 * shared / (len(reference) + len(generated))}
+    scores = {
+        "entity_recall": shared / len(reference),
+        "entity_f1": 2 * shared / (len(reference) + len(generated)),
+    }
     if generated:
         scores["entity_precision"] = shared / len(generated)
     return scores

@@ -130,8 +130,12 @@ def rescaled_estimate(
     if data.size == 0 or not np.isfinite(base).any():
         return Estimate(mean=nan, low=nan, high=nan, n=0)
     if base.size != data.size:
-        raise ValueError(f"rescaled_estimate: {data.size} values but {base.size} floors (one per item, NaN if none)")
-    return paired_bootstrap([data, base], rescaled_means, confidence=confidence, resamples=resamples, seed=seed)
+        raise ValueError(
+            f"rescaled_estimate: {data.size} values but {base.size} floors (one per item, NaN if none)"
+        )
+    return paired_bootstrap(
+        [data, base], rescaled_means, confidence=confidence, resamples=resamples, seed=seed
+    )
 
 
 @dataclass(frozen=True)

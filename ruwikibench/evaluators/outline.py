@@ -126,7 +126,9 @@ def reference_headings(article: Article, selection: HeadingSelection = DEFAULT) 
     return chosen
 
 
-def generated_headings(titles: Sequence[str], article_title: str, selection: HeadingSelection = DEFAULT) -> list[str]:
+def generated_headings(
+    titles: Sequence[str], article_title: str, selection: HeadingSelection = DEFAULT
+) -> list[str]:
     """Generated heading titles; with ``drop_title_echo`` the ones equal to the article title are left out."""
     if not selection.drop_title_echo:
         return list(titles)
@@ -141,7 +143,15 @@ class OutlineScore(BaseModel):
     info: dict[str, object]
 
 
-SIMILARITY_KEYS = ("precision", "recall", "f1", "soft_recall", "precision_authors", "recall_authors", "f1_authors")
+SIMILARITY_KEYS = (
+    "precision",
+    "recall",
+    "f1",
+    "soft_recall",
+    "precision_authors",
+    "recall_authors",
+    "f1_authors",
+)
 
 
 class Similarity(BaseModel):
@@ -198,7 +208,9 @@ def outline_similarity(
     metrics: dict[str, float] = {}
     for suffix, (gen, ref) in sides.items():
         prf = heading_prf(matrix(gen, vectors[suffix]), matrix(ref, vectors[suffix]))
-        metrics.update({f"precision{suffix}": prf.precision, f"recall{suffix}": prf.recall, f"f1{suffix}": prf.f1})
+        metrics.update(
+            {f"precision{suffix}": prf.precision, f"recall{suffix}": prf.recall, f"f1{suffix}": prf.f1}
+        )
     gen, ref = sides[""]
     metrics["soft_recall"] = heading_soft_recall(ref, gen, vectors[""])
     return Similarity(metrics=metrics, generated_scored=len(gen), reference_scored=len(ref))

@@ -23,7 +23,9 @@ class Estimate(BaseModel):
     def fmt(self, scale: float = 1.0, digits: int = 2) -> str:
         if self.n == 0:
             return "—"
-        return f"{self.mean * scale:.{digits}f} [{self.low * scale:.{digits}f}, {self.high * scale:.{digits}f}]"
+        return (
+            f"{self.mean * scale:.{digits}f} [{self.low * scale:.{digits}f}, {self.high * scale:.{digits}f}]"
+        )
 
 
 def bootstrap_rows(n: int, resamples: int, rng: np.random.Generator) -> np.ndarray:
@@ -32,7 +34,9 @@ def bootstrap_rows(n: int, resamples: int, rng: np.random.Generator) -> np.ndarr
     return rng.integers(0, n, size=(resamples, n))
 
 
-ROWS_AT_ONCE = 250  # resamples gathered at a time: 2,000 × 4,300 items (the paper's sections) is 69 MB per column
+ROWS_AT_ONCE = (
+    250  # resamples gathered at a time: 2,000 × 4,300 items (the paper's sections) is 69 MB per column
+)
 
 
 def bootstrap_row_chunks(n: int, resamples: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
@@ -82,16 +86,22 @@ def _keep(key: tuple[int, int, int], drawn: list[np.ndarray]) -> None:
             _row_memo.popitem(last=False)
 
 
-def by_rows(rows: np.ndarray | Iterable[np.ndarray], statistic: Callable[..., np.ndarray],
-            columns: Sequence[np.ndarray]) -> np.ndarray:
+def by_rows(
+    rows: np.ndarray | Iterable[np.ndarray],
+    statistic: Callable[..., np.ndarray],
+    columns: Sequence[np.ndarray],
+) -> np.ndarray:
     """``statistic(*[column[rows] for column in columns])`` computed :data:`ROWS_AT_ONCE` resamples at a time (the
     statistic is one value per row, so the values are the same): the gathered resamples of every column are never
     all in memory at once (hundreds of MB at the paper's size, in the finish of a run). ``rows``: the index matrix,
     or its rows in chunks (:func:`bootstrap_row_chunks`)."""
     import numpy as np
 
-    chunks = ((rows[start:start + ROWS_AT_ONCE] for start in range(0, len(rows), ROWS_AT_ONCE))
-              if isinstance(rows, np.ndarray) else rows)
+    chunks = (
+        (rows[start : start + ROWS_AT_ONCE] for start in range(0, len(rows), ROWS_AT_ONCE))
+        if isinstance(rows, np.ndarray)
+        else rows
+    )
     parts = [statistic(*[column[chunk] for column in columns]) for chunk in chunks]
     return np.concatenate([np.asarray(part) for part in parts]) if parts else np.zeros(0)
 
@@ -155,7 +165,9 @@ def paired_bootstrap(
             raise ValueError(f"paired columns differ in length: {[d.size for d in data]}")
         return Estimate(mean=float("nan"), low=float("nan"), high=float("nan"), n=0)
     with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a resample with no value in a NaN column: NaN, dropped
+        warnings.simplefilter(
+            "ignore", RuntimeWarning
+        )  # a resample with no value in a NaN column: NaN, dropped
         point = float(statistic(*[d[None, :] for d in data])[0])
         if n == 1:
             return Estimate(mean=point, low=point, high=point, n=1)
@@ -254,6 +266,8 @@ def paired_randomization(
         extreme = 0
         for start in range(0, resamples, batch):
             swap = rng.random((min(batch, resamples - start), a.shape[-1])) < 0.5
-            t = statistic(*np.where(swap, b[:, None, :], a[:, None, :]), *np.where(swap, a[:, None, :], b[:, None, :]))
+            t = statistic(
+                *np.where(swap, b[:, None, :], a[:, None, :]), *np.where(swap, a[:, None, :], b[:, None, :])
+            )
             extreme += int(np.sum(np.abs(t) >= observed * (1 - 1e-12)))
     return (1 + extreme) / (1 + resamples)

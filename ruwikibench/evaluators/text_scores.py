@@ -16,8 +16,15 @@ HEADLINE = ("p", "r", "f1", "rouge_l", "bleu")
 AUTHORS_KEYS = ("p_authors", "r_authors", "f1_authors")
 
 
-def text_scores(text: str, reference: str, embedder: Embedder, *, tokenize: str = "intl",
-                lemmatize: bool = False, authors_prompt: str | None = None) -> dict[str, float]:
+def text_scores(
+    text: str,
+    reference: str,
+    embedder: Embedder,
+    *,
+    tokenize: str = "intl",
+    lemmatize: bool = False,
+    authors_prompt: str | None = None,
+) -> dict[str, float]:
     """``sentence_prf`` + ``lexical_scores`` of ``text`` vs ``reference`` (+ the authors' sentence P/R/F1 when
     ``authors_prompt`` is given); zeros on :data:`HEADLINE` (and :data:`AUTHORS_KEYS`) when empty."""
     if not text.strip():

@@ -42,11 +42,16 @@ class SourceMatch(BaseModel):
     n: int
     given: str
     source_id: str | None = None
-    source_ids: list[str] = Field(default_factory=list, description="every source the number stands for (several "
-                                                                    "when a shared URL could not be narrowed down)")
+    source_ids: list[str] = Field(
+        default_factory=list,
+        description="every source the number stands for (several "
+        "when a shared URL could not be narrowed down)",
+    )
     snippet_ids: list[str] = Field(default_factory=list)
-    how: str = Field(default="unmatched", description="url | url_snippets | url_shared | source_id | snippet_id | "
-                                                      "unmatched")
+    how: str = Field(
+        default="unmatched",
+        description="url | url_snippets | url_shared | source_id | snippet_id | unmatched",
+    )
 
 
 _WORD = re.compile(r"\w{3,}")
@@ -74,8 +79,14 @@ class SourceIndex:
         value = given.strip()
         try:
             snippet = self.dataset.snippet(value)
-            return SourceMatch(n=n, given=given, source_id=snippet.source_id, source_ids=[snippet.source_id],
-                               snippet_ids=[snippet.id], how="snippet_id")
+            return SourceMatch(
+                n=n,
+                given=given,
+                source_id=snippet.source_id,
+                source_ids=[snippet.source_id],
+                snippet_ids=[snippet.id],
+                how="snippet_id",
+            )
         except KeyError:
             pass
         try:
@@ -101,18 +112,32 @@ class SourceIndex:
             words = _words(text)
             if not words:
                 continue
-            scores = sorted(((max((len(words & w) / len(words) for w in texts[s.id]), default=0.0), i)
-                             for i, s in enumerate(candidates)), reverse=True)
+            scores = sorted(
+                (
+                    (max((len(words & w) / len(words) for w in texts[s.id]), default=0.0), i)
+                    for i, s in enumerate(candidates)
+                ),
+                reverse=True,
+            )
             best, index = scores[0]
             if best >= MIN_OVERLAP and (len(scores) == 1 or best > scores[1][0]):
                 chosen.setdefault(candidates[index].id, candidates[index])
         return [s for s in candidates if s.id in chosen]
 
     def _sources(self, n: int, given: str, sources: list[Source], how: str) -> SourceMatch:
-        snippet_ids = [s.id for source in sources
-                       for s in sorted(self.dataset.snippets_of_source(source.id), key=lambda s: s.index)]
-        return SourceMatch(n=n, given=given, source_id=sources[0].id, source_ids=[s.id for s in sources],
-                           snippet_ids=snippet_ids, how=how)
+        snippet_ids = [
+            s.id
+            for source in sources
+            for s in sorted(self.dataset.snippets_of_source(source.id), key=lambda s: s.index)
+        ]
+        return SourceMatch(
+            n=n,
+            given=given,
+            source_id=sources[0].id,
+            source_ids=[s.id for s in sources],
+            snippet_ids=snippet_ids,
+            how=how,
+        )
 
 
 def split_markdown(text: str) -> tuple[str, list[tuple[int, str, str]]]:
@@ -131,7 +156,9 @@ def split_markdown(text: str) -> tuple[str, list[tuple[int, str, str]]]:
 
 
 def _same(a: str, b: str) -> bool:
-    return " ".join(a.casefold().replace("ё", "е").split()) == " ".join(b.casefold().replace("ё", "е").split())
+    return " ".join(a.casefold().replace("ё", "е").split()) == " ".join(
+        b.casefold().replace("ё", "е").split()
+    )
 
 
 def is_title_heading(blocks: list[tuple[int, str, str]], lead: str, title: str) -> bool:
@@ -144,8 +171,9 @@ def is_title_heading(blocks: list[tuple[int, str, str]], lead: str, title: str) 
     return _same(heading, title) or (not lead and lone_top)
 
 
-def written_article(article: Article, markdown: str, matches: list[SourceMatch],
-                    outline: str | None = None) -> WrittenArticle:
+def written_article(
+    article: Article, markdown: str, matches: list[SourceMatch], outline: str | None = None
+) -> WrittenArticle:
     """The external article as a WrittenArticle: lead, outline, sections (markers kept), reference list.
     ``outline`` (Markdown headings), when given, is the outline scored instead of the article's headings."""
     lead, blocks = split_markdown(markdown)
@@ -155,8 +183,14 @@ def written_article(article: Article, markdown: str, matches: list[SourceMatch],
     top = min((level for level, _, _ in blocks), default=2)
     items = items_from_headings([(level + 2 - top, title) for level, title, _ in blocks])
     sections = [
-        WrittenSection(id=item.id, level=item.level, title=item.title, text=body, cited=cited_numbers(body),
-                       markers=MarkerStats(kept=len(cited_numbers(body))))
+        WrittenSection(
+            id=item.id,
+            level=item.level,
+            title=item.title,
+            text=body,
+            cited=cited_numbers(body),
+            markers=MarkerStats(kept=len(cited_numbers(body))),
+        )
         for item, (_, _, body) in zip(items, blocks, strict=True)
     ]
     references = [_citation(m) for m in sorted(matches, key=lambda m: m.n)]
@@ -169,9 +203,18 @@ def written_article(article: Article, markdown: str, matches: list[SourceMatch],
         "sources_unmatched": float(sum(1 for m in matches if m.source_id is None)),
     }
     if outline is not None:
-        items = items_from_headings([(level, title) for level, title, _ in split_markdown(outline)[1]], article.title)
-    return WrittenArticle(title=article.title, lead=lead, lead_cited=cited_numbers(lead), outline=items,
-                          sections=sections, references=references, stats=stats)
+        items = items_from_headings(
+            [(level, title) for level, title, _ in split_markdown(outline)[1]], article.title
+        )
+    return WrittenArticle(
+        title=article.title,
+        lead=lead,
+        lead_cited=cited_numbers(lead),
+        outline=items,
+        sections=sections,
+        references=references,
+        stats=stats,
+    )
 
 
 def _citation(match: SourceMatch) -> Citation:

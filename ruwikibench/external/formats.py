@@ -42,7 +42,9 @@ class _Row(BaseModel):
 class RankingRow(_Row):
     ranking: list[str] = Field(description="snippet ids, best first")
     pool: list[str] | None = Field(default=None, description="the same ids in first-stage (e.g. BM25) order")
-    query: str | None = Field(default=None, description="the query the system ranked for (kept in outputs.jsonl)")
+    query: str | None = Field(
+        default=None, description="the query the system ranked for (kept in outputs.jsonl)"
+    )
 
     @field_validator("ranking", "pool")
     @classmethod
@@ -70,12 +72,18 @@ class SectionsRow(_Row):
 
 class ArticleRow(_Row):
     markdown: str = Field(description="the whole article: lead, '## ' headings, texts with [n] markers")
-    sources: dict[str, str] = Field(default_factory=dict, description="n -> source URL, source id or snippet id")
-    outline: str | None = Field(default=None, description="Markdown headings scored as the outline (default: the "
-                                                          "article's own headings)")
+    sources: dict[str, str] = Field(
+        default_factory=dict, description="n -> source URL, source id or snippet id"
+    )
+    outline: str | None = Field(
+        default=None,
+        description="Markdown headings scored as the outline (default: the article's own headings)",
+    )
     source_snippets: dict[str, list[str]] = Field(
-        default_factory=dict, description="n -> the texts the system read from that source (optional; they pick "
-                                          "the right source of a URL that several dataset sources share)")
+        default_factory=dict,
+        description="n -> the texts the system read from that source (optional; they pick "
+        "the right source of a URL that several dataset sources share)",
+    )
 
     @field_validator("sources")
     @classmethod

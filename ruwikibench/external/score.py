@@ -46,20 +46,33 @@ if TYPE_CHECKING:
 
 FORMAT_VERSION = 1
 COPY = "external_outputs.jsonl"
-RUN_FILES = ("outputs.jsonl", "results.jsonl", "generated.jsonl", "errors.jsonl", "nodes.jsonl", FLOORS_FILE,
-             BASELINES_FILE, UNIT_BASELINES_FILE)
+RUN_FILES = (
+    "outputs.jsonl",
+    "results.jsonl",
+    "generated.jsonl",
+    "errors.jsonl",
+    "nodes.jsonl",
+    FLOORS_FILE,
+    BASELINES_FILE,
+    UNIT_BASELINES_FILE,
+)
 
 
 class ExternalOptions(BaseModel):
     stage: Annotated[str, AfterValidator(current_stage_name)] = Field(
-        description="ranking | outline | sections | writer (``article``, its earlier name, is read as writer)")
+        description="ranking | outline | sections | writer (``article``, its earlier name, is read as writer)"
+    )
     outputs: Path
     out: Path = Path("runs")
-    name: str | None = Field(default=None, description="run directory name (default: derived from the inputs)")
+    name: str | None = Field(
+        default=None, description="run directory name (default: derived from the inputs)"
+    )
     articles: int | None = None
     article_names: list[str] | None = None
     system: str | None = Field(default=None, description="what produced the outputs (shown in spec.json)")
-    origin: dict[str, Any] = Field(default_factory=dict, description="extra provenance (e.g. the STORM folder)")
+    origin: dict[str, Any] = Field(
+        default_factory=dict, description="extra provenance (e.g. the STORM folder)"
+    )
     label: str | None = Field(default=None, description="how errors name the input (default: the file name)")
 
 
@@ -94,20 +107,36 @@ class ExternalScorer:
     # ------------------------------------------------------------------ shared
 
     def fail(self, stage: str, article: str, unit: str, reason: str) -> None:
-        self.rundir.append("errors.jsonl", {"stage": stage, "article": article, "unit": unit,
-                                            "reason": reason, "attempts": 0})
+        self.rundir.append(
+            "errors.jsonl",
+            {"stage": stage, "article": article, "unit": unit, "reason": reason, "attempts": 0},
+        )
 
     def missing(self, stage: str, article: Article, unit: str = "article", what: str = "") -> None:
         label = self.options.label or self.path.name
         self.fail(stage, article.name, unit, f"missing: {label} has no row for {article.title!r}{what}")
 
-    def score_unit(self, unit: Unit, output: dict[str, Any], line: int,
-                   adjust: Callable[[list[dict[str, Any]]], None] | None = None) -> None:
+    def score_unit(
+        self,
+        unit: Unit,
+        output: dict[str, Any],
+        line: int,
+        adjust: Callable[[list[dict[str, Any]]], None] | None = None,
+    ) -> None:
         """Append the unit's output and its scores (the stage's own score()/texts(); ``adjust`` edits the
         records before they are written)."""
         stage = get_stage(unit.stage)
-        self.rundir.append("outputs.jsonl", {"stage": unit.stage, "article": unit.article, "unit": unit.unit_id,
-                                             "input": unit.input, "output": output, "external_line": line})
+        self.rundir.append(
+            "outputs.jsonl",
+            {
+                "stage": unit.stage,
+                "article": unit.article,
+                "unit": unit.unit_id,
+                "input": unit.input,
+                "output": output,
+                "external_line": line,
+            },
+        )
         try:
             scored = stage.checked_score(unit, output, self.context)
             records = [r.model_dump(mode="json") for r in scored.records]
@@ -130,7 +159,9 @@ class ExternalScorer:
             self.fail(name, article.name, "*", f"input: {exc}")
             return []
 
-    def one_per_article(self, rows: list[tuple[int, Any]], articles: dict[int, Article]) -> dict[str, tuple[int, Any]]:
+    def one_per_article(
+        self, rows: list[tuple[int, Any]], articles: dict[int, Article]
+    ) -> dict[str, tuple[int, Any]]:
         by_article: dict[str, tuple[int, Any]] = {}
         for line, row in rows:
             name = articles[line].name
@@ -163,7 +194,9 @@ class ExternalScorer:
             line, row = by_article[article.name]
             for unit in self.units("ranking", article):
                 output = ranking_output(article, row)
-                self.score_unit(unit, output, line, None if row.pool is not None else drop_first_stage_metrics)
+                self.score_unit(
+                    unit, output, line, None if row.pool is not None else drop_first_stage_metrics
+                )
 
     def outline(self, selected: list[Article], by_article: dict[str, tuple[int, OutlineRow]]) -> None:
         from ruwikibench.nodes.outline_parser import parse_outline
@@ -174,9 +207,16 @@ class ExternalScorer:
                 continue
             line, row = by_article[article.name]
             parsed = parse_outline(row.outline, bullets=self.context.config.outline.bullets)
-            output = {"k": 0, "k_method": "external", "outline": [h.model_dump() for h in parsed.headings],
-                      "outline_markdown": parsed.markdown(), "dropped": parsed.dropped, "ended": True,
-                      "notes": ["external"], "merged_text": row.outline}
+            output = {
+                "k": 0,
+                "k_method": "external",
+                "outline": [h.model_dump() for h in parsed.headings],
+                "outline_markdown": parsed.markdown(),
+                "dropped": parsed.dropped,
+                "ended": True,
+                "notes": ["external"],
+                "merged_text": row.outline,
+            }
             for unit in self.units("outline", article):
                 self.score_unit(unit, output, line)
 
@@ -197,8 +237,9 @@ class ExternalScorer:
                 output = {"article": article.title, "results": results}
                 self.score_unit(unit, output, max(lines))
 
-    def _section_texts(self, rows: list[tuple[int, SectionsRow]],
-                       articles: dict[int, Article]) -> dict[tuple[str, str], tuple[int, str]]:
+    def _section_texts(
+        self, rows: list[tuple[int, SectionsRow]], articles: dict[int, Article]
+    ) -> dict[tuple[str, str], tuple[int, str]]:
         texts: dict[tuple[str, str], tuple[int, str]] = {}
         for line, row in rows:
             article = articles[line]
@@ -218,8 +259,14 @@ class ExternalScorer:
         titled = [s for s in sections if s.title.strip() == given.strip()]
         if len(titled) == 1:
             return titled[0].id
-        reason = "names several sections; use the section id" if titled else "is neither a section id nor a heading"
-        raise ExternalFormatError(f"{self.path}:{line}: field 'section': {given!r} {reason} of {article.title!r}")
+        reason = (
+            "names several sections; use the section id"
+            if titled
+            else "is neither a section id nor a heading"
+        )
+        raise ExternalFormatError(
+            f"{self.path}:{line}: field 'section': {given!r} {reason} of {article.title!r}"
+        )
 
     def writer(self, selected: list[Article], by_article: dict[str, tuple[int, ArticleRow]]) -> None:
         from ruwikibench.external.article import SourceIndex, selected_snippets, written_article
@@ -232,8 +279,10 @@ class ExternalScorer:
                     self.missing(stage, article)
                 continue
             line, row = by_article[article.name]
-            matches = [index.match(int(n), value, article, row.source_snippets.get(n))
-                       for n, value in row.sources.items()]
+            matches = [
+                index.match(int(n), value, article, row.source_snippets.get(n))
+                for n, value in row.sources.items()
+            ]
             written = written_article(article, row.markdown, matches, row.outline)
             selected_ids = selected_snippets(matches)
             written.stats["sources_selected"] = float(len(selected_ids))
@@ -245,27 +294,42 @@ class ExternalScorer:
                 continue
             for record in records:
                 if record.stage == "writer" and not record.excluded:
-                    add_source_info(record, written.stats, matches, (row.model_extra or {}).get("storm_markers"))
+                    add_source_info(
+                        record, written.stats, matches, (row.model_extra or {}).get("storm_markers")
+                    )
             for record in records:
                 self.rundir.append("results.jsonl", record.model_dump(mode="json"))
             for text in generated_texts(article, written, records):
                 self.rundir.append("generated.jsonl", text.model_dump(mode="json"))
-            output = {"external_line": line, "written": written.model_dump(mode="json"),
-                      "matches": [m.model_dump() for m in matches]}
+            output = {
+                "external_line": line,
+                "written": written.model_dump(mode="json"),
+                "matches": [m.model_dump() for m in matches],
+            }
             for stage in WRITER_TABLES:
-                self.rundir.append("outputs.jsonl", {"stage": stage, "article": article.name, "unit": "article",
-                                                     "output": output})
+                self.rundir.append(
+                    "outputs.jsonl",
+                    {"stage": stage, "article": article.name, "unit": "article", "output": output},
+                )
 
 
-def add_source_info(record: ScoreRecord, stats: dict[str, float], matches: list[SourceMatch],
-                    storm_markers: dict[str, Any] | None = None) -> None:
+def add_source_info(
+    record: ScoreRecord,
+    stats: dict[str, float],
+    matches: list[SourceMatch],
+    storm_markers: dict[str, Any] | None = None,
+) -> None:
     """The writer record's source counts and how each number of the sources map was matched."""
     for key in ("sources_unmatched", "markers_unresolved"):
         record.metrics[key] = stats[key]
-    record.info.update({"sources_given": len(matches),
-                        "unmatched_sources": [m.given for m in matches if m.source_id is None],
-                        "matched_by": {m.n: m.how for m in matches},
-                        "shared_url_sources": {m.n: m.source_ids for m in matches if len(m.source_ids) > 1}})
+    record.info.update(
+        {
+            "sources_given": len(matches),
+            "unmatched_sources": [m.given for m in matches if m.source_id is None],
+            "matched_by": {m.n: m.how for m in matches},
+            "shared_url_sources": {m.n: m.source_ids for m in matches if len(m.source_ids) > 1},
+        }
+    )
     if storm_markers:
         record.info["storm_markers"] = storm_markers
 
@@ -292,20 +356,49 @@ def ranking_output(article: Article, row: RankingRow) -> dict[str, Any]:
     """The ranking graph's output shape for an external ranked list (first-stage order from ``pool``)."""
     first = {s: i + 1 for i, s in enumerate(row.pool or row.ranking)}
     candidates = [
-        {"snippet_id": s, "bm25_rank": first[s], "bm25_score": 0.0, "llm_score": None, "p_yes": None, "p_no": None,
-         "p_yes_norm": None, "answer": None, "source": "external", "reply": "", "error": None, "rank": i + 1}
+        {
+            "snippet_id": s,
+            "bm25_rank": first[s],
+            "bm25_score": 0.0,
+            "llm_score": None,
+            "p_yes": None,
+            "p_no": None,
+            "p_yes_norm": None,
+            "answer": None,
+            "source": "external",
+            "reply": "",
+            "error": None,
+            "rank": i + 1,
+        }
         for i, s in enumerate(row.ranking)
     ]
-    return {"article": article.name, "title": article.title, "query": row.query or "", "query_mode": "external",
-            "pool_size": len(candidates), "candidates": candidates, "error": None if candidates else "empty ranking"}
+    return {
+        "article": article.name,
+        "title": article.title,
+        "query": row.query or "",
+        "query_mode": "external",
+        "pool_size": len(candidates),
+        "candidates": candidates,
+        "error": None if candidates else "empty ranking",
+    }
 
 
 def section_result(spec: dict[str, Any], text: str) -> dict[str, Any]:
     """The section graph's result shape for an external text (no snippets given -> the paper's exclusion)."""
-    return {"id": spec["id"], "title": spec["title"], "level": spec["level"], "text": text,
-            "status": "ok" if spec.get("snippets") else "no_snippets", "snippets_total": len(spec.get("snippets", [])),
-            "snippet_ids": [], "oracle_filter": None, "oracle_dropped": [], "groups": [], "write_calls": 0,
-            "calls": 0}
+    return {
+        "id": spec["id"],
+        "title": spec["title"],
+        "level": spec["level"],
+        "text": text,
+        "status": "ok" if spec.get("snippets") else "no_snippets",
+        "snippets_total": len(spec.get("snippets", [])),
+        "snippet_ids": [],
+        "oracle_filter": None,
+        "oracle_dropped": [],
+        "groups": [],
+        "write_calls": 0,
+        "calls": 0,
+    }
 
 
 def external_run_id(stage: str, sha: str, dataset: Dataset, options: ExternalOptions) -> str:
@@ -326,25 +419,41 @@ def score_outputs(context: StageContext, dataset_path: str, options: ExternalOpt
     articles = resolve_articles(dataset, rows, options.outputs)
     sha = file_sha256(options.outputs)
     stages = list(WRITER_TABLES) if stage == "writer" else [stage]
-    run_options = RunOptions(stages=stages, articles=options.articles, article_names=options.article_names,
-                             out=options.out, run_id=options.name, progress=False)
+    run_options = RunOptions(
+        stages=stages,
+        articles=options.articles,
+        article_names=options.article_names,
+        out=options.out,
+        run_id=options.name,
+        progress=False,
+    )
     try:
         selected = select_articles(dataset, run_options)
     except KeyError as exc:
         raise ExternalFormatError(f"--article: {exc.args[0]}") from None
-    path = run_path(options.out, options.name, external_key(stage, sha, dataset, options.articles,
-                                                             options.article_names))
+    path = run_path(
+        options.out, options.name, external_key(stage, sha, dataset, options.articles, options.article_names)
+    )
     scorer = ExternalScorer(context, RunDir(path), options)
     checked = scorer.check(stage, rows, articles)  # every row checked before the run directory is touched
     with open_run(path) as opened:  # nobody else writes the run directory meanwhile
         rundir = opened.rundir
         spec = new_spec(opened.run_id, context.config, dataset, dataset_path, run_options, mode="external")
         selected_names = {a.name for a in selected}
-        spec.external = ExternalRecord.model_validate({
-            "stage": stage, "file": str(options.outputs), "sha256": sha, "rows": len(rows),
-            "rows_outside_selection": sum(1 for a in articles.values() if a.name not in selected_names),
-            "copy": COPY, "format_version": FORMAT_VERSION, "system": options.system, "label": options.label,
-            **options.origin})
+        spec.external = ExternalRecord.model_validate(
+            {
+                "stage": stage,
+                "file": str(options.outputs),
+                "sha256": sha,
+                "rows": len(rows),
+                "rows_outside_selection": sum(1 for a in articles.values() if a.name not in selected_names),
+                "copy": COPY,
+                "format_version": FORMAT_VERSION,
+                "system": options.system,
+                "label": options.label,
+                **options.origin,
+            }
+        )
         _prepare(opened, spec)
         if options.outputs.resolve() != rundir.file(COPY).resolve():
             shutil.copyfile(options.outputs, rundir.file(COPY))
@@ -368,8 +477,10 @@ def _append_unmatched(rundir: RunDir) -> None:
     given = sum(r["info"].get("sources_given", 0) for r in records)
     unmatched = sum(len(r["info"].get("unmatched_sources", [])) for r in records)
     with open(rundir.file("report.md"), "a", encoding="utf-8") as handle:
-        handle.write(f"Cited sources not in the dataset: {unmatched} of {given} (per article: `unmatched_sources` "
-                     "in results.jsonl).\n")
+        handle.write(
+            f"Cited sources not in the dataset: {unmatched} of {given} (per article: `unmatched_sources` "
+            "in results.jsonl).\n"
+        )
 
 
 def rescore_external(rundir: RunDir, context: StageContext, dataset_path: str) -> RunDir:
@@ -378,10 +489,17 @@ def rescore_external(rundir: RunDir, context: StageContext, dataset_path: str) -
     external, options = spec.external, spec.options
     if external is None:
         raise InvalidSpec(f"{rundir.file('spec.json')}: field 'external' missing (not an external run)")
-    again = ExternalOptions(stage=external.stage, outputs=rundir.file(COPY), out=rundir.path.parent,
-                            name=rundir.path.name, articles=options.articles, article_names=options.article_names,
-                            system=external.system, label=external.label,
-                            origin={"file": external.file, **(external.model_extra or {})})
+    again = ExternalOptions(
+        stage=external.stage,
+        outputs=rundir.file(COPY),
+        out=rundir.path.parent,
+        name=rundir.path.name,
+        articles=options.articles,
+        article_names=options.article_names,
+        system=external.system,
+        label=external.label,
+        origin={"file": external.file, **(external.model_extra or {})},
+    )
     return score_outputs(context, dataset_path, again)
 
 
@@ -395,7 +513,9 @@ def _prepare(opened: OpenRun, spec: RunSpec) -> None:
 
 def _check_same_outputs(rundir: RunDir, old: RunSpec, spec: RunSpec) -> None:
     """Only the same outputs file on the same dataset is scored again into an external run's directory."""
-    same_file = old.external is not None and spec.external is not None and old.external.sha256 == spec.external.sha256
+    same_file = (
+        old.external is not None and spec.external is not None and old.external.sha256 == spec.external.sha256
+    )
     if old.mode != "external" or not same_file or old.dataset_id != spec.dataset_id:
         raise ExternalFormatError(
             f"{rundir.path}: holds another run (other outputs file or dataset); choose another --name"

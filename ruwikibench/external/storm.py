@@ -73,11 +73,15 @@ def read_url_to_info(path: Path) -> dict[str, int]:
         raise ExternalFormatError(f"{path}: not valid JSON: {exc.msg} (line {exc.lineno})") from exc
     index = data.get("url_to_unified_index") if isinstance(data, dict) else None
     if not isinstance(index, dict):
-        raise ExternalFormatError(f"{path}: field 'url_to_unified_index': missing or not an object of url -> n")
+        raise ExternalFormatError(
+            f"{path}: field 'url_to_unified_index': missing or not an object of url -> n"
+        )
     numbers: dict[str, int] = {}
     for url, n in index.items():
         if not isinstance(n, int) or isinstance(n, bool):
-            raise ExternalFormatError(f"{path}: field 'url_to_unified_index.{url}': {n!r} is not a citation number")
+            raise ExternalFormatError(
+                f"{path}: field 'url_to_unified_index.{url}': {n!r} is not a citation number"
+            )
         numbers[url] = n
     return numbers
 
@@ -87,7 +91,10 @@ def storm_outline(title: str, text: str) -> str:
     _, blocks = split_markdown(text)
     if blocks and blocks[0][0] == 1 and blocks[0][1].replace("_", " ").strip().casefold() == title.casefold():
         blocks = blocks[1:]
-    return "\n".join([f"# {title}", *[f"{'#' * min(level + 1, 6)} {heading}" for level, heading, _ in blocks]]) + "\n"
+    return (
+        "\n".join([f"# {title}", *[f"{'#' * min(level + 1, 6)} {heading}" for level, heading, _ in blocks]])
+        + "\n"
+    )
 
 
 def storm_markdown(title: str, text: str) -> str:
@@ -111,16 +118,22 @@ def read_topic(folder: Path, dataset: Dataset) -> dict[str, Any]:
     article = match_folder(folder, dataset)
     for required in (OUTLINE, URL_TO_INFO):
         if not (folder / required).is_file():
-            raise ExternalFormatError(f"{folder}: missing {required} (a STORM topic folder holds {OUTLINE}, "
-                                      f"{ARTICLE} or {POLISHED}, and {URL_TO_INFO})")
+            raise ExternalFormatError(
+                f"{folder}: missing {required} (a STORM topic folder holds {OUTLINE}, "
+                f"{ARTICLE} or {POLISHED}, and {URL_TO_INFO})"
+            )
     text_file = folder / POLISHED if (folder / POLISHED).is_file() else folder / ARTICLE
     if not text_file.is_file():
         raise ExternalFormatError(f"{folder}: missing {POLISHED} and {ARTICLE} (the generated article)")
     numbers = read_url_to_info(folder / URL_TO_INFO)
     text = text_file.read_text(encoding="utf-8")
-    row: dict[str, Any] = {"article": article.title, "markdown": storm_markdown(article.title, text),
-                           "outline": storm_outline(article.title, (folder / OUTLINE).read_text(encoding="utf-8")),
-                           "storm_folder": folder.name, "storm_file": text_file.name}
+    row: dict[str, Any] = {
+        "article": article.title,
+        "markdown": storm_markdown(article.title, text),
+        "outline": storm_outline(article.title, (folder / OUTLINE).read_text(encoding="utf-8")),
+        "storm_folder": folder.name,
+        "storm_file": text_file.name,
+    }
     by_number = {n: url for url, n in sorted(numbers.items(), key=lambda item: item[1])}
     if text_file.name == POLISHED:
         markers = polished_markers(folder, text)
@@ -157,8 +170,10 @@ def storm_rows(root: Path, dataset: Dataset) -> list[dict[str, Any]]:
     seen: dict[str, str] = {}
     for row in rows:
         if row["article"] in seen:
-            raise ExternalFormatError(f"{root}: folders {seen[row['article']]!r} and {row['storm_folder']!r} are "
-                                      f"both the article {row['article']!r}")
+            raise ExternalFormatError(
+                f"{root}: folders {seen[row['article']]!r} and {row['storm_folder']!r} are "
+                f"both the article {row['article']!r}"
+            )
         seen[row["article"]] = row["storm_folder"]
     return rows
 

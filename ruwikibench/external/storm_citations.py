@@ -32,8 +32,12 @@ class MarkerMap(BaseModel):
     """Polished number -> draft number for every polished number that could be read back, and the rest."""
 
     mapped: dict[int, int] = Field(default_factory=dict)
-    unresolved: list[int] = Field(default_factory=list, description="polished numbers left without a draft number")
-    conflicting: list[int] = Field(default_factory=list, description="of those, the ones paired inconsistently")
+    unresolved: list[int] = Field(
+        default_factory=list, description="polished numbers left without a draft number"
+    )
+    conflicting: list[int] = Field(
+        default_factory=list, description="of those, the ones paired inconsistently"
+    )
 
 
 def _normal(text: str) -> str:
@@ -59,7 +63,7 @@ def marker_runs(text: str) -> dict[Key, list[int]]:
     for heading, body in _sections(text):
         start = 0
         for match in _RUN.finditer(body):
-            before = _SENTENCE_END.split(MARKER.sub(" ", body[start:match.start()]).strip())[-1]
+            before = _SENTENCE_END.split(MARKER.sub(" ", body[start : match.start()]).strip())[-1]
             start = match.end()
             sentence = _normal(before)
             if not sentence:
@@ -91,8 +95,12 @@ def map_polished(polished: str, draft: str) -> MarkerMap:
         if len(ds) == 1:
             claimed[next(iter(ds))].append(p)
     mapped = {ps[0]: d for d, ps in claimed.items() if len(ps) == 1}
-    grouped = {n for m in MARKER.finditer(polished) if not _SINGLE.fullmatch(m.group(0))
-               for n in marker_numbers(m.group(1))}
+    grouped = {
+        n
+        for m in MARKER.finditer(polished)
+        if not _SINGLE.fullmatch(m.group(0))
+        for n in marker_numbers(m.group(1))
+    }
     mapped = {p: d for p, d in mapped.items() if p not in grouped}
     cited = all_numbers(polished)
     unresolved = [p for p in cited if p not in mapped]

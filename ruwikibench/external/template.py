@@ -18,7 +18,9 @@ def template_rows(dataset: Dataset, articles: list[Article], stage: str) -> list
         elif stage == "writer":
             rows.append({"article": article.title, "markdown": f"# {article.title}\n", "sources": {}})
         else:
-            rows += [{"article": article.title, "section": s.id, "title": s.title, "level": s.level, "text": ""}
-                     for s in article.sections()
-                     if s.text().strip() and dataset.section_snippets(article, s)]
+            rows += [
+                {"article": article.title, "section": s.id, "title": s.title, "level": s.level, "text": ""}
+                for s in article.sections()
+                if s.text().strip() and dataset.section_snippets(article, s)
+            ]
     return rows

@@ -63,7 +63,9 @@ def build_outline_graph() -> StateGraph[OutlineState, StageContext, OutlineInput
     return graph
 
 
-def first_cited_snippet(dataset: Dataset, article: Article, section: Section, descend: bool = True) -> str | None:
+def first_cited_snippet(
+    dataset: Dataset, article: Article, section: Section, descend: bool = True
+) -> str | None:
     """Authors' centroid: the first snippet of the first kept source cited in the block (section + subsections;
     ``descend=False``: the section's own paragraphs only, as for the lead)."""
     sources = dataset.sources_of(article.name)
@@ -111,7 +113,11 @@ class OutlineStage(Stage[OutlineOutput]):
     ]
     count_keys: ClassVar[tuple[str, ...]] = ("gen_headings", "gen_max_depth", "ref_headings", "ref_max_depth")
     floor_keys: ClassVar[tuple[str, ...]] = SIMILARITY_KEYS
-    baseline_keys: ClassVar[tuple[str, ...]] = ("f1", "f1_rescaled", "entity_recall")  # vs the no-LLM baselines
+    baseline_keys: ClassVar[tuple[str, ...]] = (
+        "f1",
+        "f1_rescaled",
+        "entity_recall",
+    )  # vs the no-LLM baselines
 
     def build_graph(self) -> StateGraph:
         return build_outline_graph()  # type: ignore[return-value]
@@ -137,11 +143,15 @@ class OutlineStage(Stage[OutlineOutput]):
     def score(self, unit: Unit, output: OutlineOutput, context: StageContext) -> StageScore:
         """Heading P/R/F1 (configured selection and the authors' variant), soft recall, structure stats; the
         generated outline as Markdown."""
-        return StageScore(records=[self.outline_record(unit, output, context)], texts=self.texts(unit, output))
+        return StageScore(
+            records=[self.outline_record(unit, output, context)], texts=self.texts(unit, output)
+        )
 
     def outline_record(self, unit: Unit, result: OutlineOutput, context: StageContext) -> ScoreRecord:
         if context.dataset is None:
-            raise ValueError(f"outline scoring of {unit.article!r}: StageContext.dataset is needed (reference outline)")
+            raise ValueError(
+                f"outline scoring of {unit.article!r}: StageContext.dataset is needed (reference outline)"
+            )
         article = context.dataset.article(unit.article)
         record = ScoreRecord(stage=NAME, article=article.name, item=unit.unit_id)
         if not unit.input.get("snippets"):
@@ -149,7 +159,10 @@ class OutlineStage(Stage[OutlineOutput]):
         if not article.root.children:
             return record.model_copy(update={"excluded": "reference outline has no sections"})
         scored = score_outline(
-            article, [(h.level, h.title) for h in result.outline], context.embedder, selection(context.config.outline),
+            article,
+            [(h.level, h.title) for h in result.outline],
+            context.embedder,
+            selection(context.config.outline),
             context.config.embedder.authors_prompt,
         )
         info = {**scored.info, "k": result.k, "k_method": result.k_method, "ended": result.ended}
@@ -165,8 +178,14 @@ class OutlineStage(Stage[OutlineOutput]):
         titles = [h.title for h in OutlineOutput.model_validate(output).outline]
         if not article.root.children or not titles:
             return []
-        return [FloorSide(article=article.name, item=unit.unit_id, generated=(article.title, titles),
-                          reference=article.name)]
+        return [
+            FloorSide(
+                article=article.name,
+                item=unit.unit_id,
+                generated=(article.title, titles),
+                reference=article.name,
+            )
+        ]
 
     def reference_pool(self, context: StageContext) -> list[FloorSide]:
         """Every dataset article with reference headings (a few short strings each, cheap to embed)."""
@@ -179,12 +198,18 @@ class OutlineStage(Stage[OutlineOutput]):
             if a.root.children and reference_headings(a, chosen)
         ]
 
-    def cross_score(self, generated: tuple[str, list[str]], reference: str, context: StageContext) -> dict[str, float]:
+    def cross_score(
+        self, generated: tuple[str, list[str]], reference: str, context: StageContext
+    ) -> dict[str, float]:
         """The outline metrics of generated headings against the outline of the article named ``reference``."""
         assert context.dataset is not None
         own_title, titles = generated
         return outline_similarity(
-            titles, own_title, context.dataset.article(reference), context.embedder, selection(context.config.outline),
+            titles,
+            own_title,
+            context.dataset.article(reference),
+            context.embedder,
+            selection(context.config.outline),
             context.config.embedder.authors_prompt,
         ).metrics
 

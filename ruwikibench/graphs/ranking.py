@@ -70,7 +70,9 @@ FAILED_SOURCES = ("error", "unparseable")
 
 def _judgement_counts(candidates: list[dict[str, Any]]) -> dict[str, int]:
     counts = Counter(c["source"] for c in candidates)
-    return {f"judged_{source}": counts.get(source, 0) for source in ("logprobs", "text", "unparseable", "error")}
+    return {
+        f"judged_{source}": counts.get(source, 0) for source in ("logprobs", "text", "unparseable", "error")
+    }
 
 
 @register_stage
@@ -91,9 +93,18 @@ class RankingStage(Stage[RankingOutputModel]):
     def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]:
         size = pool_size(dataset, article, config)
         graph_input = RankingInput(article=article.name, title=article.title, pool_size=size)
-        judged = min(size, config.ranking.max_candidates or size)  # one relevance request per candidate, at once
-        return [Unit(stage=self.name, article=article.name, unit_id="article", input=dict(graph_input),
-                     fan_out=max(1, judged))]
+        judged = min(
+            size, config.ranking.max_candidates or size
+        )  # one relevance request per candidate, at once
+        return [
+            Unit(
+                stage=self.name,
+                article=article.name,
+                unit_id="article",
+                input=dict(graph_input),
+                fan_out=max(1, judged),
+            )
+        ]
 
     def score(self, unit: Unit, output: RankingOutputModel, context: StageContext) -> StageScore:
         """NDCG, R-Precision and pool recall of the BM25 and the reranked order; no texts."""
@@ -106,14 +117,21 @@ class RankingStage(Stage[RankingOutputModel]):
         relevant = {s.id for s in dataset.snippets_of(unit.article)}
         candidates = [dict(c) for c in output.candidates or []]
         info: dict[str, Any] = {
-            "query_mode": output.query_mode, "pool_size": output.pool_size,
-            "candidates": len(candidates), "relevant_total": len(relevant),
+            "query_mode": output.query_mode,
+            "pool_size": output.pool_size,
+            "candidates": len(candidates),
+            "relevant_total": len(relevant),
             "relevant_in_pool": sum(c["snippet_id"] in relevant for c in candidates),
             **_judgement_counts(candidates),
         }
         if not relevant:
-            return ScoreRecord(stage=self.name, article=unit.article, item=unit.unit_id, info=info,
-                               excluded="the article has no snippets (no kept source)")
+            return ScoreRecord(
+                stage=self.name,
+                article=unit.article,
+                item=unit.unit_id,
+                info=info,
+                excluded="the article has no snippets (no kept source)",
+            )
         if output.error:
             info["reason"] = output.error
         elif info["relevant_in_pool"] == 0:
@@ -121,7 +139,9 @@ class RankingStage(Stage[RankingOutputModel]):
         bm25 = [int(c["snippet_id"] in relevant) for c in sorted(candidates, key=lambda c: c["bm25_rank"])]
         reranked = [int(c["snippet_id"] in relevant) for c in sorted(candidates, key=lambda c: c["rank"])]
         metrics = ranking_metrics(bm25, reranked, len(relevant), context.config.ranking.ndcg_at)
-        return ScoreRecord(stage=self.name, article=unit.article, item=unit.unit_id, metrics=metrics, info=info)
+        return ScoreRecord(
+            stage=self.name, article=unit.article, item=unit.unit_id, metrics=metrics, info=info
+        )
 
     def failure_keys(self, reason: str, keys: list[str]) -> list[str]:
         """What a failed unit takes away in the failures-as-zero view: a failed rerank (every relevance request

@@ -143,9 +143,14 @@ def score_section(
     text, reference = result["text"], spec["reference"]
     if not text.strip():
         record.info["empty_output"] = True
-    record.metrics = text_scores(text, reference, context.embedder, tokenize=cfg.bleu_tokenize,
-                                 lemmatize=cfg.rouge_lemmatize,
-                                 authors_prompt=context.config.embedder.authors_prompt)
+    record.metrics = text_scores(
+        text,
+        reference,
+        context.embedder,
+        tokenize=cfg.bleu_tokenize,
+        lemmatize=cfg.rouge_lemmatize,
+        authors_prompt=context.config.embedder.authors_prompt,
+    )
     record.metrics.update(entity_scores(text, reference))
     return record
 
@@ -182,7 +187,13 @@ class SectionsStage(Stage[SectionsOutputModel]):
         ("Entity F1", "entity_f1"),
     ]
     floor_keys: ClassVar[tuple[str, ...]] = ("p", "r", "f1")
-    baseline_keys: ClassVar[tuple[str, ...]] = ("f1", "f1_rescaled", "rouge_l", "bleu", "entity_recall")  # vs baselines
+    baseline_keys: ClassVar[tuple[str, ...]] = (
+        "f1",
+        "f1_rescaled",
+        "rouge_l",
+        "bleu",
+        "entity_recall",
+    )  # vs baselines
 
     def build_graph(self) -> StateGraph[SectionsState, StageContext, SectionsInput, SectionsOutput]:
         return build_sections_graph()
@@ -212,15 +223,23 @@ class SectionsStage(Stage[SectionsOutputModel]):
     def score(self, unit: Unit, output: SectionsOutputModel, context: StageContext) -> StageScore:
         """One record per section; the written sections as texts."""
         pairs = _pairs(unit, output.results)
-        prefetch_entities([text for spec, result in pairs if exclusion(spec, result) is None
-                           for text in (spec["reference"], result["text"])])  # one NER pass for the unit's texts
+        prefetch_entities(
+            [
+                text
+                for spec, result in pairs
+                if exclusion(spec, result) is None
+                for text in (spec["reference"], result["text"])
+            ]
+        )  # one NER pass for the unit's texts
         records = [score_section(unit, spec, result, context) for spec, result in pairs]
         return StageScore(records=records, texts=self.texts(unit, output))
 
     def floor_sides(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[FloorSide]:
         """Each scored, non-empty section: its text and its reference text (the floor's pool: the run's sections)."""
         return [
-            FloorSide(article=unit.article, item=result["id"], generated=result["text"], reference=spec["reference"])
+            FloorSide(
+                article=unit.article, item=result["id"], generated=result["text"], reference=spec["reference"]
+            )
             for spec, result in _pairs(unit, output.get("results", []))
             if exclusion(spec, result) is None and result["text"].strip()
         ]

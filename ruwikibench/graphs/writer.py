@@ -38,7 +38,9 @@ def build_writer_graph(
     outline = given.get("outline") or build_outline_graph()
     sections = given.get("sections") or build_sections_graph()
 
-    graph = StateGraph(WriterState, context_schema=StageContext, input_schema=WriterInput, output_schema=WriterOutput)
+    graph = StateGraph(
+        WriterState, context_schema=StageContext, input_schema=WriterInput, output_schema=WriterOutput
+    )
     graph.add_node("ranking", partial(nodes.ranking, graph=ranking.compile()))
     graph.add_node("select_sources", nodes.select_sources)
     graph.add_node("outline", partial(nodes.outline, graph=outline.compile()))

@@ -140,7 +140,9 @@ class _BatchWriter:
     def put(self, row: Row) -> None:
         with self._cond:
             if self._error is not None:
-                raise OSError(f"{self.path}: the response cache cannot be written: {self._error}") from self._error
+                raise OSError(
+                    f"{self.path}: the response cache cannot be written: {self._error}"
+                ) from self._error
             if self._closed:
                 raise RuntimeError(f"{self.path}: the response cache is closed")
             self._queued[row[0]] = row
@@ -151,8 +153,9 @@ class _BatchWriter:
 
     def flush(self) -> None:
         with self._cond:
-            self._cond.wait_for(lambda: self._thread is None or not (self._queued or self._writing)
-                                or self._error is not None)
+            self._cond.wait_for(
+                lambda: self._thread is None or not (self._queued or self._writing) or self._error is not None
+            )
 
     def close(self) -> None:
         with self._cond:
@@ -168,7 +171,9 @@ class _BatchWriter:
             while self._next_batch():
                 try:
                     db.execute("BEGIN")
-                    db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", self._writing.values())
+                    db.executemany(
+                        "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", self._writing.values()
+                    )
                     db.execute("COMMIT")
                 except sqlite3.Error as exc:
                     with self._cond:
@@ -259,7 +264,9 @@ class EntityCache:
 
     def get(self, model: str, text_hash: str) -> list[list[str]] | None:
         with self._lock:
-            row = self._db.execute("SELECT value FROM entities WHERE model = ? AND h = ?", (model, text_hash)).fetchone()
+            row = self._db.execute(
+                "SELECT value FROM entities WHERE model = ? AND h = ?", (model, text_hash)
+            ).fetchone()
         return None if row is None else list(json.loads(row[0]))
 
     def put(self, model: str, text_hash: str, entities: list[list[str]]) -> None:

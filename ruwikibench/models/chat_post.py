@@ -31,18 +31,26 @@ class ChatPost:
     def __init__(self, client: Any) -> None:
         self.client = client
         self.template: Any = None  # the SDK's own first request (httpx Request)
-        self.lean = (all(getattr(client, name, None) is None for name in _PER_CALL_AUTH)
-                     and _sdk_helpers() is not None and hasattr(client, "_prepare_request"))
+        self.lean = (
+            all(getattr(client, name, None) is None for name in _PER_CALL_AUTH)
+            and _sdk_helpers() is not None
+            and hasattr(client, "_prepare_request")
+        )
         if self.lean:
             _capture_requests(client)
 
-    async def post(self, body: dict[str, Any], extra_body: Any = None, extra_headers: Any = None,
-                   extra_query: Any = None) -> Any:
+    async def post(
+        self, body: dict[str, Any], extra_body: Any = None, extra_headers: Any = None, extra_query: Any = None
+    ) -> Any:
         """The answer's JSON to ``body`` (``extra_*``: as ``chat.completions.create`` takes them; ``extra_body``
         merged into the body as the SDK merges it)."""
         if not self.lean or extra_headers or extra_query or not isinstance(extra_body, dict | None):
-            return await self.client.post(PATH, body=body, cast_to=object,
-                                          options=request_options(extra_body, extra_headers, extra_query))
+            return await self.client.post(
+                PATH,
+                body=body,
+                cast_to=object,
+                options=request_options(extra_body, extra_headers, extra_query),
+            )
         if extra_body:
             body = {**body, **extra_body}
         if self.template is None:
@@ -68,9 +76,13 @@ class ChatPost:
         headers = template.headers.copy()
         for name in _PER_BODY_HEADERS:
             headers.pop(name, None)
-        request = request_type(template.method, template.url, headers=headers,
-                               content=json.dumps(body, ensure_ascii=False).encode(),
-                               extensions=dict(template.extensions))
+        request = request_type(
+            template.method,
+            template.url,
+            headers=headers,
+            content=json.dumps(body, ensure_ascii=False).encode(),
+            extensions=dict(template.extensions),
+        )
         try:
             response = await http.send(request)
         except timeouts as exc:
@@ -115,9 +127,12 @@ def request_options(extra_body: Any, extra_headers: Any, extra_query: Any) -> An
     """The SDK's request options as ``chat.completions.create`` makes them (bearer auth, extra body/headers/query)."""
     from openai._base_client import make_request_options
 
-    security: dict[str, Any] = {"security": {"bearer_auth": True}} if _request_options_takes_security() else {}
-    return make_request_options(extra_headers=extra_headers, extra_query=extra_query, extra_body=extra_body,
-                                **security)
+    security: dict[str, Any] = (
+        {"security": {"bearer_auth": True}} if _request_options_takes_security() else {}
+    )
+    return make_request_options(
+        extra_headers=extra_headers, extra_query=extra_query, extra_body=extra_body, **security
+    )
 
 
 def _openai() -> Any:
@@ -140,4 +155,9 @@ def _sdk_helpers() -> tuple[Any, Any, Any, Any] | None:
     request_type = getattr(base, "httpx2", None) or getattr(base, "httpx", None)
     if request_type is None or not hasattr(request_type, "Request"):
         return None
-    return base.timeout_exceptions(), base.request_exceptions(), base.status_exceptions(), request_type.Request
+    return (
+        base.timeout_exceptions(),
+        base.request_exceptions(),
+        base.status_exceptions(),
+        request_type.Request,
+    )

@@ -68,18 +68,32 @@ def build_encoder(weights: E5Weights) -> object:
     mask_index = g.op("Cast", "attention_mask", to=TensorProto.INT32)
     for layer in range(weights.layers):
         p = f"l{layer}."
-        qkv_weight = np.concatenate([t[p + n + ".w"].reshape(hidden, hidden).T for n in ("q", "k", "v")], axis=1)
+        qkv_weight = np.concatenate(
+            [t[p + n + ".w"].reshape(hidden, hidden).T for n in ("q", "k", "v")], axis=1
+        )
         qkv_bias = np.concatenate([t[p + n + ".b"] for n in ("q", "k", "v")])
         context = g.op(
-            "Attention", x, g.const(f"layer{layer}.qkv.weight", qkv_weight.astype(np.float32)),
-            g.const(f"layer{layer}.qkv.bias", qkv_bias.astype(np.float32)), mask_index,
-            num_heads=heads, domain="com.microsoft",
+            "Attention",
+            x,
+            g.const(f"layer{layer}.qkv.weight", qkv_weight.astype(np.float32)),
+            g.const(f"layer{layer}.qkv.bias", qkv_bias.astype(np.float32)),
+            mask_index,
+            num_heads=heads,
+            domain="com.microsoft",
         )
-        attended = g.linear(context, t[p + "ao.w"], t[p + "ao.b"], f"layer{layer}.attention_out", hidden, hidden)
-        x = g.layer_norm(g.op("Add", x, attended), t[p + "aln.w"], t[p + "aln.b"], f"layer{layer}.norm1", weights.eps)
-        inner = _gelu(g, g.linear(x, t[p + "fi.w"], t[p + "fi.b"], f"layer{layer}.ffn_in", weights.ffn, hidden))
+        attended = g.linear(
+            context, t[p + "ao.w"], t[p + "ao.b"], f"layer{layer}.attention_out", hidden, hidden
+        )
+        x = g.layer_norm(
+            g.op("Add", x, attended), t[p + "aln.w"], t[p + "aln.b"], f"layer{layer}.norm1", weights.eps
+        )
+        inner = _gelu(
+            g, g.linear(x, t[p + "fi.w"], t[p + "fi.b"], f"layer{layer}.ffn_in", weights.ffn, hidden)
+        )
         out = g.linear(inner, t[p + "fo.w"], t[p + "fo.b"], f"layer{layer}.ffn_out", hidden, weights.ffn)
-        x = g.layer_norm(g.op("Add", x, out), t[p + "oln.w"], t[p + "oln.b"], f"layer{layer}.norm2", weights.eps)
+        x = g.layer_norm(
+            g.op("Add", x, out), t[p + "oln.w"], t[p + "oln.b"], f"layer{layer}.norm2", weights.eps
+        )
     pooled = _masked_mean(g, x)
     graph = helper.make_graph(
         g.nodes,  # type: ignore[arg-type]

@@ -34,7 +34,9 @@ class Window:
 
 
 class E5Int8:
-    def __init__(self, model: Path, source: Path, *, threads: int | None = None, max_tokens: int | None = None):
+    def __init__(
+        self, model: Path, source: Path, *, threads: int | None = None, max_tokens: int | None = None
+    ):
         import onnxruntime
 
         if max_tokens is not None and not 3 <= max_tokens <= WINDOW:

@@ -77,8 +77,13 @@ def build(target: Path) -> None:
         float_path, int8_path = Path(scratch) / "e5-float32.onnx", Path(scratch) / FILENAME
         onnx.save(build_encoder(read_e5_file(source)), float_path)  # type: ignore[arg-type]
         quantize_dynamic(
-            float_path, int8_path, weight_type=QuantType.QInt8, per_channel=True,
-            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},  # the fused Attention has no shape info
+            float_path,
+            int8_path,
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            extra_options={
+                "DefaultTensorType": onnx.TensorProto.FLOAT
+            },  # the fused Attention has no shape info
         )
         built = file_sha256(int8_path)
         if built != MODEL_SHA256:

@@ -93,8 +93,15 @@ def read_e5_file(path: str | Path, *, layers: bool = True) -> E5Weights:
     vocab = _read_vocab(cursor)
     tensors, word_blocks = _read_tensors(cursor, buffer, int(hidden), layers)
     return E5Weights(
-        hidden=int(hidden), layers=int(n_layers), heads=int(heads), ffn=int(ffn), max_positions=int(max_positions),
-        eps=eps, vocab=vocab, tensors=tensors, word_blocks=word_blocks,
+        hidden=int(hidden),
+        layers=int(n_layers),
+        heads=int(heads),
+        ffn=int(ffn),
+        max_positions=int(max_positions),
+        eps=eps,
+        vocab=vocab,
+        tensors=tensors,
+        word_blocks=word_blocks,
     )
 
 

@@ -47,7 +47,12 @@ _FRIDA_PREFIXES: dict[Use, str] = {
     "symmetric": "paraphrase: ",
     "plain": "",
 }
-_E5_PREFIXES: dict[Use, str] = {"query": "query: ", "passage": "passage: ", "symmetric": "query: ", "plain": ""}
+_E5_PREFIXES: dict[Use, str] = {
+    "query": "query: ",
+    "passage": "passage: ",
+    "symmetric": "query: ",
+    "plain": "",
+}
 KNOWN_PREFIXES: dict[str, dict[Use, str]] = {
     "sergeyzh/BERTA": _FRIDA_PREFIXES,
     "sergeyzh/BERTA-uncased": _FRIDA_PREFIXES,
@@ -146,7 +151,10 @@ class E5Int8Embedder:
             from ruwikibench.models.e5_int8_asset import ensure_e5_int8, source_path
 
             self._model = E5Int8(
-                ensure_e5_int8(), source_path(), threads=self.config.threads, max_tokens=self.config.max_tokens
+                ensure_e5_int8(),
+                source_path(),
+                threads=self.config.threads,
+                max_tokens=self.config.max_tokens,
             )
         return self._model
 
@@ -251,7 +259,9 @@ class LangChainEmbedder:
     def __init__(self, config: EmbedderConfig) -> None:
         module, _, attribute = (config.name or "").partition(":")
         if not module or not attribute:
-            raise ValueError(f"embedder kind 'langchain' needs name 'package.module:Class', got {config.name!r}")
+            raise ValueError(
+                f"embedder kind 'langchain' needs name 'package.module:Class', got {config.name!r}"
+            )
         self.config = config
         self.id = config.id
         self.prefixes = resolve_prefixes(config)
@@ -286,8 +296,11 @@ class LangChainEmbedder:
         if use == "query":
             vectors = [self.model.embed_query(t) for t in inputs]
         else:
-            vectors = [v for batch in _batches(inputs, self.config.batch_size)
-                       for v in self.model.embed_documents(batch)]
+            vectors = [
+                v
+                for batch in _batches(inputs, self.config.batch_size)
+                for v in self.model.embed_documents(batch)
+            ]
         return normalize(np.asarray(vectors, dtype=np.float32))
 
 

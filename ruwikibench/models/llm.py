@@ -39,6 +39,7 @@ from ruwikibench.models.usage import Usage
 if TYPE_CHECKING:
     from ruwikibench.models.local_server import LocalServer
 
+
 class EmptyAnswer(RuntimeError):
     """The endpoint answered with no text (after reasoning is removed): a failed request, never cached."""
 
@@ -64,7 +65,9 @@ class _Request:
 class _LoopState:
     semaphore: PrioritySemaphore
     inflight: dict[str, asyncio.Future[Completion]] = field(default_factory=dict)
-    sent: asyncio.Event = field(default_factory=asyncio.Event)  # set when the first request is out (first_request_sent)
+    sent: asyncio.Event = field(
+        default_factory=asyncio.Event
+    )  # set when the first request is out (first_request_sent)
 
 
 class LLM:
@@ -124,8 +127,9 @@ class LLM:
                     if model.local not in servers:
                         servers[model.local] = acquire_server(model.local)
                     model = model.model_copy(update={"endpoints": [servers[model.local].base_url]})
-                backends[role] = OpenAIBackend(model, identity_extra=extra,
-                                               connections=max(32, config.max_concurrency))
+                backends[role] = OpenAIBackend(
+                    model, identity_extra=extra, connections=max(32, config.max_concurrency)
+                )
         except BaseException:
             _release_all(servers.values())
             raise
@@ -141,7 +145,9 @@ class LLM:
     async def prepare(self) -> None:
         """Build every backend's HTTP clients now (on the CPU pool), so the first requests of a run do not wait
         for them."""
-        await asyncio.gather(*(prepare() for b in self.backends.values() if (prepare := getattr(b, "prepare", None))))
+        await asyncio.gather(
+            *(prepare() for b in self.backends.values() if (prepare := getattr(b, "prepare", None)))
+        )
 
     async def complete(
         self,
@@ -159,7 +165,9 @@ class LLM:
         is still returned). An empty answer raises :class:`EmptyAnswer`. ``priority``: when every slot is taken,
         waiting requests with a smaller number are sent first (:class:`Priority`: leaf calls nothing waits for
         pass ``Priority.LEAF``)."""
-        request = _Request(self.backend(role), as_messages(prompt), max_tokens, top_logprobs, accept, priority)
+        request = _Request(
+            self.backend(role), as_messages(prompt), max_tokens, top_logprobs, accept, priority
+        )
         try:
             completion = await self._cached_or_sent(request)
         except Exception as exc:
@@ -205,12 +213,17 @@ class LLM:
         async with self._state().semaphore.slot(request.priority):
             granted = time.perf_counter()
             completion = await self._generate(request)
-        completion = completion.model_copy(update={
-            "queued_s": round(granted - asked, 4), "service_s": round(time.perf_counter() - granted, 4)
-        })
+        completion = completion.model_copy(
+            update={
+                "queued_s": round(granted - asked, 4),
+                "service_s": round(time.perf_counter() - granted, 4),
+            }
+        )
         if not completion.text.strip():
             where = f" at {completion.endpoint}" if completion.endpoint else ""
-            raise EmptyAnswer(f"model {completion.model or '?'!r}{where}: empty answer (no text in the reply)")
+            raise EmptyAnswer(
+                f"model {completion.model or '?'!r}{where}: empty answer (no text in the reply)"
+            )
         return completion
 
     async def _generate(self, request: _Request) -> Completion:
@@ -241,7 +254,9 @@ class LLM:
 
     async def aclose(self) -> None:
         """:meth:`close`, after closing the backends' connections of this event loop."""
-        await asyncio.gather(*(close() for b in self.backends.values() if (close := getattr(b, "aclose", None))))
+        await asyncio.gather(
+            *(close() for b in self.backends.values() if (close := getattr(b, "aclose", None)))
+        )
         await asyncio.to_thread(self.close)
 
     def __enter__(self) -> Self:
@@ -269,7 +284,9 @@ def default_cache_path(config: RunConfig) -> Path:
     return config.cache_path / "llm.sqlite"
 
 
-def _settle(inflight: dict[str, asyncio.Future[Completion]], key: str, done: asyncio.Future[Completion]) -> None:
+def _settle(
+    inflight: dict[str, asyncio.Future[Completion]], key: str, done: asyncio.Future[Completion]
+) -> None:
     """Forget a finished shared request; its exception counts as retrieved, since every waiter already got it
     or was cancelled (the shield keeps the request going; nobody is left to log it as 'never retrieved')."""
     inflight.pop(key, None)

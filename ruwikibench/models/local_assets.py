@@ -193,7 +193,9 @@ def main(argv: list[str] | None = None) -> int:
         choices=sorted(LOCAL_MODELS),
         help=f"repeatable; default {DEFAULT_LOCAL_MODEL}",
     )
-    parser.add_argument("--e5-int8", action="store_true", help="with --fetch: build only the e5-int8 embedder model")
+    parser.add_argument(
+        "--e5-int8", action="store_true", help="with --fetch: build only the e5-int8 embedder model"
+    )
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     names = [] if args.e5_int8 else args.model or [DEFAULT_LOCAL_MODEL]

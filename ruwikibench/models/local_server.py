@@ -123,7 +123,9 @@ class LocalServer:
             "--n_ctx", str(self.n_ctx),
             "--logits_all", "true",
         ]  # fmt: skip
-        threads = str(self.n_threads or os.cpu_count() or 1)  # llama_cpp.server's default decodes on half the cores
+        threads = str(
+            self.n_threads or os.cpu_count() or 1
+        )  # llama_cpp.server's default decodes on half the cores
         command += ["--n_threads", threads, "--n_threads_batch", threads]
         return command
 

@@ -51,7 +51,9 @@ def with_no_think_suffix(messages: Messages) -> Messages:
 class OpenAIBackend:
     """An OpenAI-compatible endpoint (or several replicas, used round-robin) through ChatOpenAI."""
 
-    reports_sent = True  # calls REQUEST_SENT's callback once a request reaches the HTTP transport (_request_sent)
+    reports_sent = (
+        True  # calls REQUEST_SENT's callback once a request reaches the HTTP transport (_request_sent)
+    )
 
     def __init__(
         self, config: ModelConfig, identity_extra: dict[str, object] | None = None, connections: int = 32
@@ -162,7 +164,9 @@ class OpenAIBackend:
                 attempt += 1
                 continue
             completion = self._completion(message, index, attempt)
-            if not completion.text.strip() and attempt < cfg.max_retries:  # HTTP 200, no text: a server glitch
+            if (
+                not completion.text.strip() and attempt < cfg.max_retries
+            ):  # HTTP 200, no text: a server glitch
                 await asyncio.sleep(backoff_delay(attempt, cfg.retry_base_delay, cfg.retry_max_delay, None))
                 attempt += 1
                 continue
@@ -190,7 +194,9 @@ async def _close_when_loop_ends(clients: list[Any]) -> AsyncIterator[None]:
     try:
         yield
     finally:
-        await asyncio.gather(*(client.http_async_client.aclose() for client in clients), return_exceptions=True)
+        await asyncio.gather(
+            *(client.http_async_client.aclose() for client in clients), return_exceptions=True
+        )
 
 
 def aiohttp_client(timeout: float, connections: int) -> Any:
@@ -204,8 +210,9 @@ def aiohttp_client(timeout: float, connections: int) -> Any:
 
     http = _http_library()
     limits = http.Limits(max_connections=max(100, connections), max_keepalive_connections=connections)
-    return openai.DefaultAioHttpClient(timeout=timeout, limits=limits, event_hooks={"request": [_request_sent]},
-                                       verify=shared_ssl_context())
+    return openai.DefaultAioHttpClient(
+        timeout=timeout, limits=limits, event_hooks={"request": [_request_sent]}, verify=shared_ssl_context()
+    )
 
 
 @functools.cache
@@ -240,8 +247,10 @@ async def _request_sent(request: Any) -> None:
 def tracing_enabled() -> bool:
     """Whether LangSmith tracing is switched on in the environment (``LANGSMITH_TRACING`` or the older
     ``LANGCHAIN_TRACING_V2``): then every call goes through ``ainvoke``, whose callbacks record the trace."""
-    return any(os.environ.get(name, "").strip().lower() in {"1", "true", "yes"}
-               for name in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGCHAIN_TRACING"))
+    return any(
+        os.environ.get(name, "").strip().lower() in {"1", "true", "yes"}
+        for name in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGCHAIN_TRACING")
+    )
 
 
 @functools.cache
@@ -308,13 +317,20 @@ def _chat_openai_class() -> type:
     return CompatChatOpenAI
 
 
-_PROBE = [{"content": "s", "role": "system"}, {"content": "u", "role": "user"}, {"content": "a", "role": "assistant"}]
+_PROBE = [
+    {"content": "s", "role": "system"},
+    {"content": "u", "role": "user"},
+    {"content": "a", "role": "assistant"},
+]
 
 
 def _plain(message: dict[str, Any]) -> bool:
     """A message of text only, in a role every chat endpoint knows."""
-    return (message.keys() == {"role", "content"} and isinstance(message["content"], str)
-            and message["role"] in ("system", "user", "assistant"))
+    return (
+        message.keys() == {"role", "content"}
+        and isinstance(message["content"], str)
+        and message["role"] in ("system", "user", "assistant")
+    )
 
 
 def _raise_as_chat_openai_does(exc: BaseException) -> None:

@@ -165,6 +165,12 @@ def score_yes_no(completion: Completion) -> YesNoScore:
     norm = p_yes / (p_yes + p_no) if p_yes + p_no > 0 else None
     score = p_yes if answer == "yes" else 1.0 - p_no
     return YesNoScore(
-        answer=answer, score=score, p_yes=p_yes, p_no=p_no, p_yes_norm=norm, source="logprobs",
-        position=position, text=text[:200],
+        answer=answer,
+        score=score,
+        p_yes=p_yes,
+        p_no=p_no,
+        p_yes_norm=norm,
+        source="logprobs",
+        position=position,
+        text=text[:200],
     )

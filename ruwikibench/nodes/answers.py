@@ -20,8 +20,15 @@ _LABEL = re.compile(
 _HEADING_LINE = re.compile(r"^[ \t]*#{1,6}[ \t]+(.*?)[ \t#]*$", re.MULTILINE)
 
 
-async def ask(context: StageContext, role: str, prompt_name: str, *, max_tokens: int | None = None,
-              clean: Callable[[str], str] = str.strip, **fields: object) -> str:
+async def ask(
+    context: StageContext,
+    role: str,
+    prompt_name: str,
+    *,
+    max_tokens: int | None = None,
+    clean: Callable[[str], str] = str.strip,
+    **fields: object,
+) -> str:
     """Format the prompt file ``prompt_name`` with ``fields``, ask ``role``'s model, return ``clean(answer)``."""
     prompt = context.prompts.get(prompt_name).format(**fields)
     completion = await context.llm.complete(role, prompt, max_tokens=max_tokens)

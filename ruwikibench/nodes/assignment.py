@@ -26,7 +26,9 @@ class SourceSnippet(BaseModel):
     text: str
     rank: int = Field(description="position in the reranked pool, 1-based")
     score: float | None = Field(description="P(relevant) from the ranking model; None = no usable judgement")
-    topped_up: bool = Field(default=False, description="below the relevance threshold, taken to reach min_sources")
+    topped_up: bool = Field(
+        default=False, description="below the relevance threshold, taken to reach min_sources"
+    )
 
 
 class Assignment(BaseModel):
@@ -68,9 +70,7 @@ def writable_sections(items: list[OutlineItem], max_level: int, parent_text: boo
     kept = [item for item in items if item.level <= max_level]
     if parent_text:
         return kept
-    has_child = {
-        kept[i].id for i in range(len(kept) - 1) if kept[i + 1].level > kept[i].level
-    }
+    has_child = {kept[i].id for i in range(len(kept) - 1) if kept[i + 1].level > kept[i].level}
     return [item for item in kept if item.id not in has_child]
 
 
@@ -152,7 +152,10 @@ def assign_snippets(
     cfg = context.config.writer
     queries = [section_query(title, s) for s in sections]
     if not sections or not sources:
-        return [Assignment(section_id=s.id, query=q, snippet_ids=[]) for s, q in zip(sections, queries, strict=True)]
+        return [
+            Assignment(section_id=s.id, query=q, snippet_ids=[])
+            for s, q in zip(sections, queries, strict=True)
+        ]
     texts = [s.text for s in sources]
     bm25 = bm25_matrix(queries, texts, context.config.ranking.normalizer)
     query_vectors = context.embedder.embed(queries, "query")
@@ -162,7 +165,9 @@ def assign_snippets(
     picks = pick(fused, cfg.per_section, cfg.exclusive)
     return [
         Assignment(
-            section_id=section.id, query=query, snippet_ids=[sources[i].snippet_id for i in chosen],
+            section_id=section.id,
+            query=query,
+            snippet_ids=[sources[i].snippet_id for i in chosen],
             fused=[round(float(fused[row, i]), 6) for i in chosen],
         )
         for row, (section, query, chosen) in enumerate(zip(sections, queries, picks, strict=True))

@@ -47,9 +47,12 @@ class OutlineInput(BaseModel):
 
     title: str
     snippets: list[OutlineSnippet]
-    headings: list[str] | None = Field(default=None, description="reference H2 headings; absent in writer mode")
+    headings: list[str] | None = Field(
+        default=None, description="reference H2 headings; absent in writer mode"
+    )
     first_snippets: list[str | None] | None = Field(
-        default=None, description="per reference H2 heading, the id of its first cited snippet (authors' variant)"
+        default=None,
+        description="per reference H2 heading, the id of its first cited snippet (authors' variant)",
     )
 
 
@@ -65,7 +68,9 @@ class ClusterResult(BaseModel):
     index: int
     label: str | None = None
     selected: list[str] = Field(description="the per_cluster members nearest the centroid")
-    context: list[str] = Field(description="selected plus neighbours: the snippets whose text went into the prompt")
+    context: list[str] = Field(
+        description="selected plus neighbours: the snippets whose text went into the prompt"
+    )
     description: str | None = None
     mini_text: str = Field(description="the model's raw mini-outline")
     mini_outline: list[Heading]
@@ -81,7 +86,9 @@ class OutlineOutput(BaseModel):
     merged_text: str = ""
     outline: list[Heading] = Field(default_factory=list)
     outline_markdown: str = ""
-    dropped: list[str] = Field(default_factory=list, description="lines of the merged answer that were not headings")
+    dropped: list[str] = Field(
+        default_factory=list, description="lines of the merged answer that were not headings"
+    )
     ended: bool = False
     notes: list[str] = Field(default_factory=list, description="fallbacks and clamps taken, for the run log")
 
@@ -149,7 +156,12 @@ def initial_centroids(
 
     headings = [h for h in (state.headings or []) if h.strip()]
     if config.centroids == "data" or not headings:
-        return None, [], [], ([] if config.centroids == "data" else ["no reference headings: k chosen from data"])
+        return (
+            None,
+            [],
+            [],
+            ([] if config.centroids == "data" else ["no reference headings: k chosen from data"]),
+        )
     heading_vectors = embed_headings(headings)
     if config.centroids == "headings":
         return heading_vectors, list(headings), ["heading"] * len(headings), []
@@ -168,7 +180,9 @@ def initial_centroids(
     return np.stack(rows), list(headings), kinds, notes
 
 
-def run_kmeans(vectors: np.ndarray, k: int, init: np.ndarray | None, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def run_kmeans(
+    vectors: np.ndarray, k: int, init: np.ndarray | None, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """KMeans labels and centroids; ``init`` given -> n_init=1 from those centroids, else k-means++."""
     import numpy as np
     from sklearn.cluster import KMeans
@@ -241,7 +255,9 @@ def select_context(
     return selected, context
 
 
-def render_texts(ids: list[str], snippets: list[OutlineSnippet], snippet_chars: int, cluster_chars: int) -> str:
+def render_texts(
+    ids: list[str], snippets: list[OutlineSnippet], snippet_chars: int, cluster_chars: int
+) -> str:
     """Snippet texts for a prompt, each cut to min(snippet_chars, cluster_chars / count) characters."""
     by_id = {s.id: s for s in snippets}
     cap = max(100, min(snippet_chars, cluster_chars // max(1, len(ids))))
@@ -260,7 +276,6 @@ def render_mini_outlines(results: list[ClusterResult], prompts: PromptLibrary) -
 # ---------------------------------------------------------------- LLM helpers
 
 
-
 # ---------------------------------------------------------------- nodes
 
 
@@ -271,14 +286,18 @@ async def cluster(state: OutlineState, runtime: Runtime[StageContext]) -> dict[s
         {key: state.get(key) for key in ("title", "snippets", "headings", "first_snippets")}
     )
     vectors = await embed_async(context.embedder, [s.text for s in data.snippets], "passage")
-    headings = [h for h in (data.headings or []) if h.strip()] if context.config.outline.centroids != "data" else []
+    headings = (
+        [h for h in (data.headings or []) if h.strip()] if context.config.outline.centroids != "data" else []
+    )
     heading_vectors = await embed_async(context.embedder, headings, "query") if headings else None
 
     def embed_headings(wanted: list[str]) -> np.ndarray:
         assert heading_vectors is not None and wanted == headings
         return heading_vectors
 
-    clusters, method, notes = await run_cpu(cluster_snippets, data, vectors, context.config.outline, embed_headings)
+    clusters, method, notes = await run_cpu(
+        cluster_snippets, data, vectors, context.config.outline, embed_headings
+    )
     return {"clusters": clusters, "k": len(clusters), "k_method": method, "notes": notes}
 
 
@@ -292,7 +311,9 @@ def fan_out(state: OutlineState) -> list[Send] | str:
     ]
 
 
-async def select(state: ClusterTask, runtime: Runtime[StageContext]) -> Command[Literal["describe", "mini_outline"]]:
+async def select(
+    state: ClusterTask, runtime: Runtime[StageContext]
+) -> Command[Literal["describe", "mini_outline"]]:
     """Pick the snippets nearest the centroid (plus neighbours) and render their texts."""
     config = runtime.context.config.outline
     snippets = [OutlineSnippet.model_validate(s) for s in state["snippets"]]
@@ -312,8 +333,14 @@ async def select(state: ClusterTask, runtime: Runtime[StageContext]) -> Command[
 async def describe(state: ClusterTask, runtime: Runtime[StageContext]) -> Command[Literal["mini_outline"]]:
     """Description mode: a 2–5 sentence description of the cluster's texts."""
     config = runtime.context.config.outline
-    description = await ask(runtime.context, ROLE, config.prompt_describe, max_tokens=config.describe_max_tokens,
-                            title=state["title"], texts=state["texts"])
+    description = await ask(
+        runtime.context,
+        ROLE,
+        config.prompt_describe,
+        max_tokens=config.describe_max_tokens,
+        title=state["title"],
+        texts=state["texts"],
+    )
     return Command(goto=Send("mini_outline", {**state, "description": description}))
 
 
@@ -321,11 +348,23 @@ async def mini_outline(state: ClusterTask, runtime: Runtime[StageContext]) -> di
     """A mini-outline (2–5 headings) from the texts (direct) or from the description."""
     config = runtime.context.config.outline
     if state.get("description") is not None:
-        text = await ask(runtime.context, ROLE, config.prompt_mini_outline_description,
-                         max_tokens=config.mini_max_tokens, title=state["title"], description=state["description"])
+        text = await ask(
+            runtime.context,
+            ROLE,
+            config.prompt_mini_outline_description,
+            max_tokens=config.mini_max_tokens,
+            title=state["title"],
+            description=state["description"],
+        )
     else:
-        text = await ask(runtime.context, ROLE, config.prompt_mini_outline_direct,
-                         max_tokens=config.mini_max_tokens, title=state["title"], texts=state["texts"])
+        text = await ask(
+            runtime.context,
+            ROLE,
+            config.prompt_mini_outline_direct,
+            max_tokens=config.mini_max_tokens,
+            title=state["title"],
+            texts=state["texts"],
+        )
     cluster_ = Cluster.model_validate(state["cluster"])
     result = ClusterResult(
         index=cluster_.index,
@@ -345,8 +384,14 @@ async def merge(state: OutlineState, runtime: Runtime[StageContext]) -> dict[str
     if not results:
         return {"merged_text": "", "notes": ["nothing to merge: no clusters"]}
     config = runtime.context.config.outline
-    text = await ask(runtime.context, ROLE, config.prompt_merge, max_tokens=config.merge_max_tokens,
-                     title=state["title"], outlines=render_mini_outlines(results, runtime.context.prompts))
+    text = await ask(
+        runtime.context,
+        ROLE,
+        config.prompt_merge,
+        max_tokens=config.merge_max_tokens,
+        title=state["title"],
+        outlines=render_mini_outlines(results, runtime.context.prompts),
+    )
     return {"merged_text": text}
 
 

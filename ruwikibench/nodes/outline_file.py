@@ -43,7 +43,9 @@ def _same(a: str, b: str) -> bool:
     return a.strip().casefold().replace("ё", "е") == b.strip().casefold().replace("ё", "е")
 
 
-def parse_outline_markdown(text: str, title: str | None = None, *, origin: str = "outline") -> list[OutlineItem]:
+def parse_outline_markdown(
+    text: str, title: str | None = None, *, origin: str = "outline"
+) -> list[OutlineItem]:
     """Read ``#`` headings from Markdown; other lines are ignored. Raises with the origin named if none."""
     headings = []
     for line in text.replace("\r\n", "\n").split("\n"):

@@ -187,7 +187,8 @@ def parse_outline(text: str, *, max_words: int = 14, bullets: BulletPolicy = "au
     headings_written = sum(1 for t in titled if not isinstance(t, str) and t[0].kind != "bullet")
     use_bullets = bullets == "headings" or (bullets == "auto" and headings_written < 2)
     bullet_unit = min(
-        (c.depth for c in candidates if isinstance(c, _Candidate) and c.kind == "bullet" and c.depth > 0), default=2
+        (c.depth for c in candidates if isinstance(c, _Candidate) and c.kind == "bullet" and c.depth > 0),
+        default=2,
     )
     result = ParsedOutline(ended=ended)
     hash_level = 0

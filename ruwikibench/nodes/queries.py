@@ -69,7 +69,6 @@ def join_query(ru: str, en: str) -> str:
     return "\n".join(part.strip() for part in (ru, en) if part.strip())
 
 
-
 def headings_block(article: Article, prompts: PromptLibrary) -> str:
     titles = article.h2_titles()
     return "\n".join(f"- {t}" for t in titles) if titles else prompts.fragment("no_sections")
@@ -79,12 +78,16 @@ async def reference_record(article: Article, context: StageContext) -> QueryReco
     """Russian and English reference descriptions of an article from its title and H2 headings."""
     cfg = context.config.ranking
     headings = headings_block(article, context.prompts)
-    ru, en = await asyncio.gather(*(
-        ask(context, "reference", name, title=article.title, headings=headings)
-        for name in (cfg.prompt_reference_query, cfg.prompt_reference_query_en)
-    ))
+    ru, en = await asyncio.gather(
+        *(
+            ask(context, "reference", name, title=article.title, headings=headings)
+            for name in (cfg.prompt_reference_query, cfg.prompt_reference_query_en)
+        )
+    )
     if not ru and not en:
-        raise ReferenceQueriesError(f"article {article.name!r}: the reference model returned two empty descriptions")
+        raise ReferenceQueriesError(
+            f"article {article.name!r}: the reference model returned two empty descriptions"
+        )
     return QueryRecord(title=article.title, ru=ru, en=en)
 
 
@@ -192,7 +195,9 @@ class QueriesWritten(BaseModel):
 
     path: Path
     written: int = 0
-    failed: dict[str, str] = Field(default_factory=dict, description="Article.name -> why its query is missing")
+    failed: dict[str, str] = Field(
+        default_factory=dict, description="Article.name -> why its query is missing"
+    )
 
 
 async def write_missing_reference_queries(
@@ -222,8 +227,13 @@ def _stored_or_new(path: Path, context: StageContext, overwrite: bool) -> Refere
     if dataset is None:
         raise ValueError("generate_reference_queries needs StageContext.dataset")
     model = context.config.model_for("reference")
-    prompts = [context.prompts.get(name) for name in (context.config.ranking.prompt_reference_query,
-                                                       context.config.ranking.prompt_reference_query_en)]
+    prompts = [
+        context.prompts.get(name)
+        for name in (
+            context.config.ranking.prompt_reference_query,
+            context.config.ranking.prompt_reference_query_en,
+        )
+    ]
     stored = None if overwrite or not path.exists() else read_reference_queries(path)
     if stored is not None and (stored.dataset_id != dataset.dataset_id or stored.model != model.name):
         raise ReferenceQueriesError(
@@ -231,19 +241,31 @@ def _stored_or_new(path: Path, context: StageContext, overwrite: bool) -> Refere
             f"{model.name!r} and dataset {dataset.dataset_id}: pass overwrite=True to regenerate all"
         )
     return stored or ReferenceQueries(
-        dataset_id=dataset.dataset_id, model=model.name, model_identity=model.identity(),
-        prompts={p.name: p.sha256 for p in prompts}, created=datetime.now(UTC).isoformat(timespec="seconds"),
+        dataset_id=dataset.dataset_id,
+        model=model.name,
+        model_identity=model.identity(),
+        prompts={p.name: p.sha256 for p in prompts},
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
     )
 
 
 def _todo(payload: ReferenceQueries, context: StageContext, articles: list[str] | None) -> list[Article]:
     assert context.dataset is not None
-    return [a for a in context.dataset.articles
-            if (articles is None or a.name in articles) and a.name not in payload.queries]
+    return [
+        a
+        for a in context.dataset.articles
+        if (articles is None or a.name in articles) and a.name not in payload.queries
+    ]
 
 
-async def _write_queries(payload: ReferenceQueries, path: Path, todo: list[Article], context: StageContext,
-                         progress: bool, failures: dict[str, str] | None) -> None:
+async def _write_queries(
+    payload: ReferenceQueries,
+    path: Path,
+    todo: list[Article],
+    context: StageContext,
+    progress: bool,
+    failures: dict[str, str] | None,
+) -> None:
     """Ask the reference model for every article of ``todo``, storing each answer at once. ``failures`` None: the
     first failure propagates; else each failure is recorded there (article name -> reason) and the rest go on."""
     lock = asyncio.Lock()

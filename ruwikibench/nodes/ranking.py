@@ -103,8 +103,9 @@ class RerankTask(TypedDict):
 async def generated_query(context: StageContext, title: str) -> str:
     """The model under test writes the Russian and the English description concurrently; joined by newline."""
     cfg = context.config.ranking
-    ru, en = await asyncio.gather(*(ask(context, "query", name, title=title)
-                                    for name in (cfg.prompt_query_ru, cfg.prompt_query_en)))
+    ru, en = await asyncio.gather(
+        *(ask(context, "query", name, title=title) for name in (cfg.prompt_query_ru, cfg.prompt_query_en))
+    )
     return join_query(ru, en)
 
 
@@ -116,16 +117,37 @@ async def judge(context: StageContext, title: str, query: str, hit: Hit) -> Judg
     prompt = context.prompts.get(cfg.prompt_relevance).format(title=title, text=text, query=query)
     try:
         completion = await context.llm.complete(
-            "ranking", prompt, max_tokens=cfg.judge_max_tokens, top_logprobs=cfg.top_logprobs, accept=parseable,
+            "ranking",
+            prompt,
+            max_tokens=cfg.judge_max_tokens,
+            top_logprobs=cfg.top_logprobs,
+            accept=parseable,
             priority=Priority.LEAF,  # nothing waits for one judgement: chain calls of other units go first
         )
     except Exception as exc:  # noqa: BLE001 — recorded per candidate, counted in the report
-        return Judgement(snippet_id=hit["snippet_id"], llm_score=None, p_yes=None, p_no=None, p_yes_norm=None,
-                         answer=None, source="error", reply="", error=f"{type(exc).__name__}: {exc}")
+        return Judgement(
+            snippet_id=hit["snippet_id"],
+            llm_score=None,
+            p_yes=None,
+            p_no=None,
+            p_yes_norm=None,
+            answer=None,
+            source="error",
+            reply="",
+            error=f"{type(exc).__name__}: {exc}",
+        )
     result = score_yes_no(completion)
-    return Judgement(snippet_id=hit["snippet_id"], llm_score=result.score, p_yes=result.p_yes, p_no=result.p_no,
-                     p_yes_norm=result.p_yes_norm, answer=result.answer, source=result.source, reply=result.text,
-                     error=None)
+    return Judgement(
+        snippet_id=hit["snippet_id"],
+        llm_score=result.score,
+        p_yes=result.p_yes,
+        p_no=result.p_no,
+        p_yes_norm=result.p_yes_norm,
+        answer=result.answer,
+        source=result.source,
+        reply=result.text,
+        error=None,
+    )
 
 
 def parseable(completion: Completion) -> bool:
@@ -216,6 +238,8 @@ async def rank(state: RankingState) -> dict:
     judgements = state.get("judgements") or []
     failed = [j for j in judgements if j["source"] == "error"]
     if judgements and len(failed) == len(judgements):
-        raise RerankFailed(f"article {state['article']!r}: all {len(failed)} relevance requests failed; "
-                           f"first error: {failed[0]['error']}")
+        raise RerankFailed(
+            f"article {state['article']!r}: all {len(failed)} relevance requests failed; "
+            f"first error: {failed[0]['error']}"
+        )
     return {"candidates": order_candidates(state.get("hits") or [], judgements)}

@@ -28,10 +28,13 @@ def chunked(items: Sequence[str], size: int) -> list[list[str]]:
 # --------------------------------------------------------------------------- embeddings
 
 
-def ask_writer(context: StageContext, prompt_name: str, title: str, max_tokens: int | None,
-               **fields: object) -> Awaitable[str]:
+def ask_writer(
+    context: StageContext, prompt_name: str, title: str, max_tokens: int | None, **fields: object
+) -> Awaitable[str]:
     """:func:`~ruwikibench.nodes.answers.ask` for this stage's role, the answer cleaned of a repeated ``title``."""
-    return ask(context, ROLE, prompt_name, max_tokens=max_tokens, clean=lambda t: clean_answer(t, title), **fields)
+    return ask(
+        context, ROLE, prompt_name, max_tokens=max_tokens, clean=lambda t: clean_answer(t, title), **fields
+    )
 
 
 async def describe_iterative(

@@ -226,7 +226,9 @@ async def collect(state: SectionInput, runtime: Runtime[StageContext]) -> dict[s
     snippets = resolve_snippets(spec, context.dataset, article)
     total, dropped = len(snippets), list[str]()
     if cfg.oracle_filter is not None:
-        if spec.reference is None or not spec.reference.strip():  # nothing to filter against: excluded, not written
+        if (
+            spec.reference is None or not spec.reference.strip()
+        ):  # nothing to filter against: excluded, not written
             return {"snippets": [], "snippets_total": total, "oracle_dropped": [], "no_reference": True}
         snippets, dropped = await oracle_filter(
             snippets, spec.reference, context.embedder, cfg.oracle_filter, cfg.snippet_use

@@ -123,7 +123,9 @@ def coerce_outline(value: Any, title: str, origin: str = "outline") -> list[Outl
     if isinstance(value, str):
         return parse_outline_markdown(value, title, origin=origin)
     if not isinstance(value, list) or not value:
-        raise ValueError(f"{origin}: expected Markdown headings or a non-empty list of headings, got {value!r:.80}")
+        raise ValueError(
+            f"{origin}: expected Markdown headings or a non-empty list of headings, got {value!r:.80}"
+        )
     pairs: list[tuple[int, str]] = []
     for index, entry in enumerate(value):
         if isinstance(entry, OutlineItem):
@@ -154,10 +156,17 @@ def drafts_from_results(results: list[dict[str, Any]]) -> tuple[list[SectionDraf
         shown_groups = [g for g in groups if (g.get("description") or "").strip()]
         shown = [Shown(n=i, snippet_ids=list(g["snippet_ids"])) for i, g in enumerate(shown_groups, start=1)]
         if int(result.get("write_calls") or 0) > 1:
-            notes.append(f"section {result['id']!r}: descriptions merged before writing; its markers are removed")
+            notes.append(
+                f"section {result['id']!r}: descriptions merged before writing; its markers are removed"
+            )
             shown = []
-        drafts.append(SectionDraft(section_id=result["id"], text=attach_lone_markers(flatten_headings(result.get("text") or "")),
-                                   shown=shown))
+        drafts.append(
+            SectionDraft(
+                section_id=result["id"],
+                text=attach_lone_markers(flatten_headings(result.get("text") or "")),
+                shown=shown,
+            )
+        )
     return drafts, notes
 
 
@@ -181,8 +190,15 @@ def clean_lead(text: str, title: str) -> str:
 async def ask_lead(context: StageContext, title: str, body: str) -> str:
     """One LLM call: the lead written from the body (as STORM writes it, last)."""
     cfg = context.config.writer
-    return await ask(context, ROLE, cfg.prompt_lead, max_tokens=cfg.lead_max_tokens,
-                     clean=lambda text: clean_lead(text, title), title=title, body=body)
+    return await ask(
+        context,
+        ROLE,
+        cfg.prompt_lead,
+        max_tokens=cfg.lead_max_tokens,
+        clean=lambda text: clean_lead(text, title),
+        title=title,
+        body=body,
+    )
 
 
 # --------------------------------------------------------------------------- nodes (wrappers get their subgraph)
@@ -191,7 +207,11 @@ async def ask_lead(context: StageContext, title: str, body: str) -> str:
 async def ranking(state: WriterState, runtime: Runtime[StageContext], *, graph: Any) -> dict:
     """Stage 1 as a subgraph: query from the title, BM25 over the whole corpus, relevance reranking."""
     context = writer_context(runtime.context)
-    data = {"article": safe_name(state["title"]), "title": state["title"], "pool_size": context.config.writer.candidates}
+    data = {
+        "article": safe_name(state["title"]),
+        "title": state["title"],
+        "pool_size": context.config.writer.candidates,
+    }
     output = await graph.ainvoke(data, context=context)
     return {"ranked": dict(output)}
 
@@ -211,8 +231,10 @@ async def select_sources(state: WriterState, runtime: Runtime[StageContext]) -> 
         raise ValueError(f"article {state['title']!r}: no source snippet to write from ({reason})")
     topped = sum(s.topped_up for s in sources)
     if topped:
-        notes.append(f"select_sources: {topped} snippet(s) below relevance {cfg.min_relevance} taken to reach "
-                     f"{min(cfg.min_sources, cfg.max_sources)}")
+        notes.append(
+            f"select_sources: {topped} snippet(s) below relevance {cfg.min_relevance} taken to reach "
+            f"{min(cfg.min_sources, cfg.max_sources)}"
+        )
     return {"sources": sources, "notes": notes}
 
 
@@ -227,7 +249,8 @@ async def outline(state: WriterState, runtime: Runtime[StageContext], *, graph: 
     data = {
         "title": state["title"],
         "snippets": [
-            {"id": s.snippet_id, "source_id": s.source_id, "index": s.index, "text": s.text} for s in state["sources"]
+            {"id": s.snippet_id, "source_id": s.source_id, "index": s.index, "text": s.text}
+            for s in state["sources"]
         ],
         "headings": None,
     }
@@ -254,24 +277,38 @@ async def review_outline(state: WriterState, runtime: Runtime[StageContext]) -> 
     Resume with ``Command(resume=outline)``: Markdown headings, a list of {level, title}, or OutlineItems.
     """
     title = state["title"]
-    items = coerce_outline(state["user_outline"], title, "input outline") if state.get("user_outline") else state["outline_items"]
+    items = (
+        coerce_outline(state["user_outline"], title, "input outline")
+        if state.get("user_outline")
+        else state["outline_items"]
+    )
     review = state.get("review")
     if review is None:
         review = runtime.context.config.writer.review_outline
     if not review:
         return {"outline_items": items}
     edited = interrupt(
-        {"title": title, "outline": [i.model_dump() for i in items], "markdown": outline_markdown(title, items)}
+        {
+            "title": title,
+            "outline": [i.model_dump() for i in items],
+            "markdown": outline_markdown(title, items),
+        }
     )
     new_items = coerce_outline(edited, title, "edited outline")
-    return {"outline_items": new_items, "outline_edited": True, "notes": [f"outline edited: {len(new_items)} headings"]}
+    return {
+        "outline_items": new_items,
+        "outline_edited": True,
+        "notes": [f"outline edited: {len(new_items)} headings"],
+    }
 
 
 async def assign(state: WriterState, runtime: Runtime[StageContext]) -> dict:
     """Give each writable section the selected snippets retrieved for its heading (BM25 + embeddings)."""
     cfg = runtime.context.config.writer
     targets = writable_sections(state["outline_items"], cfg.max_level, cfg.parent_text)
-    assignments = await run_on_model_lane(assign_snippets, runtime.context, state["title"], targets, state["sources"])
+    assignments = await run_on_model_lane(
+        assign_snippets, runtime.context, state["title"], targets, state["sources"]
+    )
     notes = []
     deeper = sum(1 for i in state["outline_items"] if i.level > cfg.max_level)
     if deeper:
@@ -286,9 +323,12 @@ async def sections(state: WriterState, runtime: Runtime[StageContext], *, graph:
     texts = {s.snippet_id: s for s in state["sources"]}
     specs = [
         {
-            "id": a.section_id, "title": items[a.section_id].title, "level": items[a.section_id].level,
+            "id": a.section_id,
+            "title": items[a.section_id].title,
+            "level": items[a.section_id].level,
             "snippets": [
-                {"id": sid, "text": texts[sid].text, "source_id": texts[sid].source_id} for sid in a.snippet_ids
+                {"id": sid, "text": texts[sid].text, "source_id": texts[sid].source_id}
+                for sid in a.snippet_ids
             ],
         }
         for a in state["assignments"]
@@ -319,7 +359,11 @@ async def cite(state: WriterState, runtime: Runtime[StageContext]) -> dict:
             )  # fmt: skip
         written.append(section)
     texts = {s.snippet_id: s.text for s in state["sources"]}
-    return {"written": written, "references": numbering.references(runtime.context.dataset, texts), "notes": notes}
+    return {
+        "written": written,
+        "references": numbering.references(runtime.context.dataset, texts),
+        "notes": notes,
+    }
 
 
 async def write_lead(state: WriterState, runtime: Runtime[StageContext]) -> dict:
@@ -327,7 +371,12 @@ async def write_lead(state: WriterState, runtime: Runtime[StageContext]) -> dict
     context = runtime.context
     body = lead_body(state["written"], context.config.writer.lead_body_chars)
     if not body:
-        return {"lead": "", "lead_cited": [], "lead_markers": MarkerStats(), "notes": ["write_lead: empty body"]}
+        return {
+            "lead": "",
+            "lead_cited": [],
+            "lead_markers": MarkerStats(),
+            "notes": ["write_lead: empty body"],
+        }
     text = attach_lone_markers(await ask_lead(context, state["title"], body))
     allowed = set(cited_numbers(body)) if context.config.writer.lead_citations else set()
     text, stats = restrict_markers(text, allowed) if allowed else strip_markers(text)
@@ -355,4 +404,3 @@ async def assemble(state: WriterState) -> dict:
         outline=state["outline_items"], sections=sections_, references=references, stats=stats,
     )  # fmt: skip
     return {"article": article}
-

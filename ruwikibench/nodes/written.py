@@ -13,14 +13,18 @@ class OutlineItem(BaseModel):
     id: str = Field(description="unique in the outline: s1, s2, …")
     level: int
     title: str
-    parents: list[str] = Field(default_factory=list, description="titles of the enclosing headings, outermost first")
+    parents: list[str] = Field(
+        default_factory=list, description="titles of the enclosing headings, outermost first"
+    )
 
 
 class WrittenSection(BaseModel):
     id: str
     level: int
     title: str
-    text: str = Field(default="", description="with global [n] markers; '' for a heading with no text of its own")
+    text: str = Field(
+        default="", description="with global [n] markers; '' for a heading with no text of its own"
+    )
     cited: list[int] = Field(default_factory=list)
     shown_snippets: list[str] = Field(default_factory=list, description="snippets its writer was shown")
     markers: MarkerStats = Field(default_factory=MarkerStats)

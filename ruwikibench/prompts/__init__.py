@@ -20,7 +20,11 @@ PACKAGE_PROMPTS = Path(__file__).parent
 
 def placeholders(text: str) -> set[str]:
     """The ``str.format`` fields a template uses (``{title}``, ``{a.b}`` -> ``a``); ValueError if it is not one."""
-    return {name.split(".")[0].split("[")[0] for _, name, _, _ in string.Formatter().parse(text) if name is not None}
+    return {
+        name.split(".")[0].split("[")[0]
+        for _, name, _, _ in string.Formatter().parse(text)
+        if name is not None
+    }
 
 
 def package_file(name: str) -> Path:
@@ -97,4 +101,3 @@ class PromptLibrary:
     def hashes(self) -> dict[str, str]:
         """name -> sha256 of every prompt served so far."""
         return {name: p.sha256 for name, p in sorted(self._loaded.items())}
-

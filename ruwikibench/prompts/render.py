@@ -13,8 +13,9 @@ from typing import Any
 ELLIPSIS = " …"
 
 
-def cut_text(text: str, chars: int | None, *, keep: float = 0.6, marker: str = ELLIPSIS,
-             squash: bool = True) -> str:
+def cut_text(
+    text: str, chars: int | None, *, keep: float = 0.6, marker: str = ELLIPSIS, squash: bool = True
+) -> str:
     """``text`` cut to at most ``chars`` characters plus ``marker``.
 
     The cut goes back to the last space when that space lies beyond ``keep`` × ``chars`` (``keep=0``: any
@@ -31,8 +32,9 @@ def cut_text(text: str, chars: int | None, *, keep: float = 0.6, marker: str = E
     return cut.rstrip() + marker
 
 
-def numbered_texts(texts: Sequence[str], chars: int | None = None, *, numbers: Sequence[int] | None = None,
-                   **cut: Any) -> str:
+def numbered_texts(
+    texts: Sequence[str], chars: int | None = None, *, numbers: Sequence[int] | None = None, **cut: Any
+) -> str:
     """Texts as ``[n] text`` blocks separated by blank lines, each cut by :func:`cut_text` (``cut`` passes its
     options); numbered from 1 unless ``numbers`` are given."""
     labels = numbers if numbers is not None else range(1, len(texts) + 1)

@@ -74,7 +74,9 @@ def article_context(
             title = next(
                 (str(o["input"]["title"]) for o in outputs if "title" in (o.get("input") or {})), title
             )
-            failures = [{"unit": f["unit"], **errors.note(str(f["reason"]))} for f in run.failed(stage, article)]
+            failures = [
+                {"unit": f["unit"], **errors.note(str(f["reason"]))} for f in run.failed(stage, article)
+            ]
             runs.append(
                 {
                     "name": run.name,
@@ -195,8 +197,10 @@ def _bar_label(record: dict[str, Any], inside: int) -> str:
     total = record["ended_at"] - record["started_at"]
     label = f"{record['node']}: {total:.2f} s"
     if "queued_s" in record and record.get("llm_calls"):
-        label += (f" ({record['llm_calls']} LLM call{'s' if record['llm_calls'] > 1 else ''}: "
-                  f"{record['queued_s']:.2f} s waiting for a concurrency slot, {record['service_s']:.2f} s served)")
+        label += (
+            f" ({record['llm_calls']} LLM call{'s' if record['llm_calls'] > 1 else ''}: "
+            f"{record['queued_s']:.2f} s waiting for a concurrency slot, {record['service_s']:.2f} s served)"
+        )
     if inside:
         label += f"; {inside} LLM call{'s' if inside > 1 else ''} by the nodes inside it"
     return label
@@ -233,5 +237,10 @@ def _timeline(records: list[dict[str, Any]]) -> dict[str, Any]:
             }
         )
     queued = [r["queued_s"] for r in records if "queued_s" in r]
-    return {"bars": bars, "lanes": len(lane_ends), "span_s": span, "parallel": len(lane_ends) > 1,
-            "queued_s": sum(queued) if queued else None}
+    return {
+        "bars": bars,
+        "lanes": len(lane_ends),
+        "span_s": span,
+        "parallel": len(lane_ends) > 1,
+        "queued_s": sum(queued) if queued else None,
+    }

@@ -31,7 +31,9 @@ class ArticleRecords:
     stage: str
     article: str
     outputs: list[dict[str, Any]] = field(default_factory=list)  # outputs.jsonl rows (unit, input, output)
-    results: list[dict[str, Any]] = field(default_factory=list)  # results.jsonl rows (item, metrics, excluded)
+    results: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # results.jsonl rows (item, metrics, excluded)
     texts: list[dict[str, Any]] = field(default_factory=list)  # generated.jsonl rows
     dataset: Dataset | None = None
 
@@ -42,22 +44,28 @@ def ranking_view(records: ArticleRecords) -> dict[str, Any]:
     candidates = []
     for candidate in sorted(output.get("candidates") or [], key=lambda c: c.get("rank", 0)):
         snippet = snippets.get(candidate["snippet_id"])
-        candidates.append({
-            "rank": candidate.get("rank"),
-            "bm25_rank": candidate.get("bm25_rank"),
-            "snippet_id": candidate["snippet_id"],
-            "relevant": None if snippet is None else snippet.article == records.article,
-            "llm_score": candidate.get("llm_score"),
-            "answer": candidate.get("answer"),
-            "judged_by": candidate.get("source"),
-            "text": (snippet.text[:SNIPPET_CHARS] if snippet is not None else ""),
-        })
-    relevant_total = (
-        sum(s.article == records.article for s in snippets.values()) if snippets else None
-    )
-    return {"kind": "ranking", "query": output.get("query", ""), "query_mode": output.get("query_mode", ""),
-            "error": output.get("error"), "candidates": candidates, "relevant_total": relevant_total,
-            "relevance_known": bool(snippets)}
+        candidates.append(
+            {
+                "rank": candidate.get("rank"),
+                "bm25_rank": candidate.get("bm25_rank"),
+                "snippet_id": candidate["snippet_id"],
+                "relevant": None if snippet is None else snippet.article == records.article,
+                "llm_score": candidate.get("llm_score"),
+                "answer": candidate.get("answer"),
+                "judged_by": candidate.get("source"),
+                "text": (snippet.text[:SNIPPET_CHARS] if snippet is not None else ""),
+            }
+        )
+    relevant_total = sum(s.article == records.article for s in snippets.values()) if snippets else None
+    return {
+        "kind": "ranking",
+        "query": output.get("query", ""),
+        "query_mode": output.get("query_mode", ""),
+        "error": output.get("error"),
+        "candidates": candidates,
+        "relevant_total": relevant_total,
+        "relevance_known": bool(snippets),
+    }
 
 
 def outline_view(records: ArticleRecords) -> dict[str, Any]:
@@ -69,9 +77,17 @@ def outline_view(records: ArticleRecords) -> dict[str, Any]:
         reference = [{"level": s.level, "title": s.title} for s in root.walk()]  # the title is level 1
     else:
         reference = [{"level": 2, "title": h} for h in unit_input.get("headings") or []]
-    generated = [{"level": h.get("level", 2), "title": h.get("title", "")} for h in output.get("outline") or []]
-    return {"kind": "outline", "reference": reference, "generated": generated,
-            "dropped": output.get("dropped") or [], "k": output.get("k"), "k_method": output.get("k_method")}
+    generated = [
+        {"level": h.get("level", 2), "title": h.get("title", "")} for h in output.get("outline") or []
+    ]
+    return {
+        "kind": "outline",
+        "reference": reference,
+        "generated": generated,
+        "dropped": output.get("dropped") or [],
+        "k": output.get("k"),
+        "k_method": output.get("k_method"),
+    }
 
 
 def segments(text: str, info: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -79,8 +95,11 @@ def segments(text: str, info: dict[str, Any] | None = None) -> list[dict[str, An
     sentences = (info or {}).get("sentences")
     if sentences:
         return [
-            {"text": s.get("text", ""), "mark": "supported" if s.get("supported") else "unsupported",
-             "note": s.get("note", "")}
+            {
+                "text": s.get("text", ""),
+                "mark": "supported" if s.get("supported") else "unsupported",
+                "note": s.get("note", ""),
+            }
             for s in sentences
         ]
     return [{"text": p, "mark": None, "note": ""} for p in text.split("\n\n") if p.strip()]
@@ -95,27 +114,38 @@ def sections_view(records: ArticleRecords) -> dict[str, Any]:
             result = produced.get(spec["id"], {})
             score = results.get(spec["id"], {})
             snippet_text = {s["id"]: s["text"] for s in spec.get("snippets") or []}
-            sections.append({
-                "id": spec["id"],
-                "title": spec.get("title", ""),
-                "level": spec.get("level", 2),
-                "reference": spec.get("reference") or "",
-                "generated": segments(result.get("text", ""), score.get("info")),
-                "status": result.get("status", "missing"),
-                "excluded": score.get("excluded"),
-                "sources": [
-                    {"id": i, "text": snippet_text.get(i, "")[:SNIPPET_CHARS]} for i in result.get("snippet_ids") or []
-                ],
-            })
+            sections.append(
+                {
+                    "id": spec["id"],
+                    "title": spec.get("title", ""),
+                    "level": spec.get("level", 2),
+                    "reference": spec.get("reference") or "",
+                    "generated": segments(result.get("text", ""), score.get("info")),
+                    "status": result.get("status", "missing"),
+                    "excluded": score.get("excluded"),
+                    "sources": [
+                        {"id": i, "text": snippet_text.get(i, "")[:SNIPPET_CHARS]}
+                        for i in result.get("snippet_ids") or []
+                    ],
+                }
+            )
     return {"kind": "sections", "sections": sections}
 
 
 def texts_view(records: ArticleRecords) -> dict[str, Any]:
-    return {"kind": "texts", "problem": "", "texts": [
-        {"item": t["item"], "title": t.get("title", ""), "reference": t.get("reference", ""),
-         "generated": segments(t.get("text", ""))}
-        for t in records.texts
-    ]}
+    return {
+        "kind": "texts",
+        "problem": "",
+        "texts": [
+            {
+                "item": t["item"],
+                "title": t.get("title", ""),
+                "reference": t.get("reference", ""),
+                "generated": segments(t.get("text", "")),
+            }
+            for t in records.texts
+        ],
+    }
 
 
 VIEWS: dict[str, Callable[[ArticleRecords], dict[str, Any]]] = {
@@ -135,5 +165,6 @@ def article_view(records: ArticleRecords) -> dict[str, Any]:
     try:
         return view(records)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
-        return texts_view(records) | {"problem": f"the {records.stage} view could not read the outputs: "
-                                                 f"{type(exc).__name__}: {exc}"}
+        return texts_view(records) | {
+            "problem": f"the {records.stage} view could not read the outputs: {type(exc).__name__}: {exc}"
+        }

@@ -46,13 +46,22 @@ def find_chromium() -> str | None:
 def _run(args: list[str], proxy: str | None, timeout: float) -> subprocess.CompletedProcess[str]:
     binary = find_chromium()
     if binary is None:
-        raise BrowserError(f"no Chromium found (looked for {', '.join(CANDIDATES)}); install it, e.g. "
-                           "apt-get install chromium")
+        raise BrowserError(
+            f"no Chromium found (looked for {', '.join(CANDIDATES)}); install it, e.g. "
+            "apt-get install chromium"
+        )
     with tempfile.TemporaryDirectory(prefix="ruwikibench-chromium-") as profile:
-        command = [binary, *QUIET_FLAGS, f"--user-data-dir={profile}",
-                   f"--proxy-server={proxy or OFFLINE_PROXY}", "--proxy-bypass-list=<-loopback>"]
+        command = [
+            binary,
+            *QUIET_FLAGS,
+            f"--user-data-dir={profile}",
+            f"--proxy-server={proxy or OFFLINE_PROXY}",
+            "--proxy-bypass-list=<-loopback>",
+        ]
         try:
-            done = subprocess.run([*command, *args], capture_output=True, text=True, timeout=timeout, check=False)
+            done = subprocess.run(
+                [*command, *args], capture_output=True, text=True, timeout=timeout, check=False
+            )
         except subprocess.TimeoutExpired as exc:
             raise BrowserError(f"Chromium did not finish within {timeout:.0f} s") from exc
     if done.returncode != 0:
@@ -60,8 +69,14 @@ def _run(args: list[str], proxy: str | None, timeout: float) -> subprocess.Compl
     return done
 
 
-def dump_dom(page: Path, *, proxy: str | None = None, timeout: float = 120.0, wait_ms: int = 0,
-             width: int | None = None) -> str:
+def dump_dom(
+    page: Path,
+    *,
+    proxy: str | None = None,
+    timeout: float = 120.0,
+    wait_ms: int = 0,
+    width: int | None = None,
+) -> str:
     """The page's DOM as HTML after its scripts ran; ``wait_ms``: virtual time given to asynchronous scripts
     (promises, timers) before the DOM is taken; ``width``: the window's width in pixels (layout measured by the
     page's scripts depends on it)."""
@@ -111,12 +126,22 @@ def axe_violations(page: Path, axe_js: Path, *, timeout: float = 180.0) -> list[
     return list(results)
 
 
-def screenshot(page: Path, target: Path, *, width: int = 1280, height: int = 1600, proxy: str | None = None,
-               timeout: float = 120.0) -> Path:
+def screenshot(
+    page: Path,
+    target: Path,
+    *,
+    width: int = 1280,
+    height: int = 1600,
+    proxy: str | None = None,
+    timeout: float = 120.0,
+) -> Path:
     """A PNG of the page's top ``width`` × ``height`` pixels."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    _run([f"--window-size={width},{height}", f"--screenshot={target.resolve()}", page.resolve().as_uri()],
-         proxy, timeout)
+    _run(
+        [f"--window-size={width},{height}", f"--screenshot={target.resolve()}", page.resolve().as_uri()],
+        proxy,
+        timeout,
+    )
     if not target.exists():
         raise BrowserError(f"Chromium wrote no screenshot to {target}")
     return target

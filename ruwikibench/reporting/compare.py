@@ -74,7 +74,9 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded", 
             _write_csv(out / f"{stage}_paired.csv", paired_table(paired[stage]))
         else:  # one run, or an --out directory used before: no stale table
             (out / f"{stage}_paired.csv").unlink(missing_ok=True)
-        plot_stage(stage, present, out / f"{stage}.png", view, stage_failures(stage, with_errors(runs, stage)))
+        plot_stage(
+            stage, present, out / f"{stage}.png", view, stage_failures(stage, with_errors(runs, stage))
+        )
         charts[stage] = out / f"{stage}.png"
     parts += citation_section(runs)
     parts += _judge_sections(runs, out)

@@ -15,6 +15,7 @@ REASON_CHARS = 160
 
 def shorten_paths(text: str) -> str:
     """Each absolute path of 3+ parts cut to its last two: '/home/u/.cache/rwb/llm.sqlite' -> '…/rwb/llm.sqlite'."""
+
     def cut(match: re.Match[str]) -> str:
         parts = [p for p in match.group(0).split("/") if p]
         return "…/" + "/".join(parts[-KEEP_PARTS:])

@@ -51,7 +51,11 @@ def _signed(value: float | None) -> str:
 
 
 def write_html_report(
-    runs: list[Run], out: Path, view: str, charts: dict[str, Path], paired: dict[str, list[PairedRow]] | None = None,
+    runs: list[Run],
+    out: Path,
+    view: str,
+    charts: dict[str, Path],
+    paired: dict[str, list[PairedRow]] | None = None,
     paper: dict[str, PaperBlock] | None = None,
 ) -> Path:
     """Write ``out/report.html`` and ``out/articles/aNNNN.html``; returns report.html. ``paired``: the stages'

@@ -19,7 +19,9 @@ from ruwikibench.contract import current_stage_name, with_current_stage
 # Run files are written with "stage", "article", "unit" first; those are read from the line's head without parsing
 # the whole (possibly long) record, and by a full parse when the head does not match.
 _STRING = rb'"((?:[^"\\]|\\.)*)"'
-_HEAD = re.compile(rb'\{"stage":\s*' + _STRING + rb',\s*"article":\s*' + _STRING + rb',\s*"unit":\s*' + _STRING)
+_HEAD = re.compile(
+    rb'\{"stage":\s*' + _STRING + rb',\s*"article":\s*' + _STRING + rb',\s*"unit":\s*' + _STRING
+)
 _HEAD_BYTES = 600
 
 Key = tuple[str, str, str]  # (stage, article, unit); unit "" when the record names none
@@ -40,7 +42,11 @@ def _key_of(line: bytes) -> Key | None:
         return None  # a torn last line from a killed run (cut inside a character, too)
     if not isinstance(record, dict) or record.get("article") is None:
         return None
-    return current_stage_name(str(record.get("stage", ""))), str(record["article"]), str(record.get("unit", ""))
+    return (
+        current_stage_name(str(record.get("stage", ""))),
+        str(record["article"]),
+        str(record.get("unit", "")),
+    )
 
 
 class JsonlIndex:

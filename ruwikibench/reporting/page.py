@@ -68,7 +68,9 @@ def report_context(
         floors = [m["floor"] for _, m in present if m.get("floor")]
         rows = stage_table(stage, present, view)
         with_paper = with_paper_rows(stage, rows, paper.get(stage), present[0][1])
-        failures = stage_failures(stage, [(r.name, r.metrics[stage], r.errors) for r in data if stage in r.metrics])
+        failures = stage_failures(
+            stage, [(r.name, r.metrics[stage], r.errors) for r in data if stage in r.metrics]
+        )
         stage_blocks.append(
             {
                 "name": stage,
@@ -76,16 +78,22 @@ def report_context(
                 "label": stage_label(stage),
                 "rows": with_paper,
                 "row_classes": [""] * (len(rows) - 1) + ["paper"] * (len(with_paper) - len(rows)),
-                "paper_notes": [note.replace("**", "") for note in paper_notes(stage, paper.get(stage), present[0][1])],
+                "paper_notes": [
+                    note.replace("**", "") for note in paper_notes(stage, paper.get(stage), present[0][1])
+                ],
                 "groups": column_groups(stage, present[0][1] if present else {}, view),
                 "header": grouped_header(stage, present[0][1] if present else {}, view),
                 "failures": failures,
                 "chart": data_uri(charts[stage]) if stage in charts and charts[stage].exists() else None,
-                "alt": chart_description(stage, [name for name, _ in present], failures,
-                                         present[0][1] if present else {}),
+                "alt": chart_description(
+                    stage, [name for name, _ in present], failures, present[0][1] if present else {}
+                ),
                 "floor_note": floor_note(floors[0]) if floors else "",
-                "baselines": [line.removeprefix("- ").replace("**", "") for name, m in present
-                              for line in baseline_lines(stage, m, name)],
+                "baselines": [
+                    line.removeprefix("- ").replace("**", "")
+                    for name, m in present
+                    for line in baseline_lines(stage, m, name)
+                ],
                 "paired": paired_block(paired.get(stage, [])),
             }
         )
@@ -109,16 +117,25 @@ def settings_block(table: SettingsTable) -> dict[str, Any]:
 
     def groups(rows: list[Any], columns: int | None = None) -> list[dict[str, Any]]:
         return [
-            {"name": group, "rows": [
-                {"key": row.key,
-                 "cells": [{"text": shorten(v, SHORT_VALUE), "full": v} for v in row.values[:columns]]}
-                for row in members
-            ]}
+            {
+                "name": group,
+                "rows": [
+                    {
+                        "key": row.key,
+                        "cells": [{"text": shorten(v, SHORT_VALUE), "full": v} for v in row.values[:columns]],
+                    }
+                    for row in members
+                ],
+            }
             for group, members in table.by_group(rows)
         ]
 
-    return {"runs": table.runs, "differing": groups(table.differing), "same": groups(table.same, 1),
-            "same_count": len(table.same)}
+    return {
+        "runs": table.runs,
+        "differing": groups(table.differing),
+        "same": groups(table.same, 1),
+        "same_count": len(table.same),
+    }
 
 
 def column_groups(stage: str, metrics: dict[str, Any], view: str) -> list[dict[str, Any]]:
@@ -223,9 +240,17 @@ def problem_rows(data: list[RunData], pages: dict[str, str]) -> list[dict[str, A
     rows: dict[tuple[str, str, str, str], dict[str, Any]] = {}
 
     def add(run: str, stage: str, kind: str, reason: str, article: str, item: str) -> None:
-        row = rows.setdefault((run, stage, kind, reason), {
-            "run": run, "stage": stage, "kind": kind, "reason": reason, "count": 0, "articles": {},
-        })
+        row = rows.setdefault(
+            (run, stage, kind, reason),
+            {
+                "run": run,
+                "stage": stage,
+                "kind": kind,
+                "reason": reason,
+                "count": 0,
+                "articles": {},
+            },
+        )
         row["count"] += 1
         row["articles"].setdefault(article, {"article": article, "page": pages.get(article), "items": []})
         row["articles"][article]["items"].append(item)
@@ -303,7 +328,11 @@ def delta_block(
     for article in articles:
         before = _shown(stage, key, base.article_value(stage, article, key))
         afters = [_shown(stage, key, r.article_value(stage, article, key)) for r in others]
-        if before is None and all(a is None for a in afters) and not _failed_anywhere(present, stage, article):
+        if (
+            before is None
+            and all(a is None for a in afters)
+            and not _failed_anywhere(present, stage, article)
+        ):
             continue
         deltas = [None if before is None or after is None else after - before for after in afters]
         rows.append(DeltaRow(article, pages[article], before, afters, deltas))
@@ -343,12 +372,20 @@ def skipped_notes(stage: str, base: RunData, other: RunData, articles: list[str]
             continue
         if all(v is None for v in values.values()) and not _failed_anywhere([base, other], stage, article):
             continue
-        why = "; ".join(_why_unscored(run, stage, article) for run in (base, other) if values[run.name] is None)
+        why = "; ".join(
+            _why_unscored(run, stage, article) for run in (base, other) if values[run.name] is None
+        )
         by_reason.setdefault(why, []).append(article)
-    compared = sum(1 for a in articles if _failed_anywhere([base, other], stage, a)
-                   or any(r.article_value(stage, a, headline_key) is not None for r in (base, other)))
-    return [{"text": f"{_how_many(len(names), compared)} skipped: {why}", "articles": names}
-            for why, names in by_reason.items()]
+    compared = sum(
+        1
+        for a in articles
+        if _failed_anywhere([base, other], stage, a)
+        or any(r.article_value(stage, a, headline_key) is not None for r in (base, other))
+    )
+    return [
+        {"text": f"{_how_many(len(names), compared)} skipped: {why}", "articles": names}
+        for why, names in by_reason.items()
+    ]
 
 
 def _how_many(count: int, total: int) -> str:

@@ -58,8 +58,11 @@ class Alignment:
     excluded: int
 
     def left_out(self) -> str:
-        parts = [(self.only_base, "only in first run"), (self.only_other, "only in this run"),
-                 (self.excluded, "excluded")]
+        parts = [
+            (self.only_base, "only in first run"),
+            (self.only_other, "only in this run"),
+            (self.excluded, "excluded"),
+        ]
         return ", ".join(f"{n} {what}" for n, what in parts if n) or "0"
 
 
@@ -99,8 +102,10 @@ class PairedRow:
 
     def sentence(self) -> str:
         """'B beats A on sections Mean F1: +1.20 [0.30, 2.10], p = 0.010, 14 shared items'."""
-        return (f"{self.verdict()} on {self.stage} {self.title}: {format_delta(self.difference, self.scale)}, "
-                f"p = {format_p(self.p)}, {self.shared} shared items")
+        return (
+            f"{self.verdict()} on {self.stage} {self.title}: {format_delta(self.difference, self.scale)}, "
+            f"p = {format_p(self.p)}, {self.shared} shared items"
+        )
 
 
 def format_delta(estimate: Estimate, scale: float) -> str:
@@ -117,7 +122,9 @@ def format_p(p: float) -> str:
     return f"{p:.3f}" if p >= 0.001 else f"{p:.1g}"
 
 
-def stage_items(results: Sequence[dict[str, Any]], floors: Sequence[dict[str, Any]], stage: str) -> StageItems:
+def stage_items(
+    results: Sequence[dict[str, Any]], floors: Sequence[dict[str, Any]], stage: str
+) -> StageItems:
     """One stage's items from ScoreRecord dicts and floors.jsonl rows (the last record of an item wins)."""
     scores: dict[ItemKey, dict[str, float]] = {}
     excluded: set[ItemKey] = set()
@@ -131,7 +138,9 @@ def stage_items(results: Sequence[dict[str, Any]], floors: Sequence[dict[str, An
         else:
             excluded.discard(key)
             scores[key] = {k: v for k, v in record.get("metrics", {}).items() if isinstance(v, int | float)}
-    rows = {(str(r["article"]), str(r["item"])): dict(r.get("metrics", {})) for r in floors if r["stage"] == stage}
+    rows = {
+        (str(r["article"]), str(r["item"])): dict(r.get("metrics", {})) for r in floors if r["stage"] == stage
+    }
     return StageItems(scores, frozenset(excluded), rows)
 
 
@@ -162,8 +171,9 @@ def _finite(value: Any) -> bool:
     return isinstance(value, int | float) and math.isfinite(value)
 
 
-def compare_metric(stage: str, title: str, key: str, names: tuple[str, str], alignment: Alignment,
-                   scale: float = 100.0) -> PairedRow:
+def compare_metric(
+    stage: str, title: str, key: str, names: tuple[str, str], alignment: Alignment, scale: float = 100.0
+) -> PairedRow:
     """Δ = other − base of the mean of ``key`` on the aligned items, paired bootstrap CI, randomization p."""
     difference = paired_difference(alignment.other, alignment.base)
     p = randomization_p_value(alignment.other, alignment.base)
@@ -184,8 +194,16 @@ def rescaled_difference(
     return rescaled_means(score_b, floor_b) - rescaled_means(score_a, floor_a)
 
 
-def compare_rescaled(stage: str, title: str, key: str, names: tuple[str, str], alignment: Alignment,
-                     base: StageItems, other: StageItems, scale: float = 100.0) -> PairedRow | None:
+def compare_rescaled(
+    stage: str,
+    title: str,
+    key: str,
+    names: tuple[str, str],
+    alignment: Alignment,
+    base: StageItems,
+    other: StageItems,
+    scale: float = 100.0,
+) -> PairedRow | None:
     """Δ of the rescaled means (other − base) on the aligned items; None when either run has no floor there."""
     floor_a = floor_column(base, alignment.keys, key)
     floor_b = floor_column(other, alignment.keys, key)
@@ -194,8 +212,9 @@ def compare_rescaled(stage: str, title: str, key: str, names: tuple[str, str], a
     columns = [alignment.base, floor_a, alignment.other, floor_b]
     difference = paired_bootstrap(columns, rescaled_difference)
     p = paired_randomization([alignment.base, floor_a], [alignment.other, floor_b], rescaled_difference)
-    return PairedRow(stage, f"{title} rescaled", key + RESCALED_SUFFIX, names[0], names[1], difference, p,
-                     alignment, scale)
+    return PairedRow(
+        stage, f"{title} rescaled", key + RESCALED_SUFFIX, names[0], names[1], difference, p, alignment, scale
+    )
 
 
 @dataclass(frozen=True)
@@ -208,8 +227,9 @@ class Headline:
     floor: bool = False
 
 
-def compare_stage(stage: str, headlines: list[Headline], base: tuple[str, StageItems],
-                  other: tuple[str, StageItems]) -> list[PairedRow]:
+def compare_stage(
+    stage: str, headlines: list[Headline], base: tuple[str, StageItems], other: tuple[str, StageItems]
+) -> list[PairedRow]:
     """The rows of one stage, one run against the first: each headline metric, then its rescaled difference."""
     names = (base[0], other[0])
     rows: list[PairedRow] = []
@@ -218,8 +238,9 @@ def compare_stage(stage: str, headlines: list[Headline], base: tuple[str, StageI
         if not (alignment.keys or alignment.only_base or alignment.only_other):
             continue  # neither run has the metric (e.g. entity recall where no reference names an entity)
         rows.append(compare_metric(stage, h.title, h.key, names, alignment, h.scale))
-        if h.floor and (row := compare_rescaled(stage, h.title, h.key, names, alignment, base[1], other[1],
-                                                h.scale)):
+        if h.floor and (
+            row := compare_rescaled(stage, h.title, h.key, names, alignment, base[1], other[1], h.scale)
+        ):
             rows.append(row)
     return rows
 
@@ -230,8 +251,15 @@ def paired_table(rows: list[PairedRow]) -> list[list[str]]:
     base = rows[0].base if rows else "first run"
     header = ["metric", "run", f"Δ vs {base} [95% CI]", "p", "shared items", "left out", "verdict"]
     return [header] + [
-        [r.title, r.run, format_delta(r.difference, r.scale), format_p(r.p), str(r.shared),
-         r.alignment.left_out(), r.verdict()]
+        [
+            r.title,
+            r.run,
+            format_delta(r.difference, r.scale),
+            format_p(r.p),
+            str(r.shared),
+            r.alignment.left_out(),
+            r.verdict(),
+        ]
         for r in rows
     ]
 
@@ -246,11 +274,18 @@ def compare_runs_paired(
     and run, metric by metric. ``runs``: (name, score records, floor rows); stages a run lacks are skipped."""
     out: dict[str, list[PairedRow]] = {}
     for stage in stages:
-        present = [(name, stage_items(results, floors, stage)) for name, results, floors in runs
-                   if any(r["stage"] == stage for r in results)]
+        present = [
+            (name, stage_items(results, floors, stage))
+            for name, results, floors in runs
+            if any(r["stage"] == stage for r in results)
+        ]
         if len(present) < 2 or not headlines.get(stage):
             continue
         order = {key: i for i, h in enumerate(headlines[stage]) for key in (h.key, h.key + RESCALED_SUFFIX)}
-        rows = [row for other in present[1:] for row in compare_stage(stage, headlines[stage], present[0], other)]
-        out[stage] = sorted(rows, key=lambda row: (order[row.key], row.key))  # stable: runs in the order given
+        rows = [
+            row for other in present[1:] for row in compare_stage(stage, headlines[stage], present[0], other)
+        ]
+        out[stage] = sorted(
+            rows, key=lambda row: (order[row.key], row.key)
+        )  # stable: runs in the order given
     return out

@@ -37,7 +37,9 @@ class PaperRow(BaseModel):
 
     model: str
     figures: dict[str, float] = Field(description="paper column -> the figure as printed (×100)")
-    keys: dict[str, str] = Field(default_factory=dict, description="paper column -> another metric key (this row)")
+    keys: dict[str, str] = Field(
+        default_factory=dict, description="paper column -> another metric key (this row)"
+    )
 
 
 class PaperTable(BaseModel):
@@ -116,12 +118,16 @@ class Variant:
     def mapping(self, titles: dict[str, str]) -> str:
         """'NDCG → Rerank NDCG, R-Pr → Rerank R-Pr (baseline (bm25): NDCG → BM25 NDCG, …)': our column of each
         paper column."""
-        if all(titles.get(c.key) == c.paper for c in self.columns) and not any(r.keys for r in self.table.rows):
+        if all(titles.get(c.key) == c.paper for c in self.columns) and not any(
+            r.keys for r in self.table.rows
+        ):
             return "the columns of the same name"
         main = ", ".join(f"{c.paper} → {titles.get(c.key, c.key)}" for c in self.columns)
         special = [
-            f"{row.model}: " + ", ".join(f"{paper} → {titles.get(key, key)}" for paper, key in row.keys.items())
-            for row in self.table.rows if row.keys
+            f"{row.model}: "
+            + ", ".join(f"{paper} → {titles.get(key, key)}" for paper, key in row.keys.items())
+            for row in self.table.rows
+            if row.keys
         ]
         return main + (f" ({'; '.join(special)})" if special else "")
 
@@ -192,7 +198,9 @@ class Comparison:
     def sentence(self) -> str:
         if self.comparable:
             return f"{self.run}: **comparable** with the paper's {self.variant.name} (its settings)"
-        return f"{self.run}: not comparable with the paper's {self.variant.name}: " + "; ".join(self.differing)
+        return f"{self.run}: not comparable with the paper's {self.variant.name}: " + "; ".join(
+            self.differing
+        )
 
 
 def closest(variants: list[Variant], ours: dict[str, Any]) -> list[tuple[Variant, list[str]]]:
@@ -230,7 +238,9 @@ class PaperBlock:
         return lines + [c.sentence() for c in self.comparisons]
 
 
-def paper_block(stage: str, runs: list[tuple[str, RunDir]], results: PaperResults | None = None) -> PaperBlock | None:
+def paper_block(
+    stage: str, runs: list[tuple[str, RunDir]], results: PaperResults | None = None
+) -> PaperBlock | None:
     """The paper's rows for ``stage`` (the variants closest to the runs' settings) and each run's comparison;
     None when the paper has no table of the stage."""
     variants = stage_variants(stage, results)
@@ -247,8 +257,9 @@ def paper_block(stage: str, runs: list[tuple[str, RunDir]], results: PaperResult
     return PaperBlock(ordered, tuple(comparisons))
 
 
-def with_paper_rows(stage: str, rows: list[list[str]], block: PaperBlock | None,
-                    metrics: dict[str, Any]) -> list[list[str]]:
+def with_paper_rows(
+    stage: str, rows: list[list[str]], block: PaperBlock | None, metrics: dict[str, Any]
+) -> list[list[str]]:
     """A stage table's rows (header first) followed by the paper's rows in the same columns."""
     if block is None:
         return rows

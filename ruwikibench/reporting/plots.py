@@ -37,8 +37,9 @@ def metric_groups(stage: str, columns: list[tuple[str, str]]) -> list[list[tuple
             plain = []
             groups.append([(title, key), ("floor", key + FLOOR_SUFFIX), ("rescaled", key + RESCALED_SUFFIX)])
             continue
-        if plain and (len(plain) == METRICS_PER_PANEL
-                      or metric_scale(plain[0][1], counts) != metric_scale(key, counts)):
+        if plain and (
+            len(plain) == METRICS_PER_PANEL or metric_scale(plain[0][1], counts) != metric_scale(key, counts)
+        ):
             groups.append(plain)
             plain = []
         plain.append((title, key))
@@ -51,15 +52,25 @@ def _floor_group(group: list[tuple[str, str]]) -> bool:
 
 def chart_description(stage: str, runs: list[str], failures: dict[str, str], metrics: dict[str, Any]) -> str:
     """The chart's alt text: the stage, the metrics it shows and the runs, failed ones with their reason."""
-    titles = [f"{group[0][0]} with its floor and rescaled" if _floor_group(group) else ", ".join(t for t, _ in group)
-              for group in metric_groups(stage, stage_columns(stage, metrics))]
+    titles = [
+        f"{group[0][0]} with its floor and rescaled"
+        if _floor_group(group)
+        else ", ".join(t for t, _ in group)
+        for group in metric_groups(stage, stage_columns(stage, metrics))
+    ]
     named = [f"{run} (failed: {failures[run]})" if run in failures else run for run in runs]
-    return (f"Bar chart of the {stage} stage, mean with 95% CI per run: {'; '.join(titles)}. "
-            f"Runs: {', '.join(named)}.")
+    return (
+        f"Bar chart of the {stage} stage, mean with 95% CI per run: {'; '.join(titles)}. "
+        f"Runs: {', '.join(named)}."
+    )
 
 
 def plot_stage(
-    stage: str, runs: list[tuple[str, dict[str, Any]]], path: Path, view: str, failures: dict[str, str] | None = None
+    stage: str,
+    runs: list[tuple[str, dict[str, Any]]],
+    path: Path,
+    view: str,
+    failures: dict[str, str] | None = None,
 ) -> None:
     """Small multiples of the stage's metrics (mean with 95% CI per run); ``failures``: run name -> why its stage
     failed (its bars are replaced by "failed", its legend entry says why)."""
@@ -73,8 +84,9 @@ def plot_stage(
     rows = max(1, math.ceil(len(groups) / PANELS_PER_ROW))
     legend_lines = len(runs) + sum(1 for name, _ in runs if name in failures)
     legend_in = 0.19 * legend_lines
-    fig, axes = plt.subplots(rows, PANELS_PER_ROW, figsize=(WIDTH_IN, 0.5 + legend_in + PANEL_HEIGHT_IN * rows),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        rows, PANELS_PER_ROW, figsize=(WIDTH_IN, 0.5 + legend_in + PANEL_HEIGHT_IN * rows), squeeze=False
+    )
     counts = count_keys(stage)
     handles = []
     for ax, group in zip(axes.flat, groups, strict=False):
@@ -83,14 +95,26 @@ def plot_stage(
         ax.set_title(group[0][0] if _floor_group(group) else "", fontsize=11)
         ax.set_ylabel("×100" if scale == SCALE else "count", fontsize=10)
         ax.tick_params(labelsize=10)
-    for ax in list(axes.flat)[len(groups):]:
+    for ax in list(axes.flat)[len(groups) :]:
         ax.set_axis_off()
     labels = [_legend_label(name, failures) for name, _ in runs]
     top = 1 - (0.3 + legend_in) / fig.get_figheight()
-    fig.legend(handles, labels, loc="upper left", bbox_to_anchor=(0.01, 1 - 0.3 / fig.get_figheight()),
-               fontsize=10, frameon=False)
-    fig.suptitle(f"{table_title(stage)}, mean with 95% CI", fontsize=12, x=0.01, y=1 - 0.08 / fig.get_figheight(),
-                 ha="left", va="top")
+    fig.legend(
+        handles,
+        labels,
+        loc="upper left",
+        bbox_to_anchor=(0.01, 1 - 0.3 / fig.get_figheight()),
+        fontsize=10,
+        frameon=False,
+    )
+    fig.suptitle(
+        f"{table_title(stage)}, mean with 95% CI",
+        fontsize=12,
+        x=0.01,
+        y=1 - 0.08 / fig.get_figheight(),
+        ha="left",
+        va="top",
+    )
     fig.tight_layout(rect=(0, 0, 1, top))
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
@@ -105,7 +129,11 @@ def _legend_label(name: str, failures: dict[str, str]) -> str:
 
 
 def _bars(
-    ax: Any, columns: list[tuple[str, str]], runs: list[tuple[str, dict[str, Any]]], view: str, scale: float,
+    ax: Any,
+    columns: list[tuple[str, str]],
+    runs: list[tuple[str, dict[str, Any]]],
+    view: str,
+    scale: float,
     failures: dict[str, str],
 ) -> list[Any]:
     import numpy as np
@@ -123,11 +151,28 @@ def _bars(
         shown += sum(1 for e in estimates if e is not None and e.n)
         if name in failures:
             for x in positions:
-                ax.text(x, 0.03, "failed", rotation=90, ha="center", va="bottom", fontsize=9, color="#cf222e",
-                        transform=ax.get_xaxis_transform())
+                ax.text(
+                    x,
+                    0.03,
+                    "failed",
+                    rotation=90,
+                    ha="center",
+                    va="bottom",
+                    fontsize=9,
+                    color="#cf222e",
+                    transform=ax.get_xaxis_transform(),
+                )
     if not shown:
-        ax.text(0.5, 0.5, "no run has a value", ha="center", va="center", fontsize=10, color="#57606a",
-                transform=ax.transAxes)
+        ax.text(
+            0.5,
+            0.5,
+            "no run has a value",
+            ha="center",
+            va="center",
+            fontsize=10,
+            color="#57606a",
+            transform=ax.transAxes,
+        )
         ax.set_yticks([])
     ax.set_xlim(-width, len(columns) - 1 + width * len(runs))
     ax.set_xticks(np.arange(len(columns)) + width * (len(runs) - 1) / 2)

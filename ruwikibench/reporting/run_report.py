@@ -19,7 +19,9 @@ from ruwikibench.rundir import RunDir
 from ruwikibench.runspec import spec_record
 
 
-def write_run_report(rundir: RunDir, metrics: dict[str, Any], errors: list[dict[str, Any]] | None = None) -> None:
+def write_run_report(
+    rundir: RunDir, metrics: dict[str, Any], errors: list[dict[str, Any]] | None = None
+) -> None:
     """report.md of one run; ``errors``: the failures still open (default: :meth:`RunDir.open_errors`)."""
     spec = spec_record(rundir)
     parts = [f"# Run {rundir.path.name}", "", _spec_summary(spec), ""]
@@ -51,7 +53,6 @@ def write_run_report(rundir: RunDir, metrics: dict[str, Any], errors: list[dict[
             f"- {e['stage']} / {e['article']} / {e['unit']}: {e['reason']}" for e in errors[-50:]
         ]
     write_atomic(rundir.file("report.md"), "\n".join(parts) + "\n")
-
 
 
 def _spec_summary(spec: dict[str, Any]) -> str:

@@ -15,7 +15,15 @@ from ruwikibench.runspec import spec_record
 
 IGNORED_SETTINGS = ("cache_dir", "options.out", "options.run_id")
 GROUPS = ("models", "stage options", "overrides", "prompts", "other")
-STAGE_OPTION_PREFIXES = ("ranking.", "outline.", "sections.", "writer.", "citations.", "judges.", "stage_options.")
+STAGE_OPTION_PREFIXES = (
+    "ranking.",
+    "outline.",
+    "sections.",
+    "writer.",
+    "citations.",
+    "judges.",
+    "stage_options.",
+)
 SHORT_VALUE = 40
 """HTML cells show this many characters of a value (the whole value on hover)."""
 MARKDOWN_VALUE = 80
@@ -61,17 +69,23 @@ class SettingsTable(BaseModel):
             rows = [header]
             for group, members in self.by_group(self.differing):
                 rows.append([f"**{group}**", *[""] * len(self.runs)])
-                rows += [[f"`{row.key}`", *[_md(shorten(v, MARKDOWN_VALUE)) for v in row.values]]
-                         for row in members]
+                rows += [
+                    [f"`{row.key}`", *[_md(shorten(v, MARKDOWN_VALUE)) for v in row.values]]
+                    for row in members
+                ]
             lines += [_markdown_table(rows), ""]
         elif len(self.runs) > 1:
             lines += ["The runs differ in no setting.", ""]
         if self.same:
             where = "all runs" if len(self.runs) > 1 else "the run"
             count = f"{len(self.same)} setting{'s' * (len(self.same) != 1)}"
-            lines += [f"<details><summary>{count} equal in {where} (whole values in settings.csv)</summary>", ""]
             lines += [
-                f"- {group}: " + "; ".join(f"`{r.key}`={_md(shorten(r.values[0], MARKDOWN_VALUE))}" for r in members)
+                f"<details><summary>{count} equal in {where} (whole values in settings.csv)</summary>",
+                "",
+            ]
+            lines += [
+                f"- {group}: "
+                + "; ".join(f"`{r.key}`={_md(shorten(r.values[0], MARKDOWN_VALUE))}" for r in members)
                 for group, members in self.by_group(self.same)
             ]
             lines += ["", "</details>", ""]
@@ -109,9 +123,13 @@ def read_spec(rundir: RunDir) -> dict[str, Any]:
 def spec_settings(spec: dict[str, Any]) -> dict[str, Any]:
     """A run's settings, flat: the config's keys, ``dataset`` (its id), ``options.*`` and the overrides' code hashes
     (``override.<key>.sha256``)."""
-    overrides = {f"override.{key}.sha256": (o.get("sha256") or "")[:12] for key, o in spec.get("overrides", {}).items()}
+    overrides = {
+        f"override.{key}.sha256": (o.get("sha256") or "")[:12] for key, o in spec.get("overrides", {}).items()
+    }
     dataset = {"dataset": spec["dataset"].get("id")} if spec.get("dataset") else {}
-    flat = _flatten(spec.get("config", {})) | dataset | _flatten(spec.get("options", {}), "options.") | overrides
+    flat = (
+        _flatten(spec.get("config", {})) | dataset | _flatten(spec.get("options", {}), "options.") | overrides
+    )
     return {key: value for key, value in flat.items() if not key.startswith(IGNORED_SETTINGS)}
 
 
@@ -147,7 +165,13 @@ def _merge_model_roles(rows: list[SettingRow], roles: list[str]) -> list[Setting
         else:
             out.append(row)
     for (field, values), members in merged.items():
-        who = "*" if len(members) == len(roles) > 1 else members[0] if len(members) == 1 else "{" + ",".join(members) + "}"
+        who = (
+            "*"
+            if len(members) == len(roles) > 1
+            else members[0]
+            if len(members) == 1
+            else "{" + ",".join(members) + "}"
+        )
         out.append(SettingRow(group="models", key=f"models.{who}.{field}", values=list(values)))
     return sorted(out, key=lambda row: (GROUPS.index(row.group), row.key))
 
@@ -161,7 +185,9 @@ def settings_table(runs: list[tuple[str, dict[str, Any], RunDir]]) -> SettingsTa
     same: list[SettingRow] = []
     for key in keys:
         compared = {json.dumps(settings.get(key), sort_keys=True) for settings in flat}
-        row = SettingRow(group=setting_group(key), key=key, values=[_value(settings, key) for settings in flat])
+        row = SettingRow(
+            group=setting_group(key), key=key, values=[_value(settings, key) for settings in flat]
+        )
         (same if len(compared) == 1 else differing).append(row)
     return SettingsTable(
         runs=[name for name, _, _ in runs],

@@ -100,7 +100,10 @@ def with_baseline_rows(runs: list[tuple[str, dict[str, Any]]]) -> list[tuple[str
 
 
 def stage_table(
-    stage: str, runs: list[tuple[str, dict[str, Any]]], view: str = "failures_excluded", baselines: bool = True
+    stage: str,
+    runs: list[tuple[str, dict[str, Any]]],
+    view: str = "failures_excluded",
+    baselines: bool = True,
 ) -> list[list[str]]:
     """Rows (header first): one row per run (each followed by its no-LLM baselines unless ``baselines`` is
     False), the stage's columns, then the counts: ``scored`` (items that were scored: the n of the
@@ -121,7 +124,9 @@ def stage_table(
             str(counts.get("excluded", 0)),
             str(counts.get("failed_units", 0)),
         ]
-        if view == "failures_as_zero":  # columns this run has no estimate for (no item had the key) say nothing
+        if (
+            view == "failures_as_zero"
+        ):  # columns this run has no estimate for (no item had the key) say nothing
             row.append(_zeroed([c for c in columns if c[1] in metrics.get("metrics", {})], counts))
         rows.append(row)
     return rows
@@ -141,8 +146,12 @@ def _zeroed(columns: list[tuple[str, str]], counts: dict[str, Any]) -> str:
     return ", ".join(f"{n} in {title}" for title, n in per_column.items() if n) or "0"
 
 
-VERDICTS = {"better": "beats it", "worse": "is below it", "no significant difference": "does not differ from it "
-            "significantly", "no shared item": "shares no item with it"}
+VERDICTS = {
+    "better": "beats it",
+    "worse": "is below it",
+    "no significant difference": "does not differ from it significantly",
+    "no shared item": "shares no item with it",
+}
 
 
 def baseline_lines(stage: str, data: dict[str, Any], run: str = "the run") -> list[str]:
@@ -169,8 +178,10 @@ def baseline_note(stage: str, data: dict[str, Any], run: str = "the run") -> lis
         lines.append(f"- {run}: no comparison with the baselines ({data['vs_baseline_error']})")
     if not lines:
         return []
-    head = ("Against the no-LLM baselines (rows '↳ baseline: …'; paired bootstrap 95% CI over the items both "
-            "scored, approximate-randomization p):")
+    head = (
+        "Against the no-LLM baselines (rows '↳ baseline: …'; paired bootstrap 95% CI over the items both "
+        "scored, approximate-randomization p):"
+    )
     return [head, "", *lines, ""]
 
 

@@ -79,7 +79,9 @@ class BM25Index:
             return []
         scores = self.scores(query)
         order = np.argsort(-scores, kind="stable")[:k]
-        hits = [Hit(snippet_id=self.doc_ids[i], rank=0, score=float(scores[i])) for i in order if scores[i] > 0]
+        hits = [
+            Hit(snippet_id=self.doc_ids[i], rank=0, score=float(scores[i])) for i in order if scores[i] > 0
+        ]
         for rank, hit in enumerate(hits, start=1):
             hit.rank = rank
         return hits
@@ -90,9 +92,16 @@ class BM25Index:
         directory.mkdir(parents=True, exist_ok=True)
         if self.doc_ids:
             self.retriever.save(str(directory), show_progress=False)
-        meta = {"dataset_id": self.dataset_id, "normalizer": self.kind, "doc_ids": self.doc_ids,
-                "version": INDEX_VERSION, "stopwords": stopwords_hash()}
-        (directory / "ruwikibench_index.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
+        meta = {
+            "dataset_id": self.dataset_id,
+            "normalizer": self.kind,
+            "doc_ids": self.doc_ids,
+            "version": INDEX_VERSION,
+            "stopwords": stopwords_hash(),
+        }
+        (directory / "ruwikibench_index.json").write_text(
+            json.dumps(meta, ensure_ascii=False), encoding="utf-8"
+        )
 
     @classmethod
     def load(cls, directory: Path) -> BM25Index:
@@ -107,7 +116,11 @@ class BM25Index:
 
 
 def index_dir(cache_dir: str | Path, dataset_id: str, normalizer: NormalizerKind) -> Path:
-    return Path(cache_dir).expanduser() / "bm25" / f"{dataset_id}-{normalizer}-v{INDEX_VERSION}-{stopwords_hash()}"
+    return (
+        Path(cache_dir).expanduser()
+        / "bm25"
+        / f"{dataset_id}-{normalizer}-v{INDEX_VERSION}-{stopwords_hash()}"
+    )
 
 
 def _save_atomically(index: BM25Index, target: Path) -> None:
@@ -120,7 +133,9 @@ def _save_atomically(index: BM25Index, target: Path) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def get_index(dataset: Dataset, normalizer: NormalizerKind = "lemma", cache_dir: str | Path | None = None) -> BM25Index:
+def get_index(
+    dataset: Dataset, normalizer: NormalizerKind = "lemma", cache_dir: str | Path | None = None
+) -> BM25Index:
     """The dataset's index: loaded from ``<cache_dir>/bm25/…`` when saved there, else built (and saved when a
     cache dir is given). Each call loads anew; a run keeps its loaded indexes on an :class:`IndexShelf`."""
     target = index_dir(cache_dir, dataset.dataset_id, normalizer) if cache_dir is not None else None
@@ -143,8 +158,9 @@ class IndexShelf:
         self._locks: dict[tuple[str, str, str], threading.Lock] = {}
         self._lock = threading.Lock()
 
-    def get(self, dataset: Dataset, normalizer: NormalizerKind = "lemma",
-            cache_dir: str | Path | None = None) -> BM25Index:
+    def get(
+        self, dataset: Dataset, normalizer: NormalizerKind = "lemma", cache_dir: str | Path | None = None
+    ) -> BM25Index:
         key = (dataset.dataset_id, normalizer, str(cache_dir))
         with self._lock:
             lock = self._locks.setdefault(key, threading.Lock())

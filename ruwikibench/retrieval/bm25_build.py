@@ -44,7 +44,13 @@ def tokenize_chunk(texts: list[str]) -> Tokenized:
     rows = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
     width = max(1, len(words))
     pairs, counts = np.unique(rows * width + ids, return_counts=True)
-    return words, (pairs // width).astype(np.int32), (pairs % width).astype(np.int32), counts.astype(np.int32), len(texts)
+    return (
+        words,
+        (pairs // width).astype(np.int32),
+        (pairs % width).astype(np.int32),
+        counts.astype(np.int32),
+        len(texts),
+    )
 
 
 class TermTable:
@@ -86,7 +92,9 @@ def _tokenized(texts: Iterable[str], workers: int) -> Iterator[Tokenized]:
             yield future.result()
 
 
-def count_terms(texts: Iterable[str], normalizer: Normalizer, workers: int = 1):  # -> (csc_matrix, ndarray, TermTable)
+def count_terms(
+    texts: Iterable[str], normalizer: Normalizer, workers: int = 1
+):  # -> (csc_matrix, ndarray, TermTable)
     """Term counts (documents × columns, CSC, float32), document lengths in index terms, and the term table.
 
     Workers count (text, word) pairs; here each word becomes its column (stopwords dropped; words sharing a lemma
@@ -108,8 +116,10 @@ def count_terms(texts: Iterable[str], normalizer: Normalizer, workers: int = 1):
     shape = (offset, len(table.columns))
     if not rows:
         return sp.csc_matrix(shape, dtype=np.float32), np.zeros(0, dtype=np.int64), table
-    pairs = sp.coo_matrix((np.concatenate(counts).astype(np.float32),
-                           (np.concatenate(rows), np.concatenate(columns))), shape=shape)
+    pairs = sp.coo_matrix(
+        (np.concatenate(counts).astype(np.float32), (np.concatenate(rows), np.concatenate(columns))),
+        shape=shape,
+    )
     del rows, columns, counts
     matrix = pairs.tocsc()  # sums the pairs of words that share a column
     matrix.sum_duplicates()
@@ -134,7 +144,9 @@ def bm25_scores(counts, doc_lengths: np.ndarray, k1: float = K1, b: float = B): 
     return data, counts.indices.astype(np.int32, copy=False), counts.indptr.astype(index_type, copy=False)
 
 
-def build_retriever(texts: Iterable[str], normalizer: Normalizer, n_texts: int | None = None):  # -> bm25s.BM25
+def build_retriever(
+    texts: Iterable[str], normalizer: Normalizer, n_texts: int | None = None
+):  # -> bm25s.BM25
     """A ready ``bm25s.BM25`` (Lucene, k1 1.5, b 0.75) over ``texts``. ``n_texts`` (if known) picks worker
     processes for large corpora, one per core."""
     import bm25s

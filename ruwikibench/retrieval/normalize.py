@@ -85,7 +85,12 @@ class Normalizer:
         import bm25s
 
         tokens = bm25s.tokenize(
-            [fold(text)], lower=False, token_pattern=TOKEN_PATTERN, stopwords=list(stopwords()),
-            stemmer=self, return_ids=False, show_progress=False,
+            [fold(text)],
+            lower=False,
+            token_pattern=TOKEN_PATTERN,
+            stopwords=list(stopwords()),
+            stemmer=self,
+            return_ids=False,
+            show_progress=False,
         )
         return list(tokens[0])

@@ -37,8 +37,15 @@ INPUT_FILES = ("outputs.jsonl", "results.jsonl")
 
 
 def _excluded(baseline: str, unit: Unit, reason: str) -> dict[str, Any]:
-    return {"baseline": baseline, "stage": unit.stage, "article": unit.article, "item": unit.unit_id,
-            "unit": unit.unit_id, "metrics": {}, "excluded": reason}
+    return {
+        "baseline": baseline,
+        "stage": unit.stage,
+        "article": unit.article,
+        "item": unit.unit_id,
+        "unit": unit.unit_id,
+        "metrics": {},
+        "excluded": reason,
+    }
 
 
 def baseline_names(stage: Stage[Any]) -> list[str]:
@@ -54,8 +61,9 @@ BaselineScored = tuple[list[dict[str, Any]], dict[str, Any] | None]
 """One baseline of one unit: its rows, and the output it built (None when it could not build one)."""
 
 
-def score_baseline(stage: Stage[Any], baseline: Baseline, unit: Unit, output: dict[str, Any],
-                   context: StageContext) -> BaselineScored:
+def score_baseline(
+    stage: Stage[Any], baseline: Baseline, unit: Unit, output: dict[str, Any], context: StageContext
+) -> BaselineScored:
     """The baseline built for the unit and scored by the stage's ``score()``; a baseline that cannot be built or
     scored is one row with ``excluded`` set to the reason."""
     try:
@@ -65,19 +73,29 @@ def score_baseline(stage: Stage[Any], baseline: Baseline, unit: Unit, output: di
         return [_excluded(baseline.name, unit, f"baseline: {exc}")], None
     except Exception as exc:  # noqa: BLE001 - one item's baseline must not stop the others
         return [_excluded(baseline.name, unit, f"baseline failed: {type(exc).__name__}: {exc}")], None
-    return [{"baseline": baseline.name, "unit": unit.unit_id,
-             **r.model_dump(mode="json", exclude={"info"})} for r in records], made
+    return [
+        {"baseline": baseline.name, "unit": unit.unit_id, **r.model_dump(mode="json", exclude={"info"})}
+        for r in records
+    ], made
 
 
 def baselines_ahead(stage: Stage[Any], unit: Unit, context: StageContext) -> dict[str, BaselineScored]:
     """The unit's baselines that never read the run's output (``reads_output=False``), scored before the unit has
     one: :func:`unit_baselines` takes them as they are."""
-    return {baseline.name: score_baseline(stage, baseline, unit, {}, context)
-            for baseline in baselines_of(stage) if not baseline.reads_output}
+    return {
+        baseline.name: score_baseline(stage, baseline, unit, {}, context)
+        for baseline in baselines_of(stage)
+        if not baseline.reads_output
+    }
 
 
-def unit_baselines(stage: Stage[Any], unit: Unit, output: dict[str, Any], context: StageContext,
-                   ahead: dict[str, BaselineScored] | None = None) -> dict[str, Any]:
+def unit_baselines(
+    stage: Stage[Any],
+    unit: Unit,
+    output: dict[str, Any],
+    context: StageContext,
+    ahead: dict[str, BaselineScored] | None = None,
+) -> dict[str, Any]:
     """The unit's record of ``baseline_scores.jsonl``: every baseline of ``stage`` built from the unit (and, for
     ranking, its output's pool) and scored by the stage's ``score()`` — its rows ({baseline, unit, stage, article,
     item, metrics, …}; an item a baseline cannot be built for is a row with ``excluded`` set to the reason) — and,
@@ -87,15 +105,26 @@ def unit_baselines(stage: Stage[Any], unit: Unit, output: dict[str, Any], contex
     outputs: dict[str, Any] = {}
     for baseline in baselines_of(stage):
         found = (ahead or {}).get(baseline.name) if not baseline.reads_output else None
-        baseline_rows, made = found if found is not None else score_baseline(stage, baseline, unit, output, context)
+        baseline_rows, made = (
+            found if found is not None else score_baseline(stage, baseline, unit, output, context)
+        )
         rows += baseline_rows
         if stage.floor_keys and made is not None:
             outputs[baseline.name] = made
-    return {"stage": unit.stage, "article": unit.article, "unit": unit.unit_id, "output_sha256": output_digest(output),
-            "baselines": baseline_names(stage), "rows": rows, "outputs": outputs}
+    return {
+        "stage": unit.stage,
+        "article": unit.article,
+        "unit": unit.unit_id,
+        "output_sha256": output_digest(output),
+        "baselines": baseline_names(stage),
+        "rows": rows,
+        "outputs": outputs,
+    }
 
 
-def current_record(record: dict[str, Any] | None, stage: Stage[Any], output: dict[str, Any]) -> dict[str, Any] | None:
+def current_record(
+    record: dict[str, Any] | None, stage: Stage[Any], output: dict[str, Any]
+) -> dict[str, Any] | None:
     """``record`` when it was built from ``output`` by the stage's baselines of now; else None (score them again)."""
     if record is None or record.get("baselines") != baseline_names(stage):
         return None
@@ -143,8 +172,11 @@ def headline_keys(stage: str, metrics: dict[str, Any]) -> list[str]:
     except KeyError:
         declared = []
     if not declared:
-        declared = [key for h in stage_headlines(stage, metrics)
-                    for key in (h.key, *([h.key + RESCALED_SUFFIX] if h.floor else []))]
+        declared = [
+            key
+            for h in stage_headlines(stage, metrics)
+            for key in (h.key, *([h.key + RESCALED_SUFFIX] if h.floor else []))
+        ]
     return [key for key in declared if key in metrics.get("metrics", {})]
 
 
@@ -160,7 +192,10 @@ def _verdict(row: Any, baseline: str) -> str:
 
 
 def versus_baselines(
-    stage: str, data: dict[str, Any], records: list[dict[str, Any]], floors: list[dict[str, Any]],
+    stage: str,
+    data: dict[str, Any],
+    records: list[dict[str, Any]],
+    floors: list[dict[str, Any]],
     baselines: dict[str, list[dict[str, Any]]],
 ) -> dict[str, Any]:
     """Per compared metric: the best baseline (highest mean) and the paired difference run − that baseline over
@@ -173,8 +208,10 @@ def versus_baselines(
     out: dict[str, Any] = {}
     for key in headline_keys(stage, data):
         raw = key.removesuffix(RESCALED_SUFFIX)
-        means = {name: summary["metrics"].get(key, {}).get("failures_excluded", {}).get("mean")
-                 for name, summary in data.get("baselines", {}).items()}
+        means = {
+            name: summary["metrics"].get(key, {}).get("failures_excluded", {}).get("mean")
+            for name, summary in data.get("baselines", {}).items()
+        }
         means = {name: m for name, m in means.items() if m is not None and not math.isnan(m)}
         if not means:
             continue
@@ -182,17 +219,28 @@ def versus_baselines(
         base = stage_items(baselines[best], _floor_rows(baselines[best]), stage)
         alignment = align(base, run, raw)
         names = (best, "run")
-        row = (compare_rescaled(stage, key, raw, names, alignment, base, run) if key != raw
-               else compare_metric(stage, key, raw, names, alignment))
+        row = (
+            compare_rescaled(stage, key, raw, names, alignment, base, run)
+            if key != raw
+            else compare_metric(stage, key, raw, names, alignment)
+        )
         if row is None:
             continue
-        out[key] = {"baseline": best, "difference": row.difference.model_dump(), "p_value": row.p,
-                    "items": row.shared, "left_out": row.alignment.left_out(), "verdict": _verdict(row, best)}
+        out[key] = {
+            "baseline": best,
+            "difference": row.difference.model_dump(),
+            "p_value": row.p,
+            "items": row.shared,
+            "left_out": row.alignment.left_out(),
+            "verdict": _verdict(row, best),
+        }
     return out
 
 
 def add_baselines(
-    metrics: dict[str, Any], results: list[dict[str, Any]], floors: list[dict[str, Any]],
+    metrics: dict[str, Any],
+    results: list[dict[str, Any]],
+    floors: list[dict[str, Any]],
     rows: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """``metrics[stage]['baselines'][name]`` (the baseline's metrics and counts, as a run's) and
@@ -208,13 +256,16 @@ def add_baselines(
         summaries = {}
         for name, base in sorted(named.items()):
             summary = aggregate(base, [], _floor_rows(base)).get(stage, {})
-            summaries[name] = {k: summary[k] for k in ("metrics", "counts", "excluded_reasons") if k in summary}
+            summaries[name] = {
+                k: summary[k] for k in ("metrics", "counts", "excluded_reasons") if k in summary
+            }
         metrics[stage]["baselines"] = summaries
         stage_records = [r for r in results if r["stage"] == stage]
         stage_floors_ = [r for r in floors if r["stage"] == stage]
         try:
-            metrics[stage]["vs_baseline"] = versus_baselines(stage, metrics[stage], stage_records, stage_floors_,
-                                                             named)
+            metrics[stage]["vs_baseline"] = versus_baselines(
+                stage, metrics[stage], stage_records, stage_floors_, named
+            )
         except Exception as exc:  # noqa: BLE001 - the run's own metrics stand; the report says why none
             log.warning("baseline comparison of stage %s failed: %s: %s", stage, type(exc).__name__, exc)
             metrics[stage]["vs_baseline_error"] = f"{type(exc).__name__}: {exc}"

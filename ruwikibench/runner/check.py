@@ -110,11 +110,19 @@ class MetricCheck(BaseModel):
         return f"{min(above, key=means.__getitem__)}–{max(below, key=means.__getitem__)}"
 
 
-def _item_floors(items: list[PlantedItem], score: Callable[..., dict[str, float]], context: StageContext,
-                 keys: Sequence[str], per_item: int, seed: int) -> list[dict[str, float] | None]:
+def _item_floors(
+    items: list[PlantedItem],
+    score: Callable[..., dict[str, float]],
+    context: StageContext,
+    keys: Sequence[str],
+    per_item: int,
+    seed: int,
+) -> list[dict[str, float] | None]:
     """Each item's floor: its reference rung against the references of up to ``per_item`` other items."""
     pool = [FloorSide(article=i.article, item=i.item, generated=None, reference=i.reference) for i in items]
-    draws = draw_others([(i.article, i.item) for i in items], [(p.article, p.item) for p in pool], per_item, seed)
+    draws = draw_others(
+        [(i.article, i.item) for i in items], [(p.article, p.item) for p in pool], per_item, seed
+    )
     floors: list[dict[str, float] | None] = []
     for item, drawn in zip(items, draws, strict=True):
         cross = [score(item.outputs["reference"], pool[j].reference, context) for j in drawn]
@@ -157,11 +165,15 @@ def check_stage(
     if progress:
         progress(total, total)
     nan = float("nan")
-    checks = [_metric_check(stage_name, key, raw[key], [f[key] if f else nan for f in floors]) for key in keys]
+    checks = [
+        _metric_check(stage_name, key, raw[key], [f[key] if f else nan for f in floors]) for key in keys
+    ]
     return checks + entity_checks(stage_name, items, context)
 
 
-def _metric_check(stage: str, metric: str, values: dict[str, list[float]], floors: list[float]) -> MetricCheck:
+def _metric_check(
+    stage: str, metric: str, values: dict[str, list[float]], floors: list[float]
+) -> MetricCheck:
     """``floors``: one per item (NaN where an item has none), paired with its values in the rescaled CI."""
     floor = bootstrap_ci([f for f in floors if not math.isnan(f)])
     return MetricCheck(
@@ -190,7 +202,10 @@ def _entity_scorer(stage: str, context: StageContext) -> Callable[[object, objec
     if stage == "outline" and context.dataset is not None:
         dataset, chosen = context.dataset, selection(context.config.outline)
         return lambda generated, reference: heading_entity_scores(
-            list(generated[1]), dataset.article(str(reference)), chosen)  # type: ignore[index]
+            list(generated[1]),  # type: ignore[index]
+            dataset.article(str(reference)),
+            chosen,
+        )
     return None
 
 
@@ -211,8 +226,14 @@ def entity_checks(stage: str, items: list[PlantedItem], context: StageContext) -
     if len(values[ENTITY_KEYS[0]]["reference"]) < 2:
         return []
     return [
-        MetricCheck(stage=stage, metric=key, floor=NO_FLOOR, raw={r: bootstrap_ci(v[r]) for r in RUNGS},
-                    rescaled={r: bootstrap_ci(v[r]) for r in RUNGS}, steps=_steps(v, 0.0))
+        MetricCheck(
+            stage=stage,
+            metric=key,
+            floor=NO_FLOOR,
+            raw={r: bootstrap_ci(v[r]) for r in RUNGS},
+            rescaled={r: bootstrap_ci(v[r]) for r in RUNGS},
+            steps=_steps(v, 0.0),
+        )
         for key, v in values.items()
     ]
 
@@ -221,8 +242,14 @@ def check_rows(checks: list[MetricCheck], scale: float = 100.0) -> list[list[str
     """The rungs table (header first): stage, metric, floor, each rung's rescaled mean [95% CI]."""
     rows = [["stage", "metric", "floor", *RUNGS]]
     for check in checks:
-        rows.append([check.stage, check.metric, check.floor.fmt(scale),
-                     *[check.rescaled[r].fmt(scale) for r in RUNGS]])
+        rows.append(
+            [
+                check.stage,
+                check.metric,
+                check.floor.fmt(scale),
+                *[check.rescaled[r].fmt(scale) for r in RUNGS],
+            ]
+        )
     return rows
 
 
@@ -232,15 +259,17 @@ def step_rows(checks: list[MetricCheck], scale: float = 100.0) -> list[list[str]
     steps = [f"{a} − {b}" for a, b in pairwise(DECISIVE)]
     rows = [["stage", "metric", *steps, "monotone", "title template lands", "shuffled lands", "verdict"]]
     for check in checks:
-        rows.append([
-            check.stage,
-            check.metric + (" *" if check.headline else ""),
-            *[s.difference.fmt(scale) for s in check.steps],
-            "yes" if check.monotone else "no",
-            check.lands("title template"),
-            check.lands("shuffled words"),
-            check.reason(scale),
-        ])
+        rows.append(
+            [
+                check.stage,
+                check.metric + (" *" if check.headline else ""),
+                *[s.difference.fmt(scale) for s in check.steps],
+                "yes" if check.monotone else "no",
+                check.lands("title template"),
+                check.lands("shuffled words"),
+                check.reason(scale),
+            ]
+        )
     return rows
 
 
@@ -249,7 +278,9 @@ def failed_headlines(checks: list[MetricCheck]) -> list[str]:
     return [f"{c.stage}/{c.metric}" for c in checks if c.headline and not c.passed]
 
 
-def ladder_items(stage: str, dataset: Dataset, articles: int, sections: int, sentences: int) -> list[PlantedItem]:
+def ladder_items(
+    stage: str, dataset: Dataset, articles: int, sections: int, sentences: int
+) -> list[PlantedItem]:
     """The planted items of a stage (outline: ``articles`` articles; sections: ``sections`` per article)."""
     if stage == "outline":
         return outline_items(dataset, articles)

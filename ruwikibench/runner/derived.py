@@ -60,7 +60,9 @@ class Collected:
     """The run's floor sides and baseline rows by stage (:func:`collect`), and the floors and rows made of them."""
 
     def __init__(self) -> None:
-        self.stages: dict[str, StageItems | None] = {}  # None: a stage not registered here (its records are skipped)
+        self.stages: dict[
+            str, StageItems | None
+        ] = {}  # None: a stage not registered here (its records are skipped)
         self._texts: dict[str, str] = {}
 
     def stage(self, name: str) -> StageItems | None:
@@ -74,12 +76,21 @@ class Collected:
     def shared(self, sides: list[FloorSide]) -> list[FloorSide]:
         """The sides with equal reference texts held once (a section's reference is on the run's side and on
         every baseline's)."""
-        return [FloorSide(article=s.article, item=s.item, generated=s.generated,
-                          reference=self._texts.setdefault(s.reference, s.reference)
-                          if isinstance(s.reference, str) else s.reference) for s in sides]
+        return [
+            FloorSide(
+                article=s.article,
+                item=s.item,
+                generated=s.generated,
+                reference=self._texts.setdefault(s.reference, s.reference)
+                if isinstance(s.reference, str)
+                else s.reference,
+            )
+            for s in sides
+        ]
 
-    def floor_rows(self, rundir: RunDir, context: StageContext, *, per_item: int = PER_ITEM,
-                   seed: int = SEED) -> list[dict[str, Any]]:
+    def floor_rows(
+        self, rundir: RunDir, context: StageContext, *, per_item: int = PER_ITEM, seed: int = SEED
+    ) -> list[dict[str, Any]]:
         """floors.jsonl's rows: each stage's floors, and the rows a stage computes over the run directory."""
         rows: list[dict[str, Any]] = []
         for name, items in self.stages.items():
@@ -94,8 +105,9 @@ class Collected:
         rows.sort(key=item_key)  # the file reads the same however the units finished
         return rows
 
-    def baseline_rows(self, context: StageContext, *, per_item: int = PER_ITEM,
-                      seed: int = SEED) -> list[dict[str, Any]]:
+    def baseline_rows(
+        self, context: StageContext, *, per_item: int = PER_ITEM, seed: int = SEED
+    ) -> list[dict[str, Any]]:
         """baselines.jsonl's rows: every baseline row of every unit, with its item's floor where it has one."""
         rows: list[dict[str, Any]] = []
         for name, items in self.stages.items():
@@ -140,7 +152,9 @@ def _attach_floors(name: str, rows: list[dict[str, Any]], floors: list[dict[str,
             row["floor"] = by_item[item_key(row)]
 
 
-def _floor_sides(stage: Stage[Any], unit: Unit, output: dict[str, Any], context: StageContext) -> list[FloorSide]:
+def _floor_sides(
+    stage: Stage[Any], unit: Unit, output: dict[str, Any], context: StageContext
+) -> list[FloorSide]:
     if not stage.floor_keys:
         return []
     try:
@@ -166,7 +180,9 @@ def collect(rundir: RunDir, context: StageContext, *, baselines: bool = True) ->
         items = collected.stage(record["stage"])
         if items is None or "input" not in record:  # a writer run's article records: the writer's run_floors
             continue
-        unit = Unit(stage=record["stage"], article=record["article"], unit_id=record["unit"], input=record["input"])
+        unit = Unit(
+            stage=record["stage"], article=record["article"], unit_id=record["unit"], input=record["input"]
+        )
         items.sides += collected.shared(_floor_sides(items.stage, unit, record["output"], context))
         if not baselines or not baseline_names(items.stage):
             continue
@@ -183,8 +199,9 @@ def collect(rundir: RunDir, context: StageContext, *, baselines: bool = True) ->
     return collected
 
 
-def _add_baselines(collected: Collected, items: StageItems, unit: Unit, base: dict[str, Any],
-                   context: StageContext) -> None:
+def _add_baselines(
+    collected: Collected, items: StageItems, unit: Unit, base: dict[str, Any], context: StageContext
+) -> None:
     items.rows += base["rows"]
     for name in base["baselines"]:
         made = base["outputs"].get(name)
@@ -206,8 +223,9 @@ def compute_floors_and_baselines(rundir: RunDir, context: StageContext) -> None:
     rundir.write_json(STAMP_FILE, {"inputs_sha256": digest, "files": [FLOORS_FILE, BASELINES_FILE]})
 
 
-def compute_floors(rundir: RunDir, context: StageContext, *, per_item: int = PER_ITEM,
-                   seed: int = SEED) -> list[dict[str, Any]]:
+def compute_floors(
+    rundir: RunDir, context: StageContext, *, per_item: int = PER_ITEM, seed: int = SEED
+) -> list[dict[str, Any]]:
     """Recompute floors.jsonl from outputs.jsonl for every stage that declares ``floor_keys``."""
     rows = collect(rundir, context, baselines=False).floor_rows(rundir, context, per_item=per_item, seed=seed)
     rundir.rewrite(FLOORS_FILE, rows)

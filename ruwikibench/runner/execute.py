@@ -87,7 +87,8 @@ log = logging.getLogger(__name__)
 
 class RunOptions(BaseModel):
     stages: list[Annotated[str, AfterValidator(current_stage_name)]] = Field(
-        default_factory=lambda: ["ranking", "outline", "sections"])
+        default_factory=lambda: ["ranking", "outline", "sections"]
+    )
     articles: int | None = Field(default=None, description="first N articles of the dataset")
     article_names: list[str] | None = None
     out: Path = Path("runs")
@@ -95,10 +96,15 @@ class RunOptions(BaseModel):
     retries: int = Field(default=1, description="extra attempts for a failed unit")
     unit_timeout: float | None = Field(default=None, description="seconds per unit attempt")
     progress: bool = True
-    shard: Shard | None = Field(default=None, description="run only this share of the articles (not in the run id)")
-    score_in: ScoreIn = Field(default="auto", description="where units are scored: 'process' (a process of its own, "
-                              "on another core), 'thread' (this process), 'auto' (a process when the run has "
-                              "enough units and the machine two cores; runner/score_process.py)")
+    shard: Shard | None = Field(
+        default=None, description="run only this share of the articles (not in the run id)"
+    )
+    score_in: ScoreIn = Field(
+        default="auto",
+        description="where units are scored: 'process' (a process of its own, "
+        "on another core), 'thread' (this process), 'auto' (a process when the run has "
+        "enough units and the machine two cores; runner/score_process.py)",
+    )
 
 
 class UnknownArticle(RunInputError, KeyError):
@@ -118,8 +124,10 @@ def select_articles(dataset: Dataset, options: RunOptions) -> list[Article]:
         for name in options.article_names:
             if name not in known:
                 sample = ", ".join(repr(a.title) for a in articles[:5])
-                raise UnknownArticle(f"--article {name!r}: no such article (name or title) in the dataset "
-                                     f"({len(articles)} articles, e.g. {sample})")
+                raise UnknownArticle(
+                    f"--article {name!r}: no such article (name or title) in the dataset "
+                    f"({len(articles)} articles, e.g. {sample})"
+                )
         articles = [dataset.article(name) for name in options.article_names]
     if options.articles is not None:
         articles = articles[: options.articles]
@@ -144,9 +152,18 @@ def run_id_for(
     return run_id(run_key(config, dataset, options, inputs))
 
 
-def run_key(config: RunConfig, dataset: Dataset, options: RunOptions, inputs: dict[str, Any] | None = None) -> RunKey:
-    return benchmark_key(config, dataset, options.stages, options.articles, options.article_names,
-                         run_stages_identity(config, options), inputs)
+def run_key(
+    config: RunConfig, dataset: Dataset, options: RunOptions, inputs: dict[str, Any] | None = None
+) -> RunKey:
+    return benchmark_key(
+        config,
+        dataset,
+        options.stages,
+        options.articles,
+        options.article_names,
+        run_stages_identity(config, options),
+        inputs,
+    )
 
 
 def run_stages_identity(config: RunConfig, options: RunOptions) -> dict[str, dict[str, Any]]:
@@ -157,14 +174,24 @@ def run_stages_identity(config: RunConfig, options: RunOptions) -> dict[str, dic
 def git_commit() -> str | None:
     try:
         root = Path(__file__).resolve().parents[2]
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], check=False, capture_output=True, text=True, timeout=5)
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
         return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None
 
 
 def build_spec(
-    run_id: str, config: RunConfig, dataset: Dataset, dataset_path: str, options: RunOptions,
+    run_id: str,
+    config: RunConfig,
+    dataset: Dataset,
+    dataset_path: str,
+    options: RunOptions,
     inputs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """spec.json as written (:meth:`RunSpec.record`) of :func:`new_spec`."""
@@ -172,29 +199,40 @@ def build_spec(
 
 
 def new_spec(
-    run_id: str, config: RunConfig, dataset: Dataset, dataset_path: str, options: RunOptions,
-    inputs: dict[str, Any] | None = None, mode: RunMode = "benchmark",
+    run_id: str,
+    config: RunConfig,
+    dataset: Dataset,
+    dataset_path: str,
+    options: RunOptions,
+    inputs: dict[str, Any] | None = None,
+    mode: RunMode = "benchmark",
 ) -> RunSpec:
     """The :class:`RunSpec` of a run: versions, dataset, models, config, options, and the ``inputs``
     (:func:`run_inputs`) it read; secrets redacted (:mod:`ruwikibench.secrets`)."""
-    return RunSpec.model_validate(redact_data({
-        "format_version": FORMAT_VERSION,
-        "run_id": run_id,
-        "mode": mode,
-        "package_version": __version__,
-        "git_commit": git_commit(),
-        "dataset": {"id": dataset.dataset_id, "path": dataset_path, "params": dataset.params},
-        "models": {role: m.identity() for role, m in config.models.items()},
-        "embedder": config.embedder.id,
-        "profile": config.profile,
-        "overrides": spec_records(check_overrides(config)),
-        **_stage_identity_block(config, options),
-        "config": config.model_dump(mode="json"),
-        "options": options.model_dump(mode="json", exclude={"progress"} | ({"shard"} if options.shard is None else set())),
-        **(inputs or {}),
-        "prompts": {},
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-    }))
+    return RunSpec.model_validate(
+        redact_data(
+            {
+                "format_version": FORMAT_VERSION,
+                "run_id": run_id,
+                "mode": mode,
+                "package_version": __version__,
+                "git_commit": git_commit(),
+                "dataset": {"id": dataset.dataset_id, "path": dataset_path, "params": dataset.params},
+                "models": {role: m.identity() for role, m in config.models.items()},
+                "embedder": config.embedder.id,
+                "profile": config.profile,
+                "overrides": spec_records(check_overrides(config)),
+                **_stage_identity_block(config, options),
+                "config": config.model_dump(mode="json"),
+                "options": options.model_dump(
+                    mode="json", exclude={"progress"} | ({"shard"} if options.shard is None else set())
+                ),
+                **(inputs or {}),
+                "prompts": {},
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            }
+        )
+    )
 
 
 def _stage_identity_block(config: RunConfig, options: RunOptions) -> dict[str, Any]:
@@ -252,14 +290,18 @@ class Runner:
         scoring failed): scored again by :meth:`score_output` when the run resumes."""
         scored = scored_units(self.rundir.results())
         return [
-            (Unit(stage=o["stage"], article=o["article"], unit_id=o["unit"], input=o.get("input", {})), o["output"])
+            (
+                Unit(stage=o["stage"], article=o["article"], unit_id=o["unit"], input=o.get("input", {})),
+                o["output"],
+            )
             for o in self.rundir.iter_outputs()
             if o["stage"] in self.stages and unit_key(o) not in scored
         ]
 
     def record_error(self, stage: str, article: str, unit: str, reason: str, attempts: int) -> None:
         self.rundir.append(
-            "errors.jsonl", {"stage": stage, "article": article, "unit": unit, "reason": reason, "attempts": attempts}
+            "errors.jsonl",
+            {"stage": stage, "article": article, "unit": unit, "reason": reason, "attempts": attempts},
         )
 
     async def run_unit(self, unit: Unit) -> dict[str, Any] | None:
@@ -276,7 +318,9 @@ class Runner:
                 last_error = f"timeout: unit exceeded {self.options.unit_timeout} s"
             except Exception as exc:  # noqa: BLE001 - recorded with its reason, the run goes on
                 last_error = f"{type(exc).__name__}: {exc}"
-        self.record_error(unit.stage, unit.article, unit.unit_id, last_error, attempts=self.options.retries + 1)
+        self.record_error(
+            unit.stage, unit.article, unit.unit_id, last_error, attempts=self.options.retries + 1
+        )
         return None
 
     async def _attempt(self, unit: Unit) -> dict[str, Any]:
@@ -316,8 +360,16 @@ class Runner:
 
     def _append_output(self, unit: Unit, output: dict[str, Any]) -> dict[str, Any]:
         output = json.loads(json.dumps(output, ensure_ascii=False, default=_jsonable))
-        self.rundir.append("outputs.jsonl", {"stage": unit.stage, "article": unit.article, "unit": unit.unit_id,
-                                             "input": unit.input, "output": output})
+        self.rundir.append(
+            "outputs.jsonl",
+            {
+                "stage": unit.stage,
+                "article": unit.article,
+                "unit": unit.unit_id,
+                "input": unit.input,
+                "output": output,
+            },
+        )
         return output
 
     async def score_output(self, stage: Stage[Any], unit: Unit, output: dict[str, Any]) -> None:
@@ -334,7 +386,8 @@ class Runner:
         await self._write_scored(unit, scored)
         if with_baselines and scored.score is not None:
             await self._write_scored(
-                unit, await run_on_model_lane(score_unit_baselines, stage, unit, output, self.context))
+                unit, await run_on_model_lane(score_unit_baselines, stage, unit, output, self.context)
+            )
 
     async def _write_scored(self, unit: Unit, scored: UnitScored) -> None:
         """A unit's scores or its scoring error; its baseline record or why it failed (a warning)."""
@@ -346,13 +399,22 @@ class Runner:
         if scored.baselines is not None:
             await run_io(self.rundir.append, UNIT_BASELINES_FILE, scored.baselines)
         elif scored.baselines_error is not None:
-            log.warning("baselines of %s/%s/%s not scored: %s", unit.stage, unit.article, unit.unit_id,
-                        scored.baselines_error)
+            log.warning(
+                "baselines of %s/%s/%s not scored: %s",
+                unit.stage,
+                unit.article,
+                unit.unit_id,
+                scored.baselines_error,
+            )
 
     def _append_scores(self, unit: Unit, scored: StageScore) -> None:
         tag = {"unit": unit.unit_id}
-        self.rundir.append_many("generated.jsonl", [text.model_dump(mode="json") | tag for text in scored.texts])
-        self.rundir.append_many("results.jsonl", [record.model_dump(mode="json") | tag for record in scored.records])
+        self.rundir.append_many(
+            "generated.jsonl", [text.model_dump(mode="json") | tag for text in scored.texts]
+        )
+        self.rundir.append_many(
+            "results.jsonl", [record.model_dump(mode="json") | tag for record in scored.records]
+        )
 
 
 def _jsonable(obj: Any) -> Any:
@@ -363,8 +425,12 @@ def _jsonable(obj: Any) -> Any:
 
 def _progress(enabled: bool) -> Progress:
     return Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TextColumn("{task.fields[usage]}"), disable=not enabled,
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[usage]}"),
+        disable=not enabled,
     )
 
 
@@ -380,24 +446,36 @@ async def execute(context: StageContext, dataset_path: str, options: RunOptions)
     """Run (or resume) the selected stages; writes the whole run directory and returns it."""
     dataset = context.dataset
     assert dataset is not None, "StageContext.dataset must be set for a benchmark run"
-    articles = select_articles(dataset, options)  # an unknown --article stops here, before a run directory exists
-    written = await write_missing_queries(context, options.stages, articles, options.progress)  # before the id
+    articles = select_articles(
+        dataset, options
+    )  # an unknown --article stops here, before a run directory exists
+    written = await write_missing_queries(
+        context, options.stages, articles, options.progress
+    )  # before the id
     inputs = await run_cpu(run_inputs, context.config, options, context.dataset_dir)  # hashes a file
     key = await run_cpu(run_key, context.config, dataset, options, inputs)
     path = run_path(options.out, options.run_id, key)
     if options.shard is not None:  # <run id>.shard-I-of-N: the run id stays the same for every shard
         path = path.with_name(options.shard.directory(path.name))
     with open_run(path) as opened:
-        return await _execute_locked(context, opened, dataset, dataset_path, options, inputs,
-                                     session_record(written))
+        return await _execute_locked(
+            context, opened, dataset, dataset_path, options, inputs, session_record(written)
+        )
 
 
-FIRST_REQUEST_WAIT = 0.5  # seconds the warm-up waits for a first request (a run with every answer cached sends none)
+FIRST_REQUEST_WAIT = (
+    0.5  # seconds the warm-up waits for a first request (a run with every answer cached sends none)
+)
 
 
 async def _execute_locked(
-    context: StageContext, opened: OpenRun, dataset: Dataset, dataset_path: str, options: RunOptions,
-    inputs: dict[str, Any], session: dict[str, Any],
+    context: StageContext,
+    opened: OpenRun,
+    dataset: Dataset,
+    dataset_path: str,
+    options: RunOptions,
+    inputs: dict[str, Any],
+    session: dict[str, Any],
 ) -> RunDir:
     rundir = opened.rundir
     run_id = options.shard.run_id_of(opened.run_id) if options.shard is not None else opened.run_id
@@ -406,14 +484,17 @@ async def _execute_locked(
     runner = await run_cpu(Runner, context, rundir, options)  # compiling graphs: CPU, off the loop
     articles = select_articles(dataset, options)
     if options.shard is not None:  # which share this directory holds: `ruwikibench merge` checks them
-        spec.shard = ShardRecord(index=options.shard.index, count=options.shard.count,
-                                 articles=[a.name for a in articles])
+        spec.shard = ShardRecord(
+            index=options.shard.index, count=options.shard.count, articles=[a.name for a in articles]
+        )
     units, total = await run_cpu(runner.pending_units, articles)
     unscored = await run_cpu(runner.unscored_outputs)
     for unit, output in unscored:
         await runner.score_output(runner.stages[unit.stage], unit, output)
     if wanted(options.score_in, len(units), context.dataset_dir):
-        runner.scoring = ScoringProcess(WorkerSetup(context.config, str(context.dataset_dir), list(runner.stages)))
+        runner.scoring = ScoringProcess(
+            WorkerSetup(context.config, str(context.dataset_dir), list(runner.stages))
+        )
     try:
         try:
             started = await _run_and_score(context, runner, units, options)
@@ -423,8 +504,11 @@ async def _execute_locked(
                 runner.scoring.close(wait=False)  # it exits while the metrics are written
         spec.prompts = context.prompts.hashes()
         spec.units = UnitCounts(total=total, run_now=len(units), scored_on_resume=len(unscored))
-        spec.last_session = {"wall_time_s": round(time.perf_counter() - started, 2),
-                             "llm": context.llm.usage.as_dict(), **session}
+        spec.last_session = {
+            "wall_time_s": round(time.perf_counter() - started, 2),
+            "llm": context.llm.usage.as_dict(),
+            **session,
+        }
         fault_point("before_spec")
         opened.write_spec(spec)
         await run_cpu(finalize, rundir)
@@ -434,10 +518,14 @@ async def _execute_locked(
     return rundir
 
 
-async def _run_and_score(context: StageContext, runner: Runner, units: list[Unit], options: RunOptions) -> float:
+async def _run_and_score(
+    context: StageContext, runner: Runner, units: list[Unit], options: RunOptions
+) -> float:
     """The units run and scored, then the run's floors and baselines; returns when the units started."""
     rundir = runner.rundir
-    await _prepare_first_client(context)  # one role's HTTP clients: before the first request, the others after
+    await _prepare_first_client(
+        context
+    )  # one role's HTTP clients: before the first request, the others after
     warming = asyncio.create_task(_warm_up_after_first_request(context, runner))
     started = time.perf_counter()
     with _progress(options.progress) as progress, run_gc_thresholds():  # executors.RUN_GC_THRESHOLDS
@@ -447,7 +535,9 @@ async def _run_and_score(context: StageContext, runner: Runner, units: list[Unit
             warming.cancel()
             raise
         finally:
-            await run_io(lambda: None)  # appends handed over by units that were cancelled meanwhile are on disk
+            await run_io(
+                lambda: None
+            )  # appends handed over by units that were cancelled meanwhile are on disk
     await warming
     context.indexes.clear()  # BM25 serves the units only; the floors' memory (scoring process) comes on top of ours
     await run_cpu(give_back_free_memory)  # the floors' memory comes on top of what the LLM phase left
@@ -475,8 +565,10 @@ async def _run_units(context: StageContext, runner: Runner, units: list[Unit], p
     roles' HTTP clients are built then too (:func:`_prepare_first_client`), before the other units start."""
     semaphore = asyncio.Semaphore(max(2, context.config.max_concurrency))
     fan_out = FanOutSlots(fan_out_budget(context.config.max_concurrency))  # runner/admission.py
-    bars = {name: progress.add_task(name, total=sum(1 for u in units if u.stage == name), usage="")
-            for name in runner.stages}
+    bars = {
+        name: progress.add_task(name, total=sum(1 for u in units if u.stage == name), usage="")
+        for name in runner.stages
+    }
 
     async def one(unit: Unit) -> None:
         async with fan_out.slot(unit.fan_out), semaphore:
@@ -547,23 +639,33 @@ def _check_same_specs(rundir: RunDir, old: RunSpec, spec: RunSpec) -> None:
     """Same config identity and dataset, same plug-in/override code (:func:`_check_same_code`), same stored
     reference queries (when both runs could read them)."""
     if _identity(old.config) != _identity(spec.config) or old.dataset_id != spec.dataset_id:
-        raise RunInputError(f"--run-id {rundir.path.name}: {rundir.path} holds a run with another config or "
-                            "dataset; choose another --run-id")
+        raise RunInputError(
+            f"--run-id {rundir.path.name}: {rundir.path} holds a run with another config or "
+            "dataset; choose another --run-id"
+        )
     _check_same_code(rundir, old, spec)
     before, now = (s.reference_queries.sha256 if s.reference_queries else None for s in (old, spec))
     if before and now and before != now:
-        raise RunInputError(f"{rundir.path}: holds a run ranked with other stored reference queries "
-                         f"(sha256 {before[:12]}…, now {now[:12]}…); choose another --run-id")
+        raise RunInputError(
+            f"{rundir.path}: holds a run ranked with other stored reference queries "
+            f"(sha256 {before[:12]}…, now {now[:12]}…); choose another --run-id"
+        )
 
 
 def _code_hashes(spec: RunSpec) -> dict[str, Any]:
     """The code hashes a spec records: overrides' and plug-in stages' (file sha256, distribution version)."""
-    hashes: dict[str, Any] = {f"override {key}": [record.get("sha256"), record.get("version")]
-                              for key, record in spec.overrides.items()}
+    hashes: dict[str, Any] = {
+        f"override {key}": [record.get("sha256"), record.get("version")]
+        for key, record in spec.overrides.items()
+    }
     for name, record in (spec.stage_identity or {}).items():
         code = record.get("code") or {}
-        hashes[f"stage {name}"] = [code.get("sha256"), code.get("version"), record.get("prompts"),
-                                   record.get("options")]
+        hashes[f"stage {name}"] = [
+            code.get("sha256"),
+            code.get("version"),
+            record.get("prompts"),
+            record.get("options"),
+        ]
     return hashes
 
 
@@ -573,8 +675,10 @@ def _check_same_code(rundir: RunDir, old: RunSpec, spec: RunSpec) -> None:
     before, now = _code_hashes(old), _code_hashes(spec)
     changed = sorted(key for key in before.keys() & now.keys() if before[key] != now[key])
     if changed:
-        raise RunInputError(f"{rundir.path}: holds a run made with other code ({', '.join(changed)} changed since); "
-                            "choose another --run-id")
+        raise RunInputError(
+            f"{rundir.path}: holds a run made with other code ({', '.join(changed)} changed since); "
+            "choose another --run-id"
+        )
 
 
 def _identity(config: Any) -> Any:

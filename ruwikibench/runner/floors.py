@@ -47,7 +47,9 @@ def stage_floors(
     for record in saved:
         if "input" not in record:  # a writer run's article records: their floors come from writer_floor_rows
             continue
-        unit = Unit(stage=record["stage"], article=record["article"], unit_id=record["unit"], input=record["input"])
+        unit = Unit(
+            stage=record["stage"], article=record["article"], unit_id=record["unit"], input=record["input"]
+        )
         try:
             sides += stage.floor_sides(unit, record["output"], context)
         except Exception as exc:  # noqa: BLE001 - an output that cannot be scored is listed in errors.jsonl
@@ -72,22 +74,38 @@ def floors_of_sides(
     small = len({s.article for s in sides}) <= per_item  # too few other articles in the run to draw from
     own_pool = stage.reference_pool(context) if small else None
     pool = sorted(sides if own_pool is None else own_pool, key=lambda p: (p.article, p.item))
-    draws = draw_others([(s.article, s.item) for s in sides], [(p.article, p.item) for p in pool], per_item, seed)
+    draws = draw_others(
+        [(s.article, s.item) for s in sides], [(p.article, p.item) for p in pool], per_item, seed
+    )
     with sentence_vectors_kept():  # each text's sentence vectors looked up once (evaluators/similarity.py)
         return _floor_rows(stage, sides, pool, draws, context, keys, seed, progress)
 
 
 def _floor_rows(
-    stage: Stage[Any], sides: list[FloorSide], pool: list[FloorSide], draws: list[list[int]], context: StageContext,
-    keys: tuple[str, ...], seed: int, progress: Callable[[int, int], None] | None,
+    stage: Stage[Any],
+    sides: list[FloorSide],
+    pool: list[FloorSide],
+    draws: list[list[int]],
+    context: StageContext,
+    keys: tuple[str, ...],
+    seed: int,
+    progress: Callable[[int, int], None] | None,
 ) -> list[dict[str, Any]]:
     rows = []
     for done, (side, drawn) in enumerate(zip(sides, draws, strict=True), start=1):
         if drawn:
             scores = [stage.cross_score(side.generated, pool[j].reference, context) for j in drawn]
             metrics = {key: sum(s[key] for s in scores) / len(scores) for key in keys}
-            rows.append({"stage": stage.name, "article": side.article, "item": side.item, "metrics": metrics,
-                         "seed": seed, "against": [f"{pool[j].article}/{pool[j].item}" for j in drawn]})
+            rows.append(
+                {
+                    "stage": stage.name,
+                    "article": side.article,
+                    "item": side.item,
+                    "metrics": metrics,
+                    "seed": seed,
+                    "against": [f"{pool[j].article}/{pool[j].item}" for j in drawn],
+                }
+            )
         if progress is not None:
             progress(done, len(sides))
     return rows

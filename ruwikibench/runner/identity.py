@@ -119,8 +119,11 @@ def is_builtin(obj: Any) -> bool:
 
 def prompt_fields(model: type[BaseModel]) -> list[str]:
     """The fields of an options model naming prompt files (declared with :func:`ruwikibench.config.prompt_slot`)."""
-    return [name for name, info in model.model_fields.items()
-            if isinstance(info.json_schema_extra, dict) and "prompt_fields" in info.json_schema_extra]
+    return [
+        name
+        for name, info in model.model_fields.items()
+        if isinstance(info.json_schema_extra, dict) and "prompt_fields" in info.json_schema_extra
+    ]
 
 
 def stage_prompts(stage: Stage[Any], options: BaseModel | None = None) -> list[str]:
@@ -164,6 +167,7 @@ def stages_identity(stages: list[Stage[Any]], config: RunConfig) -> dict[str, di
 def identity_key(records: dict[str, dict[str, Any]]) -> str:
     """The run-id part of :func:`stages_identity`: code and prompt hashes (no file paths: moving a checkout keeps
     the id) and the stage options."""
+
     def one(record: dict[str, Any]) -> dict[str, Any]:
         key: dict[str, Any] = {"prompts": sorted(record.get("prompts", {}).values())}
         if "options" in record:

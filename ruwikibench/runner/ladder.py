@@ -45,8 +45,16 @@ REPLACED = {"restated": 0.0, "25%": 0.25, "50%": 0.5, "75%": 0.75, "wrong articl
 MIN_UNITS = 4
 PROXY_WORDS = 8
 MAX_SENTENCE_WORDS = 60
-OUTLINE_TEMPLATE = ("{title}: история", "{title}: описание", "Описание", "Применение", "Критика", "Примечания",
-                    "Литература", "Ссылки")
+OUTLINE_TEMPLATE = (
+    "{title}: история",
+    "{title}: описание",
+    "Описание",
+    "Применение",
+    "Критика",
+    "Примечания",
+    "Литература",
+    "Ссылки",
+)
 SECTION_TEMPLATE = (
     "Раздел «{section}» статьи «{title}» посвящён этой теме.",
     "В нём приводятся основные сведения о предмете «{title}».",
@@ -142,18 +150,25 @@ def outline_items(dataset: Dataset, articles: int) -> list[PlantedItem]:
     proxied = [(a, _outline_proxies(a)) for a in dataset.articles]
     chosen = [i for i, (_, pairs) in enumerate(proxied) if len(pairs) >= MIN_UNITS][:articles]
     if len(chosen) < 2:
-        raise ValueError(f"check-metrics (outline): the dataset needs two articles with {MIN_UNITS}+ headings")
+        raise ValueError(
+            f"check-metrics (outline): the dataset needs two articles with {MIN_UNITS}+ headings"
+        )
     pools = [[proxy for _, proxy in pairs] for _, pairs in proxied]
     titles = [{s.title for s in a.sections()} for a, _ in proxied]
-    return [_outline_item(*proxied[i], _foreign(i, pools, len(pools[i]), set(pools[i]) | titles[i])) for i in chosen]
+    return [
+        _outline_item(*proxied[i], _foreign(i, pools, len(pools[i]), set(pools[i]) | titles[i]))
+        for i in chosen
+    ]
 
 
 def _outline_item(article: Article, pairs: list[tuple[str, str]], foreign: list[str]) -> PlantedItem:
     own = [title for title, _ in pairs]
     proxies = [proxy for _, proxy in pairs][: len(foreign)]
     rng = item_rng(article.name, "outline")
-    rungs: dict[str, list[str]] = {"reference": own, **ladder(proxies, foreign, rng.sample(range(len(proxies)),
-                                                                                         len(proxies)))}
+    rungs: dict[str, list[str]] = {
+        "reference": own,
+        **ladder(proxies, foreign, rng.sample(range(len(proxies)), len(proxies))),
+    }
     rungs["title template"] = [t.format(title=article.title) for t in OUTLINE_TEMPLATE]
     rungs["shuffled words"] = shuffle_words(rungs["wrong article"], rng)
     outputs = {rung: (article.title, rungs[rung]) for rung in RUNGS}
@@ -176,7 +191,11 @@ def _candidates(snippets: Sequence[str], banned: set[str]) -> list[str]:
     found: list[str] = []
     for text in snippets:
         for sentence in map(_sentence, split_sentences(text)):
-            fresh = sentence not in banned and sentence not in found and sentence[:1].isupper() | sentence[:1].isdigit()
+            fresh = (
+                sentence not in banned
+                and sentence not in found
+                and sentence[:1].isupper() | sentence[:1].isdigit()
+            )
             if len(sentence.split()) >= 4 and fresh and split_sentences(sentence) == [sentence]:
                 found.append(sentence)
     return found
@@ -217,8 +236,9 @@ def _article_sections(dataset: Dataset, article: Article, per_article: int, sent
         snippets = [s.text for s in dataset.section_snippets(article, section)]
         proxies = sentence_proxies(cut, snippets)
         if proxies is not None:
-            found.append(_Section(article=article, id=section.id, title=section.title, sentences=cut,
-                                  proxies=proxies))
+            found.append(
+                _Section(article=article, id=section.id, title=section.title, sentences=cut, proxies=proxies)
+            )
         if len(found) == per_article:
             break
     return found
@@ -230,7 +250,9 @@ def _salad(sentences: list[str], rng: random.Random) -> str:
     return " ".join(f"{part[:1].upper()}{part[1:]}." for part in parts)
 
 
-def section_items(dataset: Dataset, articles: int, per_article: int, sentences: int = MIN_UNITS) -> list[PlantedItem]:
+def section_items(
+    dataset: Dataset, articles: int, per_article: int, sentences: int = MIN_UNITS
+) -> list[PlantedItem]:
     """The ladder for up to ``per_article`` sections of each of the first ``articles`` articles that have
     ``sentences`` sentences and as many usable source sentences; replacements come from the next articles."""
     if sentences < MIN_UNITS:
@@ -263,8 +285,12 @@ def _section_item(section: _Section, foreign: list[str]) -> PlantedItem:
     texts["reference"] = " ".join(section.sentences)
     texts["title template"] = " ".join(template[i % len(template)] for i in range(units))
     texts["shuffled words"] = _salad(rungs["wrong article"], rng)
-    return PlantedItem(article=section.article.name, item=section.id, reference=texts["reference"],
-                       outputs={rung: texts[rung] for rung in RUNGS})
+    return PlantedItem(
+        article=section.article.name,
+        item=section.id,
+        reference=texts["reference"],
+        outputs={rung: texts[rung] for rung in RUNGS},
+    )
 
 
 UNITS: dict[str, Callable[[Any], list[str]]] = {

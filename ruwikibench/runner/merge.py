@@ -23,8 +23,14 @@ from ruwikibench.runner.derived import compute_floors_and_baselines
 from ruwikibench.runner.execute import finalize
 from ruwikibench.runspec import SPEC_FILE, parse_spec, read_spec
 
-MERGED_FILES = ("outputs.jsonl", "nodes.jsonl", "results.jsonl", "generated.jsonl", "errors.jsonl",
-                UNIT_BASELINES_FILE)  # a shard without baseline_scores.jsonl (an older one): scored by the merge
+MERGED_FILES = (
+    "outputs.jsonl",
+    "nodes.jsonl",
+    "results.jsonl",
+    "generated.jsonl",
+    "errors.jsonl",
+    UNIT_BASELINES_FILE,
+)  # a shard without baseline_scores.jsonl (an older one): scored by the merge
 
 
 class ShardDir:
@@ -35,8 +41,10 @@ class ShardDir:
         self.spec: dict[str, Any] = read_spec(self.rundir.path).record()
         shard = self.spec.get("shard")
         if not isinstance(shard, dict) or not {"index", "count", "articles"} <= shard.keys():
-            raise RunInputError(f"{self.rundir.path}: not a shard of a run (its spec.json has no 'shard'; "
-                                "shards are made by `ruwikibench run … --shard I/N`)")
+            raise RunInputError(
+                f"{self.rundir.path}: not a shard of a run (its spec.json has no 'shard'; "
+                "shards are made by `ruwikibench run … --shard I/N`)"
+            )
         self.index, self.count = int(shard["index"]), int(shard["count"])
         self.articles: list[str] = list(shard["articles"])
 
@@ -56,28 +64,38 @@ def check_shards(shards: list[ShardDir]) -> list[ShardDir]:
     first = shards[0]
     for shard in shards[1:]:
         if shard.run_id != first.run_id:
-            raise RunInputError(f"{shard.rundir.path}: a shard of run {shard.run_id}, not of {first.run_id} "
-                                f"({first.rundir.path}); only shards of one run id merge")
+            raise RunInputError(
+                f"{shard.rundir.path}: a shard of run {shard.run_id}, not of {first.run_id} "
+                f"({first.rundir.path}); only shards of one run id merge"
+            )
         if shard.count != first.count:
-            raise RunInputError(f"{shard.rundir.path}: shard {shard.label}, but {first.rundir.path} is shard "
-                                f"{first.label}: the shards of one run are cut into the same number of shares")
+            raise RunInputError(
+                f"{shard.rundir.path}: shard {shard.label}, but {first.rundir.path} is shard "
+                f"{first.label}: the shards of one run are cut into the same number of shares"
+            )
     by_index: dict[int, ShardDir] = {}
     for shard in shards:
         if shard.index in by_index:
-            raise RunInputError(f"shard {shard.label} given twice: {by_index[shard.index].rundir.path} and "
-                                f"{shard.rundir.path}")
+            raise RunInputError(
+                f"shard {shard.label} given twice: {by_index[shard.index].rundir.path} and "
+                f"{shard.rundir.path}"
+            )
         by_index[shard.index] = shard
     missing = [f"{i}/{first.count}" for i in range(1, first.count + 1) if i not in by_index]
     if missing:
-        raise RunInputError(f"run {first.run_id}: shard {', '.join(missing)} missing (given: "
-                            f"{', '.join(s.label for s in sorted(shards, key=lambda s: s.index))}); "
-                            f"run it with `ruwikibench run … --shard {missing[0]}` and merge all {first.count}")
+        raise RunInputError(
+            f"run {first.run_id}: shard {', '.join(missing)} missing (given: "
+            f"{', '.join(s.label for s in sorted(shards, key=lambda s: s.index))}); "
+            f"run it with `ruwikibench run … --shard {missing[0]}` and merge all {first.count}"
+        )
     seen: dict[str, ShardDir] = {}
     for shard in by_index.values():
         for article in shard.articles:
             if article in seen:
-                raise RunInputError(f"article {article!r} is in shard {seen[article].label} "
-                                    f"({seen[article].rundir.path}) and in shard {shard.label} ({shard.rundir.path})")
+                raise RunInputError(
+                    f"article {article!r} is in shard {seen[article].label} "
+                    f"({seen[article].rundir.path}) and in shard {shard.label} ({shard.rundir.path})"
+                )
             seen[article] = shard
     return [by_index[i] for i in sorted(by_index)]
 
@@ -94,10 +112,18 @@ def merged_spec(shards: list[ShardDir]) -> dict[str, Any]:
             units[key] += int((shard.spec.get("units") or {}).get(key, 0))
     spec["prompts"] = prompts
     spec["units"] = units
-    spec["merged_from"] = [{"shard": s.label, "path": str(s.rundir.path), "articles": len(s.articles),
-                            "git_commit": s.spec.get("git_commit"), "package_version": s.spec.get("package_version"),
-                            "created": s.spec.get("created"), "last_session": s.spec.get("last_session")}
-                           for s in shards]
+    spec["merged_from"] = [
+        {
+            "shard": s.label,
+            "path": str(s.rundir.path),
+            "articles": len(s.articles),
+            "git_commit": s.spec.get("git_commit"),
+            "package_version": s.spec.get("package_version"),
+            "created": s.spec.get("created"),
+            "last_session": s.spec.get("last_session"),
+        }
+        for s in shards
+    ]
     spec["created"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     return spec
 
@@ -110,8 +136,10 @@ def target_dir(shards: list[ShardDir], into: Path | None) -> RunDir:
     if rundir.file(SPEC_FILE).exists():
         old = read_spec(rundir.path).record()
         if "merged_from" not in old or old.get("run_id") != shards[0].run_id:
-            raise RunInputError(f"{rundir.path}: holds a run that is not a merge of run {shards[0].run_id}'s "
-                                "shards; choose another folder with --into")
+            raise RunInputError(
+                f"{rundir.path}: holds a run that is not a merge of run {shards[0].run_id}'s "
+                "shards; choose another folder with --into"
+            )
     return rundir
 
 
@@ -126,7 +154,9 @@ def merge_shards(paths: Sequence[str | Path], into: Path | None = None, dataset:
     rundir.create()
     with rundir.lock():
         for name in MERGED_FILES:
-            rundir.rewrite(name, (record for shard in shards for record in read_records(shard.rundir.file(name))))
+            rundir.rewrite(
+                name, (record for shard in shards for record in read_records(shard.rundir.file(name)))
+            )
         rundir.write_json(SPEC_FILE, parse_spec(spec).record())
         compute_floors_and_baselines(rundir, context)
         finalize(rundir)
@@ -141,6 +171,8 @@ def _context(spec: dict[str, Any], dataset: str | None) -> tuple[Any, str]:
     config = RunConfig.model_validate(spec["config"])
     data, path = resolve_dataset(dataset or spec["dataset"]["path"])
     if data.dataset_id != spec["dataset"]["id"]:
-        raise RunInputError(f"--dataset {dataset or spec['dataset']['path']}: dataset {data.dataset_id}, but the "
-                            f"shards ran on dataset {spec['dataset']['id']}")
+        raise RunInputError(
+            f"--dataset {dataset or spec['dataset']['path']}: dataset {data.dataset_id}, but the "
+            f"shards ran on dataset {spec['dataset']['id']}"
+        )
     return build_context(config, data, path, with_llm=False), str(path)

@@ -34,7 +34,9 @@ def aggregate(
     """``results``: ScoreRecord dicts; ``errors``: unit failures ({stage, article, unit, reason}); ``floors``: rows
     of floors.jsonl ({stage, article, item, metrics, against}) -> metrics dict."""
     by_stage: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for record in sorted(results, key=item_key):  # a stable order: the intervals never depend on finishing order
+    for record in sorted(
+        results, key=item_key
+    ):  # a stable order: the intervals never depend on finishing order
         by_stage[record["stage"]].append(record)
     failed: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for error in sorted(errors, key=unit_key):
@@ -57,16 +59,20 @@ def floor_metrics(
     by_item = {item_key(row): row["metrics"][key] for row in floors if key in row["metrics"]}
     if not by_item:
         return {}
-    pairs = [(r["metrics"][key], by_item.get(item_key(r), float("nan")))
-             for r in scored if r["metrics"].get(key) is not None]
+    pairs = [
+        (r["metrics"][key], by_item.get(item_key(r), float("nan")))
+        for r in scored
+        if r["metrics"].get(key) is not None
+    ]
     values, aligned = [v for v, _ in pairs], [f for _, f in pairs]
     estimate = bootstrap_ci(list(by_item.values())).model_dump()
     return {
         key + FLOOR_SUFFIX: {"failures_excluded": estimate, "failures_as_zero": estimate},
         key + RESCALED_SUFFIX: {
             "failures_excluded": rescaled_estimate(values, aligned).model_dump(),
-            "failures_as_zero": rescaled_estimate(values + [0.0] * zeros,
-                                                  aligned + [float("nan")] * zeros).model_dump(),
+            "failures_as_zero": rescaled_estimate(
+                values + [0.0] * zeros, aligned + [float("nan")] * zeros
+            ).model_dump(),
         },
     }
 

@@ -49,9 +49,15 @@ def overrides_part(config: RunConfig) -> list[Any]:
     return [fingerprint(check_overrides(config))] if config.overrides else []
 
 
-def benchmark_key(config: RunConfig, dataset: Dataset, stages: list[str], articles: int | None,
-                  article_names: list[str] | None, stage_identity: dict[str, dict[str, Any]],
-                  inputs: dict[str, Any] | None = None) -> RunKey:
+def benchmark_key(
+    config: RunConfig,
+    dataset: Dataset,
+    stages: list[str],
+    articles: int | None,
+    article_names: list[str] | None,
+    stage_identity: dict[str, dict[str, Any]],
+    inputs: dict[str, Any] | None = None,
+) -> RunKey:
     """A benchmark run (``ruwikibench run``): the config's identity (no endpoint, timeout or concurrency), the
     dataset, the stages and articles; then the overrides' code, the plug-in stages' code, prompt files and
     options, and the input files read (each left out when empty, so runs without them keep their ids)."""
@@ -64,14 +70,23 @@ def benchmark_key(config: RunConfig, dataset: Dataset, stages: list[str], articl
     return RunKey(config.name, parts)
 
 
-def writer_key(config: RunConfig, dataset: Dataset, articles: int | None, article_names: list[str] | None) -> RunKey:
+def writer_key(
+    config: RunConfig, dataset: Dataset, articles: int | None, article_names: list[str] | None
+) -> RunKey:
     """A writer batch (``ruwikibench write --batch``)."""
-    parts: list[Any] = [config.identity(), dataset.dataset_id, articles, article_names, *overrides_part(config)]
+    parts: list[Any] = [
+        config.identity(),
+        dataset.dataset_id,
+        articles,
+        article_names,
+        *overrides_part(config),
+    ]
     return RunKey(f"{config.name}-writer", parts)
 
 
-def external_key(stage: str, sha256: str, dataset: Dataset, articles: int | None,
-                 article_names: list[str] | None) -> RunKey:
+def external_key(
+    stage: str, sha256: str, dataset: Dataset, articles: int | None, article_names: list[str] | None
+) -> RunKey:
     """Scored external outputs (``ruwikibench score-outputs``): the stage and the outputs file's sha256."""
     return RunKey(f"external-{stage}", [stage, sha256, dataset.dataset_id, articles, article_names])
 

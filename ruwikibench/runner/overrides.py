@@ -58,8 +58,12 @@ class Override:
 
     def record(self) -> dict[str, Any]:
         """What spec.json keeps of it."""
-        record = {"kind": "node" if self.node else "graph", "target": self.target, "file": self.file,
-                  "sha256": self.sha256}
+        record = {
+            "kind": "node" if self.node else "graph",
+            "target": self.target,
+            "file": self.file,
+            "sha256": self.sha256,
+        }
         if self.distribution:
             record |= {"distribution": self.distribution, "version": self.version}
         return record
@@ -108,14 +112,18 @@ def check_node_signature(key: str, fn: Any) -> None:
     if not params or params[0].kind not in (*positional, inspect.Parameter.VAR_POSITIONAL):
         raise _fail(key, f"wrong signature {signature}: a node takes the state first, e.g. (state, runtime)")
     extra = [
-        p.name for p in params[1:]
+        p.name
+        for p in params[1:]
         if p.default is inspect.Parameter.empty
         and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
         and p.name not in INJECTED
     ]
     if extra:
-        raise _fail(key, f"wrong signature {signature}: a node takes (state) or (state, runtime); "
-                         f"{', '.join(extra)} would never be given")
+        raise _fail(
+            key,
+            f"wrong signature {signature}: a node takes (state) or (state, runtime); "
+            f"{', '.join(extra)} would never be given",
+        )
 
 
 def schema_keys(schema: Any) -> tuple[set[str], set[str]]:
@@ -125,8 +133,11 @@ def schema_keys(schema: Any) -> tuple[set[str], set[str]]:
         return set(fields), {name for name, field in fields.items() if field.is_required()}
     if dataclasses.is_dataclass(schema):
         members = dataclasses.fields(schema)
-        required = {f.name for f in members
-                    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+        required = {
+            f.name
+            for f in members
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        }
         return {f.name for f in members}, required
     if typing.is_typeddict(schema):
         return set(typing.get_type_hints(schema)), set(schema.__required_keys__)
@@ -145,22 +156,34 @@ def output_keys(stage: Stage[Any], builtin: StateGraph) -> set[str]:
 
 def build_override_graph(key: str, builder: Any) -> StateGraph:
     if not callable(builder):
-        raise _fail(key, f"{builder!r} is not callable (a graph override names a function returning a StateGraph)")
+        raise _fail(
+            key, f"{builder!r} is not callable (a graph override names a function returning a StateGraph)"
+        )
     try:
-        required = [p for p in inspect.signature(builder).parameters.values()
-                    if p.default is inspect.Parameter.empty
-                    and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
+        required = [
+            p
+            for p in inspect.signature(builder).parameters.values()
+            if p.default is inspect.Parameter.empty
+            and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        ]
     except (TypeError, ValueError):
         required = []
     if required:
-        raise _fail(key, f"wrong signature: a graph builder takes no arguments, this one needs "
-                         f"{', '.join(p.name for p in required)}")
+        raise _fail(
+            key,
+            f"wrong signature: a graph builder takes no arguments, this one needs "
+            f"{', '.join(p.name for p in required)}",
+        )
     try:
         graph = builder()
     except Exception as exc:  # noqa: BLE001
         raise _fail(key, f"building the graph failed: {type(exc).__name__}: {exc}") from None
     if not isinstance(graph, StateGraph):
-        hint = " (return the uncompiled StateGraph; the runner compiles it)" if hasattr(graph, "get_graph") else ""
+        hint = (
+            " (return the uncompiled StateGraph; the runner compiles it)"
+            if hasattr(graph, "get_graph")
+            else ""
+        )
         raise _fail(key, f"the builder returned {type(graph).__name__}, not a StateGraph{hint}")
     return graph
 
@@ -170,14 +193,20 @@ def check_graph_fits(key: str, stage: Stage[Any], builtin: StateGraph, graph: St
     _, needed = schema_keys(graph.input_schema)
     missing_in = sorted(needed - given)
     if missing_in:
-        raise _fail(key, f"input schema {graph.input_schema.__name__} requires {', '.join(missing_in)}, which the "
-                         f"{stage.name} stage's input ({builtin.input_schema.__name__}: {', '.join(sorted(given))}) "
-                         "does not give")
+        raise _fail(
+            key,
+            f"input schema {graph.input_schema.__name__} requires {', '.join(missing_in)}, which the "
+            f"{stage.name} stage's input ({builtin.input_schema.__name__}: {', '.join(sorted(given))}) "
+            "does not give",
+        )
     produced, _ = schema_keys(graph.output_schema)
     missing_out = sorted(output_keys(stage, builtin) - produced)
     if missing_out:
-        raise _fail(key, f"output schema {graph.output_schema.__name__} lacks {', '.join(missing_out)}, which the "
-                         f"{stage.name} stage scores")
+        raise _fail(
+            key,
+            f"output schema {graph.output_schema.__name__} lacks {', '.join(missing_out)}, which the "
+            f"{stage.name} stage scores",
+        )
 
 
 def _split(key: str) -> tuple[str, str | None]:
@@ -191,14 +220,18 @@ def resolve_overrides(config: RunConfig) -> dict[str, Override]:
     """Import and check every override of the config (raises :class:`OverrideError`, one line naming the key)."""
     resolved: dict[str, Override] = {}
     graphs: dict[str, StateGraph] = {}
-    for key in sorted(config.overrides, key=lambda k: ("." in k, k)):  # graphs first: node keys check against them
+    for key in sorted(
+        config.overrides, key=lambda k: ("." in k, k)
+    ):  # graphs first: node keys check against them
         target = config.overrides[key]
         stage_name, node = _split(key)
         try:
             stage = get_stage(stage_name)
         except StageRegistryError as exc:
             raise _fail(key, str(exc)) from None
-        stage_name = stage.name  # a renamed stage's earlier name ("article.merge") finds it under its name now
+        stage_name = (
+            stage.name
+        )  # a renamed stage's earlier name ("article.merge") finds it under its name now
         obj, code = load_target(key, target)
         if node is None:
             graph = build_override_graph(key, obj)
@@ -207,11 +240,20 @@ def resolve_overrides(config: RunConfig) -> dict[str, Override]:
         else:
             graph = graphs.get(stage_name) or stage.build_graph()
             if node not in graph.nodes:
-                raise _fail(key, f"the {stage_name} graph has no node {node!r} (nodes: {', '.join(graph.nodes)})")
+                raise _fail(
+                    key, f"the {stage_name} graph has no node {node!r} (nodes: {', '.join(graph.nodes)})"
+                )
             check_node_signature(key, obj)
         resolved[f"{stage_name}.{node}" if node else stage_name] = Override(
-            key=key, stage=stage_name, node=node, target=target, obj=obj, file=code.file, sha256=code.sha256,
-            distribution=code.distribution, version=code.version,
+            key=key,
+            stage=stage_name,
+            node=node,
+            target=target,
+            obj=obj,
+            file=code.file,
+            sha256=code.sha256,
+            distribution=code.distribution,
+            version=code.version,
         )
     return resolved
 
@@ -239,7 +281,9 @@ def stage_graph(stage: Stage[Any], overrides: dict[str, Override]) -> StateGraph
     if whole is not None:
         graph = whole.obj()
     elif subgraph_stages:  # the writer: its stage subgraphs with their overrides
-        graph = stage.build_graph_from({name: stage_graph(get_stage(name), overrides) for name in subgraph_stages})
+        graph = stage.build_graph_from(
+            {name: stage_graph(get_stage(name), overrides) for name in subgraph_stages}
+        )
     else:
         graph = stage.build_graph()
     for override in overrides.values():

@@ -24,8 +24,10 @@ def mermaid(stage: str, xray: int = 1, overrides: dict[str, Override] | None = N
 
 
 def block(stage: str, picture: str) -> str:
-    return (f"<!-- graph:{stage} (drawn by `ruwikibench graph {stage}`; do not edit by hand) -->\n"
-            f"```mermaid\n{picture}\n```\n<!-- /graph:{stage} -->")
+    return (
+        f"<!-- graph:{stage} (drawn by `ruwikibench graph {stage}`; do not edit by hand) -->\n"
+        f"```mermaid\n{picture}\n```\n<!-- /graph:{stage} -->"
+    )
 
 
 def _pattern(stage: str) -> re.Pattern[str]:

@@ -25,8 +25,9 @@ def reads_reference_queries(config: RunConfig, stages: list[str]) -> bool:
     return "ranking" in stages and config.ranking.query_mode == "reference"
 
 
-async def write_missing_queries(context: StageContext, stages: list[str], articles: list[Article],
-                                progress: bool) -> QueriesWritten | None:
+async def write_missing_queries(
+    context: StageContext, stages: list[str], articles: list[Article], progress: bool
+) -> QueriesWritten | None:
     """Write the run's missing reference queries (a progress bar and a summary line when ``progress``)."""
     if not reads_reference_queries(context.config, stages):
         return None
@@ -50,5 +51,11 @@ def session_record(written: QueriesWritten | None) -> dict[str, Any]:
     """What spec.json's ``last_session`` keeps of it (nothing when no query was missing)."""
     if written is None:
         return {}
-    return {"reference_queries": {"path": str(written.path), "written": written.written,
-                                  "failed": len(written.failed), "failed_articles": sorted(written.failed)}}
+    return {
+        "reference_queries": {
+            "path": str(written.path),
+            "written": written.written,
+            "failed": len(written.failed),
+            "failed_articles": sorted(written.failed),
+        }
+    }

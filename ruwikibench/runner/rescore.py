@@ -21,17 +21,29 @@ def rescore(rundir: RunDir, context: StageContext) -> dict:
 
 def _rescore(rundir: RunDir, context: StageContext) -> dict:
     errors = [e for e in rundir.read("errors.jsonl") if not e["reason"].startswith("score:")]
-    with (JsonlRewriter(rundir.file("results.jsonl")) as results, JsonlRewriter(rundir.file("generated.jsonl")) as texts,
-          JsonlRewriter(rundir.file(UNIT_BASELINES_FILE)) as baselines):
+    with (
+        JsonlRewriter(rundir.file("results.jsonl")) as results,
+        JsonlRewriter(rundir.file("generated.jsonl")) as texts,
+        JsonlRewriter(rundir.file(UNIT_BASELINES_FILE)) as baselines,
+    ):
         for saved in rundir.iter_outputs():  # one unit at a time: a run's outputs are never all held
             stage = get_stage(saved["stage"])
-            unit = Unit(stage=saved["stage"], article=saved["article"], unit_id=saved["unit"], input=saved["input"])
+            unit = Unit(
+                stage=saved["stage"], article=saved["article"], unit_id=saved["unit"], input=saved["input"]
+            )
             tag = {"unit": unit.unit_id}
             try:
                 scored = stage.checked_score(unit, saved["output"], context)
             except Exception as exc:  # noqa: BLE001
-                errors.append({"stage": unit.stage, "article": unit.article, "unit": unit.unit_id,
-                               "reason": f"score: {score_failure(exc)}", "attempts": 0})
+                errors.append(
+                    {
+                        "stage": unit.stage,
+                        "article": unit.article,
+                        "unit": unit.unit_id,
+                        "reason": f"score: {score_failure(exc)}",
+                        "attempts": 0,
+                    }
+                )
                 continue
             results.write_many(r.model_dump(mode="json") | tag for r in scored.records)
             texts.write_many(t.model_dump(mode="json") | tag for t in scored.texts)

@@ -168,8 +168,9 @@ def score_unit(stage: Stage[Any], unit: Unit, output: dict[str, Any], context: A
         return UnitScored(error=score_failure(exc))
 
 
-def score_unit_baselines(stage: Stage[Any], unit: Unit, output: dict[str, Any], context: Any,
-                         ahead: dict[str, Any] | None = None) -> UnitScored:
+def score_unit_baselines(
+    stage: Stage[Any], unit: Unit, output: dict[str, Any], context: Any, ahead: dict[str, Any] | None = None
+) -> UnitScored:
     """The unit's baseline record, or why it failed: a failure costs nothing but time, the finish scores the
     baselines of a unit that has no record. ``ahead``: those scored before the unit ended (see the module)."""
     from ruwikibench.runner.baselines import unit_baselines
@@ -277,7 +278,8 @@ class ScoringProcess:
     def __init__(self, setup: WorkerSetup) -> None:
         self.setup = setup
         self._pool: ProcessPoolExecutor | None = ProcessPoolExecutor(
-            max_workers=1, mp_context=get_context("spawn"), initializer=_start_worker, initargs=(setup,))
+            max_workers=1, mp_context=get_context("spawn"), initializer=_start_worker, initargs=(setup,)
+        )
         self._stages: asyncio.Future[list[str]] | None = None
         self._waiting_ahead: OrderedDict[tuple[str, str, str], tuple[str, Unit]] = OrderedDict()
         self._busy = 0  # units being scored (the calls ahead wait while there are any)
@@ -310,8 +312,9 @@ class ScoringProcess:
             return []
         return list(names)
 
-    async def score(self, stage_name: str, unit: Unit, output: dict[str, Any],
-                    with_baselines: bool) -> UnitScored | None:
+    async def score(
+        self, stage_name: str, unit: Unit, output: dict[str, Any], with_baselines: bool
+    ) -> UnitScored | None:
         self._waiting_ahead.pop(_unit_key(unit), None)
         self._busy += 1
         try:
@@ -329,8 +332,11 @@ class ScoringProcess:
         nothing else to do (a unit scored meanwhile is dropped from the list)."""
         from ruwikibench.baselines import baselines_of
 
-        ahead = {name for name, stage in stages.items()
-                 if not all(baseline.reads_output for baseline in baselines_of(stage))}
+        ahead = {
+            name
+            for name, stage in stages.items()
+            if not all(baseline.reads_output for baseline in baselines_of(stage))
+        }
         for unit in units:
             if unit.stage in ahead:
                 self._waiting_ahead[_unit_key(unit)] = (unit.stage, unit)
@@ -384,8 +390,12 @@ class ScoringProcess:
         self._stop_ahead()
         if self._pool is not None:
             pool, self._pool = self._pool, None
-            self._exiting = threading.Thread(target=pool.shutdown, kwargs={"cancel_futures": True},
-                                             name="scoring-process-exit", daemon=True)
+            self._exiting = threading.Thread(
+                target=pool.shutdown,
+                kwargs={"cancel_futures": True},
+                name="scoring-process-exit",
+                daemon=True,
+            )
             self._exiting.start()
         if wait and self._exiting is not None:
             self._exiting.join()

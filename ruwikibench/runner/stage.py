@@ -5,6 +5,13 @@ from ruwikibench.contract import GeneratedText, ScoreRecord, Stage, StageScore, 
 from ruwikibench.registry import get_stage, known_stages, register_stage, stage_names
 
 __all__ = [
-    "GeneratedText", "ScoreRecord", "Stage", "StageScore", "Unit", "get_stage", "known_stages", "register_stage",
+    "GeneratedText",
+    "ScoreRecord",
+    "Stage",
+    "StageScore",
+    "Unit",
+    "get_stage",
+    "known_stages",
+    "register_stage",
     "stage_names",
 ]

@@ -17,7 +17,6 @@ from ruwikibench.rundir import RunDir
 OK, NONE_SUCCEEDED, BAD_INPUT, PARTIAL = 0, 1, 2, 3
 
 
-
 def exit_status(failed: int, succeeded: int) -> int:
     """0 without failures; else 1 when nothing (that needed the endpoint) succeeded, 3 when something did."""
     if not failed:

@@ -16,8 +16,13 @@ COMMON = ("httpx", "openai", "langchain_openai", "numpy")
 BY_STAGE: dict[str, tuple[str, ...]] = {
     "ranking": ("bm25s", "Stemmer", "stop_words", "pymorphy3", "ruwikibench.evaluators.ranking"),
     "outline": ("sklearn.cluster", "sklearn.metrics", "razdel", "ruwikibench.evaluators.outline"),
-    "sections": ("scipy.sparse.csgraph", "sacrebleu", "razdel",
-                 "ruwikibench.evaluators.lexical", "ruwikibench.evaluators.similarity"),
+    "sections": (
+        "scipy.sparse.csgraph",
+        "sacrebleu",
+        "razdel",
+        "ruwikibench.evaluators.lexical",
+        "ruwikibench.evaluators.similarity",
+    ),
 }
 
 

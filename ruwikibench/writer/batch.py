@@ -49,8 +49,14 @@ async def write_batch(context: StageContext, dataset_path: str, options: BatchOp
 
     dataset = context.dataset
     assert dataset is not None, "StageContext.dataset must be set for a batch run"
-    run_options = RunOptions(stages=list(WRITER_TABLES), articles=options.articles, article_names=options.article_names,
-                             out=options.out, run_id=options.run_id, progress=options.progress)
+    run_options = RunOptions(
+        stages=list(WRITER_TABLES),
+        articles=options.articles,
+        article_names=options.article_names,
+        out=options.out,
+        run_id=options.run_id,
+        progress=options.progress,
+    )
     key = writer_key(context.config, dataset, options.articles, options.article_names)
     with open_run(run_path(options.out, options.run_id, key)) as opened:
         return await _write_batch(context, opened, dataset_path, options, run_options)
@@ -66,25 +72,48 @@ async def _write_batch(
     done = {article for stage, article, _ in rundir.output_keys() if stage == "writer"}
     articles = [a for a in select_articles(dataset, run_options) if a.name not in done]
     started = time.perf_counter()
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), TextColumn("{task.fields[note]}"), disable=not options.progress)
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[note]}"),
+        disable=not options.progress,
+    )
     with progress:
         bar = progress.add_task("write", total=len(articles), note="")
         for article in articles:
             progress.update(bar, note=article.title[:40])
             try:
-                result = await write_or_resume(context, article.title, rundir.path / "articles" / article.name)
+                result = await write_or_resume(
+                    context, article.title, rundir.path / "articles" / article.name
+                )
                 assert result.article is not None
-                selected = [s["snippet_id"] for s in json.loads(result.paths["json"].read_text("utf-8"))["sources"]]
+                selected = [
+                    s["snippet_id"] for s in json.loads(result.paths["json"].read_text("utf-8"))["sources"]
+                ]
                 records = await run_on_model_lane(score_written, article, result.article, selected, context)
-                _record(rundir, article.name, result, records, generated_texts(article, result.article, records))
+                _record(
+                    rundir, article.name, result, records, generated_texts(article, result.article, records)
+                )
             except Exception as exc:  # noqa: BLE001 - counted as a failure of the article in every stage
                 for stage in WRITER_TABLES:
-                    rundir.append("errors.jsonl", {"stage": stage, "article": article.name, "unit": "article",
-                                                   "reason": f"{type(exc).__name__}: {exc}", "attempts": 1})
+                    rundir.append(
+                        "errors.jsonl",
+                        {
+                            "stage": stage,
+                            "article": article.name,
+                            "unit": "article",
+                            "reason": f"{type(exc).__name__}: {exc}",
+                            "attempts": 1,
+                        },
+                    )
             progress.advance(bar)
     spec.prompts = context.prompts.hashes()
-    spec.last_session = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": context.llm.usage.as_dict()}
+    spec.last_session = {
+        "wall_time_s": round(time.perf_counter() - started, 2),
+        "llm": context.llm.usage.as_dict(),
+    }
     opened.write_spec(spec)
     await run_on_model_lane(compute_floors, rundir, context)  # floors of the outline and section metrics
     finalize(rundir)
@@ -100,15 +129,24 @@ async def judge_batch_citations(context: StageContext, rundir: RunDir) -> None:
     from ruwikibench.writer.citations import judge_and_mark
 
     config = context.config
-    await judge_and_mark(rundir.path, context.llm, judge=config.model_for("support").name,
-                              options=config.citations, prompts=context.prompts, dataset=context.dataset)
+    await judge_and_mark(
+        rundir.path,
+        context.llm,
+        judge=config.model_for("support").name,
+        options=config.citations,
+        prompts=context.prompts,
+        dataset=context.dataset,
+    )
     rows = summarize_citations(rundir.path)
     if rows:
         header = list(rows[0])
         path = rundir.file("report.md")
         table = markdown_table([header, *[[r[h] for h in header] for r in rows]])
-        path.write_text(path.read_text(encoding="utf-8") + "\n## citation faithfulness (judge citations; ×100, "
-                        "mean [95% CI] over sentences / citations)\n\n" + table + "\n", encoding="utf-8")
+        path.write_text(
+            path.read_text(encoding="utf-8") + "\n## citation faithfulness (judge citations; ×100, "
+            "mean [95% CI] over sentences / citations)\n\n" + table + "\n",
+            encoding="utf-8",
+        )
 
 
 async def write_or_resume(context: StageContext, title: str, out_dir: Path) -> Any:
@@ -127,9 +165,15 @@ def _record(rundir: RunDir, name: str, result: Any, records: list[Any], texts: l
     tag = {"unit": "article"}
     rundir.append_many("results.jsonl", [record.model_dump(mode="json") | tag for record in records])
     rundir.append_many("generated.jsonl", [text.model_dump(mode="json") | tag for text in texts])
-    output = {"dir": str(result.out_dir), "stats": result.article.stats, "session": result.session.model_dump()}
-    rundir.append_many("outputs.jsonl", [{"stage": stage, "article": name, "unit": "article", "output": output}
-                                         for stage in WRITER_TABLES])
+    output = {
+        "dir": str(result.out_dir),
+        "stats": result.article.stats,
+        "session": result.session.model_dump(),
+    }
+    rundir.append_many(
+        "outputs.jsonl",
+        [{"stage": stage, "article": name, "unit": "article", "output": output} for stage in WRITER_TABLES],
+    )
 
 
 def article_table(run: str, metrics: dict[str, Any], view: str = "failures_excluded") -> list[list[str]]:
@@ -139,6 +183,10 @@ def article_table(run: str, metrics: dict[str, Any], view: str = "failures_exclu
     data = metrics.get("writer", {})
     counts = data.get("counts", {})
     header = ["run", *[title for title, _ in ARTICLE_COLUMNS], "n", "failed"]
-    row = [run, *[cell(data, key, view) for _, key in ARTICLE_COLUMNS], str(counts.get("evaluated", 0)),
-           str(counts.get("failed_units", 0))]
+    row = [
+        run,
+        *[cell(data, key, view) for _, key in ARTICLE_COLUMNS],
+        str(counts.get("evaluated", 0)),
+        str(counts.get("failed_units", 0)),
+    ]
     return [header, row]

@@ -17,13 +17,21 @@ from ruwikibench.prompts import PromptLibrary
 from ruwikibench.writer.export import to_html
 
 
-async def judge_and_mark(run_dir: Path, llm: LLM, *, judge: str, options: CitationsConfig, prompts: PromptLibrary,
-                         dataset: Dataset | None = None,
-                         on_record: Callable[[CheckRecord], None] | None = None) -> dict[str, Any]:
+async def judge_and_mark(
+    run_dir: Path,
+    llm: LLM,
+    *,
+    judge: str,
+    options: CitationsConfig,
+    prompts: PromptLibrary,
+    dataset: Dataset | None = None,
+    on_record: Callable[[CheckRecord], None] | None = None,
+) -> dict[str, Any]:
     """Judge what is missing (:func:`judge_run_citations`), write citations.json, then mark the sentences in each
     writer article's article.html; returns the summary."""
-    judged = await judge_run_citations(run_dir, llm, judge=judge, options=options, prompts=prompts, dataset=dataset,
-                                       on_record=on_record)
+    judged = await judge_run_citations(
+        run_dir, llm, judge=judge, options=options, prompts=prompts, dataset=dataset, on_record=on_record
+    )
     render_marked_html(judged.articles, judged.scores)
     return judged.summary
 

@@ -46,9 +46,9 @@ def _inline(fragment: str, known: set[int]) -> str:
     for match in MARKER.finditer(fragment):
         pieces.append(html.escape(fragment[last : match.start()]))
         numbers = marker_numbers(match.group(1))
-        pieces.append("".join(
-            f"<a class='cite' href='#ref-{n}'>[{n}]</a>" if n in known else f"[{n}]" for n in numbers
-        ))
+        pieces.append(
+            "".join(f"<a class='cite' href='#ref-{n}'>[{n}]</a>" if n in known else f"[{n}]" for n in numbers)
+        )
         last = match.end()
     pieces.append(html.escape(fragment[last:]))
     return "".join(pieces)
@@ -104,8 +104,10 @@ def _linked(text: str, known: set[int], score: Any = None) -> str:
                 continue
             pieces.append(_inline(text[cursor:s_start], known))
             css = sentence.status + (" claim" if sentence.status == "uncited" and sentence.checkable else "")
-            pieces.append(f"<span class='sent {css}' tabindex='0'>{_inline(text[s_start:s_end], known)}"
-                          f"<span class='why'>{_why(sentence, score)}</span></span>")
+            pieces.append(
+                f"<span class='sent {css}' tabindex='0'>{_inline(text[s_start:s_end], known)}"
+                f"<span class='why'>{_why(sentence, score)}</span></span>"
+            )
             cursor = s_end
         pieces.append(_inline(text[cursor:end], known))
         out.append("<p>" + "".join(pieces).replace("\n", "<br>") + "</p>")
@@ -130,10 +132,12 @@ white-space:pre-wrap;box-shadow:0 2px 6px rgba(0,0,0,.2)}
 .legend span{padding:0 .3em;margin-right:.4em}
 """
 
-_LEGEND = ("<p class='meta legend'>Проверка ссылок (наведите на предложение): "
-           "<span class='sent supported'>подтверждено</span><span class='sent unsupported'>не подтверждено</span>"
-           "<span class='sent uncited claim'>факт без ссылки</span><span class='sent unjudged'>не оценено</span>"
-           "</p>")
+_LEGEND = (
+    "<p class='meta legend'>Проверка ссылок (наведите на предложение): "
+    "<span class='sent supported'>подтверждено</span><span class='sent unsupported'>не подтверждено</span>"
+    "<span class='sent uncited claim'>факт без ссылки</span><span class='sent unjudged'>не оценено</span>"
+    "</p>"
+)
 
 
 def _source_details(snippet_ids: list[str], by_snippet: dict[str, Citation], texts: dict[str, str]) -> str:
@@ -146,16 +150,25 @@ def _source_details(snippet_ids: list[str], by_snippet: dict[str, Citation], tex
         text = html.escape(citation.text if citation else texts.get(sid, ""))
         if citation:
             head = f"<a href='#ref-{citation.n}'>[{citation.n}]</a> {html.escape(reference_line(citation))}"
-            items.append(f"<li><details><summary>{head}</summary><div class='snippet'>{text}</div></details></li>")
+            items.append(
+                f"<li><details><summary>{head}</summary><div class='snippet'>{text}</div></details></li>"
+            )
         else:
             head = f"<span class='uncited'>{html.escape(sid)} (не процитирован)</span>"
-            items.append(f"<li><details><summary>{head}</summary><div class='snippet'>{text}</div></details></li>")
-    return (f"<details class='sources'><summary>Источники раздела ({len(snippet_ids)})</summary>"
-            f"<ul>{''.join(items)}</ul></details>")
+            items.append(
+                f"<li><details><summary>{head}</summary><div class='snippet'>{text}</div></details></li>"
+            )
+    return (
+        f"<details class='sources'><summary>Источники раздела ({len(snippet_ids)})</summary>"
+        f"<ul>{''.join(items)}</ul></details>"
+    )
 
 
-def to_html(article: WrittenArticle, snippet_texts: dict[str, str] | None = None,
-            marks: Mapping[str, Any] | None = None) -> str:
+def to_html(
+    article: WrittenArticle,
+    snippet_texts: dict[str, str] | None = None,
+    marks: Mapping[str, Any] | None = None,
+) -> str:
     """One self-contained page: the article, under each section the sources its writer saw, the references.
     ``marks`` (text item -> TextScore of ``judge citations``; ``lead`` for the lead) marks each sentence."""
     texts = snippet_texts or {}
@@ -191,8 +204,9 @@ def to_html(article: WrittenArticle, snippet_texts: dict[str, str] | None = None
     )
 
 
-def to_json(article: WrittenArticle, trace: list[dict[str, Any]] | None = None,
-            extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def to_json(
+    article: WrittenArticle, trace: list[dict[str, Any]] | None = None, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Outline, sections, citations, stats and the trace of node outputs, JSON-able."""
     data = article.model_dump(mode="json")
     data["markdown"] = to_markdown(article)
@@ -201,9 +215,15 @@ def to_json(article: WrittenArticle, trace: list[dict[str, Any]] | None = None,
     return data
 
 
-def write_exports(article: WrittenArticle, out_dir: str | Path, *, trace: list[dict[str, Any]] | None = None,
-                  snippet_texts: dict[str, str] | None = None, extra: dict[str, Any] | None = None,
-                  stem: str = "article") -> dict[str, Path]:
+def write_exports(
+    article: WrittenArticle,
+    out_dir: str | Path,
+    *,
+    trace: list[dict[str, Any]] | None = None,
+    snippet_texts: dict[str, str] | None = None,
+    extra: dict[str, Any] | None = None,
+    stem: str = "article",
+) -> dict[str, Path]:
     """Write ``article.md``, ``article.html`` and ``article.json`` into ``out_dir``; returns their paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -211,7 +231,9 @@ def write_exports(article: WrittenArticle, out_dir: str | Path, *, trace: list[d
     paths["md"].write_text(to_markdown(article), encoding="utf-8")
     paths["html"].write_text(to_html(article, snippet_texts), encoding="utf-8")
     payload = to_json(article, trace, extra)
-    paths["json"].write_text(json.dumps(payload, ensure_ascii=False, indent=1, default=_default), encoding="utf-8")
+    paths["json"].write_text(
+        json.dumps(payload, ensure_ascii=False, indent=1, default=_default), encoding="utf-8"
+    )
     return paths
 
 

@@ -23,8 +23,11 @@ FLOORED = ("outline", "sections")
 
 def scored_writer_items(rundir: RunDir) -> set[tuple[str, str, str]]:
     """(stage, article, item) of every scored (not excluded) outline/sections record of writer mode."""
-    return {(r["stage"], r["article"], r["item"]) for r in rundir.results()
-            if r["stage"] in FLOORED and not r.get("excluded") and (r.get("info") or {}).get("mode") == "writer"}
+    return {
+        (r["stage"], r["article"], r["item"])
+        for r in rundir.results()
+        if r["stage"] in FLOORED and not r.get("excluded") and (r.get("info") or {}).get("mode") == "writer"
+    }
 
 
 def outline_side(text: dict[str, Any], context: StageContext) -> FloorSide | None:
@@ -34,18 +37,23 @@ def outline_side(text: dict[str, Any], context: StageContext) -> FloorSide | Non
     titles = [line.lstrip("#").strip() for line in text["text"].splitlines()[1:] if line.startswith("#")]
     if not titles:
         return None
-    return FloorSide(article=article.name, item=text["item"], generated=(article.title, titles), reference=article.name)
+    return FloorSide(
+        article=article.name, item=text["item"], generated=(article.title, titles), reference=article.name
+    )
 
 
 def section_side(text: dict[str, Any]) -> FloorSide | None:
     """A scored section text and its reference text as the sections stage's floor side."""
     if not text["text"].strip() or not (text.get("reference") or "").strip():
         return None
-    return FloorSide(article=text["article"], item=text["item"], generated=text["text"], reference=text["reference"])
+    return FloorSide(
+        article=text["article"], item=text["item"], generated=text["text"], reference=text["reference"]
+    )
 
 
-def writer_floor_rows(rundir: RunDir, context: StageContext, *, per_item: int = PER_ITEM,
-                      seed: int = SEED) -> list[dict[str, Any]]:
+def writer_floor_rows(
+    rundir: RunDir, context: StageContext, *, per_item: int = PER_ITEM, seed: int = SEED
+) -> list[dict[str, Any]]:
     """Floor rows of the run's writer-mode outline and sections records (none when the run has none)."""
     scored = scored_writer_items(rundir)
     if not scored or context.dataset is None:
@@ -54,8 +62,12 @@ def writer_floor_rows(rundir: RunDir, context: StageContext, *, per_item: int = 
     texts = [t for key, t in sorted(latest.items()) if key in scored]
     rows: list[dict[str, Any]] = []
     for name in FLOORED:
-        sides = [outline_side(t, context) if name == "outline" else section_side(t)
-                 for t in texts if t["stage"] == name]
-        rows += floors_of_sides(get_stage(name), [s for s in sides if s is not None], context,
-                                per_item=per_item, seed=seed)
+        sides = [
+            outline_side(t, context) if name == "outline" else section_side(t)
+            for t in texts
+            if t["stage"] == name
+        ]
+        rows += floors_of_sides(
+            get_stage(name), [s for s in sides if s is not None], context, per_item=per_item, seed=seed
+        )
     return rows

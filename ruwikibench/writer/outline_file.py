@@ -9,5 +9,9 @@ from ruwikibench.nodes.outline_file import (
 )
 
 __all__ = [
-    "OutlineFileError", "items_from_headings", "outline_markdown", "parse_outline_markdown", "read_outline_file"
+    "OutlineFileError",
+    "items_from_headings",
+    "outline_markdown",
+    "parse_outline_markdown",
+    "read_outline_file",
 ]

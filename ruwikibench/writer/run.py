@@ -78,8 +78,15 @@ def serde_allowlist() -> list[type]:
     import ruwikibench
 
     for module in pkgutil.walk_packages(ruwikibench.__path__, "ruwikibench."):
-        if module.name.startswith(("ruwikibench.nodes", "ruwikibench.writer", "ruwikibench.dataset",
-                                   "ruwikibench.graphs", "ruwikibench.models.types")):
+        if module.name.startswith(
+            (
+                "ruwikibench.nodes",
+                "ruwikibench.writer",
+                "ruwikibench.dataset",
+                "ruwikibench.graphs",
+                "ruwikibench.models.types",
+            )
+        ):
             importlib.import_module(module.name)
     found: list[type] = []
     stack = list(Base.__subclasses__())
@@ -98,7 +105,9 @@ async def sqlite_checkpointer(path: Path) -> AsyncIterator[Any]:
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    serde = JsonPlusSerializer(allowed_msgpack_modules=[(c.__module__, c.__name__) for c in serde_allowlist()])
+    serde = JsonPlusSerializer(
+        allowed_msgpack_modules=[(c.__module__, c.__name__) for c in serde_allowlist()]
+    )
     async with aiosqlite.connect(str(path)) as conn:
         yield AsyncSqliteSaver(conn, serde=serde)
 
@@ -122,16 +131,19 @@ def read_trace(out_dir: Path) -> list[dict[str, Any]]:
 def _usage_totals(context: StageContext) -> tuple[int, int, int, int]:
     """calls, cache hits, prompt tokens, completion tokens so far (all roles)."""
     usage = context.llm.usage.as_dict()
-    return tuple(sum(u.get(key, 0) for u in usage.values())  # type: ignore[return-value]
-                 for key in ("calls", "cache_hits", "prompt_tokens", "completion_tokens"))
+    return tuple(
+        sum(u.get(key, 0) for u in usage.values())  # type: ignore[return-value]
+        for key in ("calls", "cache_hits", "prompt_tokens", "completion_tokens")
+    )
 
 
 def append_trace(path: Path, record: dict[str, Any]) -> None:
     append_jsonl(path, [_jsonable(record)])
 
 
-async def _stream(app: Any, graph_input: Any, config: RunnableConfig, context: StageContext, out_dir: Path,
-                  name: str) -> None:
+async def _stream(
+    app: Any, graph_input: Any, config: RunnableConfig, context: StageContext, out_dir: Path, name: str
+) -> None:
     """Run until the end or an interrupt, appending one trace record per finished node (subgraphs included)."""
     capture = NodeCapture("writer", name, "article")
     context.llm.listeners.append(capture.on_completion)
@@ -211,8 +223,11 @@ async def _write_article(context: StageContext, request: _WriteRequest) -> Write
             if not state.next:
                 raise WriteError(f"{out}: the session {session.thread_id!r} has nothing left to run")
             if state.interrupts:
-                outline = (request.edited_outline if request.edited_outline is not None
-                           else read_outline_file(out / OUTLINE, session.title))
+                outline = (
+                    request.edited_outline
+                    if request.edited_outline is not None
+                    else read_outline_file(out / OUTLINE, session.title)
+                )
                 value = [i.model_dump() for i in outline] if isinstance(outline, list) else outline
                 graph_input = Command(resume=value)
             else:
@@ -255,7 +270,9 @@ async def _write_article(context: StageContext, request: _WriteRequest) -> Write
     return WriteResult(status="done", out_dir=out, article=article, paths=paths, session=session)
 
 
-def _account(session: Session, context: StageContext, started: float, before: tuple[int, int, int, int]) -> None:
+def _account(
+    session: Session, context: StageContext, started: float, before: tuple[int, int, int, int]
+) -> None:
     calls, hits, prompt, completion = _usage_totals(context)
     session.wall_time_s = round(session.wall_time_s + time.perf_counter() - started, 2)
     session.llm_calls += calls - before[0]

@@ -46,13 +46,18 @@ def score_outline_record(article: Article, written: WrittenArticle, context: Sta
     if not article.root.children:
         return record.model_copy(update={"excluded": "reference outline has no sections"})
     scored = score_outline(
-        article, [(i.level, i.title) for i in written.outline], context.embedder, selection(context.config.outline),
+        article,
+        [(i.level, i.title) for i in written.outline],
+        context.embedder,
+        selection(context.config.outline),
         context.config.embedder.authors_prompt,
     )
     return record.model_copy(update={"metrics": scored.metrics, "info": {**record.info, **scored.info}})
 
 
-def best_matches(reference: list[str], generated: list[str], context: StageContext) -> list[tuple[int, float]]:
+def best_matches(
+    reference: list[str], generated: list[str], context: StageContext
+) -> list[tuple[int, float]]:
     """For each reference text, the index of the most similar generated text (whole-text cosine) and the cosine."""
     import numpy as np
 
@@ -71,7 +76,9 @@ def text_metrics(text: str, reference: str, context: StageContext) -> dict[str, 
     return {**{key: metrics[key] for key in HEADLINE}, **entity_scores(text, reference)}
 
 
-def score_section_records(article: Article, written: WrittenArticle, context: StageContext) -> list[ScoreRecord]:
+def score_section_records(
+    article: Article, written: WrittenArticle, context: StageContext
+) -> list[ScoreRecord]:
     """Every reference section against its best-matching written section (lead against lead)."""
     from ruwikibench.nodes.citations import strip_markers
 
@@ -81,8 +88,12 @@ def score_section_records(article: Article, written: WrittenArticle, context: St
     matches = best_matches([s.text() for s in refs], [b for _, b in bodies], context)
     records: list[ScoreRecord] = []
     for section in article.sections():
-        record = ScoreRecord(stage="sections", article=article.name, item=section.id,
-                             info={"mode": "writer", "title": section.title, "level": section.level})
+        record = ScoreRecord(
+            stage="sections",
+            article=article.name,
+            item=section.id,
+            info={"mode": "writer", "title": section.title, "level": section.level},
+        )
         reference = section.text()
         if not reference.strip():
             records.append(record.model_copy(update={"excluded": "no reference text"}))
@@ -93,8 +104,11 @@ def score_section_records(article: Article, written: WrittenArticle, context: St
         elif matches:
             index, cosine = matches[refs.index(section)]
             text = bodies[index][1]
-            info = {"matched": bodies[index][0].id, "matched_title": bodies[index][0].title,
-                    "match_cosine": round(cosine, 4)}
+            info = {
+                "matched": bodies[index][0].id,
+                "matched_title": bodies[index][0].title,
+                "match_cosine": round(cosine, 4),
+            }
         else:
             text, info = "", {"matched": None}
         metrics = text_metrics(text, reference, context)
@@ -102,7 +116,9 @@ def score_section_records(article: Article, written: WrittenArticle, context: St
     return records
 
 
-def source_metrics(article: Article, written: WrittenArticle, selected: list[str], dataset: Dataset) -> dict[str, float]:
+def source_metrics(
+    article: Article, written: WrittenArticle, selected: list[str], dataset: Dataset
+) -> dict[str, float]:
     """Share of selected / cited snippets from the article's own sources, and share of its snippets selected."""
     own = {s.id for s in dataset.snippets_of(article.name)}
     cited = [c.snippet_id for c in written.references]
@@ -114,8 +130,9 @@ def source_metrics(article: Article, written: WrittenArticle, selected: list[str
     return metrics
 
 
-def score_article_record(article: Article, written: WrittenArticle, selected: list[str],
-                         context: StageContext) -> ScoreRecord:
+def score_article_record(
+    article: Article, written: WrittenArticle, selected: list[str], context: StageContext
+) -> ScoreRecord:
     from ruwikibench.evaluators.lexical import rouge_l
     from ruwikibench.evaluators.similarity import sentence_prf
 
@@ -136,8 +153,9 @@ def score_article_record(article: Article, written: WrittenArticle, selected: li
     return record.model_copy(update={"metrics": metrics})
 
 
-def score_written(article: Article, written: WrittenArticle, selected: list[str],
-                  context: StageContext) -> list[ScoreRecord]:
+def score_written(
+    article: Article, written: WrittenArticle, selected: list[str], context: StageContext
+) -> list[ScoreRecord]:
     return [
         score_outline_record(article, written, context),
         *score_section_records(article, written, context),
@@ -145,16 +163,23 @@ def score_written(article: Article, written: WrittenArticle, selected: list[str]
     ]
 
 
-def generated_texts(article: Article, written: WrittenArticle, records: list[ScoreRecord]) -> list[GeneratedText]:
+def generated_texts(
+    article: Article, written: WrittenArticle, records: list[ScoreRecord]
+) -> list[GeneratedText]:
     """The written texts paired with the reference texts they were scored against (for reports and judges)."""
     from ruwikibench.nodes.citations import strip_markers
     from ruwikibench.writer.outline_file import outline_markdown
 
     by_id = {s.id: s for s in written.sections}
     texts = [
-        GeneratedText(stage="outline", article=article.name, item="article", title=article.title,
-                      text=outline_markdown(article.title, written.outline),
-                      reference="\n".join(f"{'#' * s.level} {s.title}" for s in article.sections() if s.level > 1)),
+        GeneratedText(
+            stage="outline",
+            article=article.name,
+            item="article",
+            title=article.title,
+            text=outline_markdown(article.title, written.outline),
+            reference="\n".join(f"{'#' * s.level} {s.title}" for s in article.sections() if s.level > 1),
+        ),
     ]
     for record in records:
         if record.stage != "sections" or record.excluded:
@@ -167,8 +192,24 @@ def generated_texts(article: Article, written: WrittenArticle, records: list[Sco
         else:
             continue
         section = article.section(record.item)
-        texts.append(GeneratedText(stage="sections", article=article.name, item=record.item, title=section.title,
-                                   text=strip_markers(text)[0], reference=section.text()))
-    texts.append(GeneratedText(stage="writer", article=article.name, item="article", title=article.title,
-                               text=written.plain_text(), reference=reference_text(article)))
+        texts.append(
+            GeneratedText(
+                stage="sections",
+                article=article.name,
+                item=record.item,
+                title=section.title,
+                text=strip_markers(text)[0],
+                reference=section.text(),
+            )
+        )
+    texts.append(
+        GeneratedText(
+            stage="writer",
+            article=article.name,
+            item="article",
+            title=article.title,
+            text=written.plain_text(),
+            reference=reference_text(article),
+        )
+    )
     return texts

@@ -44,7 +44,9 @@ class WriterStage(Stage[WriterOutputModel]):
         return build_writer_graph(subgraphs)  # type: ignore[return-value]
 
     def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]:
-        return [Unit(stage=self.name, article=article.name, unit_id="article", input={"title": article.title})]
+        return [
+            Unit(stage=self.name, article=article.name, unit_id="article", input={"title": article.title})
+        ]
 
     def score(self, unit: Unit, output: WriterOutputModel, context: StageContext) -> StageScore:
         """The written article's outline, sections and whole-article records, with the written texts paired with
@@ -57,7 +59,9 @@ class WriterStage(Stage[WriterOutputModel]):
         records = score_written(article, written, selected, context)
         return StageScore(records=records, texts=generated_texts(article, written, records))
 
-    def run_floors(self, rundir: RunDir, context: StageContext, *, per_item: int, seed: int) -> list[dict[str, Any]]:
+    def run_floors(
+        self, rundir: RunDir, context: StageContext, *, per_item: int, seed: int
+    ) -> list[dict[str, Any]]:
         """Floor rows of the written articles' outline and sections records (called by ``compute_floors``)."""
         from ruwikibench.writer.floors import writer_floor_rows
 

@@ -18,8 +18,12 @@ from tests.graphs.writer_fixture import make_dataset
 
 
 def _outline_unit(article: str, headings: list[str]) -> Unit:
-    return Unit(stage="outline", article=article, unit_id="article",
-                input={"title": article, "snippets": [], "headings": headings})
+    return Unit(
+        stage="outline",
+        article=article,
+        unit_id="article",
+        input={"title": article, "snippets": [], "headings": headings},
+    )
 
 
 def _titles(output: dict[str, Any]) -> list[str]:
@@ -31,10 +35,15 @@ def _article(name: str, titles: list[str]) -> SimpleNamespace:
 
 
 def test_every_builtin_stage_has_its_baselines() -> None:
-    names = {stage: [b.name for b in baselines_of(get_stage(stage))] for stage in ("ranking", "outline", "sections")}
-    assert names == {"ranking": ["bm25 order", "random order"],
-                     "outline": ["template", "title template", "frequent headings"],
-                     "sections": ["lead", "random sentences"]}
+    names = {
+        stage: [b.name for b in baselines_of(get_stage(stage))]
+        for stage in ("ranking", "outline", "sections")
+    }
+    assert names == {
+        "ranking": ["bm25 order", "random order"],
+        "outline": ["template", "title template", "frequent headings"],
+        "sections": ["lead", "random sentences"],
+    }
 
 
 def test_templates_read_nothing_but_the_title() -> None:
@@ -48,12 +57,14 @@ def test_templates_read_nothing_but_the_title() -> None:
 def test_frequent_headings_leave_the_article_out() -> None:
     """Counts by article (a heading twice in one article counts once), case and ё folded; the article's own
     headings never count; k = the number of reference H2 headings; ties alphabetical."""
-    dataset = SimpleNamespace(articles=[
-        _article("A", ["История", "Свойства", "Свойства"]),
-        _article("B", ["история", "Применение", "Ссылки"]),
-        _article("C", ["История", "Применение", "Ёмкость"]),
-        _article("D", ["Секрет D", "Ещё секрет"]),
-    ])
+    dataset = SimpleNamespace(
+        articles=[
+            _article("A", ["История", "Свойства", "Свойства"]),
+            _article("B", ["история", "Применение", "Ссылки"]),
+            _article("C", ["История", "Применение", "Ёмкость"]),
+            _article("D", ["Секрет D", "Ещё секрет"]),
+        ]
+    )
     context = SimpleNamespace(dataset=dataset)
     got = _titles(frequent_headings(_outline_unit("D", ["x", "y", "z"]), {}, context))  # type: ignore[arg-type]
     assert got == ["История", "Применение", "Ёмкость"]  # 3, 2, then the first of the 1-article ties (е < с)
@@ -61,13 +72,21 @@ def test_frequent_headings_leave_the_article_out() -> None:
     own = _titles(frequent_headings(_outline_unit("C", ["x"]), {}, context))  # type: ignore[arg-type]
     assert own == ["История"]  # A and B still say История; C's own count is left out
     with pytest.raises(BaselineSkipped):
-        frequent_headings(_outline_unit("A", ["x"]), {}, SimpleNamespace(dataset=SimpleNamespace(
-            articles=[_article("A", ["История"])])))  # type: ignore[arg-type]
+        frequent_headings(
+            _outline_unit("A", ["x"]),
+            {},
+            SimpleNamespace(dataset=SimpleNamespace(articles=[_article("A", ["История"])])),
+        )  # type: ignore[arg-type]
 
 
 def _spec(snippets: list[str], reference: str, section: str = "s1") -> dict[str, Any]:
-    return {"id": section, "title": "Т", "level": 2, "reference": reference,
-            "snippets": [{"id": f"n{i}", "text": t, "source_id": "x"} for i, t in enumerate(snippets)]}
+    return {
+        "id": section,
+        "title": "Т",
+        "level": 2,
+        "reference": reference,
+        "snippets": [{"id": f"n{i}", "text": t, "source_id": "x"} for i, t in enumerate(snippets)],
+    }
 
 
 def test_lead_takes_first_sentences_round_robin_to_the_reference_length() -> None:
@@ -82,7 +101,9 @@ def test_random_sentences_depend_on_the_section_key_only() -> None:
     spec = _spec(snippets, "слово " * 12)
     first = random_text(spec, "A")
     assert first == random_text(dict(spec), "A")  # reproducible
-    assert random_text(_spec(snippets, "слово " * 12, section="s2"), "A") != first  # another section, another draw
+    assert (
+        random_text(_spec(snippets, "слово " * 12, section="s2"), "A") != first
+    )  # another section, another draw
     pool = {s for t in snippets for s in t.replace(". ", ".|").split("|")}
     chosen = [s + "." for s in first.split(". ") if s]
     assert {c.rstrip(".") + "." for c in chosen} <= {p.rstrip(".") + "." for p in pool}
@@ -90,10 +111,26 @@ def test_random_sentences_depend_on_the_section_key_only() -> None:
 
 
 def _ranking_output(order: list[str], bm25: list[str]) -> dict[str, Any]:
-    candidates = [{"snippet_id": s, "rank": i + 1, "bm25_rank": bm25.index(s) + 1, "bm25_score": 1.0,
-                   "llm_score": None, "source": "logprobs"} for i, s in enumerate(order)]
-    return {"article": "A", "title": "A", "query": "q", "query_mode": "title", "pool_size": 4,
-            "candidates": candidates, "error": None}
+    candidates = [
+        {
+            "snippet_id": s,
+            "rank": i + 1,
+            "bm25_rank": bm25.index(s) + 1,
+            "bm25_score": 1.0,
+            "llm_score": None,
+            "source": "logprobs",
+        }
+        for i, s in enumerate(order)
+    ]
+    return {
+        "article": "A",
+        "title": "A",
+        "query": "q",
+        "query_mode": "title",
+        "pool_size": 4,
+        "candidates": candidates,
+        "error": None,
+    }
 
 
 def test_ranking_baselines_reorder_the_runs_own_pool() -> None:
@@ -108,7 +145,10 @@ def test_ranking_baselines_reorder_the_runs_own_pool() -> None:
     assert sorted(c["snippet_id"] for c in shuffled["candidates"]) == ["a", "b", "c", "d"]
     with pytest.raises(BaselineSkipped, match="empty"):
         bm25_order(unit, {**output, "candidates": []}, None)  # type: ignore[arg-type]
-    no_bm25 = {**output, "candidates": [{k: v for k, v in c.items() if k != "bm25_rank"} for c in output["candidates"]]}
+    no_bm25 = {
+        **output,
+        "candidates": [{k: v for k, v in c.items() if k != "bm25_rank"} for c in output["candidates"]],
+    }
     with pytest.raises(BaselineSkipped, match="BM25"):
         bm25_order(unit, no_bm25, None)  # type: ignore[arg-type]
 
@@ -148,16 +188,26 @@ def test_the_baselines_said_to_need_no_output_build_the_same_without_one() -> No
     built-in builds the same output from an empty run output as from a real-looking one; ranking's read it."""
     dataset = make_dataset()
     context = SimpleNamespace(dataset=dataset)
-    flags = {stage: {b.name: b.reads_output for b in baselines_of(get_stage(stage))}
-             for stage in ("ranking", "outline", "sections")}
-    assert flags == {"ranking": {"bm25 order": True, "random order": True},
-                     "outline": {"template": False, "title template": False, "frequent headings": False},
-                     "sections": {"lead": False, "random sentences": False}}
+    flags = {
+        stage: {b.name: b.reads_output for b in baselines_of(get_stage(stage))}
+        for stage in ("ranking", "outline", "sections")
+    }
+    assert flags == {
+        "ranking": {"bm25 order": True, "random order": True},
+        "outline": {"template": False, "title template": False, "frequent headings": False},
+        "sections": {"lead": False, "random sentences": False},
+    }
     article = dataset.articles[0]
     for name in ("outline", "sections"):
         stage = get_stage(name)
         unit = stage.units(dataset, article, RunConfig(models={"writer": ModelConfig(name="w")}))[0]
-        run_output = {"outline": [{"level": 2, "title": "Что-то"}], "results": [{"id": "x", "text": "Текст."}],
-                      "article": "другое", "k": 1}
+        run_output = {
+            "outline": [{"level": 2, "title": "Что-то"}],
+            "results": [{"id": "x", "text": "Текст."}],
+            "article": "другое",
+            "k": 1,
+        }
         for baseline in baselines_of(stage):
-            assert baseline.build(unit, {}, context) == baseline.build(unit, run_output, context), baseline.name
+            assert baseline.build(unit, {}, context) == baseline.build(unit, run_output, context), (
+                baseline.name
+            )

@@ -18,8 +18,14 @@ linux = pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="n
 
 
 def _child(script: str) -> dict[str, object]:
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True,
-                          check=True, cwd=ROOT, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -84,18 +90,33 @@ def test_a_child_process_counts_in_the_peak() -> None:
     assert figures["children"] >= 300 and figures["mb"] >= 300
 
 
-def test_call_levels_reads_the_outputs_a_line_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    rows = [{"stage": "ranking", "article": "A", "unit": "u", "output": {"query_mode": "generated",
-                                                                        "candidates": [1, 2, 3]}},
-            {"stage": "outline", "article": "B", "unit": "v", "output": {"cluster_results": [
-                {"description": "d"}, {"description": "e"}]}}]
-    (tmp_path / "outputs.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows) + "\n",
-                                            encoding="utf-8")
+def test_call_levels_reads_the_outputs_a_line_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = [
+        {
+            "stage": "ranking",
+            "article": "A",
+            "unit": "u",
+            "output": {"query_mode": "generated", "candidates": [1, 2, 3]},
+        },
+        {
+            "stage": "outline",
+            "article": "B",
+            "unit": "v",
+            "output": {"cluster_results": [{"description": "d"}, {"description": "e"}]},
+        },
+    ]
+    (tmp_path / "outputs.jsonl").write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows) + "\n", encoding="utf-8"
+    )
 
     def whole(*args: object, **kwargs: object) -> None:
         raise AssertionError("outputs.jsonl read whole")
 
     monkeypatch.setattr(Path, "read_text", whole)
     levels, where = call_levels(tmp_path, chunk=10)
-    assert levels == unit_levels("ranking", rows[0]["output"], 10) + unit_levels("outline", rows[1]["output"], 10)
+    assert levels == unit_levels("ranking", rows[0]["output"], 10) + unit_levels(
+        "outline", rows[1]["output"], 10
+    )
     assert where == "outline / B / v"  # the deepest chain: describe → mini-outline → merge

@@ -14,28 +14,48 @@ from tests.graphs.writer_fixture import HashEmbedder
 from tests.sample import sample_json_or_skip
 
 runner = CliRunner()
-RANDOM = {"kind": "langchain", "name": "langchain_core.embeddings:DeterministicFakeEmbedding",
-          "options": {"size": 256}}
+RANDOM = {
+    "kind": "langchain",
+    "name": "langchain_core.embeddings:DeterministicFakeEmbedding",
+    "options": {"size": 256},
+}
 
 
 def _args(tmp_path: Path, embedder: dict | None = None) -> list[str]:
     config = tmp_path / "c.yaml"
-    body = {"name": "c", "models": {"writer": {"name": "fake"}}, **({"embedder": embedder} if embedder else {})}
+    body = {
+        "name": "c",
+        "models": {"writer": {"name": "fake"}},
+        **({"embedder": embedder} if embedder else {}),
+    }
     config.write_text(yaml.safe_dump(body), encoding="utf-8")
-    return ["check-metrics", "--dataset", str(sample_json_or_skip()), "--config", str(config), "--articles", "4"]
+    return [
+        "check-metrics",
+        "--dataset",
+        str(sample_json_or_skip()),
+        "--config",
+        str(config),
+        "--articles",
+        "4",
+    ]
 
 
 def _verdicts(output: str) -> dict[str, str]:
     rows = [line.split("│") for line in output.splitlines() if line.count("│") > 8]
-    return {f"{r[1].strip()}/{r[2].strip()}": r[-2].strip() for r in rows if r[1].strip() in ("outline", "sections")
-            and ("PASS" in r[-2] or "FAIL" in r[-2])}
+    return {
+        f"{r[1].strip()}/{r[2].strip()}": r[-2].strip()
+        for r in rows
+        if r[1].strip() in ("outline", "sections") and ("PASS" in r[-2] or "FAIL" in r[-2])
+    }
 
 
 def test_random_vectors_fail_with_exit_code_1(tmp_path) -> None:
     result = runner.invoke(app, [*_args(tmp_path, RANDOM), "--stage", "sections"], terminal_width=400)
     assert result.exit_code == 1, result.output + repr(result.exception)
     assert "embedder langchain:langchain_core.embeddings:DeterministicFakeEmbedding" in result.output
-    verdicts = {k: v for k, v in _verdicts(result.output).items() if "/entity_" not in k}  # the NER: no embedder
+    verdicts = {
+        k: v for k, v in _verdicts(result.output).items() if "/entity_" not in k
+    }  # the NER: no embedder
     assert set(verdicts) == {"sections/p", "sections/r", "sections/f1 *"}
     assert all(v.startswith("FAIL") for v in verdicts.values())
     assert "Headline metrics failing: sections/f1" in " ".join(result.output.split())

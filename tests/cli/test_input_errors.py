@@ -22,10 +22,22 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def cli(tmp: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    environment = {**os.environ, "PYTHONPATH": str(REPO), "RUWIKIBENCH_CACHE": str(tmp / "cache"), "COLUMNS": "200",
-                   **(env or {})}
-    return subprocess.run([sys.executable, "-m", "ruwikibench", *args], check=False, capture_output=True, text=True,
-                          env=environment, timeout=300, cwd=tmp)
+    environment = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "RUWIKIBENCH_CACHE": str(tmp / "cache"),
+        "COLUMNS": "200",
+        **(env or {}),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "ruwikibench", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=300,
+        cwd=tmp,
+    )
 
 
 def one_error(result: subprocess.CompletedProcess[str], *expected: str, status: int = 2) -> str:
@@ -47,8 +59,13 @@ def refused_url() -> str:
 
 def write_config(tmp: Path, url: str, **extra: object) -> Path:
     model = {"name": "fake", "endpoints": [url], "max_retries": 0, "timeout": 10}
-    config = {"name": "t", "models": {"writer": model}, "cache_dir": str(tmp / "cache"),
-              "ranking": {"query_mode": "title"}, **extra}
+    config = {
+        "name": "t",
+        "models": {"writer": model},
+        "cache_dir": str(tmp / "cache"),
+        "ranking": {"query_mode": "title"},
+        **extra,
+    }
     path = tmp / "config.yaml"
     path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
     return path
@@ -60,7 +77,9 @@ def tmp(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def run_ranking(tmp: Path, dataset: str, *extra: str, config: Path | None = None, **kw) -> subprocess.CompletedProcess:
+def run_ranking(
+    tmp: Path, dataset: str, *extra: str, config: Path | None = None, **kw
+) -> subprocess.CompletedProcess:
     config = config or write_config(tmp, refused_url())
     return cli(tmp, "run", "ranking", "--dataset", dataset, "--config", str(config), *extra, **kw)
 
@@ -73,7 +92,7 @@ def test_missing_dataset_path_with_markup_like_text(tmp: Path) -> None:
     ("content", "expected"),
     [
         (b'[{"article_name": "x",', "invalid JSON at line 1"),
-        (b'\xff\xfe[1, 2]', "not UTF-8 text"),
+        (b"\xff\xfe[1, 2]", "not UTF-8 text"),
         (b'{"articles": []}', "expected a JSON list of articles, got dict"),
     ],
     ids=["corrupt", "not-utf8", "wrong-shape"],
@@ -111,13 +130,18 @@ def test_run_reports_bad_articles_like_corpus_import(tmp: Path) -> None:
 
 def test_dataset_left_with_no_article_is_an_error(tmp: Path) -> None:
     (tmp / "none.json").write_text(json.dumps(["не объект", 5]), "utf-8")
-    one_error(run_ranking(tmp, str(tmp / "none.json")), "none.json: the dataset holds no article",
-              "2 failed to import")
+    one_error(
+        run_ranking(tmp, str(tmp / "none.json")),
+        "none.json: the dataset holds no article",
+        "2 failed to import",
+    )
 
 
 def test_absent_article_title(tmp: Path) -> None:
-    one_error(run_ranking(tmp, str(tmp / "data"), "--article", "Нет такой [статьи]"),
-              "--article 'Нет такой [статьи]': no such article")
+    one_error(
+        run_ranking(tmp, str(tmp / "data"), "--article", "Нет такой [статьи]"),
+        "--article 'Нет такой [статьи]': no such article",
+    )
 
 
 def test_api_key_variable_unset(tmp: Path) -> None:
@@ -137,21 +161,39 @@ def test_endpoint_refusing_connections_every_unit_failed(tmp: Path) -> None:
 @pytest.mark.parametrize("value", ["0", "-2"])
 def test_max_concurrency_below_one(tmp: Path, value: str) -> None:
     config = write_config(tmp, refused_url(), max_concurrency=int(value))
-    one_error(run_ranking(tmp, str(tmp / "data"), config=config), "config.yaml", "max_concurrency",
-              "greater than or equal to 1")
+    one_error(
+        run_ranking(tmp, str(tmp / "data"), config=config),
+        "config.yaml",
+        "max_concurrency",
+        "greater than or equal to 1",
+    )
 
 
 def test_query_mode_override_is_validated(tmp: Path) -> None:
-    one_error(run_ranking(tmp, str(tmp / "data"), "--query-mode", "magic"), "command-line options",
-              "ranking.query_mode")
+    one_error(
+        run_ranking(tmp, str(tmp / "data"), "--query-mode", "magic"),
+        "command-line options",
+        "ranking.query_mode",
+    )
     assert not (tmp / "runs").exists()
 
 
 def test_write_resume_with_binary_outline(tmp: Path) -> None:
     (tmp / "outline.md").write_bytes(b"\x89PNG\r\n\x1a\n\xff\x00")
     config = write_config(tmp, refused_url())
-    result = cli(tmp, "write", "--resume", "--out", str(tmp / "out"), "--dataset", str(tmp / "data"), "--config",
-                 str(config), "--outline", str(tmp / "outline.md"))
+    result = cli(
+        tmp,
+        "write",
+        "--resume",
+        "--out",
+        str(tmp / "out"),
+        "--dataset",
+        str(tmp / "data"),
+        "--config",
+        str(config),
+        "--outline",
+        str(tmp / "outline.md"),
+    )
     one_error(result, "outline.md: not UTF-8 text")
 
 
@@ -174,7 +216,9 @@ def test_outline_all_modes_run_when_every_unit_of_one_fails(tmp: Path) -> None:
     """`run outline --mode all` runs the three modes although each fails entirely, then exits 1; each mode's
     failure line is one line, even when the exception text has several."""
     config = write_config(tmp, refused_url())
-    result = cli(tmp, "run", "outline", "--dataset", str(tmp / "data"), "--config", str(config), "--out", "runs")
+    result = cli(
+        tmp, "run", "outline", "--dataset", str(tmp / "data"), "--config", str(config), "--out", "runs"
+    )
     assert result.returncode == 1, result.stdout + result.stderr
     assert "Traceback" not in result.stderr + result.stdout
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]

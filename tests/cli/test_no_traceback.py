@@ -95,7 +95,9 @@ def test_broken_dataset_is_one_line(content: bytes) -> None:
     with workspace() as tmp:
         (tmp / "bad.json").write_bytes(content)
         config = write_config(tmp, refused_url())
-        assert_one_line(tmp, invoke("run", "all", "--dataset", "bad.json", "--config", str(config), "--out", "runs"))
+        assert_one_line(
+            tmp, invoke("run", "all", "--dataset", "bad.json", "--config", str(config), "--out", "runs")
+        )
 
 
 def _broken_config(kind: str, value: object) -> str:
@@ -114,11 +116,19 @@ def _broken_config(kind: str, value: object) -> str:
 broken_configs = st.one_of(
     st.tuples(st.just("yaml"), st.text(alphabet="abcабв 12", max_size=10)),
     st.tuples(st.just("max_concurrency"), st.integers(max_value=0)),
-    st.tuples(st.just("query_mode"), st.text(min_size=1, max_size=12).filter(
-        lambda t: t not in ("reference", "generated", "title"))),
+    st.tuples(
+        st.just("query_mode"),
+        st.text(min_size=1, max_size=12).filter(lambda t: t not in ("reference", "generated", "title")),
+    ),
     st.tuples(st.just("stage"), st.text(alphabet="xyzщ_", min_size=1, max_size=8)),
-    st.tuples(st.just("shape"), st.one_of(st.lists(st.integers(), max_size=3), st.integers(), st.text(max_size=5)
-                                          .filter(lambda t: t.strip() != ""))),
+    st.tuples(
+        st.just("shape"),
+        st.one_of(
+            st.lists(st.integers(), max_size=3),
+            st.integers(),
+            st.text(max_size=5).filter(lambda t: t.strip() != ""),
+        ),
+    ),
 )
 
 
@@ -127,14 +137,20 @@ broken_configs = st.one_of(
 def test_broken_config_is_one_line(broken: tuple[str, object]) -> None:
     with workspace() as tmp:
         (tmp / "bad.yaml").write_bytes(_broken_config(*broken).encode("utf-8"))
-        assert_one_line(tmp, invoke("run", "all", "--dataset", "data", "--config", "bad.yaml", "--out", "runs"))
+        assert_one_line(
+            tmp, invoke("run", "all", "--dataset", "data", "--config", "bad.yaml", "--out", "runs")
+        )
 
 
 broken_options = st.one_of(
     st.tuples(st.just("--articles"), st.integers(max_value=0).map(str)),
     st.tuples(st.just("--articles"), st.text(alphabet="abc-.,", min_size=1, max_size=5)),
-    st.tuples(st.just("--article"), st.text(alphabet="Нет такойxyz []", min_size=1, max_size=12)
-              .filter(lambda t: t.strip() and t not in ("Москва", "Python", "Сколково") and not t.startswith("-"))),
+    st.tuples(
+        st.just("--article"),
+        st.text(alphabet="Нет такойxyz []", min_size=1, max_size=12).filter(
+            lambda t: t.strip() and t not in ("Москва", "Python", "Сколково") and not t.startswith("-")
+        ),
+    ),
     st.tuples(st.just("--query-mode"), st.text(alphabet="magic", min_size=1, max_size=6)),
     st.tuples(st.just("--max-candidates"), st.text(alphabet="x!", min_size=1, max_size=3)),
 )
@@ -145,15 +161,19 @@ broken_options = st.one_of(
 def test_broken_command_line_value_is_one_line(option: tuple[str, str]) -> None:
     with workspace() as tmp:
         config = write_config(tmp, refused_url())
-        assert_one_line(tmp, invoke("run", "ranking", "--dataset", "data", "--config", str(config), "--out", "runs",
-                                    *option))
+        assert_one_line(
+            tmp,
+            invoke("run", "ranking", "--dataset", "data", "--config", str(config), "--out", "runs", *option),
+        )
 
 
 @pytest.mark.parametrize("articles", ["-2", "-1", "0"])
 def test_articles_below_one_runs_nothing(articles: str) -> None:
     with workspace() as tmp:
         config = write_config(tmp, refused_url())
-        result = invoke("run", "all", "--dataset", "data", "--config", str(config), "--out", "runs", "-n", articles)
+        result = invoke(
+            "run", "all", "--dataset", "data", "--config", str(config), "--out", "runs", "-n", articles
+        )
         assert_one_line(tmp, result)
         assert f"--articles {articles}: the number of articles must be at least 1" in result[2]
 
@@ -161,8 +181,18 @@ def test_articles_below_one_runs_nothing(articles: str) -> None:
 def test_unknown_article_leaves_no_run_directory() -> None:
     with workspace() as tmp:
         config = write_config(tmp, refused_url())
-        result = invoke("run", "all", "--dataset", "data", "--config", str(config), "--out", "runs",
-                        "--article", "Нет такой")
+        result = invoke(
+            "run",
+            "all",
+            "--dataset",
+            "data",
+            "--config",
+            str(config),
+            "--out",
+            "runs",
+            "--article",
+            "Нет такой",
+        )
         assert_one_line(tmp, result)
         assert not (tmp / "runs").exists()
 
@@ -192,10 +222,18 @@ def test_unexpected_error_is_one_line_and_debug_shows_the_traceback(monkeypatch:
     with workspace() as tmp:
         args = ("run", "all", "--dataset", "data", "--config", "c.yaml")
         code, _, err, _ = invoke(*args)
-        assert code == 2 and err == "error: RuntimeError: planted over two lines (--debug or RUWIKIBENCH_DEBUG=1 " \
-                                    "shows the traceback)\n"
+        assert (
+            code == 2
+            and err
+            == "error: RuntimeError: planted over two lines (--debug or RUWIKIBENCH_DEBUG=1 "
+            "shows the traceback)\n"
+        )
         code, _, err, _ = invoke("--debug", *args)
-        assert code == 2 and "Traceback" in err and err.splitlines()[-1].startswith("error: RuntimeError: planted")
+        assert (
+            code == 2
+            and "Traceback" in err
+            and err.splitlines()[-1].startswith("error: RuntimeError: planted")
+        )
         assert not (tmp / "runs").exists()
 
 
@@ -217,8 +255,10 @@ def test_report_on_a_run_whose_outputs_end_in_a_torn_cyrillic_line(tmp_path: Pat
     config = write_config(tmp_path, refused_url())
     run_cli(tmp_path, "run", "ranking", "--dataset", "data", "--config", str(config), "--run-id", "r")
     outputs = tmp_path / "runs" / "r" / "outputs.jsonl"
-    line = json.dumps({"stage": "ranking", "article": "Москва", "unit": "article", "output": {"x": "Ёж"}},
-                      ensure_ascii=False).encode("utf-8")
+    line = json.dumps(
+        {"stage": "ranking", "article": "Москва", "unit": "article", "output": {"x": "Ёж"}},
+        ensure_ascii=False,
+    ).encode("utf-8")
     with open(outputs, "ab") as handle:
         handle.write(line[: line.index("Ёж".encode()) + 1])  # a kill in the middle of a two-byte character
     result = run_cli(tmp_path, "report", "runs/r", "--out", "cmp")

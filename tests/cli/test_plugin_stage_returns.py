@@ -77,12 +77,14 @@ class EchoStage(Stage[EchoOut]):
         return title_units(self.name, article)
 
     def score(self, unit: Unit, output: EchoOut, context: StageContext) -> StageScore:
-        record = ScoreRecord(stage=self.name, article=unit.article, item="article",
-                             metrics={"length": float(len(output.echo))})
+        record = ScoreRecord(
+            stage=self.name, article=unit.article, item="article", metrics={"length": float(len(output.echo))}
+        )
         if not EchoStage.fixed:
             return record  # type: ignore[return-value]  # the mistake under test
-        text = GeneratedText(stage=self.name, article=unit.article, item="article", title=output.echo,
-                             text=output.echo)
+        text = GeneratedText(
+            stage=self.name, article=unit.article, item="article", title=output.echo, text=output.echo
+        )
         return StageScore(records=[record], texts=[text])
 
 
@@ -99,12 +101,25 @@ class OldStyleStage:
         return title_units(self.name, article)
 
     def score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[ScoreRecord]:
-        return [ScoreRecord(stage=self.name, article=unit.article, item="article",
-                            metrics={"length": float(len(output["echo"]))})]
+        return [
+            ScoreRecord(
+                stage=self.name,
+                article=unit.article,
+                item="article",
+                metrics={"length": float(len(output["echo"]))},
+            )
+        ]
 
     def texts(self, unit: Unit, output: dict[str, Any]) -> list[GeneratedText]:
-        return [GeneratedText(stage=self.name, article=unit.article, item="article", title=output["echo"],
-                              text=output["echo"])]
+        return [
+            GeneratedText(
+                stage=self.name,
+                article=unit.article,
+                item="article",
+                title=output["echo"],
+                text=output["echo"],
+            )
+        ]
 
 
 @pytest.fixture()
@@ -129,16 +144,31 @@ def lines(path: Path) -> list[dict[str, Any]]:
 
 
 def run_stage(tmp: Path, name: str) -> Any:
-    return runner.invoke(app, ["run", "stage", name, "--dataset", str(tmp / "data"),
-                               "--config", str(write_config(tmp, refused_url())), "--out", str(tmp / "runs"),
-                               "--run-id", name])
+    return runner.invoke(
+        app,
+        [
+            "run",
+            "stage",
+            name,
+            "--dataset",
+            str(tmp / "data"),
+            "--config",
+            str(write_config(tmp, refused_url())),
+            "--out",
+            str(tmp / "runs"),
+            "--run-id",
+            name,
+        ],
+    )
 
 
 def test_a_wrong_score_return_fails_every_unit_loudly_and_the_fixed_stage_resumes(tmp: Path) -> None:
     articles = len(make_dataset().articles)
     broken = run_stage(tmp, "echo_title")
     output = " ".join(broken.output.split())
-    assert broken.exit_code == 1, output + repr(broken.exception)  # nothing succeeded (no unit asks the endpoint)
+    assert broken.exit_code == 1, output + repr(
+        broken.exception
+    )  # nothing succeeded (no unit asks the endpoint)
     assert f"error: {articles} of {articles} units failed" in output and EXPECTED in output
     assert "Traceback" not in output
     run = tmp / "runs" / "echo_title"
@@ -163,14 +193,19 @@ def test_an_old_style_plugin_object_still_runs(tmp: Path) -> None:
     run = tmp / "runs" / "old_echo"
     titles = sorted(a.title.upper() for a in make_dataset().articles)
     assert sorted(t["text"] for t in lines(run / "generated.jsonl")) == titles  # from its texts()
-    assert sorted(r["metrics"]["length"] for r in lines(run / "results.jsonl")) == sorted(len(t) for t in titles)
+    assert sorted(r["metrics"]["length"] for r in lines(run / "results.jsonl")) == sorted(
+        len(t) for t in titles
+    )
 
 
-@pytest.mark.parametrize(("returned", "expected"), [
-    ({"length": 1.0}, "score() returned dict, expected StageScore or list[ScoreRecord]"),
-    ([{"length": 1.0}], "score() returned a list holding dict, expected StageScore or list[ScoreRecord]"),
-    (None, "score() returned NoneType, expected StageScore or list[ScoreRecord]"),
-])
+@pytest.mark.parametrize(
+    ("returned", "expected"),
+    [
+        ({"length": 1.0}, "score() returned dict, expected StageScore or list[ScoreRecord]"),
+        ([{"length": 1.0}], "score() returned a list holding dict, expected StageScore or list[ScoreRecord]"),
+        (None, "score() returned NoneType, expected StageScore or list[ScoreRecord]"),
+    ],
+)
 def test_wrong_returns_name_the_stage_and_the_method(returned: object, expected: str) -> None:
     class Wrong(OldStyleStage):
         def score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> Any:
@@ -200,7 +235,9 @@ def test_an_output_that_does_not_fit_the_output_model_names_the_stage() -> None:
     from ruwikibench.plugin import StageOutputError
 
     unit = Unit(stage="echo_title", article="a", unit_id="article", input={})
-    with pytest.raises(StageOutputError, match=r"stage 'echo_title': the output does not fit EchoOut: echo: Field"):
+    with pytest.raises(
+        StageOutputError, match=r"stage 'echo_title': the output does not fit EchoOut: echo: Field"
+    ):
         EchoStage().checked_score(unit, {"other": 1}, None)  # type: ignore[arg-type]
 
 
@@ -221,5 +258,7 @@ def test_the_minimal_stage_of_the_docs_runs(tmp: Path) -> None:
     assert result.exit_code == 0, result.output + repr(result.exception)
     run = tmp / "runs" / "restate"
     records = lines(run / "results.jsonl")
-    assert len(records) == len(make_dataset().articles) and all(0 <= r["metrics"]["rouge_l"] <= 1 for r in records)
+    assert len(records) == len(make_dataset().articles) and all(
+        0 <= r["metrics"]["rouge_l"] <= 1 for r in records
+    )
     assert all(t["text"].endswith("статья энциклопедии.") for t in lines(run / "generated.jsonl"))

@@ -43,8 +43,11 @@ def setup(tmp_path, monkeypatch):
     model = Model()
     with fake_openai_server(model) as url:
         endpoint = {"name": "fake", "endpoints": [url], "max_retries": 0, "timeout": 20}
-        config = {"name": "t", "models": {r: endpoint for r in ("query", "ranking", "reference")},
-                  "cache_dir": str(tmp_path / "cache")}
+        config = {
+            "name": "t",
+            "models": {r: endpoint for r in ("query", "ranking", "reference")},
+            "cache_dir": str(tmp_path / "cache"),
+        }
         path = tmp_path / "config.yaml"
         path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
         yield tmp_path, path, model
@@ -63,22 +66,57 @@ def test_reference_queries_are_stored_then_ranked_with(setup) -> None:
     again = runner.invoke(app, ["ranking", "reference-queries", "--dataset", data, "--config", str(config)])
     assert again.exit_code == 0 and len(model.reference_prompts) == calls  # resumable: nothing regenerated
 
-    run = runner.invoke(app, ["run", "ranking", "--dataset", data, "--config", str(config), "--article", TITLE,
-                              "--query-mode", "reference", "--out", str(tmp / "runs")])
+    run = runner.invoke(
+        app,
+        [
+            "run",
+            "ranking",
+            "--dataset",
+            data,
+            "--config",
+            str(config),
+            "--article",
+            TITLE,
+            "--query-mode",
+            "reference",
+            "--out",
+            str(tmp / "runs"),
+        ],
+    )
     assert run.exit_code == 0, run.output + repr(run.exception)
     rundir = next((tmp / "runs").iterdir())
     spec = json.loads((rundir / "spec.json").read_text(encoding="utf-8"))
     written = tmp / "data" / "reference_queries.json"
-    assert spec["reference_queries"] == {"path": str(written), "model": "fake",
-                                         "sha256": hashlib.sha256(written.read_bytes()).hexdigest()}
-    outputs = [json.loads(line) for line in (rundir / "outputs.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert spec["reference_queries"] == {
+        "path": str(written),
+        "model": "fake",
+        "sha256": hashlib.sha256(written.read_bytes()).hexdigest(),
+    }
+    outputs = [
+        json.loads(line) for line in (rundir / "outputs.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     queries = [o for o in outputs if o.get("node") == "expand_query" or "query_mode" in json.dumps(o)]
     assert queries and "reference" in json.dumps(queries[0], ensure_ascii=False)
 
 
 def _run_reference(tmp, config):
-    return runner.invoke(app, ["run", "ranking", "--dataset", str(tmp / "data"), "--config", str(config),
-                               "--article", TITLE, "--query-mode", "reference", "--out", str(tmp / "runs")])
+    return runner.invoke(
+        app,
+        [
+            "run",
+            "ranking",
+            "--dataset",
+            str(tmp / "data"),
+            "--config",
+            str(config),
+            "--article",
+            TITLE,
+            "--query-mode",
+            "reference",
+            "--out",
+            str(tmp / "runs"),
+        ],
+    )
 
 
 def test_reference_mode_without_stored_queries_writes_them_first(setup) -> None:
@@ -95,8 +133,12 @@ def test_reference_mode_without_stored_queries_writes_them_first(setup) -> None:
     rundir = next((tmp / "runs").iterdir())
     spec = json.loads((rundir / "spec.json").read_text(encoding="utf-8"))
     assert spec["reference_queries"]["sha256"] == hashlib.sha256(written.read_bytes()).hexdigest()
-    assert spec["last_session"]["reference_queries"] == {"path": str(written), "written": 1, "failed": 0,
-                                                          "failed_articles": []}
+    assert spec["last_session"]["reference_queries"] == {
+        "path": str(written),
+        "written": 1,
+        "failed": 0,
+        "failed_articles": [],
+    }
     assert not (rundir / "errors.jsonl").exists() or not (rundir / "errors.jsonl").read_text(encoding="utf-8")
     outputs = (rundir / "outputs.jsonl").read_text(encoding="utf-8")
     assert '"query_mode": "reference"' in outputs and stored["queries"][TITLE]["ru"] in outputs

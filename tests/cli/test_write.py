@@ -36,8 +36,12 @@ def setup(tmp_path, monkeypatch):
     recorder = Recorder()
     with fake_openai_server(recorder) as url:
         model = {"name": "fake", "endpoints": [url], "max_retries": 0, "timeout": 20}
-        config = {"name": "t", "models": {r: model for r in ("query", "ranking", "outline", "writer")},
-                  "writer": {"candidates": 12, "per_section": 3}, "cache_dir": str(tmp_path / "cache")}
+        config = {
+            "name": "t",
+            "models": {r: model for r in ("query", "ranking", "outline", "writer")},
+            "writer": {"candidates": 12, "per_section": 3},
+            "cache_dir": str(tmp_path / "cache"),
+        }
         path = tmp_path / "config.yaml"
         path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
         yield tmp_path, path, recorder
@@ -76,26 +80,49 @@ def test_user_outline(setup) -> None:
     tmp, config, recorder = setup
     mine = tmp / "mine.md"
     mine.write_text("## География\n## Экономика\n", encoding="utf-8")
-    invoke(TITLE, "--dataset", str(tmp / "data"), "--config", str(config), "--out", str(tmp / "o"),
-           "--outline", str(mine))
+    invoke(
+        TITLE,
+        "--dataset",
+        str(tmp / "data"),
+        "--config",
+        str(config),
+        "--out",
+        str(tmp / "o"),
+        "--outline",
+        str(mine),
+    )
     assert "merge" not in recorder.kinds and recorder.kinds.count("write_section") == 2
     assert (tmp / "o" / "article.html").exists()
 
 
 def test_batch(setup) -> None:
     tmp, config, _ = setup
-    result = invoke("--batch", "--dataset", str(tmp / "data"), "--config", str(config), "--article", TITLE,
-                    "--out", str(tmp / "runs"), "--run-id", "w")
+    result = invoke(
+        "--batch",
+        "--dataset",
+        str(tmp / "data"),
+        "--config",
+        str(config),
+        "--article",
+        TITLE,
+        "--out",
+        str(tmp / "runs"),
+        "--run-id",
+        "w",
+    )
     assert "outline — writer mode" in result.output and "writer — whole article" in result.output
     metrics = json.loads((tmp / "runs" / "w" / "metrics.json").read_text(encoding="utf-8"))
     assert metrics["outline"]["counts"]["evaluated"] == 1 and metrics["writer"]["counts"]["failed_units"] == 0
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--batch", "T"], "--batch takes no TITLE"),
-    ([], "give a TITLE"),
-    (["T", "--stop-after-outline", "--resume"], "--stop-after-outline starts a session"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--batch", "T"], "--batch takes no TITLE"),
+        ([], "give a TITLE"),
+        (["T", "--stop-after-outline", "--resume"], "--stop-after-outline starts a session"),
+    ],
+)
 def test_argument_errors(setup, args: list[str], message: str) -> None:
     tmp, config, _ = setup
     result = runner.invoke(app, ["write", *args, "--dataset", str(tmp / "data"), "--config", str(config)])
@@ -104,13 +131,25 @@ def test_argument_errors(setup, args: list[str], message: str) -> None:
 
 def test_resume_without_session_is_a_clear_error(setup) -> None:
     tmp, config, _ = setup
-    result = runner.invoke(app, ["write", "--resume", "--out", str(tmp / "nothing"), "--dataset", str(tmp / "data"),
-                                 "--config", str(config)])
+    result = runner.invoke(
+        app,
+        [
+            "write",
+            "--resume",
+            "--out",
+            str(tmp / "nothing"),
+            "--dataset",
+            str(tmp / "data"),
+            "--config",
+            str(config),
+        ],
+    )
     assert result.exit_code == 2 and "no writer session here" in result.output
 
 
 def test_missing_config_is_a_clear_error(tmp_path: Path) -> None:
     save_dataset(make_dataset(), tmp_path / "data")
-    result = runner.invoke(app, ["write", "T", "--dataset", str(tmp_path / "data"), "--config",
-                                 str(tmp_path / "none.yaml")])
+    result = runner.invoke(
+        app, ["write", "T", "--dataset", str(tmp_path / "data"), "--config", str(tmp_path / "none.yaml")]
+    )
     assert result.exit_code == 2 and "config file not found" in result.output

@@ -28,13 +28,34 @@ def failing_query(messages: list[dict[str, str]]) -> bool:
 
 def write_batch(tmp: Path, url: str):  # type: ignore[no-untyped-def]
     model = {"name": "fake", "endpoints": [url], "max_retries": 0, "timeout": 10}
-    config = {"name": "t", "models": {r: model for r in ("query", "ranking", "outline", "writer")},
-              "writer": {"candidates": 12, "per_section": 3}, "cache_dir": str(tmp / "cache")}
+    config = {
+        "name": "t",
+        "models": {r: model for r in ("query", "ranking", "outline", "writer")},
+        "writer": {"candidates": 12, "per_section": 3},
+        "cache_dir": str(tmp / "cache"),
+    }
     path = tmp / "config.yaml"
     path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
-    return runner.invoke(app, ["write", "--batch", "--dataset", str(tmp / "data"), "--config", str(path),
-                               "--article", TITLE, "--article", OTHER, "--out", str(tmp / "runs"), "--run-id", "w",
-                               "--no-citations"])
+    return runner.invoke(
+        app,
+        [
+            "write",
+            "--batch",
+            "--dataset",
+            str(tmp / "data"),
+            "--config",
+            str(path),
+            "--article",
+            TITLE,
+            "--article",
+            OTHER,
+            "--out",
+            str(tmp / "runs"),
+            "--run-id",
+            "w",
+            "--no-citations",
+        ],
+    )
 
 
 @pytest.fixture()
@@ -51,8 +72,9 @@ def written(tmp: Path) -> set[str]:
 
 @pytest.mark.parametrize("case", ["ok", "partial"])
 def test_write_batch_all_written_or_partial(tmp: Path, case: str) -> None:
-    with fake_openai_server(FakeWriterModel(make_dataset()), fail_if=failing_query if case == "partial" else None) \
-            as url:
+    with fake_openai_server(
+        FakeWriterModel(make_dataset()), fail_if=failing_query if case == "partial" else None
+    ) as url:
         result = write_batch(tmp, url)
     output = " ".join(result.output.split())
     assert "Traceback" not in output

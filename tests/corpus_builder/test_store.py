@@ -44,7 +44,9 @@ def test_changed_files_are_detected(tmp_path: Path) -> None:
     assert load_dataset(tmp_path, verify=False).sources[0].text.startswith("слова")
 
 
-def test_files_as_written_take_the_dataset_id_from_the_manifest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_files_as_written_take_the_dataset_id_from_the_manifest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The id is recomputed (every item dumped to canonical JSON) only when a file is not byte for byte the one
     written: here an added blank line, which changes no item, so the recomputed id matches."""
     ds = import_records([record()], "mem.json").dataset
@@ -80,7 +82,9 @@ def test_lines_read_as_bytes_give_what_lines_read_as_text_gave(tmp_path: Path) -
     save_dataset(ds, tmp_path)
     path = tmp_path / "snippets.jsonl"
     lines = path.read_bytes().splitlines()
-    path.write_bytes(b"\r\n".join(lines[:2]) + b"\r" + lines[2] + "\n\u00a0\u2007\n".encode() + b"\n".join(lines[3:]))
+    path.write_bytes(
+        b"\r\n".join(lines[:2]) + b"\r" + lines[2] + "\n\u00a0\u2007\n".encode() + b"\n".join(lines[3:])
+    )
     assert load_dataset(tmp_path).snippets == ds.snippets
     path.write_bytes(b"\n".join([*lines[:3], b"{", *lines[3:]]))
     with pytest.raises(DatasetStoreError, match=r"snippets\.jsonl:4: line: Invalid JSON"):
@@ -109,6 +113,7 @@ def test_files_are_read_a_line_at_a_time(tmp_path: Path, monkeypatch: pytest.Mon
         def read(path: Path, *args: object, **kwargs: object) -> object:
             assert path.suffix != ".jsonl", f"{path.name} was read whole"
             return real[how](path, *args, **kwargs)  # type: ignore[operator]
+
         return read
 
     for how in real:
@@ -183,7 +188,9 @@ def test_a_source_text_whose_file_changed_is_an_error(tmp_path: Path) -> None:
         _ = lazy.sources[1].text
 
 
-def test_a_run_loads_the_dataset_without_source_texts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_run_loads_the_dataset_without_source_texts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from ruwikibench.api import load_inputs
 
     monkeypatch.setenv("RUWIKIBENCH_MODEL", "m")
@@ -201,7 +208,9 @@ def test_source_texts_left_on_disk_from_windows_and_cr_lines(tmp_path: Path) -> 
     path = tmp_path / "sources.jsonl"
     lines = path.read_bytes().splitlines()
     path.write_bytes(b"\r\n".join(lines[:3]) + b"\r" + b"\n".join(lines[3:]) + b"\n")
-    lazy = load_dataset(tmp_path, source_texts=False, verify=False)  # (verified, the id is recomputed: texts loaded)
+    lazy = load_dataset(
+        tmp_path, source_texts=False, verify=False
+    )  # (verified, the id is recomputed: texts loaded)
     assert [s.text for s in lazy.sources] == [s.text for s in ds.sources]
     assert "text" not in lazy.sources[0].__dict__ and "text" in lazy.sources[3].__dict__
     assert load_dataset(tmp_path, source_texts=False) == ds

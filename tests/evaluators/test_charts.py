@@ -15,8 +15,12 @@ from ruwikibench.evaluators.stats import Estimate
 
 
 def test_whiskers_by_hand() -> None:
-    estimates = [Estimate(mean=0.5, low=0.4, high=0.7, n=10), None, Estimate(mean=0.0, low=0.0, high=0.0, n=0),
-                 Estimate(mean=0.2, low=0.25, high=0.3, n=3)]  # a low above the mean never gives a negative whisker
+    estimates = [
+        Estimate(mean=0.5, low=0.4, high=0.7, n=10),
+        None,
+        Estimate(mean=0.0, low=0.0, high=0.0, n=0),
+        Estimate(mean=0.2, low=0.25, high=0.3, n=3),
+    ]  # a low above the mean never gives a negative whisker
     means, errors = whiskers(estimates, scale=100)
     assert means[0] == 50 and math.isnan(means[1]) and math.isnan(means[2]) and math.isclose(means[3], 20)
     np.testing.assert_allclose(errors, [[10, 0, 0, 0], [20, 0, 0, 10]], atol=1e-9)

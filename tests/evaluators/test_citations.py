@@ -25,8 +25,10 @@ ARTICLE = (
     "Язык назван в честь «Монти Пайтон» [3][4]. Он популярен [9].\n\n"
     "Python используют в Google и NASA. Это хорошо."
 )
-YES, NO, UNPARSED = Verdict(supported=True, probability=0.9), Verdict(supported=False, probability=0.1), Verdict(
-    supported=None
+YES, NO, UNPARSED = (
+    Verdict(supported=True, probability=0.9),
+    Verdict(supported=False, probability=0.1),
+    Verdict(supported=None),
 )
 
 
@@ -48,7 +50,9 @@ def test_sentences_carry_their_markers() -> None:
 
 
 def test_marker_after_the_full_stop_goes_to_the_sentence_before() -> None:
-    sentences = split_sentences("Вышла в 1991 году. [2] Позже вышла вторая версия.\n[3]\nТретья строка [1, 4-5].")
+    sentences = split_sentences(
+        "Вышла в 1991 году. [2] Позже вышла вторая версия.\n[3]\nТретья строка [1, 4-5]."
+    )
     assert [s.numbers for s in sentences] == [[2], [3], [1, 4, 5]]
     assert [s.claim for s in sentences][:2] == ["Вышла в 1991 году.", "Позже вышла вторая версия."]
 
@@ -61,18 +65,35 @@ def test_marker_line_before_the_first_sentence_goes_to_it() -> None:
 def test_hand_computed_article() -> None:
     oracle = {
         (0, (1,)): YES,
-        (1, (1, 2)): YES, (1, (1,)): NO, (1, (2,)): YES,
-        (2, (3, 4)): YES, (2, (3,)): NO, (2, (4,)): NO,
+        (1, (1, 2)): YES,
+        (1, (1,)): NO,
+        (1, (2,)): YES,
+        (2, (3, 4)): YES,
+        (2, (3,)): NO,
+        (2, (4,)): NO,
     }
     verdicts = collect(ARTICLE, {1, 2, 3, 4}, oracle)
     assert set(verdicts) == {Check(s, n) for s, n in oracle}  # [9] is never asked: it has no source
     scored, counts = score_text(ARTICLE, {1, 2, 3, 4}, verdicts)
-    assert [s.status for s in scored] == ["supported", "supported", "supported", "unsupported", "uncited", "uncited"]
+    assert [s.status for s in scored] == [
+        "supported",
+        "supported",
+        "supported",
+        "unsupported",
+        "uncited",
+        "uncited",
+    ]
     assert scored[1].precise == {1: 0, 2: 1}  # [1] adds nothing: [2] alone supports
     assert scored[2].precise == {3: 1, 4: 1}  # neither alone, both needed
     assert scored[3].precise == {9: 0} and scored[3].missing == [9]
     assert [s.checkable for s in scored[4:]] == [True, False]
-    assert (counts.sentences, counts.cited, counts.supported, counts.unsupported, counts.uncited) == (6, 4, 3, 1, 2)
+    assert (counts.sentences, counts.cited, counts.supported, counts.unsupported, counts.uncited) == (
+        6,
+        4,
+        3,
+        1,
+        2,
+    )
     assert (counts.citations, counts.precise_citations, counts.missing_citations) == (6, 4, 1)
     assert counts.citation_recall == pytest.approx(3 / 4)
     assert counts.citation_precision == pytest.approx(4 / 6)
@@ -166,8 +187,11 @@ def test_matches_alce_on_random_monotone_support() -> None:
             return any(m <= numbers for m in minimal)
 
         text = "Утверждение о предмете статьи" + "".join(f"[{n}]" for n in cited) + "."
-        oracle = {(0, n): Verdict(supported=supports(set(n))) for k in range(1, len(cited) + 1)
-                  for n in itertools.combinations(cited, k)}
+        oracle = {
+            (0, n): Verdict(supported=supports(set(n)))
+            for k in range(1, len(cited) + 1)
+            for n in itertools.combinations(cited, k)
+        }
         scored, _ = score_text(text, set(cited), collect(text, set(cited), oracle))
         expected = _alce_precision(cited, supports)
         assert scored[0].precise == expected

@@ -60,7 +60,9 @@ def test_ner_agrees_with_hand_labels() -> None:
 def test_mention_prf_fails_on_wrong_labels() -> None:
     """The agreement check can fail: labels shifted to the next sentence score far below the thresholds."""
     rows = labelled()
-    shifted = [{"text": r["text"], "entities": rows[(i + 1) % len(rows)]["entities"]} for i, r in enumerate(rows)]
+    shifted = [
+        {"text": r["text"], "entities": rows[(i + 1) % len(rows)]["entities"]} for i, r in enumerate(rows)
+    ]
     precision, recall, _ = mention_prf(shifted)
     assert precision < 0.2 and recall < 0.2
 
@@ -138,8 +140,10 @@ NOISE = (
 
 
 def test_planted_order_all_over_half_over_noise() -> None:
-    scores = {name: entity_scores(text, REFERENCE) for name, text in
-              {"all": ALL_SHARED, "half": HALF_SHARED, "noise": NOISE}.items()}
+    scores = {
+        name: entity_scores(text, REFERENCE)
+        for name, text in {"all": ALL_SHARED, "half": HALF_SHARED, "noise": NOISE}.items()
+    }
     recall = {name: s["entity_recall"] for name, s in scores.items()}
     assert recall["all"] > recall["half"] > recall["noise"]
     assert recall["all"] >= 0.9 and 0.3 <= recall["half"] <= 0.7
@@ -175,10 +179,17 @@ def test_import_loads_no_model() -> None:
     import subprocess
     import sys
 
-    code = ("import ruwikibench.evaluators.entities as e, ruwikibench.graphs.sections, sys; "
-            "print(e._model is None, 'slovnet' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parents[2])
+    code = (
+        "import ruwikibench.evaluators.entities as e, ruwikibench.graphs.sections, sys; "
+        "print(e._model is None, 'slovnet' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert out.stdout.split() == ["True", "False"]
 
 

@@ -15,8 +15,11 @@ from ruwikibench.evaluators import entities
 from ruwikibench.models.cache import EntityCache
 
 REPO = Path(__file__).resolve().parents[2]
-TEXTS = ["Пётр Первый основал Санкт-Петербург на Неве.", "Москва и Тверь спорили за Владимир.",
-         "В комнате было тихо."]
+TEXTS = [
+    "Пётр Первый основал Санкт-Петербург на Неве.",
+    "Москва и Тверь спорили за Владимир.",
+    "В комнате было тихо.",
+]
 
 
 @pytest.fixture
@@ -43,11 +46,21 @@ def test_a_second_process_reads_the_entities_from_disk_without_the_model(store: 
         f"sets = [sorted(e.entity_set(t)) for t in {TEXTS!r}]; "
         "print(json.dumps({'sets': sets, 'read': e.ner_texts(), 'loaded': e._model is not None}))"
     )
-    out = subprocess.run([sys.executable, "-c", code, str(store)], capture_output=True, text=True, check=True,
-                         cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(store)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    )
     there = json.loads(out.stdout)
     assert there == {"sets": here, "read": 0, "loaded": False}
-    assert here[0] == ["нева", "петр первый", "санкт-петербург"]  # the entities themselves, as the model gave them
+    assert here[0] == [
+        "нева",
+        "петр первый",
+        "санкт-петербург",
+    ]  # the entities themselves, as the model gave them
 
 
 def test_the_same_process_after_forgetting_its_memory_reads_the_disk(store: Path) -> None:
@@ -64,7 +77,9 @@ def test_another_model_identity_reads_nothing_stored(store: Path, monkeypatch: p
     monkeypatch.setattr(entities, "model_identity", lambda: "another model")
     before = entities.ner_texts()
     assert _sets() == first
-    assert entities.ner_texts() - before == len(TEXTS)  # read again: nothing stored under the old identity is used
+    assert entities.ner_texts() - before == len(
+        TEXTS
+    )  # read again: nothing stored under the old identity is used
     assert len(EntityCache(store / entities.CACHE_FILE)) == 2 * len(TEXTS)
 
 
@@ -77,7 +92,9 @@ def test_the_identity_follows_the_model_files_and_the_normalization(monkeypatch:
         entities.model_identity.cache_clear()
         assert entities.model_identity() != now
         monkeypatch.undo()
-        monkeypatch.setattr(entities, "NER_FILE", "model/slovnet_morph_news_v1.tar")  # another file of the wheel
+        monkeypatch.setattr(
+            entities, "NER_FILE", "model/slovnet_morph_news_v1.tar"
+        )  # another file of the wheel
         entities.model_identity.cache_clear()
         assert entities.model_identity() != now
     finally:

@@ -29,20 +29,36 @@ GENERATED = "Санкт-Петербург заложил Петр Первый.
 
 def context(dataset: Dataset | None = None) -> StageContext:
     config = RunConfig(models={"writer": ModelConfig(name="fake")})
-    return StageContext(config=config, llm=LLM({"writer": ScriptedChat(lambda _: "")}), embedder=HashEmbedder(),
-                        prompts=PromptLibrary(), dataset=dataset)
+    return StageContext(
+        config=config,
+        llm=LLM({"writer": ScriptedChat(lambda _: "")}),
+        embedder=HashEmbedder(),
+        prompts=PromptLibrary(),
+        dataset=dataset,
+    )
 
 
 def section_result(text: str) -> dict:
-    return {"id": "s1", "title": "История", "level": 2, "status": "ok", "snippets_total": 1, "snippet_ids": ["x"],
-            "groups": [], "calls": 1, "text": text}
+    return {
+        "id": "s1",
+        "title": "История",
+        "level": 2,
+        "status": "ok",
+        "snippets_total": 1,
+        "snippet_ids": ["x"],
+        "groups": [],
+        "calls": 1,
+        "text": text,
+    }
 
 
 def test_a_scored_section_gets_entity_keys_beside_unchanged_text_scores() -> None:
     ctx = context()
     unit = Unit(stage="sections", article="a", unit_id="s1", input={})
     record = score_section(unit, {"reference": REFERENCE}, section_result(GENERATED), ctx)
-    expected_text = text_scores(GENERATED, REFERENCE, ctx.embedder, tokenize=ctx.config.sections.bleu_tokenize)
+    expected_text = text_scores(
+        GENERATED, REFERENCE, ctx.embedder, tokenize=ctx.config.sections.bleu_tokenize
+    )
     assert {k: v for k, v in record.metrics.items() if k not in KEYS} == expected_text
     # reference {петр первый, санкт-петербург, москва}, generated {санкт-петербург, петр первый, нева}
     assert {k: record.metrics[k] for k in KEYS} == pytest.approx(
@@ -55,9 +71,13 @@ def test_a_scored_section_gets_entity_keys_beside_unchanged_text_scores() -> Non
 
 
 def article_with(headings: list[str]) -> Article:
-    children = [Section(id=f"s{i}", level=2, title=h, paragraphs=[Paragraph(text="Текст.")])
-                for i, h in enumerate(headings, 1)]
-    root = Section(id="s0", level=1, title="Пётр I", paragraphs=[Paragraph(text="Преамбула.")], children=children)
+    children = [
+        Section(id=f"s{i}", level=2, title=h, paragraphs=[Paragraph(text="Текст.")])
+        for i, h in enumerate(headings, 1)
+    ]
+    root = Section(
+        id="s0", level=1, title="Пётр I", paragraphs=[Paragraph(text="Преамбула.")], children=children
+    )
     return Article(title="Пётр I", name="Пётр I", root=root)
 
 
@@ -73,8 +93,9 @@ def test_outline_entities_over_joined_headings() -> None:
 
 
 def test_report_shows_entity_columns_and_zeroed_ignores_absent_keys() -> None:
-    with_entities = ScoreRecord(stage="sections", article="a", item="s1",
-                                metrics={"f1": 0.5, "entity_recall": 0.25, "entity_f1": 0.4})
+    with_entities = ScoreRecord(
+        stage="sections", article="a", item="s1", metrics={"f1": 0.5, "entity_recall": 0.25, "entity_f1": 0.4}
+    )
     failure = {"stage": "sections", "article": "b", "unit": "s1", "reason": "error: boom"}
     metrics = aggregate([with_entities.model_dump()], [failure])["sections"]
     header, row = stage_table("sections", [("run", metrics)], "failures_excluded")
@@ -91,7 +112,9 @@ def test_writer_scoring_of_a_copy_of_a_real_article_has_full_entity_recall() -> 
     records = score_written(article, copy_of_reference(article), [], context(dataset).with_profile("writer"))
     outline = next(r for r in records if r.stage == "outline")
     assert {k: outline.metrics[k] for k in KEYS} == dict.fromkeys(KEYS, 1.0)
-    sections = [r for r in records if r.stage == "sections" and not r.excluded and "entity_recall" in r.metrics]
+    sections = [
+        r for r in records if r.stage == "sections" and not r.excluded and "entity_recall" in r.metrics
+    ]
     assert sections and all(r.metrics["entity_recall"] == pytest.approx(1.0) for r in sections)
     other = next(a for a in dataset.articles if a.name != article.name)
     assert entity_scores(_article_text(other), _article_text(article))["entity_recall"] < 0.35

@@ -109,7 +109,9 @@ def _draw_by_sorting(items, pool, per_item, seed=0):  # type: ignore[no-untyped-
         if not others:
             others = [j for j, key in enumerate(keys) if key != (article, item)]
         if len(others) > per_item:
-            order = np.argsort(_mix(hashed[others] ^ _key_hash(seed, article, item)), kind="stable")[:per_item]
+            order = np.argsort(_mix(hashed[others] ^ _key_hash(seed, article, item)), kind="stable")[
+                :per_item
+            ]
             others = [others[int(o)] for o in order]
         draws.append(sorted(others, key=lambda j: keys[j]))
     return draws

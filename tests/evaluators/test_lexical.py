@@ -124,8 +124,13 @@ def test_rouge_l_gives_rouge_scores_numbers(lemmatize: bool) -> None:
     words = TEXT.split() + ["Петербург", "окна", "окно", "и", "в", "—", "2024"]
     rng = random.Random(3)
     scorer = rouge_scorer.RougeScorer(["rougeL"], tokenizer=RussianTokenizer(lemmatize))
-    pairs = [(" ".join(rng.choices(words, k=rng.randint(0, 60))), " ".join(rng.choices(words, k=rng.randint(0, 60))))
-             for _ in range(60)] + [("", TEXT), (TEXT, ""), ("— «»", TEXT)]
+    pairs = [
+        (
+            " ".join(rng.choices(words, k=rng.randint(0, 60))),
+            " ".join(rng.choices(words, k=rng.randint(0, 60))),
+        )
+        for _ in range(60)
+    ] + [("", TEXT), (TEXT, ""), ("— «»", TEXT)]
     for generated, reference in pairs:
         theirs = scorer.score(reference, generated)["rougeL"]
         ours = rouge_l(generated, reference, lemmatize=lemmatize)

@@ -87,7 +87,9 @@ def test_soft_recall_hand_computed_and_against_storm_formula() -> None:
         g, p = set(golden), set(predicted)
         return (card(g) + card(p) - card(g | p)) / card(g)
 
-    assert heading_soft_recall(["a", "b"], ["c", "a2"], embed) == pytest.approx(storm(["a", "b"], ["c", "a2"]))
+    assert heading_soft_recall(["a", "b"], ["c", "a2"], embed) == pytest.approx(
+        storm(["a", "b"], ["c", "a2"])
+    )
 
 
 def test_structure_stats() -> None:
@@ -139,12 +141,24 @@ def test_authors_prompt_encodes_classification_plus_heading_hand_computed() -> N
     """The authors' encode(..., prompt='Classification'): their variant embeds "Classification" + heading, with
     no task prefix ('plain' use); the configured variant is embedded as before."""
     plain = {"T": [1, 1, 1, 1], "A": [1, 0, 0, 0], "B": [0, 1, 0, 0], "C": [0, 0, 1, 0], "X": [0, 0, 0, 1]}
-    prompted = {"ClassificationT": [1, 0, 0, 0], "ClassificationA": [0, 1, 0, 0], "ClassificationB": [0, 1, 0, 0],
-                "ClassificationC": [0, 0, 1, 0], "ClassificationX": [0, 0, 3, 4]}
+    prompted = {
+        "ClassificationT": [1, 0, 0, 0],
+        "ClassificationA": [0, 1, 0, 0],
+        "ClassificationB": [0, 1, 0, 0],
+        "ClassificationC": [0, 0, 1, 0],
+        "ClassificationX": [0, 0, 3, 4],
+    }
     embedder = TableEmbedder({k: [float(x) for x in v] for k, v in (plain | prompted).items()})
-    m = score_outline(_article(), [(1, "T"), (2, "A"), (4, "X")], embedder, authors_prompt="Classification").metrics
+    m = score_outline(
+        _article(), [(1, "T"), (2, "A"), (4, "X")], embedder, authors_prompt="Classification"
+    ).metrics
     assert sorted(t for use, t in embedder.seen if use == "plain") == sorted(prompted)
-    assert sorted(t for use, t in embedder.seen if use == "symmetric") == ["A", "B", "C", "X"]  # default side only
+    assert sorted(t for use, t in embedder.seen if use == "symmetric") == [
+        "A",
+        "B",
+        "C",
+        "X",
+    ]  # default side only
     # authors: generated CT, CA, CX vs CT, CA, CC, CB; cos(CX, CC) = 0.6, every other best match 1
     # P = (1 + 1 + 0.6) / 3 ; R = (1 + 1 + 0.6 + 1) / 4 = 0.9
     p, r = 2.6 / 3, 0.9

@@ -61,12 +61,14 @@ def test_no_relevant_in_pool_scores_zero() -> None:
 def test_ranking_metrics_keys_and_values() -> None:
     metrics = ranking_metrics([0, 1, 1, 0], [1, 1, 0, 0], relevant_total=4, ks=(2,))
     assert metrics["pool_recall"] == 0.5
-    assert metrics["rerank_ndcg"] == 1.0 and metrics["rerank_r_precision"] == 1.0 and metrics["rerank_ndcg@2"] == 1.0
+    assert (
+        metrics["rerank_ndcg"] == 1.0
+        and metrics["rerank_r_precision"] == 1.0
+        and metrics["rerank_ndcg@2"] == 1.0
+    )
     assert metrics["bm25_r_precision"] == 0.5
     assert metrics["bm25_ndcg"] == pytest.approx(sk_ndcg([0, 1, 1, 0]))
     assert metrics["bm25_ndcg@2"] == pytest.approx(sk_ndcg([0, 1, 1, 0], 2))
     with pytest.raises(ValueError, match="permutation"):
         ranking_metrics([0, 1], [1, 1], relevant_total=2)
     assert pool_recall(0, 0) == 0.0
-
-

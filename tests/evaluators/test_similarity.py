@@ -96,8 +96,10 @@ class CountingEmbedder:
 
     def embed(self, texts: list[str], use: str = "symmetric") -> np.ndarray:
         self.asked += len(texts)
-        rows = [np.random.default_rng(int(hashlib.sha256(t.encode()).hexdigest()[:8], 16)).normal(size=16)
-                for t in texts]
+        rows = [
+            np.random.default_rng(int(hashlib.sha256(t.encode()).hexdigest()[:8], 16)).normal(size=16)
+            for t in texts
+        ]
         return normalize(np.asarray(rows, dtype=np.float32))
 
 

@@ -35,8 +35,15 @@ def test_paired_difference_matches_scipy_paired_bootstrap() -> None:
     base = rng.uniform(0.2, 0.9, 40)
     a, b = base + rng.normal(0.03, 0.02, 40), base
     est = paired_difference(a, b, resamples=5000)
-    ref = bootstrap((a, b), lambda x, y, axis=-1: np.mean(x - y, axis=axis), paired=True, vectorized=True,
-                    method="percentile", n_resamples=5000, random_state=1).confidence_interval
+    ref = bootstrap(
+        (a, b),
+        lambda x, y, axis=-1: np.mean(x - y, axis=axis),
+        paired=True,
+        vectorized=True,
+        method="percentile",
+        n_resamples=5000,
+        random_state=1,
+    ).confidence_interval
     assert abs(est.mean - float(np.mean(a - b))) < 1e-12 and est.n == 40
     assert abs(est.low - ref.low) < 0.002 and abs(est.high - ref.high) < 0.002
 
@@ -74,11 +81,19 @@ def test_randomization_p_value_agrees_with_scipy(n: int, shift: float) -> None:
     a = rng.uniform(0, 1, n)
     b = a + shift + rng.normal(0, 0.1, n)
     ours = randomization_p_value(b, a)
-    scipy_p = permutation_test((b, a), lambda u, v, axis=-1: np.mean(u - v, axis=axis), permutation_type="samples",
-                               n_resamples=9999, vectorized=True, random_state=0).pvalue
+    scipy_p = permutation_test(
+        (b, a),
+        lambda u, v, axis=-1: np.mean(u - v, axis=axis),
+        permutation_type="samples",
+        n_resamples=9999,
+        vectorized=True,
+        random_state=0,
+    ).pvalue
     assert ours == pytest.approx(scipy_p, abs=1e-9 if n == 12 else 0.025)
     if n > 12:
-        generic = paired_randomization([b], [a], lambda x, y: np.mean(x - y, axis=1), resamples=9999, batch=500)
+        generic = paired_randomization(
+            [b], [a], lambda x, y: np.mean(x - y, axis=1), resamples=9999, batch=500
+        )
         assert ours == pytest.approx(generic, abs=1e-12)
 
 
@@ -115,7 +130,11 @@ def test_resamples_computed_by_rows_equal_all_at_once(monkeypatch) -> None:
     floors = np.where(rng.random(1_001) < 0.1, np.nan, rng.random(1_001) * 0.5)
     chunked = (bootstrap_ci(values), paired_difference(values, other), rescaled_estimate(values, floors))
     monkeypatch.setattr(stats, "ROWS_AT_ONCE", 10**9)  # every resample gathered at once, as before
-    assert (bootstrap_ci(values), paired_difference(values, other), rescaled_estimate(values, floors)) == chunked
+    assert (
+        bootstrap_ci(values),
+        paired_difference(values, other),
+        rescaled_estimate(values, floors),
+    ) == chunked
 
 
 def test_index_rows_drawn_in_chunks_are_the_matrix_drawn_at_once(monkeypatch) -> None:
@@ -139,8 +158,11 @@ def test_kept_index_draws_are_the_fresh_ones_and_are_drawn_once(monkeypatch) -> 
     monkeypatch.setattr(stats, "_row_memo", stats.OrderedDict())
     draws = []
     fresh_chunks = stats.bootstrap_row_chunks
-    monkeypatch.setattr(stats, "bootstrap_row_chunks",
-                        lambda n, resamples, rng: draws.append(n) or fresh_chunks(n, resamples, rng))
+    monkeypatch.setattr(
+        stats,
+        "bootstrap_row_chunks",
+        lambda n, resamples, rng: draws.append(n) or fresh_chunks(n, resamples, rng),
+    )
     for n, resamples, seed in [(1_001, 2_000, 0), (7, 13, 3), (70_000, 3, 0), (2, 5, 1)]:
         fresh = stats.bootstrap_rows(n, resamples, np.random.default_rng(seed))
         first = np.concatenate(list(stats.seeded_row_chunks(n, resamples, seed)))

@@ -22,12 +22,18 @@ def ruwikibench_imports(path: Path) -> list[str]:
         if isinstance(node, ast.Import):
             modules = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            modules = ([f"{node.module}.{alias.name}" for alias in node.names] if node.module == "ruwikibench"
-                       else [node.module])
+            modules = (
+                [f"{node.module}.{alias.name}" for alias in node.names]
+                if node.module == "ruwikibench"
+                else [node.module]
+            )
         else:
             continue
-        found += [f"{module} (line {node.lineno})" for module in modules
-                  if module == "ruwikibench" or module.startswith("ruwikibench.")]
+        found += [
+            f"{module} (line {node.lineno})"
+            for module in modules
+            if module == "ruwikibench" or module.startswith("ruwikibench.")
+        ]
     return found
 
 
@@ -48,13 +54,21 @@ def test_examples_import_only_the_plugin_module(path: Path) -> None:
 
 def test_the_check_sees_every_import_form(tmp_path: Path) -> None:
     source = tmp_path / "bad.py"
-    source.write_text("import ruwikibench.contract\nfrom ruwikibench import registry\n"
-                      "from ruwikibench.plugin import Stage\nfrom .local import x\nimport json\n", encoding="utf-8")
-    assert ruwikibench_imports(source) == ["ruwikibench.contract (line 1)", "ruwikibench.registry (line 2)",
-                                           "ruwikibench.plugin (line 3)"]
+    source.write_text(
+        "import ruwikibench.contract\nfrom ruwikibench import registry\n"
+        "from ruwikibench.plugin import Stage\nfrom .local import x\nimport json\n",
+        encoding="utf-8",
+    )
+    assert ruwikibench_imports(source) == [
+        "ruwikibench.contract (line 1)",
+        "ruwikibench.registry (line 2)",
+        "ruwikibench.plugin (line 3)",
+    ]
 
 
 def test_every_name_in_all_is_defined() -> None:
     missing = [name for name in plugin.__all__ if not hasattr(plugin, name)]
     assert missing == [] and len(set(plugin.__all__)) == len(plugin.__all__)
-    assert {"Stage", "StageScore", "register_stage", "ask", "cut_text", "rouge_l", "OutlineOutput"} <= set(plugin.__all__)
+    assert {"Stage", "StageScore", "register_stage", "ask", "cut_text", "rouge_l", "OutlineOutput"} <= set(
+        plugin.__all__
+    )

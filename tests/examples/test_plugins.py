@@ -45,8 +45,15 @@ class Model(FakeWriterModel):
 
 def cli(*args: str, tmp: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(EXAMPLE)]), "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "ruwikibench", *args], check=False, capture_output=True, text=True,
-                          timeout=900, env=env, cwd=tmp)
+    return subprocess.run(
+        [sys.executable, "-m", "ruwikibench", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+        cwd=tmp,
+    )
 
 
 def _write_config(path: Path, name: str, url: str, tmp: Path, overrides: dict[str, str] | None) -> Path:
@@ -74,14 +81,19 @@ def test_the_shipped_example_config_loads_and_its_overrides_check(monkeypatch: p
     config = load_config(EXAMPLE / "configs" / "plugins.yaml")
     resolved = check_overrides(config)
     assert set(resolved) == {"outline", "ranking.rerank"}
-    assert resolved["outline"].record()["kind"] == "graph" and resolved["ranking.rerank"].record()["kind"] == "node"
+    assert (
+        resolved["outline"].record()["kind"] == "graph"
+        and resolved["ranking.rerank"].record()["kind"] == "node"
+    )
 
 
 def test_plugins_run_beside_a_builtin_run_in_one_report(tmp_path: Path) -> None:
     save_dataset(make_dataset(), tmp_path / "data")
     model = Model()
-    overrides = {"outline": "rwb_plugins.one_call_outline:build_graph",
-                 "ranking.rerank": "rwb_plugins.embedding_rerank:rerank"}
+    overrides = {
+        "outline": "rwb_plugins.one_call_outline:build_graph",
+        "ranking.rerank": "rwb_plugins.embedding_rerank:rerank",
+    }
     with fake_openai_server(model) as url:
         builtin = _write_config(tmp_path / "builtin.yaml", "builtin", url, tmp_path, None)
         plugins = _write_config(tmp_path / "plugins.yaml", "plugins", url, tmp_path, overrides)
@@ -92,7 +104,9 @@ def test_plugins_run_beside_a_builtin_run_in_one_report(tmp_path: Path) -> None:
     assert judged_by_llm > 0 and model.relevance == judged_by_llm  # the plug-in reranks without the LLM
     assert model.one_call == 1
 
-    nodes = [json.loads(line) for line in (plugin_dir / "nodes.jsonl").read_text(encoding="utf-8").splitlines()]
+    nodes = [
+        json.loads(line) for line in (plugin_dir / "nodes.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     by_node = {n["node"] for n in nodes}
     assert "outline_in_one_call" in by_node and "rerank" in by_node
     assert not {"cluster", "mini_outline", "merge"} & by_node  # the whole outline graph was replaced
@@ -104,9 +118,13 @@ def test_plugins_run_beside_a_builtin_run_in_one_report(tmp_path: Path) -> None:
     outline = metrics["outline"]["metrics"]["f1"]["failures_excluded"]["mean"]
     assert 0 < outline <= 1
     assert metrics["ranking"]["counts"]["failed_units"] == 0
-    results = [json.loads(line) for line in (plugin_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    results = [
+        json.loads(line) for line in (plugin_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     outline_record = next(r for r in results if r["stage"] == "outline")
-    assert outline_record["info"]["generated_scored"] == 3  # История города, География, Климат (not the title)
+    assert (
+        outline_record["info"]["generated_scored"] == 3
+    )  # История города, География, Климат (not the title)
 
     report = cli("report", str(builtin_dir), str(plugin_dir), "--out", str(tmp_path / "cmp"), tmp=tmp_path)
     assert report.returncode == 0, report.stdout + report.stderr

@@ -23,13 +23,16 @@ def dataset() -> Dataset:
 @pytest.fixture()
 def context(dataset: Dataset) -> StageContext:
     config = RunConfig(name="external", models={})
-    return StageContext(config=config, llm=LLM({}, 2), embedder=HashEmbedder(), prompts=PromptLibrary(),
-                        dataset=dataset)
+    return StageContext(
+        config=config, llm=LLM({}, 2), embedder=HashEmbedder(), prompts=PromptLibrary(), dataset=dataset
+    )
 
 
 def write_jsonl(path: Path, rows: list[object]) -> Path:
-    path.write_text("".join((r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)) + "\n" for r in rows),
-                    encoding="utf-8")
+    path.write_text(
+        "".join((r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)) + "\n" for r in rows),
+        encoding="utf-8",
+    )
     return path
 
 

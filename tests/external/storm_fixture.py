@@ -26,7 +26,9 @@ POLISHED = """# summary
 # География
 
 Москва стоит на реке Москве, климат умеренно континентальный.[2]"""
-MOSCOW_DRAFT = POLISHED.split("\n\n", 2)[2]  # the draft: the polished body before the lead was added (same numbers)
+MOSCOW_DRAFT = POLISHED.split("\n\n", 2)[
+    2
+]  # the draft: the polished body before the lead was added (same numbers)
 DRAFT = """# Центр
 
 Сколково — инновационный центр под Москвой, где работают стартапы.[1]
@@ -46,8 +48,17 @@ def storm_dataset() -> Dataset:
 def _info(urls: list[str]) -> dict:
     return {
         "url_to_unified_index": {url: n for n, url in enumerate(urls, start=1)},
-        "url_to_info": {url: {"url": url, "description": "", "snippets": ["фрагмент"], "title": "Страница",
-                              "meta": {"query": "запрос"}, "citation_uuid": -1} for url in urls},
+        "url_to_info": {
+            url: {
+                "url": url,
+                "description": "",
+                "snippets": ["фрагмент"],
+                "title": "Страница",
+                "meta": {"query": "запрос"},
+                "citation_uuid": -1,
+            }
+            for url in urls
+        },
     }
 
 
@@ -65,5 +76,6 @@ def make_storm_dir(root: Path) -> Path:
     (skolkovo / "storm_gen_outline.txt").write_text("# Центр\n# Экономика", encoding="utf-8")
     (skolkovo / "storm_gen_article.txt").write_text(DRAFT, encoding="utf-8")
     (skolkovo / "url_to_info.json").write_text(
-        json.dumps(_info(["https://example.org/2/0", "http://example.org/2/1"])), encoding="utf-8")
+        json.dumps(_info(["https://example.org/2/0", "http://example.org/2/1"])), encoding="utf-8"
+    )
     return root

@@ -9,8 +9,10 @@ from tests.external.conftest import write_jsonl
 
 
 def test_rows_with_line_numbers_blank_lines_skipped(tmp_path) -> None:
-    path = write_jsonl(tmp_path / "r.jsonl", [{"article": "Москва", "ranking": ["a", "b"]}, "",
-                                              {"article": "Python", "ranking": []}])
+    path = write_jsonl(
+        tmp_path / "r.jsonl",
+        [{"article": "Москва", "ranking": ["a", "b"]}, "", {"article": "Python", "ranking": []}],
+    )
     rows = read_rows(path, "ranking")
     assert [line for line, _ in rows] == [1, 3]
     assert rows[0][1].ranking == ["a", "b"] and rows[0][1].pool is None
@@ -24,15 +26,22 @@ def test_rows_with_line_numbers_blank_lines_skipped(tmp_path) -> None:
         ("ranking", {"article": "", "ranking": []}, "field 'article'"),
         ("outline", {"article": "Москва", "outline": 5}, "field 'outline'"),
         ("sections", {"article": "Москва", "text": "..."}, "field 'section'"),
-        ("article", {"article": "Москва", "markdown": "x", "sources": {"один": "https://a"}}, "field 'sources'"),
+        (
+            "article",
+            {"article": "Москва", "markdown": "x", "sources": {"один": "https://a"}},
+            "field 'sources'",
+        ),
         ("article", {"article": "Москва", "markdown": "x", "sources": {"1": ""}}, "source 1 is empty"),
         ("article", ["not", "an", "object"], "a row must be a JSON object"),
     ],
 )
 def test_malformed_row_names_line_and_field(tmp_path, stage, row, expected) -> None:
-    good = {"ranking": {"article": "Python", "ranking": []}, "outline": {"article": "Python", "outline": "# P"},
-            "sections": {"article": "Python", "section": "s1", "text": "т"},
-            "article": {"article": "Python", "markdown": "# P"}}[stage]
+    good = {
+        "ranking": {"article": "Python", "ranking": []},
+        "outline": {"article": "Python", "outline": "# P"},
+        "sections": {"article": "Python", "section": "s1", "text": "т"},
+        "article": {"article": "Python", "markdown": "# P"},
+    }[stage]
     path = write_jsonl(tmp_path / "x.jsonl", [good, row])
     with pytest.raises(ExternalFormatError) as err:
         read_rows(path, stage)

@@ -28,7 +28,9 @@ def _mean(metrics, stage, key, view="failures_excluded"):
 
 
 def test_relevant_first_gives_ndcg_1_and_missing_articles_fail(context, tmp_path) -> None:
-    rundir, results, metrics = _score(context, tmp_path, "ranking", [{"article": "Москва", "ranking": MOSCOW + OTHER}])
+    rundir, results, metrics = _score(
+        context, tmp_path, "ranking", [{"article": "Москва", "ranking": MOSCOW + OTHER}]
+    )
     (record,) = results
     assert record["metrics"]["rerank_ndcg"] == pytest.approx(1.0)
     assert record["metrics"]["rerank_r_precision"] == pytest.approx(1.0)
@@ -60,7 +62,10 @@ def test_pool_order_scored_as_first_stage(context, tmp_path) -> None:
     ("row", "message"),
     [
         ({"article": "Марс", "ranking": []}, "field 'article': 'Марс' is not an article of the dataset"),
-        ({"article": "Москва", "ranking": ["Москва/src9#0"]}, "field 'ranking': unknown snippet id 'Москва/src9#0'"),
+        (
+            {"article": "Москва", "ranking": ["Москва/src9#0"]},
+            "field 'ranking': unknown snippet id 'Москва/src9#0'",
+        ),
         ({"article": "Москва", "ranking": MOSCOW, "pool": MOSCOW[:2]}, "field 'pool': must hold exactly"),
     ],
 )
@@ -80,9 +85,13 @@ def test_duplicate_article_row_is_an_error(context, tmp_path) -> None:
 
 def test_reference_outline_scores_f1_1(context, dataset, tmp_path) -> None:
     moscow = dataset.article("Москва")
-    reference = "\n".join([f"# {moscow.title}", *[f"{'#' * s.level} {s.title}" for s in moscow.sections()[1:]]])
-    rows = [{"article": "Москва", "outline": reference},
-            {"article": "Python", "outline": "# Python\n## Кулинария\n## Футбол\n### Правила"}]
+    reference = "\n".join(
+        [f"# {moscow.title}", *[f"{'#' * s.level} {s.title}" for s in moscow.sections()[1:]]]
+    )
+    rows = [
+        {"article": "Москва", "outline": reference},
+        {"article": "Python", "outline": "# Python\n## Кулинария\n## Футбол\n### Правила"},
+    ]
     rundir, results, metrics = _score(context, tmp_path, "outline", rows)
     by_article = {r["article"]: r for r in results}
     assert by_article["Москва"]["metrics"]["f1"] == pytest.approx(1.0)
@@ -99,9 +108,11 @@ def test_reference_outline_scores_f1_1(context, dataset, tmp_path) -> None:
 
 def test_sections_by_id_and_heading_missing_section_fails(context, dataset, tmp_path) -> None:
     moscow = dataset.article("Москва")
-    rows = [{"article": "Москва", "section": "s1", "text": moscow.section("s1").text()},
-            {"article": "Москва", "section": "ЗОЛОТО география", "text": moscow.section("s2").text()},
-            {"article": "Москва", "section": "s0", "text": "Преамбула без источников."}]
+    rows = [
+        {"article": "Москва", "section": "s1", "text": moscow.section("s1").text()},
+        {"article": "Москва", "section": "ЗОЛОТО география", "text": moscow.section("s2").text()},
+        {"article": "Москва", "section": "s0", "text": "Преамбула без источников."},
+    ]
     rundir, results, metrics = _score(context, tmp_path, "sections", rows)
     scored = {r["item"]: r for r in results if r["article"] == "Москва"}
     for item in ("s1", "s2"):
@@ -132,8 +143,13 @@ def _reference_markdown(article) -> str:
 
 def test_reference_article_scores_1_and_sources_are_matched(context, dataset, tmp_path) -> None:
     moscow = dataset.article("Москва")
-    sources = {"1": "HTTPS://www.Example.org/0/0/", "2": "http://example.org/0/1#part", "3": "Москва/src2",
-               "4": "https://unknown.example.com/статья", "5": "https://example.org/1/0"}
+    sources = {
+        "1": "HTTPS://www.Example.org/0/0/",
+        "2": "http://example.org/0/1#part",
+        "3": "Москва/src2",
+        "4": "https://unknown.example.com/статья",
+        "5": "https://example.org/1/0",
+    }
     rows = [{"article": "Москва", "markdown": _reference_markdown(moscow), "sources": sources}]
     rundir, results, metrics = _score(context, tmp_path, "article", rows)  # the earlier name of writer
     article = next(r for r in results if r["stage"] == "writer" and r["article"] == "Москва")
@@ -144,10 +160,18 @@ def test_reference_article_scores_1_and_sources_are_matched(context, dataset, tm
     assert m["source_precision"] == pytest.approx(6 / 8)  # + the two snippets of Python's source
     assert m["sources_unmatched"] == 1 and m["markers_unresolved"] == 0
     assert article["info"]["unmatched_sources"] == ["https://unknown.example.com/статья"]
-    assert article["info"]["matched_by"] == {"1": "url", "2": "url", "3": "source_id", "4": "unmatched", "5": "url"}
+    assert article["info"]["matched_by"] == {
+        "1": "url",
+        "2": "url",
+        "3": "source_id",
+        "4": "unmatched",
+        "5": "url",
+    }
     outline = next(r for r in results if r["stage"] == "outline" and r["article"] == "Москва")
     assert outline["metrics"]["f1"] == pytest.approx(1.0)
-    sections = [r for r in results if r["stage"] == "sections" and r["article"] == "Москва" and not r["excluded"]]
+    sections = [
+        r for r in results if r["stage"] == "sections" and r["article"] == "Москва" and not r["excluded"]
+    ]
     assert len(sections) == 4 and all(r["metrics"]["f1"] == pytest.approx(1.0) for r in sections)
     for stage in ("outline", "sections", "writer"):
         assert metrics[stage]["counts"]["failed_units"] == 2  # Python and Сколково have no row
@@ -159,8 +183,14 @@ def test_reference_article_scores_1_and_sources_are_matched(context, dataset, tm
 def test_writer_outline_and_sections_get_floor_columns(context, dataset, tmp_path) -> None:
     """The written article's outline and section metrics have a permutation floor and rescaled scores, as the
     stage tables do; the whole-article table has none (no floor is measured for it)."""
-    rows = [{"article": title, "markdown": _reference_markdown(dataset.article(title)), "sources": {"1": "Москва/src0"}}
-            for title in ("Москва", "Python")]
+    rows = [
+        {
+            "article": title,
+            "markdown": _reference_markdown(dataset.article(title)),
+            "sources": {"1": "Москва/src0"},
+        }
+        for title in ("Москва", "Python")
+    ]
     rundir, _, metrics = _score(context, tmp_path, "writer", rows)
     for stage in ("outline", "sections"):
         keys = metrics[stage]["metrics"]
@@ -197,17 +227,29 @@ def test_sections_with_article_units(context, dataset, tmp_path) -> None:
     rows = [{"article": "Москва", "section": s, "text": moscow.section(s).text()} for s in ("s1", "s2", "s3")]
     rows.append({"article": "Python", "section": "s1", "text": "Python — язык программирования."})
     rundir, results, metrics = _score(context, tmp_path, "sections", rows)
-    assert {r["item"] for r in results if r["article"] == "Москва" and not r["excluded"]} == {"s1", "s2", "s3"}
-    assert metrics["sections"]["counts"]["failed_units"] == 2  # Python (s2 missing) and Сколково, one unit each
+    assert {r["item"] for r in results if r["article"] == "Москва" and not r["excluded"]} == {
+        "s1",
+        "s2",
+        "s3",
+    }
+    assert (
+        metrics["sections"]["counts"]["failed_units"] == 2
+    )  # Python (s2 missing) and Сколково, one unit each
     assert _mean(metrics, "sections", "f1") == pytest.approx(1.0)
     errors = read_jsonl(rundir.file("errors.jsonl"))
-    assert any(e["article"] == "Python" and e["unit"] == "article" and "section s2" in e["reason"] for e in errors)
+    assert any(
+        e["article"] == "Python" and e["unit"] == "article" and "section s2" in e["reason"] for e in errors
+    )
 
 
 def test_article_sources_by_snippet_id_and_unresolved_markers(context, tmp_path) -> None:
-    markdown = ("Москва — столица.[1]\n\n# История\n\nМосква упомянута в 1147 году.[2][7]\n\n## Основание\n\n"
-                "Юрий Долгорукий.[1]")  # '#' sections (as STORM writes them): levels shifted to 2 and 3
-    rows = [{"article": "Москва", "markdown": markdown, "sources": {"1": "Москва/src0#1", "2": "Москва/src1"}}]
+    markdown = (
+        "Москва — столица.[1]\n\n# История\n\nМосква упомянута в 1147 году.[2][7]\n\n## Основание\n\n"
+        "Юрий Долгорукий.[1]"
+    )  # '#' sections (as STORM writes them): levels shifted to 2 and 3
+    rows = [
+        {"article": "Москва", "markdown": markdown, "sources": {"1": "Москва/src0#1", "2": "Москва/src1"}}
+    ]
     rundir, results, _ = _score(context, tmp_path, "writer", rows, article_names=["Москва"])
     article = next(r for r in results if r["stage"] == "writer")
     assert article["info"]["matched_by"] == {"1": "snippet_id", "2": "source_id"}
@@ -232,7 +274,8 @@ def test_a_scoring_error_fails_the_article_and_the_run_goes_on(context, tmp_path
     rundir, results, metrics = _score(context, tmp_path, "writer", rows, article_names=["Москва"])
     errors = read_jsonl(rundir.file("errors.jsonl"))
     assert [(e["stage"], e["reason"]) for e in errors] == [
-        (stage, "score: RuntimeError: embedder down") for stage in ("outline", "sections", "writer")]
+        (stage, "score: RuntimeError: embedder down") for stage in ("outline", "sections", "writer")
+    ]
     assert results == [] and metrics["writer"]["counts"]["failed_units"] == 1
 
 

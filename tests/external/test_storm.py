@@ -23,12 +23,17 @@ def test_rows_from_storm_folders(tmp_path) -> None:
     by_title = {r["article"]: r for r in rows}
     assert set(by_title) == {"Москва", LONG_TITLE}  # 'Инновационный_центр_Сколково' -> the dataset title
     moscow = by_title["Москва"]
-    assert moscow["storm_file"] == "storm_gen_article_polished.txt"  # the polished article wins over the draft
+    assert (
+        moscow["storm_file"] == "storm_gen_article_polished.txt"
+    )  # the polished article wins over the draft
     assert moscow["markdown"].startswith("# Москва\n\nМосква — столица России")  # '# summary' became the lead
     assert "\n## История\n" in moscow["markdown"] and "\n### Основание\n" in moscow["markdown"]
     assert moscow["outline"] == "# Москва\n## История\n### Основание\n## География\n## Экономика\n"
-    assert moscow["sources"] == {"1": "https://example.org/0/0", "2": "https://www.example.org/0/1/",
-                                 "3": "https://ru.wikipedia.org/wiki/Москва"}
+    assert moscow["sources"] == {
+        "1": "https://example.org/0/0",
+        "2": "https://www.example.org/0/1/",
+        "3": "https://ru.wikipedia.org/wiki/Москва",
+    }
     assert by_title[LONG_TITLE]["storm_file"] == "storm_gen_article.txt"  # no polished file: the draft
 
 
@@ -40,10 +45,17 @@ def test_storm_scored_unknown_urls_counted(tmp_path) -> None:
     from tests.graphs.writer_fixture import HashEmbedder
 
     dataset = storm_dataset()
-    context = StageContext(config=RunConfig(name="external", models={}), llm=LLM({}, 2), embedder=HashEmbedder(),
-                           prompts=PromptLibrary(), dataset=dataset)
+    context = StageContext(
+        config=RunConfig(name="external", models={}),
+        llm=LLM({}, 2),
+        embedder=HashEmbedder(),
+        prompts=PromptLibrary(),
+        dataset=dataset,
+    )
     path = write_rows(storm_rows(make_storm_dir(tmp_path / "storm"), dataset), tmp_path / "storm.jsonl")
-    rundir = score_outputs(context, "data", ExternalOptions(stage="writer", outputs=path, out=tmp_path / "runs"))
+    rundir = score_outputs(
+        context, "data", ExternalOptions(stage="writer", outputs=path, out=tmp_path / "runs")
+    )
     results = read_jsonl(rundir.file("results.jsonl"))
     moscow = next(r for r in results if r["stage"] == "writer" and r["article"] == "Москва")
     assert moscow["metrics"]["sources_unmatched"] == 1  # the Wikipedia page is not a source of the dataset
@@ -72,7 +84,9 @@ def test_missing_article_text_and_unknown_topic(tmp_path) -> None:
     root = make_storm_dir(tmp_path / "storm")
     (root / "Москва" / "storm_gen_article_polished.txt").unlink()
     (root / "Москва" / "storm_gen_article.txt").unlink()
-    with pytest.raises(ExternalFormatError, match="missing storm_gen_article_polished.txt and storm_gen_article.txt"):
+    with pytest.raises(
+        ExternalFormatError, match="missing storm_gen_article_polished.txt and storm_gen_article.txt"
+    ):
         storm_rows(root, storm_dataset())
     shutil.rmtree(root / "Москва")
     (root / "Марс_и_Венера").mkdir()
@@ -91,8 +105,10 @@ def test_polished_numbers_mapped_through_shared_sentences() -> None:
     from ruwikibench.external.storm_citations import map_polished
 
     draft = "# История\n\nОснована в 1147 году.[2] Стоит на реке.[1][3]\n\n# Экономика\n\nРастёт.[3]"
-    polished = ("# summary\n\nСтолица.[1] Город.[9] Река.[2, 4]\n\n# История\n\nОснована в 1147 году.[1] "
-                "Стоит на реке.[2] [3]\n\n# Экономика\n\nРастёт.[3]")
+    polished = (
+        "# summary\n\nСтолица.[1] Город.[9] Река.[2, 4]\n\n# История\n\nОснована в 1147 году.[1] "
+        "Стоит на реке.[2] [3]\n\n# Экономика\n\nРастёт.[3]"
+    )
     result = map_polished(polished, draft)
     assert result.mapped == {1: 2, 3: 3}  # 2 is also in a grouped (not renumbered) marker: ambiguous
     assert result.unresolved == [9, 2, 4]  # the lead's own number and the grouped ones, never guessed

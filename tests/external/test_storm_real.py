@@ -74,7 +74,10 @@ def test_shared_urls_resolved_through_storm_snippets(rows) -> None:
     n = next(k for k, v in row["sources"].items() if v == url)
     match = index.match(int(n), url, dataset.article(row["article"]), row["source_snippets"][n])
     assert match.how == "url_snippets"  # STORM recorded a snippet of each: both, not the first of the two
-    assert match.source_ids == ["Летние Олимпийские игры 2024/source_52", "Летние Олимпийские игры 2024/source_53"]
+    assert match.source_ids == [
+        "Летние Олимпийские игры 2024/source_52",
+        "Летние Олимпийские игры 2024/source_53",
+    ]
     row = rows[QUANTUM]  # sources 24 and 25 share a URL and hold the same text: no snippet tells them apart
     url = next(v for v in row["sources"].values() if "ixbt.com" in v)
     n = next(k for k, v in row["sources"].items() if v == url)
@@ -91,11 +94,21 @@ def test_real_storm_folders_scored(tmp_path) -> None:
     from tests.graphs.writer_fixture import HashEmbedder
 
     dataset = sample_dataset_or_skip()
-    context = StageContext(config=RunConfig(name="storm", models={}), llm=LLM({}, 2), embedder=HashEmbedder(),
-                           prompts=PromptLibrary(), dataset=dataset)
+    context = StageContext(
+        config=RunConfig(name="storm", models={}),
+        llm=LLM({}, 2),
+        embedder=HashEmbedder(),
+        prompts=PromptLibrary(),
+        dataset=dataset,
+    )
     path = write_rows(storm_rows(ROOT, dataset), tmp_path / "storm.jsonl")
-    options = ExternalOptions(stage="writer", outputs=path, out=tmp_path / "runs", name="storm",
-                              article_names=["Летние Олимпийские игры 2024", "Квантовый компьютер"])
+    options = ExternalOptions(
+        stage="writer",
+        outputs=path,
+        out=tmp_path / "runs",
+        name="storm",
+        article_names=["Летние Олимпийские игры 2024", "Квантовый компьютер"],
+    )
     rundir = score_outputs(context, "sample", options)
     writer = {r["article"]: r for r in read_jsonl(rundir.file("results.jsonl")) if r["stage"] == "writer"}
     for record in writer.values():

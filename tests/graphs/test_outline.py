@@ -72,11 +72,17 @@ def tiny_dataset() -> Dataset:
             id="s2",
             level=2,
             title="Синтаксис",
-            children=[Section(id="s3", level=3, title="Отступы", paragraphs=[Paragraph(text="y", citations=["c-syn"])])],
+            children=[
+                Section(
+                    id="s3", level=3, title="Отступы", paragraphs=[Paragraph(text="y", citations=["c-syn"])]
+                )
+            ],
         ),
         Section(id="s4", level=2, title="Библиотеки", paragraphs=[Paragraph(text="z", citations=["c-lib"])]),
     ]
-    python = Article(title="Python", name="Python", root=Section(id="s0", level=1, title="Python", children=sections))
+    python = Article(
+        title="Python", name="Python", root=Section(id="s0", level=1, title="Python", children=sections)
+    )
     empty = Article(
         title="Пусто",
         name="Пусто",
@@ -87,7 +93,15 @@ def tiny_dataset() -> Dataset:
         source = Source(id=f"Python/{key}", article="Python", footnote_id=f"c-{key}", text=" ".join(texts))
         sources.append(source)
         snippets += [
-            Snippet(id=f"{source.id}#{i}", article="Python", source_id=source.id, index=i, text=t, word_start=0, word_end=1)
+            Snippet(
+                id=f"{source.id}#{i}",
+                article="Python",
+                source_id=source.id,
+                index=i,
+                text=t,
+                word_start=0,
+                word_end=1,
+            )
             for i, t in enumerate(texts)
         ]
     return Dataset(articles=[python, empty], sources=sources, snippets=snippets)
@@ -97,7 +111,9 @@ def prompt_of(messages: Messages) -> str:
     return messages[-1]["content"]
 
 
-def responder(merge_answer: str = "```markdown\n# Python\n## История\n### Ранние годы\n## Синтаксис\n```\n**END**"):
+def responder(
+    merge_answer: str = "```markdown\n# Python\n## История\n### Ранние годы\n## Синтаксис\n```\n**END**",
+):
     def answer(messages: Messages) -> str:
         prompt = prompt_of(messages)
         if "Объедини" in prompt:
@@ -112,7 +128,11 @@ def responder(merge_answer: str = "```markdown\n# Python\n## История\n###
 def context_for(dataset: Dataset, chat: ScriptedChat, **outline: Any) -> StageContext:
     config = RunConfig(models={"outline": ModelConfig(name="fake")}, outline=OutlineConfig(**outline))
     return StageContext(
-        config=config, llm=LLM({"outline": chat}), embedder=embedder(), prompts=PromptLibrary(), dataset=dataset
+        config=config,
+        llm=LLM({"outline": chat}),
+        embedder=embedder(),
+        prompts=PromptLibrary(),
+        dataset=dataset,
     )
 
 
@@ -128,7 +148,9 @@ def test_stage_contract() -> None:
     stage: Stage = STAGE
     assert stage.name == "outline"
     keys = [key for _, key in stage.columns]
-    assert keys[0] == "f1" and {"gen_max_depth", "gen_deep_share", "ref_max_depth", "ref_deep_share"} <= set(keys)
+    assert keys[0] == "f1" and {"gen_max_depth", "gen_deep_share", "ref_max_depth", "ref_deep_share"} <= set(
+        keys
+    )
     graph = stage.build_graph()
     assert {"cluster", "select", "describe", "mini_outline", "merge", "parse"} <= set(graph.nodes)
 
@@ -143,8 +165,13 @@ def test_units_from_gold() -> None:
     assert len(unit.input["snippets"]) == 8
     # the authors' variant: the lead is a block too once it cites a kept source
     authors = RunConfig(models={}, outline=OutlineConfig(centroids="first_snippet"))
-    assert STAGE.units(dataset, dataset.article("Python"), authors)[0].input["headings"] == unit.input["headings"]
-    lead = dataset.article("Python").root.model_copy(update={"paragraphs": [Paragraph(text="l", citations=["c-lib"])]})
+    assert (
+        STAGE.units(dataset, dataset.article("Python"), authors)[0].input["headings"]
+        == unit.input["headings"]
+    )
+    lead = dataset.article("Python").root.model_copy(
+        update={"paragraphs": [Paragraph(text="l", citations=["c-lib"])]}
+    )
     cited = dataset.article("Python").model_copy(update={"root": lead})
     with_lead = STAGE.units(dataset, cited, authors)[0].input
     assert with_lead["headings"] == ["Python", "История", "Синтаксис", "Библиотеки"]
@@ -163,11 +190,18 @@ def test_graph_runs_each_mode(mode: str, calls_per_cluster: int) -> None:
     assert sum("Объедини" in prompt_of(m) for m in chat.calls) == 1
     merge_prompt = next(prompt_of(m) for m in chat.calls if "Объедини" in prompt_of(m))
     assert "План части 3:\n# Раздел\n## Подраздел" in merge_prompt and "Пояснение" not in merge_prompt
-    assert [(h.level, h.title) for h in out["outline"]] == [(1, "Python"), (2, "История"), (3, "Ранние годы"), (2, "Синтаксис")]
+    assert [(h.level, h.title) for h in out["outline"]] == [
+        (1, "Python"),
+        (2, "История"),
+        (3, "Ранние годы"),
+        (2, "Синтаксис"),
+    ]
     assert out["ended"] is True and out["outline_markdown"].startswith("# Python\n## История")
     results = sorted(out["cluster_results"], key=lambda r: r.index)
     assert all(len(r.selected) == 1 for r in results)
-    assert all([(h.level, h.title) for h in r.mini_outline] == [(1, "Раздел"), (2, "Подраздел")] for r in results)
+    assert all(
+        [(h.level, h.title) for h in r.mini_outline] == [(1, "Раздел"), (2, "Подраздел")] for r in results
+    )
     if mode == "neighbors":
         assert any(len(r.context) > 1 for r in results)
         assert all(set(r.selected) <= set(r.context) for r in results)
@@ -251,7 +285,9 @@ def test_score_and_texts_through_the_stage() -> None:
     stored = json.loads(OutlineOutput.model_validate(out).model_dump_json())
     assert STAGE.checked_score(unit, stored, context).records[0].metrics == record.metrics
     with pytest.raises(ValueError, match="StageContext.dataset"):
-        STAGE.checked_score(unit, out, StageContext(context.config, context.llm, context.embedder, context.prompts))
+        STAGE.checked_score(
+            unit, out, StageContext(context.config, context.llm, context.embedder, context.prompts)
+        )
 
 
 # ------------------------------------------------------------------ real article
@@ -268,7 +304,9 @@ def test_real_article_end_to_end_with_scripted_merge() -> None:
     other = dataset.article("Летние Олимпийские игры 2024")
     unit = STAGE.units(dataset, article, RunConfig(models={}))[0]
     assert unit.input["headings"] == article.h2_titles() and len(unit.input["snippets"]) > 5
-    assert all(s is None or s in {x["id"] for x in unit.input["snippets"]} for s in unit.input["first_snippets"])
+    assert all(
+        s is None or s in {x["id"] for x in unit.input["snippets"]} for s in unit.input["first_snippets"]
+    )
     scores = {}
     for name, source in (("own", article), ("other", other)):
         md = "\n".join(f"{'#' * s.level} {s.title}" for s in source.sections()) + "\n**END**"
@@ -276,7 +314,9 @@ def test_real_article_end_to_end_with_scripted_merge() -> None:
         context = context_for(dataset, chat, mode="direct")
         out = run(context, unit.input)
         assert out["k"] == len(article.h2_titles())
-        assert sorted(m for c in out["clusters"] for m in c.members) == sorted(x["id"] for x in unit.input["snippets"])
+        assert sorted(m for c in out["clusters"] for m in c.members) == sorted(
+            x["id"] for x in unit.input["snippets"]
+        )
         assert all(len(r.selected) <= 5 for r in out["cluster_results"])
         scores[name] = STAGE.checked_score(unit, out, context).records[0].metrics["f1"]
     assert scores["own"] == pytest.approx(1.0, abs=1e-5)

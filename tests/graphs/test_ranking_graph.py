@@ -34,15 +34,23 @@ async def run(context, article=ARTICLE):
 def test_stage_contract() -> None:
     assert get_stage("ranking") is STAGE and STAGE.name == "ranking"
     assert [key for _, key in STAGE.columns] == [
-        "bm25_ndcg", "bm25_r_precision", "rerank_ndcg", "rerank_r_precision", "pool_recall"]
+        "bm25_ndcg",
+        "bm25_r_precision",
+        "rerank_ndcg",
+        "rerank_r_precision",
+        "pool_recall",
+    ]
     graph = build_ranking_graph()
     assert not getattr(graph, "compiled", False)
     assert set(graph.nodes) == {"expand_query", "retrieve", "rerank", "rank"}
     context = make_context(DATASET, {}, Path("/nonexistent"))
     units = [u for a in DATASET.articles for u in STAGE.units(DATASET, a, context.config)]
     assert len(units) == len(DATASET.articles) and len({u.article for u in units}) == len(units)
-    assert units[0].input == {"article": ARTICLE.name, "title": ARTICLE.title,
-                              "pool_size": 3 * len(DATASET.snippets_of(ARTICLE.name))}
+    assert units[0].input == {
+        "article": ARTICLE.name,
+        "title": ARTICLE.title,
+        "pool_size": 3 * len(DATASET.snippets_of(ARTICLE.name)),
+    }
     assert STAGE.texts(units[0], {}) == []
 
 
@@ -62,7 +70,8 @@ async def test_oracle_end_to_end_title_mode(tmp_path) -> None:
     hits = BM25Index.build(DATASET, "lemma").search(ARTICLE.title, output["pool_size"])
     labels = [int(DATASET.snippet(h.snippet_id).article == ARTICLE.name) for h in hits]
     assert [c["snippet_id"] for c in sorted(output["candidates"], key=lambda c: c["bm25_rank"])] == [
-        h.snippet_id for h in hits]
+        h.snippet_id for h in hits
+    ]
     assert record.metrics["bm25_ndcg"] == pytest.approx(ndcg(labels))
     assert record.metrics["bm25_r_precision"] == pytest.approx(r_precision(labels))
     assert record.metrics["pool_recall"] == pytest.approx(sum(labels) / relevant_total)
@@ -80,7 +89,9 @@ async def test_reversed_oracle_gives_the_minimum(tmp_path) -> None:
 
 
 async def test_equal_scores_keep_bm25_order(tmp_path) -> None:
-    context = make_context(DATASET, {"ranking": lambda m: yes_no_completion(0.7)}, tmp_path, query_mode="title")
+    context = make_context(
+        DATASET, {"ranking": lambda m: yes_no_completion(0.7)}, tmp_path, query_mode="title"
+    )
     _, output, record = await run(context)
     assert [c["bm25_rank"] for c in output["candidates"]] == list(range(1, len(output["candidates"]) + 1))
     assert record.metrics["rerank_ndcg"] == record.metrics["bm25_ndcg"]
@@ -123,10 +134,16 @@ async def test_generated_mode_writes_ru_and_en_concurrently(tmp_path) -> None:
 
     def describe(messages):
         prompt = messages[-1]["content"]
-        return "About qubits and quantum computing." if "English" in prompt else "Статья о кубитах и квантовых компьютерах."
+        return (
+            "About qubits and quantum computing."
+            if "English" in prompt
+            else "Статья о кубитах и квантовых компьютерах."
+        )
 
     query_model = Describer(describe)
-    context = make_context(DATASET, {"query": query_model, "ranking": oracle()}, tmp_path, query_mode="generated")
+    context = make_context(
+        DATASET, {"query": query_model, "ranking": oracle()}, tmp_path, query_mode="generated"
+    )
     _, output, record = await run(context)
     assert peak == 2 and len(query_model.calls) == 2
     assert output["query"] == "Статья о кубитах и квантовых компьютерах.\nAbout qubits and quantum computing."
@@ -145,14 +162,18 @@ async def test_reference_mode_needs_stored_queries_then_uses_them(tmp_path) -> N
         title = prompt.split("«", 1)[1].split("»", 1)[0] if lang == "ru" else prompt.split('"', 2)[1]
         return f"{lang}: описание {title}"
 
-    context = make_context(DATASET, {"reference": reference, "ranking": oracle()}, tmp_path, query_mode="reference")
+    context = make_context(
+        DATASET, {"reference": reference, "ranking": oracle()}, tmp_path, query_mode="reference"
+    )
     with pytest.raises(ReferenceQueriesError, match="ruwikibench ranking reference-queries"):
         await run(context)
     path = await generate_reference_queries(tmp_path, context, progress=False)
     stored = json.loads(path.read_text(encoding="utf-8"))
     assert stored["model"] == "fake-reference" and stored["dataset_id"] == DATASET.dataset_id
     assert set(stored["prompts"]) == {"ru/reference_query.txt", "ru/reference_query_en.txt"}
-    assert set(stored["queries"]) == {a.name for a in DATASET.articles} and len(seen) == 2 * len(DATASET.articles)
+    assert set(stored["queries"]) == {a.name for a in DATASET.articles} and len(seen) == 2 * len(
+        DATASET.articles
+    )
     assert any(all(h in prompt for h in ARTICLE.h2_titles()) for prompt in seen)  # H2 headings in the prompt
     _, output, record = await run(context)
     assert output["query"] == f"ru: описание {ARTICLE.title}\nen: описание {ARTICLE.title}"
@@ -215,6 +236,7 @@ def test_a_unit_declares_its_fan_out_the_candidates_judged_at_once() -> None:
     context = make_context(DATASET, {}, Path("/nonexistent"))
     (unit,) = STAGE.units(DATASET, ARTICLE, context.config)
     assert unit.fan_out == unit.input["pool_size"] > 1
-    thinned = context.config.model_copy(update={
-        "ranking": context.config.ranking.model_copy(update={"max_candidates": 2})})
+    thinned = context.config.model_copy(
+        update={"ranking": context.config.ranking.model_copy(update={"max_candidates": 2})}
+    )
     assert STAGE.units(DATASET, ARTICLE, thinned)[0].fan_out == 2

@@ -184,15 +184,21 @@ def test_oracle_filter_is_optional_and_labelled() -> None:
     )["done"][0]
     assert empty["status"] == "oracle_empty" and empty["calls"] == 0
     for reference in (None, "", "  "):  # no gold text: excluded with its reason and counted, never a failure
-        result = run(build_section_graph(), {"article": "КК", "section": {**section, "reference": reference}},
-                     context)["done"][0]
+        result = run(
+            build_section_graph(), {"article": "КК", "section": {**section, "reference": reference}}, context
+        )["done"][0]
         assert result["status"] == "no_reference" and result["calls"] == 0 and result["text"] == ""
-        unit = Unit(stage="sections", article="КК", unit_id=section["id"],
-                    input={"article": "КК", "sections": [{**section, "reference": reference}]})
+        unit = Unit(
+            stage="sections",
+            article="КК",
+            unit_id=section["id"],
+            input={"article": "КК", "sections": [{**section, "reference": reference}]},
+        )
         [record] = SectionsStage().checked_score(unit, {"results": [result]}, context).records
         assert record.excluded == "no reference text" and not record.metrics
-        assert aggregate([record.model_dump(mode="json")], [])["sections"]["excluded_reasons"] == \
-            {"no reference text": 1}
+        assert aggregate([record.model_dump(mode="json")], [])["sections"]["excluded_reasons"] == {
+            "no reference text": 1
+        }
 
 
 # --------------------------------------------------------------------------- the benchmark STAGE

@@ -24,8 +24,17 @@ def write(context, payload, checkpointer=None, config=None):
 def test_structure_is_uncompiled_with_stage_subgraphs() -> None:
     graph = build_writer_graph()
     assert not getattr(graph, "compiled", False)
-    assert list(graph.nodes) == ["ranking", "select_sources", "outline", "review_outline", "assign", "sections",
-                                 "cite", "write_lead", "assemble"]
+    assert list(graph.nodes) == [
+        "ranking",
+        "select_sources",
+        "outline",
+        "review_outline",
+        "assign",
+        "sections",
+        "cite",
+        "write_lead",
+        "assemble",
+    ]
     # the stage graphs' own nodes run inside (shown by the subgraph stream, see test_stream_shows_stage_nodes)
     assert set(graph.input_schema.__annotations__) == {"title", "user_outline", "review"}
     assert set(graph.output_schema.__annotations__) == {"article", "sources", "assignments", "notes"}
@@ -58,8 +67,12 @@ def test_writes_a_cited_article_without_gold_data(tmp_path) -> None:
     assert {s.snippet_id.split("/")[0] for s in out["sources"]} == {TITLE}
     assert len(out["sources"]) == 6 and not any(s.topped_up for s in out["sources"])
     # outline from the merged answer; the title line dropped; levels kept; «География» has a child: no own text
-    assert [(i.level, i.title) for i in article.outline] == [(2, "История"), (2, "География"), (3, "Климат"),
-                                                            (2, "Экономика")]
+    assert [(i.level, i.title) for i in article.outline] == [
+        (2, "История"),
+        (2, "География"),
+        (3, "Климат"),
+        (2, "Экономика"),
+    ]
     texts = {s.title: s.text for s in article.sections}
     assert texts["География"] == "" and all(texts[t] for t in ("История", "Климат", "Экономика"))
     # citations: every marker resolves to what that section's writer saw; out-of-range markers removed, counted
@@ -142,8 +155,9 @@ def test_stream_shows_stage_nodes(tmp_path) -> None:
 
     async def nodes() -> set[tuple[str, str]]:
         seen = set()
-        async for namespace, mode, data in app.astream({"title": TITLE}, context=context, stream_mode=["tasks"],
-                                                       subgraphs=True):
+        async for namespace, mode, data in app.astream(
+            {"title": TITLE}, context=context, stream_mode=["tasks"], subgraphs=True
+        ):
             if "result" in data:
                 seen.add((namespace[0].split(":")[0] if namespace else "", data["name"]))
         return seen

@@ -27,12 +27,27 @@ TAG = re.compile(r"тег\d+_\d+_\d+")
 
 TOPICS = {
     "Москва": [
-        ("история", ("Москва впервые упомянута в летописи в 1147 году, основание Москвы связывают с князем Юрием "
-                    "Долгоруким, история города началась с крепости на холме")),
-        ("география", ("Москва стоит на реке Москве, география города включает холмы, климат Москвы умеренно "
-                      "континентальный, зима снежная")),
-        ("экономика", ("экономика Москвы: банки, промышленность и торговля, в Москве работают крупнейшие "
-                      "предприятия и биржа")),
+        (
+            "история",
+            (
+                "Москва впервые упомянута в летописи в 1147 году, основание Москвы связывают с князем Юрием "
+                "Долгоруким, история города началась с крепости на холме"
+            ),
+        ),
+        (
+            "география",
+            (
+                "Москва стоит на реке Москве, география города включает холмы, климат Москвы умеренно "
+                "континентальный, зима снежная"
+            ),
+        ),
+        (
+            "экономика",
+            (
+                "экономика Москвы: банки, промышленность и торговля, в Москве работают крупнейшие "
+                "предприятия и биржа"
+            ),
+        ),
     ],
     "Python": [
         ("язык", "Python — язык программирования с динамической типизацией, интерпретатор написан на C"),
@@ -51,21 +66,47 @@ def make_dataset() -> Dataset:
         children, references, source_ids = [], [], []
         for s, (topic, text) in enumerate(topics):
             footnote = f"cite_note-{s + 1}"
-            references.append(Reference(id=footnote, urls=[f"https://example.org/{a}/{s}"], label=f"Книга {a}.{s}"))
+            references.append(
+                Reference(id=footnote, urls=[f"https://example.org/{a}/{s}"], label=f"Книга {a}.{s}")
+            )
             gold = "ЗОЛОТО " * 3 + f"эталонный текст о теме {topic}" if title == TITLE else f"текст о {topic}"
-            children.append(Section(id=f"s{s + 1}", level=2, title=f"ЗОЛОТО {topic}" if title == TITLE else topic,
-                                    paragraphs=[Paragraph(text=gold + ".", citations=[footnote])]))
+            children.append(
+                Section(
+                    id=f"s{s + 1}",
+                    level=2,
+                    title=f"ЗОЛОТО {topic}" if title == TITLE else topic,
+                    paragraphs=[Paragraph(text=gold + ".", citations=[footnote])],
+                )
+            )
             source_id = f"{title}/src{s}"
             source_ids.append(source_id)
             parts = [f"тег{a}_{s}_{k} {text}. Подробность номер {k} о теме {topic}." for k in range(2)]
-            sources.append(Source(id=source_id, article=title, footnote_id=footnote, text=" ".join(parts),
-                                  url=f"https://example.org/{a}/{s}"))
+            sources.append(
+                Source(
+                    id=source_id,
+                    article=title,
+                    footnote_id=footnote,
+                    text=" ".join(parts),
+                    url=f"https://example.org/{a}/{s}",
+                )
+            )
             for k, part in enumerate(parts):
-                snippets.append(Snippet(id=f"{source_id}#{k}", article=title, source_id=source_id, index=k,
-                                        text=part, word_start=0, word_end=len(part.split())))
+                snippets.append(
+                    Snippet(
+                        id=f"{source_id}#{k}",
+                        article=title,
+                        source_id=source_id,
+                        index=k,
+                        text=part,
+                        word_start=0,
+                        word_end=len(part.split()),
+                    )
+                )
         lead = "ЗОЛОТО преамбула." if title == TITLE else "Преамбула."
         root = Section(id="s0", level=1, title=title, paragraphs=[Paragraph(text=lead)], children=children)
-        articles.append(Article(title=title, name=title, root=root, references=references, source_ids=source_ids))
+        articles.append(
+            Article(title=title, name=title, root=root, references=references, source_ids=source_ids)
+        )
     return Dataset(articles=articles, sources=sources, snippets=snippets)
 
 
@@ -168,7 +209,9 @@ class FakeWriterModel:
     def section(prompt: str) -> str:
         """One sentence per numbered material naming the tags it describes, cited with its number; plus one
         marker out of range."""
-        materials = prompt.split("Материалы (пронумерованные описания источников):", 1)[1].split("Требования:")[0]
+        materials = prompt.split("Материалы (пронумерованные описания источников):", 1)[1].split(
+            "Требования:"
+        )[0]
         sentences = []
         for number, body in re.findall(r"^\[(\d+)\] (.+)$", materials, flags=re.MULTILINE):
             tags = " ".join(TAG.findall(body))
@@ -190,7 +233,9 @@ def make_context(tmp_path, **writer: object) -> tuple[StageContext, ScriptedChat
     config.ranking = config.ranking.model_copy(update={"query_mode": "reference"})
     config.sections = config.sections.model_copy(update={"oracle_filter": 0.3})
     llm = LLM({role: chat for role in roles}, max_concurrency=4)
-    context = StageContext(config=config, llm=llm, embedder=HashEmbedder(), prompts=PromptLibrary(), dataset=dataset)
+    context = StageContext(
+        config=config, llm=llm, embedder=HashEmbedder(), prompts=PromptLibrary(), dataset=dataset
+    )
     return context.with_profile("writer"), chat
 
 

@@ -16,10 +16,17 @@ MESSAGES = [{"role": "system", "content": "Отвечай кратко."}, {"rol
 
 
 def _backend(stub: StubServer) -> OpenAIBackend:
-    config = ModelConfig.model_validate({
-        "name": "stub-model", "endpoints": [stub.base_url], "max_retries": 0, "timeout": 5.0,
-        "extra_body": {"min_p": 0.05}, "headers": {"X-Bench": "on"}, "api_key_env": "RWB_CHAT_KEY",
-    })
+    config = ModelConfig.model_validate(
+        {
+            "name": "stub-model",
+            "endpoints": [stub.base_url],
+            "max_retries": 0,
+            "timeout": 5.0,
+            "extra_body": {"min_p": 0.05},
+            "headers": {"X-Bench": "on"},
+            "api_key_env": "RWB_CHAT_KEY",
+        }
+    )
     return OpenAIBackend(config)
 
 
@@ -33,7 +40,9 @@ async def _both_paths(stub: StubServer, monkeypatch: pytest.MonkeyPatch, **kwarg
     return completions
 
 
-async def test_chat_sends_what_ainvoke_sends(stub_server: StubServer, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_chat_sends_what_ainvoke_sends(
+    stub_server: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     await _both_paths(stub_server, monkeypatch, max_tokens=5, top_logprobs=3)
     assert len(stub_server.requests) == 2
     assert stub_server.requests[0] == stub_server.requests[1]
@@ -55,10 +64,16 @@ async def test_chat_reads_the_answer_as_ainvoke_does(
     assert fast.prompt_tokens > 0
 
 
-@pytest.mark.parametrize(("message", "error"), [
-    ("This model's maximum context length is 4096 tokens (context_length_exceeded)", "OpenAIContextOverflowError"),
-    ("no such parameter", "OpenAIInvalidRequestError"),
-])
+@pytest.mark.parametrize(
+    ("message", "error"),
+    [
+        (
+            "This model's maximum context length is 4096 tokens (context_length_exceeded)",
+            "OpenAIContextOverflowError",
+        ),
+        ("no such parameter", "OpenAIInvalidRequestError"),
+    ],
+)
 async def test_chat_raises_what_ainvoke_raises(
     stub_server: StubServer, monkeypatch: pytest.MonkeyPatch, message: str, error: str
 ) -> None:
@@ -82,13 +97,20 @@ def _failing_with(message: str, respond):  # type: ignore[no-untyped-def]
         if status == 400:
             payload = {"error": {"message": message, "type": "invalid_request_error"}}
         return status, headers, payload, delay
+
     return respond_with_message
 
 
-@pytest.mark.parametrize(("env", "expected"), [
-    ({}, False), ({"LANGSMITH_TRACING": "true"}, True), ({"LANGCHAIN_TRACING_V2": "1"}, True),
-    ({"LANGSMITH_TRACING": "false"}, False), ({"LANGSMITH_TRACING": ""}, False),
-])
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, False),
+        ({"LANGSMITH_TRACING": "true"}, True),
+        ({"LANGCHAIN_TRACING_V2": "1"}, True),
+        ({"LANGSMITH_TRACING": "false"}, False),
+        ({"LANGSMITH_TRACING": ""}, False),
+    ],
+)
 def test_tracing_switch_is_read_from_the_environment(
     monkeypatch: pytest.MonkeyPatch, env: dict[str, str], expected: bool
 ) -> None:
@@ -112,4 +134,6 @@ async def test_the_payload_template_sends_what_the_full_conversion_sends(
     assert [m["role"] for m in stub_server.requests[1]["messages"]] == [system_role, "user"]
     assert stub_server.requests[0] == stub_server.requests[1]
     client = (await backend._clients())[0]
-    assert stub_server.requests[1]["messages"] == client._get_request_payload(MESSAGES, max_tokens=3)["messages"]
+    assert (
+        stub_server.requests[1]["messages"] == client._get_request_payload(MESSAGES, max_tokens=3)["messages"]
+    )

@@ -17,15 +17,32 @@ from ruwikibench.models.openai_backend import OpenAIBackend
 from ruwikibench.models.retry import LLMRequestError
 from tests.fake_openai import Failure, StubServer
 
-WIRE_HEADERS = ("authorization", "x-bench", "content-type", "accept", "user-agent", "x-stainless-lang",
-                "x-stainless-package-version", "x-stainless-retry-count", "host")
+WIRE_HEADERS = (
+    "authorization",
+    "x-bench",
+    "content-type",
+    "accept",
+    "user-agent",
+    "x-stainless-lang",
+    "x-stainless-package-version",
+    "x-stainless-retry-count",
+    "host",
+)
 
 
 def _backend(url: str, **extra: Any) -> OpenAIBackend:
-    config = ModelConfig.model_validate({
-        "name": "stub-model", "endpoints": [url], "max_retries": 0, "timeout": 5.0,
-        "extra_body": {"min_p": 0.05}, "headers": {"X-Bench": "on"}, "api_key_env": "RWB_POST_KEY", **extra,
-    })
+    config = ModelConfig.model_validate(
+        {
+            "name": "stub-model",
+            "endpoints": [url],
+            "max_retries": 0,
+            "timeout": 5.0,
+            "extra_body": {"min_p": 0.05},
+            "headers": {"X-Bench": "on"},
+            "api_key_env": "RWB_POST_KEY",
+            **extra,
+        }
+    )
     return OpenAIBackend(config)
 
 
@@ -75,10 +92,16 @@ async def test_the_copied_request_is_the_sdks_request(stub_server: StubServer) -
     assert body["min_p"] == 0.05 and "extra_body" not in body and body["max_tokens"] == 7
 
 
-@pytest.mark.parametrize(("message", "error"), [
-    ("This model's maximum context length is 4096 tokens (context_length_exceeded)", "OpenAIContextOverflowError"),
-    ("no such parameter", "OpenAIInvalidRequestError"),
-])
+@pytest.mark.parametrize(
+    ("message", "error"),
+    [
+        (
+            "This model's maximum context length is 4096 tokens (context_length_exceeded)",
+            "OpenAIContextOverflowError",
+        ),
+        ("no such parameter", "OpenAIInvalidRequestError"),
+    ],
+)
 async def test_a_copied_request_fails_as_the_sdks_does(
     stub_server: StubServer, monkeypatch: pytest.MonkeyPatch, message: str, error: str
 ) -> None:
@@ -107,6 +130,7 @@ def _failing_with(message: str, respond):  # type: ignore[no-untyped-def]
         if status == 400:
             payload = {"error": {"message": message, "type": "invalid_request_error"}}
         return status, headers, payload, delay
+
     return respond_with_message
 
 
@@ -114,7 +138,9 @@ async def test_a_copied_request_is_retried_after_429_timeouts_and_5xx(stub_serve
     backend = _backend(stub_server.base_url, max_retries=3, retry_base_delay=0.01, timeout=0.5)
     llm = LLM({"writer": backend})
     await llm.complete("writer", "первый")
-    stub_server.failures.extend([Failure(429, headers={"Retry-After": "0"}), Failure(200, delay=1.2), Failure(503)])
+    stub_server.failures.extend(
+        [Failure(429, headers={"Retry-After": "0"}), Failure(200, delay=1.2), Failure(503)]
+    )
     completion = await llm.complete("writer", "второй")
     assert completion.text == "ответ: второй" and completion.retries == 3
 

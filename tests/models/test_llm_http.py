@@ -252,7 +252,9 @@ async def test_every_client_shares_one_tls_context(stub_server: StubServer) -> N
     import ssl
 
     backends = [OpenAIBackend(_model(stub_server, name=f"m{i}")) for i in range(3)]
-    contexts = [(await backend._clients())[0].http_async_client._transport.ssl_context for backend in backends]
+    contexts = [
+        (await backend._clients())[0].http_async_client._transport.ssl_context for backend in backends
+    ]
     assert isinstance(contexts[0], ssl.SSLContext) and all(c is contexts[0] for c in contexts)
     assert contexts[0].verify_mode == ssl.CERT_REQUIRED and contexts[0].check_hostname
 

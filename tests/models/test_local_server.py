@@ -65,8 +65,14 @@ def test_real_command_line(tmp_path: Path) -> None:
     command = server.command(tmp_path / "m.gguf")
     assert command[1:3] == ["-m", "llama_cpp.server"]
     joined = " ".join(command)
-    for part in ("--host 127.0.0.1", "--port 12345", "--n_ctx 4096", "--logits_all true", "--n_threads 2",
-                 "--n_threads_batch 2"):
+    for part in (
+        "--host 127.0.0.1",
+        "--port 12345",
+        "--n_ctx 4096",
+        "--logits_all true",
+        "--n_threads 2",
+        "--n_threads_batch 2",
+    ):
         assert part in joined
     assert f"--model {tmp_path / 'm.gguf'}" in joined
 

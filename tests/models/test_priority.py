@@ -36,8 +36,13 @@ async def _queue_order(semaphore: PrioritySemaphore, entries: list[tuple[str, in
 
 
 async def test_urgent_waiters_go_first_and_equals_keep_arrival_order() -> None:
-    entries = [("leaf1", Priority.LEAF), ("leaf2", Priority.LEAF), ("chain1", Priority.CHAIN),
-               ("leaf3", Priority.LEAF), ("chain2", Priority.CHAIN)]
+    entries = [
+        ("leaf1", Priority.LEAF),
+        ("leaf2", Priority.LEAF),
+        ("chain1", Priority.CHAIN),
+        ("leaf3", Priority.LEAF),
+        ("chain2", Priority.CHAIN),
+    ]
     order = await _queue_order(PrioritySemaphore(1), entries)
     assert order == ["chain1", "chain2", "leaf1", "leaf2", "leaf3"]
 
@@ -110,7 +115,9 @@ async def test_the_client_sends_chain_calls_before_queued_leaf_calls() -> None:
     llm = LLM({"writer": Gated(lambda m: "ok")}, max_concurrency=1)
     first = asyncio.create_task(llm.complete("writer", "first"))
     await asyncio.sleep(0.01)
-    leaves = [asyncio.create_task(llm.complete("ranking", f"leaf {i}", priority=Priority.LEAF)) for i in range(5)]
+    leaves = [
+        asyncio.create_task(llm.complete("ranking", f"leaf {i}", priority=Priority.LEAF)) for i in range(5)
+    ]
     await asyncio.sleep(0.01)
     chain = asyncio.create_task(llm.complete("outline", "chain"))
     await asyncio.sleep(0.01)

@@ -12,8 +12,16 @@ from ruwikibench.models.types import Completion
 
 
 def _answer(i: int) -> Completion:
-    return Completion(text=f"ответ {i}", raw_text=f"ответ {i} ", prompt_tokens=10 + i, completion_tokens=2, model="m",
-                      retries=1, queued_s=0.5, service_s=0.25)
+    return Completion(
+        text=f"ответ {i}",
+        raw_text=f"ответ {i} ",
+        prompt_tokens=10 + i,
+        completion_tokens=2,
+        model="m",
+        retries=1,
+        queued_s=0.5,
+        service_s=0.25,
+    )
 
 
 def _stored(path) -> dict[str, str]:
@@ -26,7 +34,9 @@ def test_an_answer_is_readable_at_once_and_on_disk_after_close(tmp_path):
     cache = ResponseCache(path)
     cache.put("k1", _answer(1))
     hit = cache.get("k1")  # committed or not, it is there
-    assert hit is not None and hit.text == "ответ 1" and hit.cached and hit.retries == 0 and hit.service_s == 0
+    assert (
+        hit is not None and hit.text == "ответ 1" and hit.cached and hit.retries == 0 and hit.service_s == 0
+    )
     cache.close()
     reopened = ResponseCache(path)
     assert len(reopened) == 1 and reopened.get("k1") == hit

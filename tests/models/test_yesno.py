@@ -22,10 +22,29 @@ def completion(tokens: list[tuple[str, dict[str, float]]], text: str | None = No
 @pytest.mark.parametrize(
     "token,expected",
     [
-        ("Да", "yes"), ("да", "yes"), ("ДА", "yes"), (" Да", "yes"), ("▁Да", "yes"), ("ĠYes", "yes"),
-        ("YES", "yes"), ("**Да**", "yes"), ('"Да"', "yes"), ("«Да»", "yes"), ("Да,", "yes"), ("Yes.", "yes"),
-        ("Нет", "no"), (" нет", "no"), ("NO", "no"), ("▁No", "no"), ("**Нет**", "no"), ("Нет.", "no"),
-        ("Дан", None), ("Не", None), ("Document", None), ("", None), ("**", None),
+        ("Да", "yes"),
+        ("да", "yes"),
+        ("ДА", "yes"),
+        (" Да", "yes"),
+        ("▁Да", "yes"),
+        ("ĠYes", "yes"),
+        ("YES", "yes"),
+        ("**Да**", "yes"),
+        ('"Да"', "yes"),
+        ("«Да»", "yes"),
+        ("Да,", "yes"),
+        ("Yes.", "yes"),
+        ("Нет", "no"),
+        (" нет", "no"),
+        ("NO", "no"),
+        ("▁No", "no"),
+        ("**Нет**", "no"),
+        ("Нет.", "no"),
+        ("Дан", None),
+        ("Не", None),
+        ("Document", None),
+        ("", None),
+        ("**", None),
     ],
 )
 def test_classify_token_variants(token: str, expected: str | None) -> None:
@@ -58,7 +77,9 @@ def test_paper_score_for_no_is_one_minus_p_no() -> None:
 
 
 def test_generated_token_missing_from_top_list_still_counts() -> None:
-    token = TokenLogprob(token="Да", logprob=math.log(0.4), top=[TopLogprob(token="Нет", logprob=math.log(0.5))])
+    token = TokenLogprob(
+        token="Да", logprob=math.log(0.4), top=[TopLogprob(token="Нет", logprob=math.log(0.5))]
+    )
     result = score_yes_no(Completion(text="Да", logprobs=[token]))
     assert result.score == pytest.approx(0.4)
     assert result.p_no == pytest.approx(0.5)

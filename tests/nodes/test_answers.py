@@ -29,9 +29,20 @@ async def test_ask_formats_the_prompt_file_sends_it_for_the_role_and_cleans() ->
         return "  ## Python\nОтвет.  "
 
     llm = LLM({"outline": ScriptedChat(answer)})
-    context = StageContext(config=RunConfig(models={"outline": ModelConfig(name="fake")}), llm=llm, embedder=None, prompts=PromptLibrary())  # type: ignore[arg-type]
-    text = await ask(context, "outline", "ru/outline_describe.txt", title="Python", texts="[1] о языке",
-                     clean=lambda t: clean_answer(t, "Python"))
+    context = StageContext(
+        config=RunConfig(models={"outline": ModelConfig(name="fake")}),
+        llm=llm,
+        embedder=None,
+        prompts=PromptLibrary(),
+    )  # type: ignore[arg-type]
+    text = await ask(
+        context,
+        "outline",
+        "ru/outline_describe.txt",
+        title="Python",
+        texts="[1] о языке",
+        clean=lambda t: clean_answer(t, "Python"),
+    )
     assert text == "Ответ."
     assert "Python" in seen[0] and "[1] о языке" in seen[0]
     assert llm.usage.as_dict()["outline"]["calls"] == 1

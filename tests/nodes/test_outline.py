@@ -30,8 +30,13 @@ def blobs(centers: np.ndarray, per: int, noise: float, seed: int) -> np.ndarray:
 CENTERS = np.eye(8)[:3] * 1.0
 
 
-def make_input(n: int, headings: list[str] | None = None, firsts: list[str | None] | None = None) -> OutlineInput:
-    snippets = [OutlineSnippet(id=f"src{i % 4}#{i // 4}", source_id=f"src{i % 4}", index=i // 4, text=f"t{i}") for i in range(n)]
+def make_input(
+    n: int, headings: list[str] | None = None, firsts: list[str | None] | None = None
+) -> OutlineInput:
+    snippets = [
+        OutlineSnippet(id=f"src{i % 4}#{i // 4}", source_id=f"src{i % 4}", index=i // 4, text=f"t{i}")
+        for i in range(n)
+    ]
     return OutlineInput(title="T", snippets=snippets, headings=headings, first_snippets=firsts)
 
 
@@ -43,11 +48,15 @@ def test_heading_centroids_recover_the_blobs_in_heading_order() -> None:
     vectors = blobs(CENTERS, per=5, noise=0.1, seed=0)
     data = make_input(15, headings=["c", "a", "b"])
     heading_vectors = CENTERS[[2, 0, 1]]
-    clusters, method, notes = cluster_snippets(data, vectors, OutlineConfig(), heading_embedder(heading_vectors))
+    clusters, method, notes = cluster_snippets(
+        data, vectors, OutlineConfig(), heading_embedder(heading_vectors)
+    )
     assert method == "headings" and notes == []
     assert [c.label for c in clusters] == ["c", "a", "b"]
     ids = [s.id for s in data.snippets]
-    assert set(clusters[0].members) == set(ids[10:15])  # blob 2 belongs to the heading initialized at centre 2
+    assert set(clusters[0].members) == set(
+        ids[10:15]
+    )  # blob 2 belongs to the heading initialized at centre 2
     assert set(clusters[1].members) == set(ids[0:5])
     assert all(c.distances == sorted(c.distances) for c in clusters)
 
@@ -78,7 +87,9 @@ def test_choose_k_finds_separated_blobs_and_is_bounded() -> None:
 
 def test_no_headings_falls_back_to_data_mode() -> None:
     vectors = blobs(CENTERS, per=5, noise=0.05, seed=2)
-    clusters, method, notes = cluster_snippets(make_input(15), vectors, OutlineConfig(), heading_embedder(CENTERS))
+    clusters, method, notes = cluster_snippets(
+        make_input(15), vectors, OutlineConfig(), heading_embedder(CENTERS)
+    )
     assert method == "data" and len(clusters) == 3 and notes == ["no reference headings: k chosen from data"]
     assert all(c.init == "data" and c.label is None for c in clusters)
 
@@ -110,7 +121,9 @@ def test_more_headings_than_snippets_is_clamped_and_noted() -> None:
 
 
 def test_select_context_adds_same_source_neighbours() -> None:
-    snippets = [OutlineSnippet(id=f"{s}#{i}", source_id=s, index=i, text=f"{s}{i}") for s in "ab" for i in range(4)]
+    snippets = [
+        OutlineSnippet(id=f"{s}#{i}", source_id=s, index=i, text=f"{s}{i}") for s in "ab" for i in range(4)
+    ]
     cluster = Cluster(index=0, init="heading", members=["a#2", "b#0", "a#3"], distances=[0.1, 0.2, 0.3])
     assert select_context(cluster, snippets, per_cluster=2, neighbors=0) == (["a#2", "b#0"], ["a#2", "b#0"])
     selected, context = select_context(cluster, snippets, per_cluster=2, neighbors=1)
@@ -119,7 +132,9 @@ def test_select_context_adds_same_source_neighbours() -> None:
 
 
 def test_render_texts_respects_both_caps() -> None:
-    snippets = [OutlineSnippet(id=f"s#{i}", source_id="s", index=i, text=("слово " * 400).strip()) for i in range(4)]
+    snippets = [
+        OutlineSnippet(id=f"s#{i}", source_id="s", index=i, text=("слово " * 400).strip()) for i in range(4)
+    ]
     text = render_texts([s.id for s in snippets], snippets, snippet_chars=500, cluster_chars=1200)
     parts = text.split("\n\n")
     assert len(parts) == 4 and all(p.startswith(f"[{i}] ") for i, p in enumerate(parts, 1))
@@ -130,7 +145,9 @@ def test_render_texts_respects_both_caps() -> None:
 
 def test_render_mini_outlines_uses_parsed_headings_in_cluster_order() -> None:
     results = [
-        ClusterResult(index=1, selected=[], context=[], mini_text="x", mini_outline=[Heading(level=2, title="Б")]),
+        ClusterResult(
+            index=1, selected=[], context=[], mini_text="x", mini_outline=[Heading(level=2, title="Б")]
+        ),
         ClusterResult(index=0, selected=[], context=[], mini_text="Извините", mini_outline=[]),
     ]
     assert render_mini_outlines(results, PromptLibrary()) == "План части 1:\nИзвините\n\nПлан части 2:\n## Б"

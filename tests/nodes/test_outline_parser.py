@@ -72,7 +72,9 @@ def test_numbered_lines_that_are_sentences_are_prose() -> None:
 
 
 def test_bold_headings_and_bold_lead_with_explanation() -> None:
-    text = "# Python\n**История**\n1. **Синтаксис**: отступы, выражения и имена\n- **Типы** — числа и строки\n"
+    text = (
+        "# Python\n**История**\n1. **Синтаксис**: отступы, выражения и имена\n- **Типы** — числа и строки\n"
+    )
     assert levels_titles(text) == [(1, "Python"), (2, "История"), (2, "Синтаксис")]
     assert levels_titles(text, bullets="headings")[-1] == (3, "Типы")
 
@@ -119,7 +121,9 @@ def test_empty_and_prose_only_answers() -> None:
 
 
 def test_tree_and_markdown_round_trip() -> None:
-    headings = [Heading(level=lv, title=t) for lv, t in [(1, "A"), (2, "B"), (4, "C"), (3, "D"), (2, "E"), (1, "F")]]
+    headings = [
+        Heading(level=lv, title=t) for lv, t in [(1, "A"), (2, "B"), (4, "C"), (3, "D"), (2, "E"), (1, "F")]
+    ]
     tree = build_tree(headings)
     assert [n.title for n in tree] == ["A", "F"]
     assert [n.title for n in tree[0].children] == ["B", "E"]

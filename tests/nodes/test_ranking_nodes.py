@@ -8,14 +8,28 @@ DATASET = make_dataset()
 
 
 def judgement(snippet_id: str, score: float | None, source: str = "logprobs") -> dict:
-    return {"snippet_id": snippet_id, "llm_score": score, "p_yes": None, "p_no": None, "p_yes_norm": None,
-            "answer": None, "source": source, "reply": "", "error": None}
+    return {
+        "snippet_id": snippet_id,
+        "llm_score": score,
+        "p_yes": None,
+        "p_no": None,
+        "p_yes_norm": None,
+        "answer": None,
+        "source": source,
+        "reply": "",
+        "error": None,
+    }
 
 
 def test_order_by_score_ties_keep_bm25_order_unscored_last() -> None:
     hits = [Hit(snippet_id=f"s{i}", bm25_rank=i, bm25_score=10.0 - i) for i in range(1, 6)]
-    judgements = [judgement("s4", 0.9), judgement("s2", None, "unparseable"), judgement("s1", 0.5),
-                  judgement("s5", 0.9), judgement("s3", 0.0)]
+    judgements = [
+        judgement("s4", 0.9),
+        judgement("s2", None, "unparseable"),
+        judgement("s1", 0.5),
+        judgement("s5", 0.9),
+        judgement("s3", 0.0),
+    ]
     ordered = order_candidates(hits, judgements)
     assert [c["snippet_id"] for c in ordered] == ["s4", "s5", "s1", "s3", "s2"]
     assert [c["rank"] for c in ordered] == [1, 2, 3, 4, 5]
@@ -39,8 +53,9 @@ async def test_judge_prompt_and_generation_settings(tmp_path) -> None:
             return await super().generate(messages, max_tokens=max_tokens, top_logprobs=top_logprobs)
 
     backend = Recorder(lambda m: yes_no_completion(0.8))
-    context = make_context(DATASET, {"ranking": backend}, tmp_path, snippet_chars=40, top_logprobs=15,
-                           judge_max_tokens=6)
+    context = make_context(
+        DATASET, {"ranking": backend}, tmp_path, snippet_chars=40, top_logprobs=15, judge_max_tokens=6
+    )
     snippet = DATASET.snippets[5]
     result = await judge(context, "Python", "q", Hit(snippet_id=snippet.id, bm25_rank=1, bm25_score=1.0))
     prompt = backend.calls[0][-1]["content"]

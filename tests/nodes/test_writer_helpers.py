@@ -86,13 +86,22 @@ def test_coerce_outline_forms_and_errors() -> None:
 
 def test_drafts_number_nonempty_group_descriptions() -> None:
     results = [
-        {"id": "s1", "text": "x [1] y [2]", "write_calls": 1, "groups": [
-            {"index": 1, "snippet_ids": ["b", "c"], "description": "desc b c"},
-            {"index": 0, "snippet_ids": ["a"], "description": "desc a"},
-            {"index": 2, "snippet_ids": ["d"], "description": "  "},
-        ]},
-        {"id": "s2", "text": "z [1]", "write_calls": 2, "groups": [
-            {"index": 0, "snippet_ids": ["e"], "description": "d"}]},
+        {
+            "id": "s1",
+            "text": "x [1] y [2]",
+            "write_calls": 1,
+            "groups": [
+                {"index": 1, "snippet_ids": ["b", "c"], "description": "desc b c"},
+                {"index": 0, "snippet_ids": ["a"], "description": "desc a"},
+                {"index": 2, "snippet_ids": ["d"], "description": "  "},
+            ],
+        },
+        {
+            "id": "s2",
+            "text": "z [1]",
+            "write_calls": 2,
+            "groups": [{"index": 0, "snippet_ids": ["e"], "description": "d"}],
+        },
     ]
     drafts, notes = drafts_from_results(results)
     assert [(s.n, s.snippet_ids) for s in drafts[0].shown] == [(1, ["a"]), (2, ["b", "c"])]
@@ -100,20 +109,33 @@ def test_drafts_number_nonempty_group_descriptions() -> None:
 
 
 def test_lead_body_and_clean_lead() -> None:
-    sections = [WrittenSection(id="s1", level=2, title="A", text="one [1]."),
-                WrittenSection(id="s2", level=2, title="B", text="")]
+    sections = [
+        WrittenSection(id="s1", level=2, title="A", text="one [1]."),
+        WrittenSection(id="s2", level=2, title="B", text=""),
+    ]
     assert lead_body(sections, 1000) == "## A\none [1]."
     assert lead_body([WrittenSection(id="s", level=2, title="A", text="word " * 100)], 50).endswith(" …")
     assert clean_lead("```\n# Москва\n**Преамбула**\nТекст [1].\n```", "Москва") == "Текст [1]."
-    assert clean_lead("Первое [1].\n#### Дата: 15 июня [2].\nДалее.", "T") == "Первое [1].\n\nДата: 15 июня [2].\n\nДалее."
+    assert (
+        clean_lead("Первое [1].\n#### Дата: 15 июня [2].\nДалее.", "T")
+        == "Первое [1].\n\nДата: 15 июня [2].\n\nДалее."
+    )
 
 
 def test_flatten_headings_in_section_texts() -> None:
     from ruwikibench.nodes.answers import flatten_headings
 
     assert flatten_headings("## A\n\nтекст #1 [2]\n\n\n### Б ###\nещё") == "A\n\nтекст #1 [2]\n\nБ\n\nещё"
-    drafts, _ = drafts_from_results([{"id": "s", "text": "#### Заголовок\nФакт [1].", "write_calls": 1,
-                                      "groups": [{"index": 0, "snippet_ids": ["a"], "description": "d"}]}])
+    drafts, _ = drafts_from_results(
+        [
+            {
+                "id": "s",
+                "text": "#### Заголовок\nФакт [1].",
+                "write_calls": 1,
+                "groups": [{"index": 0, "snippet_ids": ["a"], "description": "d"}],
+            }
+        ]
+    )
     assert drafts[0].text == "Заголовок\n\nФакт [1]."
 
 
@@ -121,7 +143,9 @@ def test_the_writer_profile_sets_writer_mode_and_nodes_only_read_it() -> None:
     config = RunConfig(models={"writer": ModelConfig(name="m")})
     config.ranking = config.ranking.model_copy(update={"query_mode": "reference"})
     config.sections = config.sections.model_copy(update={"oracle_filter": 0.5})
-    config.writer = config.writer.model_copy(update={"query_mode": "title", "group_threshold": 1.1, "per_section": 8})
+    config.writer = config.writer.model_copy(
+        update={"query_mode": "title", "group_threshold": 1.1, "per_section": 8}
+    )
 
     from ruwikibench.context import StageContext
 

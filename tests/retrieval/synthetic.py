@@ -8,25 +8,78 @@ from ruwikibench.dataset import Article, Dataset, Paragraph, Section, Snippet, S
 
 TOPICS: dict[str, list[str]] = {
     "Квантовый компьютер": [
-        "квантовый компьютер", "квантовых компьютеров", "кубит", "кубитами", "суперпозиция", "запутанность",
-        "квантовые алгоритмы", "алгоритм Шора", "декогеренция", "qubit", "quantum computing",
+        "квантовый компьютер",
+        "квантовых компьютеров",
+        "кубит",
+        "кубитами",
+        "суперпозиция",
+        "запутанность",
+        "квантовые алгоритмы",
+        "алгоритм Шора",
+        "декогеренция",
+        "qubit",
+        "quantum computing",
     ],
     "Python": [
-        "язык программирования", "языке Python", "интерпретатор", "интерпретатора", "Гвидо ван Россум",
-        "динамическая типизация", "стандартная библиотека", "programming language", "Python interpreter",
+        "язык программирования",
+        "языке Python",
+        "интерпретатор",
+        "интерпретатора",
+        "Гвидо ван Россум",
+        "динамическая типизация",
+        "стандартная библиотека",
+        "programming language",
+        "Python interpreter",
     ],
     "Летние Олимпийские игры 2024": [
-        "Олимпийские игры", "олимпийских игр", "Париж", "Парижа", "спортсмены", "спортсменов", "медали",
-        "медалей", "церемония открытия", "Olympic Games", "athletes",
+        "Олимпийские игры",
+        "олимпийских игр",
+        "Париж",
+        "Парижа",
+        "спортсмены",
+        "спортсменов",
+        "медали",
+        "медалей",
+        "церемония открытия",
+        "Olympic Games",
+        "athletes",
     ],
     "Сколково": [
-        "инновационный центр", "инновационного центра", "Сколково", "стартапы", "стартапов", "технопарк",
-        "резиденты", "венчурные инвестиции", "innovation centre", "startups",
+        "инновационный центр",
+        "инновационного центра",
+        "Сколково",
+        "стартапы",
+        "стартапов",
+        "технопарк",
+        "резиденты",
+        "венчурные инвестиции",
+        "innovation centre",
+        "startups",
     ],
 }
 FILLER = [
-    "в", "и", "на", "по", "году", "также", "который", "было", "этот", "новый", "мир", "страна", "история",
-    "развитие", "проект", "работа", "время", "люди", "the", "of", "and", "new",
+    "в",
+    "и",
+    "на",
+    "по",
+    "году",
+    "также",
+    "который",
+    "было",
+    "этот",
+    "новый",
+    "мир",
+    "страна",
+    "история",
+    "развитие",
+    "проект",
+    "работа",
+    "время",
+    "люди",
+    "the",
+    "of",
+    "and",
+    "new",
 ]
 
 
@@ -38,8 +91,13 @@ def _text(rng: random.Random, words: list[str], n: int, topical: float, stray: f
     out = []
     for _ in range(n):
         x = rng.random()
-        out.append(rng.choice(words) if x < topical else rng.choice(ALL_WORDS) if x < topical + stray
-                   else rng.choice(FILLER))
+        out.append(
+            rng.choice(words)
+            if x < topical
+            else rng.choice(ALL_WORDS)
+            if x < topical + stray
+            else rng.choice(FILLER)
+        )
     return " ".join(out)
 
 
@@ -49,22 +107,45 @@ def make_dataset(snippets_per_source: int = 2, sources_per_article: int = 3, see
     articles, sources, snippets = [], [], []
     for number, (title, words) in enumerate(TOPICS.items()):
         name = title
-        h2 = [Section(id=f"s{i}", level=2, title=f"Раздел {i} о {words[0]}",
-                      paragraphs=[Paragraph(text=_text(rng, words, 20, 0.5), citations=[f"cite_note-{i}"])])
-              for i in range(1, 3)]
-        root = Section(id="s0", level=1, title=title, paragraphs=[Paragraph(text=_text(rng, words, 20, 0.5))],
-                       children=h2)
+        h2 = [
+            Section(
+                id=f"s{i}",
+                level=2,
+                title=f"Раздел {i} о {words[0]}",
+                paragraphs=[Paragraph(text=_text(rng, words, 20, 0.5), citations=[f"cite_note-{i}"])],
+            )
+            for i in range(1, 3)
+        ]
+        root = Section(
+            id="s0",
+            level=1,
+            title=title,
+            paragraphs=[Paragraph(text=_text(rng, words, 20, 0.5))],
+            children=h2,
+        )
         source_ids = []
         for s in range(sources_per_article):
             source_id = f"{name}/source_{s}"
             source_ids.append(source_id)
-            texts = [f"метка{number}x{s}x{k} " + _text(rng, words, 60, 0.1 + 0.1 * ((s + k) % 3), stray=0.15)
-                     for k in range(snippets_per_source)]
-            sources.append(Source(id=source_id, article=name, footnote_id=f"cite_note-{s % 2 + 1}",
-                                  text=" ".join(texts)))
+            texts = [
+                f"метка{number}x{s}x{k} " + _text(rng, words, 60, 0.1 + 0.1 * ((s + k) % 3), stray=0.15)
+                for k in range(snippets_per_source)
+            ]
+            sources.append(
+                Source(id=source_id, article=name, footnote_id=f"cite_note-{s % 2 + 1}", text=" ".join(texts))
+            )
             for k, text in enumerate(texts):
-                snippets.append(Snippet(id=snippet_id(source_id, k), article=name, source_id=source_id, index=k,
-                                        text=text, word_start=k * 60, word_end=(k + 1) * 60))
+                snippets.append(
+                    Snippet(
+                        id=snippet_id(source_id, k),
+                        article=name,
+                        source_id=source_id,
+                        index=k,
+                        text=text,
+                        word_start=k * 60,
+                        word_end=(k + 1) * 60,
+                    )
+                )
         articles.append(Article(title=title, name=name, root=root, source_ids=source_ids))
     return Dataset(articles=articles, sources=sources, snippets=snippets)
 
@@ -88,7 +169,15 @@ def make_context(dataset: Dataset, responders: dict, tmp_path, **ranking):  # ->
 
     models = {role: ModelConfig(name=f"fake-{role}") for role in responders}
     config = RunConfig(models=models, ranking=RankingConfig(**ranking), cache_dir=str(tmp_path / "cache"))
-    backends = {role: r if hasattr(r, "generate") else ScriptedChat(r, name=f"fake-{role}")
-                for role, r in responders.items()}
-    return StageContext(config=config, llm=LLM(backends, max_concurrency=8), embedder=None,  # type: ignore[arg-type]
-                        prompts=PromptLibrary(), dataset=dataset, dataset_dir=tmp_path)
+    backends = {
+        role: r if hasattr(r, "generate") else ScriptedChat(r, name=f"fake-{role}")
+        for role, r in responders.items()
+    }
+    return StageContext(
+        config=config,
+        llm=LLM(backends, max_concurrency=8),
+        embedder=None,  # type: ignore[arg-type]
+        prompts=PromptLibrary(),
+        dataset=dataset,
+        dataset_dir=tmp_path,
+    )

@@ -17,7 +17,11 @@ def dataset() -> Dataset:
 
 def test_lemmas_and_stems_unify_inflections() -> None:
     lemma, stem = Normalizer("lemma"), Normalizer("stem")
-    assert lemma.terms("квантовых компьютеров") == lemma.terms("квантовый компьютер") == ["квантовый", "компьютер"]
+    assert (
+        lemma.terms("квантовых компьютеров")
+        == lemma.terms("квантовый компьютер")
+        == ["квантовый", "компьютер"]
+    )
     assert stem.terms("квантовых компьютеров") == stem.terms("квантовый компьютер")
     assert lemma.terms("Ёлка") == lemma.terms("елки")
     assert stem.terms("computers computing") == ["comput", "comput"]
@@ -95,13 +99,18 @@ def test_a_shelf_builds_once_under_concurrency(dataset: Dataset, tmp_path, monke
     monkeypatch.setattr(BM25Index, "build", classmethod(counting))
     results: list[BM25Index] = []
     shelf = IndexShelf()
-    threads = [threading.Thread(target=lambda: results.append(shelf.get(dataset, "stem", tmp_path))) for _ in range(6)]
+    threads = [
+        threading.Thread(target=lambda: results.append(shelf.get(dataset, "stem", tmp_path)))
+        for _ in range(6)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     assert len(builds) == 1 and len({id(r) for r in results}) == 1
-    assert IndexShelf().get(dataset, "stem", tmp_path) is not results[0]  # another run loads its own (from disk)
+    assert (
+        IndexShelf().get(dataset, "stem", tmp_path) is not results[0]
+    )  # another run loads its own (from disk)
     assert len(builds) == 1
     assert len(shelf) == 1
     shelf.clear()  # the run's units are done: the shelf lets go, a later get loads again (from disk)

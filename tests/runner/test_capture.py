@@ -66,15 +66,19 @@ async def _captured(capture: NodeCapture, context: StageContext, title: str) -> 
 async def test_capture_times_prompts_and_answers(tmp_path: Path) -> None:
     for name in ("left", "right"):
         (tmp_path / f"{name}.txt").write_text(f"{name}: {{title}}", encoding="utf-8")
+
     class Slow(ScriptedChat):
         async def generate(self, messages, *, max_tokens, top_logprobs):  # type: ignore[override]
             await asyncio.sleep(0.1)
             return await super().generate(messages, max_tokens=max_tokens, top_logprobs=top_logprobs)
 
     chat = Slow(lambda messages: "ответ на " + messages[-1]["content"])
-    context = StageContext(config=RunConfig(name="t", models={"writer": {"name": "fake"}}),
-                           llm=LLM({"writer": chat}, max_concurrency=1), embedder=None,  # type: ignore[arg-type]
-                           prompts=PromptLibrary(tmp_path))
+    context = StageContext(
+        config=RunConfig(name="t", models={"writer": {"name": "fake"}}),
+        llm=LLM({"writer": chat}, max_concurrency=1),
+        embedder=None,  # type: ignore[arg-type]
+        prompts=PromptLibrary(tmp_path),
+    )
     capture = NodeCapture("toy", "Кошка", "article")
     context.llm.listeners.append(capture.on_completion)
     context.prompts.listeners.append(capture.on_prompt)
@@ -85,7 +89,9 @@ async def test_capture_times_prompts_and_answers(tmp_path: Path) -> None:
     expected = hashlib.sha256(b"left: {title}").hexdigest()[:PROMPT_HASH_CHARS]
     assert left["prompts"] == [{"name": "left.txt", "sha256": expected}]
     assert left["answers"] == [{"role": "writer", "text": "ответ на left: Кошка", "cached": False}]
-    assert right["prompts"][0]["name"] == "right.txt" and right["answers"][0]["text"] == "ответ на right: Кошка"
+    assert (
+        right["prompts"][0]["name"] == "right.txt" and right["answers"][0]["text"] == "ответ на right: Кошка"
+    )
     assert quiet_node["prompts"] == [] and quiet_node["answers"] == [] and quiet_node["llm_calls"] == 0
     for record in records:
         assert record["started_at"] <= record["ended_at"]
@@ -106,9 +112,12 @@ async def test_units_running_together_keep_only_their_own_calls(tmp_path: Path) 
     for name in ("left", "right"):
         (tmp_path / f"{name}.txt").write_text(f"{name}: {{title}}", encoding="utf-8")
     chat = ScriptedChat(lambda messages: "ответ на " + messages[-1]["content"])
-    context = StageContext(config=RunConfig(name="t", models={"writer": {"name": "fake"}}),
-                           llm=LLM({"writer": chat}), embedder=None,  # type: ignore[arg-type]
-                           prompts=PromptLibrary(tmp_path))
+    context = StageContext(
+        config=RunConfig(name="t", models={"writer": {"name": "fake"}}),
+        llm=LLM({"writer": chat}),
+        embedder=None,  # type: ignore[arg-type]
+        prompts=PromptLibrary(tmp_path),
+    )
     titles = ["Кошка", "Собака", "Лиса"]
     captures = [NodeCapture("toy", title, "article") for title in titles]
     for capture in captures:

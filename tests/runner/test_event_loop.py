@@ -77,9 +77,12 @@ async def test_heartbeat_sees_a_blocked_loop() -> None:
 async def test_run_never_blocks_the_loop(tmp_path, monkeypatch) -> None:
     slowed: dict[str, int] = {}
     monkeypatch.setattr(BM25Index, "search", _slowed(BM25Index.search, slowed, "bm25"))
-    monkeypatch.setattr(outline_nodes, "cluster_snippets", _slowed(outline_nodes.cluster_snippets, slowed, "kmeans"))
-    monkeypatch.setattr(sections_nodes, "similarity_groups",
-                        _slowed(sections_nodes.similarity_groups, slowed, "grouping"))
+    monkeypatch.setattr(
+        outline_nodes, "cluster_snippets", _slowed(outline_nodes.cluster_snippets, slowed, "kmeans")
+    )
+    monkeypatch.setattr(
+        sections_nodes, "similarity_groups", _slowed(sections_nodes.similarity_groups, slowed, "grouping")
+    )
     SlowEmbedder.calls = 0
     beat = Heartbeat()
     rundir = await run_sample(tmp_path, monkeypatch, SlowEmbedder(), during=beat)

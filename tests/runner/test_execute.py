@@ -24,8 +24,9 @@ def _dataset(titles: list[str]) -> Dataset:
 def _context(dataset: Dataset, responder) -> tuple[StageContext, ScriptedChat]:
     chat = ScriptedChat(responder)
     config = RunConfig(name="toy", models={"writer": {"name": "fake"}})
-    return StageContext(config=config, llm=LLM({"writer": chat}), embedder=None, prompts=PromptLibrary(),
-                        dataset=dataset), chat  # type: ignore[arg-type]
+    return StageContext(
+        config=config, llm=LLM({"writer": chat}), embedder=None, prompts=PromptLibrary(), dataset=dataset
+    ), chat  # type: ignore[arg-type]
 
 
 def _answer(messages) -> str:
@@ -47,8 +48,13 @@ async def test_run_resume_failures_and_rescore(tmp_path: Path) -> None:
     metrics = json.loads(rundir.file("metrics.json").read_text())["toy"]
     assert metrics["metrics"]["overlap"]["failures_excluded"]["mean"] == 1.0
     assert abs(metrics["metrics"]["overlap"]["failures_as_zero"]["mean"] - 2 / 3) < 1e-9
-    assert metrics["counts"] == {"evaluated": 2, "excluded": 0, "failed_units": 1, "articles": 3,
-                                 "zeroed": {"overlap": 1}}
+    assert metrics["counts"] == {
+        "evaluated": 2,
+        "excluded": 0,
+        "failed_units": 1,
+        "articles": 3,
+        "zeroed": {"overlap": 1},
+    }
     nodes = list(rundir.read("nodes.jsonl"))
     assert {n["node"] for n in nodes} == {"ask"} and all(n["llm_calls"] == 1 for n in nodes if not n["error"])
 
@@ -72,7 +78,9 @@ async def test_report_compares_runs(tmp_path: Path) -> None:
     dirs = []
     for name, responder in (("good", _answer), ("weak", lambda m: "нечто")):
         context, _ = _context(dataset, responder)
-        rundir = await execute(context, "mem", RunOptions(stages=["toy"], out=tmp_path, run_id=name, progress=False))
+        rundir = await execute(
+            context, "mem", RunOptions(stages=["toy"], out=tmp_path, run_id=name, progress=False)
+        )
         dirs.append(rundir.path)
     md = compare_runs(dirs, tmp_path / "cmp").read_text()
     assert "| good | 100.00" in md and "| weak | 0.00" in md
@@ -98,7 +106,9 @@ async def test_node_records_of_a_unit_are_appended_in_one_write(tmp_path: Path, 
     monkeypatch.setattr(RunDir, "append_many", counted)
     dataset = _dataset(["Кошка", "Собака дом", "Плохая статья"])
     context, _ = _context(dataset, _answer)
-    rundir = await execute(context, "mem", RunOptions(stages=["toy"], out=tmp_path, progress=False, retries=1))
+    rundir = await execute(
+        context, "mem", RunOptions(stages=["toy"], out=tmp_path, progress=False, retries=1)
+    )
     node_writes = [n for name, n in writes if name == "nodes.jsonl"]
     assert len(node_writes) == 2 + 2  # one per attempt: two good units, the bad one tried twice
     assert sum(node_writes) == len(list(rundir.read("nodes.jsonl")))

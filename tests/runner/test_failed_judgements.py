@@ -50,13 +50,17 @@ async def test_failed_judgements_counted_then_retried_on_resume(tmp_path: Path) 
     assert counts["judgements"] == total and sources["error"] > 0 and sources["unparseable"] > 0
     assert counts["failed_judgements"] == sources["error"] + sources["unparseable"]
     report = (tmp_path / "runs" / "r" / "report.md").read_text()
-    assert f"LLM judgements: {total}, failed {counts['failed_judgements']} (error {sources['error']}, " \
-           f"unparseable {sources['unparseable']}; asked again when the run resumes)" in report
+    assert (
+        f"LLM judgements: {total}, failed {counts['failed_judgements']} (error {sources['error']}, "
+        f"unparseable {sources['unparseable']}; asked again when the run resumes)" in report
+    )
 
     resumed, second = await _run(tmp_path, faults=False, run_id="r")
     assert len(second.calls) == counts["failed_judgements"]  # only the failed ones are asked again
-    assert resumed["counts"]["failed_judgements"] == 0 and "asked again" not in \
-        (tmp_path / "runs" / "r" / "report.md").read_text()
+    assert (
+        resumed["counts"]["failed_judgements"] == 0
+        and "asked again" not in (tmp_path / "runs" / "r" / "report.md").read_text()
+    )
     assert resumed["metrics"] == clean["metrics"] and resumed["counts"] == clean["counts"]
 
     _, third = await _run(tmp_path, faults=False, run_id="r")
@@ -69,8 +73,10 @@ def test_intervals_do_not_depend_on_the_order_units_finished() -> None:
     from ruwikibench.runner.metrics import aggregate
 
     rng = random.Random(3)
-    results = [{"stage": "s", "article": f"a{i}", "item": "article", "metrics": {"m": rng.random()}}
-               for i in range(30)]
+    results = [
+        {"stage": "s", "article": f"a{i}", "item": "article", "metrics": {"m": rng.random()}}
+        for i in range(30)
+    ]
     errors = [{"stage": "s", "article": f"f{i}", "unit": "article", "reason": "x"} for i in range(3)]
     first = aggregate(results, errors)
     for _ in range(3):

@@ -23,8 +23,16 @@ REPO = Path(__file__).resolve().parents[2]
 JOB = Path(__file__).with_name("finish_job.py")
 FLAKY = "Сколково"  # while the flag file exists, every request about this article fails (HTTP 503)
 
-POINTS = ["after_outputs@4", "before_floors", "before_baselines", "before_stamp", "before_spec", "before_metrics",
-          "before_csv", "before_report"]
+POINTS = [
+    "after_outputs@4",
+    "before_floors",
+    "before_baselines",
+    "before_stamp",
+    "before_spec",
+    "before_metrics",
+    "before_csv",
+    "before_report",
+]
 
 
 class FlakyServer(StubServer):
@@ -50,17 +58,38 @@ def job(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-de
         endpoint = {"name": "fake", "endpoints": [server.base_url], "max_retries": 0, "timeout": 20}
 
         def run(out: str, fault: str | None = None, cache: str = "cache") -> subprocess.CompletedProcess[str]:
-            config = {"name": "finish", "models": {"writer": endpoint}, "cache_dir": str(tmp / cache),
-                      "ranking": {"query_mode": "generated"}, "max_concurrency": 2}
+            config = {
+                "name": "finish",
+                "models": {"writer": endpoint},
+                "cache_dir": str(tmp / cache),
+                "ranking": {"query_mode": "generated"},
+                "max_concurrency": 2,
+            }
             (tmp / f"{cache}.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
             env = {k: v for k, v in os.environ.items() if k != FAULT_ENV}
             env |= {"PYTHONPATH": str(REPO), "RUWIKIBENCH_CACHE": str(tmp / cache)}
             if fault:
                 env[FAULT_ENV] = fault
-            args = ["run", "all", "--dataset", str(tmp / "data"), "--config", str(tmp / f"{cache}.yaml"),
-                    "--out", str(tmp / out), "--run-id", "r"]
-            return subprocess.run([sys.executable, str(JOB), *args], capture_output=True, text=True, env=env,
-                                  timeout=300, check=False)
+            args = [
+                "run",
+                "all",
+                "--dataset",
+                str(tmp / "data"),
+                "--config",
+                str(tmp / f"{cache}.yaml"),
+                "--out",
+                str(tmp / out),
+                "--run-id",
+                "r",
+            ]
+            return subprocess.run(
+                [sys.executable, str(JOB), *args],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=300,
+                check=False,
+            )
 
         clean = run("clean")
         assert clean.returncode == 0, clean.stdout + clean.stderr
@@ -90,7 +119,9 @@ def test_kill_before_floors_of_a_resumed_session_leaves_no_stale_floors(job, poi
     out = "partial-" + point
     (tmp / "flaky").touch()
     try:
-        partial = run(out, cache=out)  # a cache of its own: the clean run's answers must not hide the failures
+        partial = run(
+            out, cache=out
+        )  # a cache of its own: the clean run's answers must not hide the failures
     finally:
         (tmp / "flaky").unlink()
     assert partial.returncode == 3, partial.stdout + partial.stderr

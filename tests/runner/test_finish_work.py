@@ -27,8 +27,13 @@ from tests.runner.sample_run import run_sample
 
 def _context(rundir: RunDir) -> StageContext:
     config = RunConfig.model_validate(rundir.read_json("spec.json")["config"])
-    return StageContext(config=config, llm=None, embedder=HashEmbedder(), prompts=PromptLibrary(),  # type: ignore[arg-type]
-                        dataset=make_dataset())
+    return StageContext(
+        config=config,
+        llm=None,
+        embedder=HashEmbedder(),
+        prompts=PromptLibrary(),  # type: ignore[arg-type]
+        dataset=make_dataset(),
+    )
 
 
 def _forbidden(*args: Any, **kwargs: Any) -> Any:
@@ -85,7 +90,9 @@ async def test_a_unit_with_another_output_gets_its_baselines_scored_again(tmp_pa
 
 
 async def test_scoring_a_run_again_reads_no_text_with_the_ner(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(entities, "_store", None)  # the run's context sets its own cache folder; restored after
+    monkeypatch.setattr(
+        entities, "_store", None
+    )  # the run's context sets its own cache folder; restored after
     entities.forget_in_memory()  # texts this process read before must not hide the run's own reads
     before = entities.ner_texts()
     rundir = await run_sample(tmp_path, monkeypatch)
@@ -116,4 +123,6 @@ def test_one_blas_thread_gives_the_same_products_to_float32_rounding() -> None:
         single = greedy_prf(generated, reference), soft_cardinality(reference)
     assert single[0] == pytest.approx(threaded[0], rel=1e-6)  # bit-equal on some CPUs, not on all
     assert single[1] == pytest.approx(threaded[1], rel=1e-6)
-    assert single[1] != pytest.approx(threaded[1] * (1 + 1e-4), rel=1e-6)  # the tolerance is float32's, no wider
+    assert single[1] != pytest.approx(
+        threaded[1] * (1 + 1e-4), rel=1e-6
+    )  # the tolerance is float32's, no wider

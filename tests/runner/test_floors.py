@@ -35,12 +35,31 @@ def _context(embedder: TableEmbedder) -> StageContext:
 
 
 def _saved(article: str, section: str, text: str, reference: str) -> dict:
-    spec = {"id": section, "title": section, "level": 2, "snippets": [{"id": "x", "text": "t", "source_id": "s"}],
-            "reference": reference}
-    result = {"id": section, "title": section, "level": 2, "text": text, "status": "ok", "snippets_total": 1,
-              "snippet_ids": ["x"], "groups": [], "calls": 1}
-    return {"stage": "sections", "article": article, "unit": section,
-            "input": {"article": article, "sections": [spec]}, "output": {"article": article, "results": [result]}}
+    spec = {
+        "id": section,
+        "title": section,
+        "level": 2,
+        "snippets": [{"id": "x", "text": "t", "source_id": "s"}],
+        "reference": reference,
+    }
+    result = {
+        "id": section,
+        "title": section,
+        "level": 2,
+        "text": text,
+        "status": "ok",
+        "snippets_total": 1,
+        "snippet_ids": ["x"],
+        "groups": [],
+        "calls": 1,
+    }
+    return {
+        "stage": "sections",
+        "article": article,
+        "unit": section,
+        "input": {"article": article, "sections": [spec]},
+        "output": {"article": article, "results": [result]},
+    }
 
 
 SAVED = [_saved("A", "s1", "Икс.", "Игрек."), _saved("B", "t1", "Зет.", "Дубль.")]
@@ -51,14 +70,18 @@ def _scores(context: StageContext) -> list[dict]:
     records = []
     for saved in SAVED:
         unit = Unit(stage="sections", article=saved["article"], unit_id=saved["unit"], input=saved["input"])
-        records += [r.model_dump(mode="json") for r in stage.checked_score(unit, saved["output"], context).records]
+        records += [
+            r.model_dump(mode="json") for r in stage.checked_score(unit, saved["output"], context).records
+        ]
     return records
 
 
 def test_sections_floor_and_rescaled_by_hand(tmp_path) -> None:
     context = _context(TableEmbedder())
     records = _scores(context)
-    assert [r["metrics"]["f1"] for r in records] == pytest.approx([0.8, 0.8])  # cos(Икс, Игрек), cos(Зет, Дубль)
+    assert [r["metrics"]["f1"] for r in records] == pytest.approx(
+        [0.8, 0.8]
+    )  # cos(Икс, Игрек), cos(Зет, Дубль)
     rows = stage_floors(get_stage("sections"), SAVED, context)
     # A's text against B's reference: cos(Икс, Дубль) = 0.6; B's text against A's: cos(Зет, Игрек) = 0.6
     assert [(r["article"], r["against"]) for r in rows] == [("A", ["B/t1"]), ("B", ["A/s1"])]
@@ -68,7 +91,9 @@ def test_sections_floor_and_rescaled_by_hand(tmp_path) -> None:
     assert metrics["metrics"]["f1_rescaled"]["failures_excluded"]["mean"] == pytest.approx((0.8 - 0.6) / 0.4)
     assert metrics["floor"]["pairs"] == 2 and metrics["floor"]["seed"] == 0
     # a failed section: raw 0 in the failures-as-zero view, rescaled accordingly, the floor untouched
-    failed = aggregate(records, [{"stage": "sections", "article": "B", "unit": "t2", "reason": "Boom: x"}], rows)
+    failed = aggregate(
+        records, [{"stage": "sections", "article": "B", "unit": "t2", "reason": "Boom: x"}], rows
+    )
     view = failed["sections"]["metrics"]
     assert view["f1"]["failures_as_zero"]["mean"] == pytest.approx(1.6 / 3)
     assert view["f1_rescaled"]["failures_as_zero"]["mean"] == pytest.approx((1.6 / 3 - 0.6) / 0.4)
@@ -101,9 +126,18 @@ def test_floor_reuses_the_embeddings_of_the_metric() -> None:
 
 
 def test_failures_as_zero_zeroes_only_what_failed() -> None:
-    ok = {"stage": "ranking", "article": "A", "item": "article",
-          "metrics": {"bm25_ndcg": 0.5, "bm25_r_precision": 0.5, "pool_recall": 0.4, "rerank_ndcg": 0.9,
-                      "rerank_r_precision": 1.0}}
+    ok = {
+        "stage": "ranking",
+        "article": "A",
+        "item": "article",
+        "metrics": {
+            "bm25_ndcg": 0.5,
+            "bm25_r_precision": 0.5,
+            "pool_recall": 0.4,
+            "rerank_ndcg": 0.9,
+            "rerank_r_precision": 1.0,
+        },
+    }
     rerank = {"stage": "ranking", "article": "B", "unit": "article", "reason": "RerankFailed: all 3 failed"}
     other = {"stage": "ranking", "article": "C", "unit": "article", "reason": "TimeoutError: x"}
     metrics = aggregate([ok], [rerank, other])["ranking"]
@@ -111,8 +145,13 @@ def test_failures_as_zero_zeroes_only_what_failed() -> None:
     assert zero["rerank_ndcg"]["mean"] == pytest.approx(0.3) and zero["rerank_ndcg"]["n"] == 3
     assert zero["bm25_ndcg"]["mean"] == pytest.approx(0.25) and zero["bm25_ndcg"]["n"] == 2
     assert zero["pool_recall"]["n"] == 2
-    assert metrics["counts"]["zeroed"] == {"bm25_ndcg": 1, "bm25_r_precision": 1, "pool_recall": 1, "rerank_ndcg": 2,
-                                         "rerank_r_precision": 2}
+    assert metrics["counts"]["zeroed"] == {
+        "bm25_ndcg": 1,
+        "bm25_r_precision": 1,
+        "pool_recall": 1,
+        "rerank_ndcg": 2,
+        "rerank_r_precision": 2,
+    }
     assert metrics["counts"]["evaluated"] == 1 and metrics["counts"]["failed_units"] == 2
     rows = stage_table("ranking", [("run", metrics)], "failures_as_zero")
     assert rows[0][-4:] == ["scored", "excluded", "failed", "zeroed"]
@@ -150,7 +189,10 @@ def test_item_floors_ignore_finishing_order_and_unrelated_articles(tmp_path) -> 
     first = _item_floors(tmp_path, "first", saved)
     assert _item_floors(tmp_path, "reversed", list(reversed(saved))) == first
     grown = _item_floors(tmp_path, "grown", saved + _many(["NEW"]))
-    kept = [key for key, (_, against) in grown.items()
-            if not key.startswith("NEW/") and not any(a.startswith("NEW/") for a in against)]
+    kept = [
+        key
+        for key, (_, against) in grown.items()
+        if not key.startswith("NEW/") and not any(a.startswith("NEW/") for a in against)
+    ]
     assert kept and all(grown[key] == first[key] for key in kept)
     assert len(kept) < len(first)  # the new article did enter some draws: the test is not vacuous

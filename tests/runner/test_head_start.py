@@ -62,7 +62,9 @@ async def test_the_others_start_once_the_first_request_is_out() -> None:
 async def test_a_first_unit_without_requests_holds_no_one_back(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(execute, "HEAD_START", 30.0)
 
-    async def first(llm: LLM, events: list[str]) -> None:  # every answer cached, say: it ends without a request
+    async def first(
+        llm: LLM, events: list[str]
+    ) -> None:  # every answer cached, say: it ends without a request
         await asyncio.sleep(0.01)
 
     started = time.perf_counter()
@@ -70,14 +72,17 @@ async def test_a_first_unit_without_requests_holds_no_one_back(monkeypatch: pyte
     assert time.perf_counter() - started < 5
 
 
-async def test_a_slow_first_request_holds_the_others_head_start_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_slow_first_request_holds_the_others_head_start_seconds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(execute, "HEAD_START", 0.05)
 
-    async def first(llm: LLM, events: list[str]) -> None:  # CPU work first (a BM25 index built, say): others start
+    async def first(
+        llm: LLM, events: list[str]
+    ) -> None:  # CPU work first (a BM25 index built, say): others start
         await asyncio.sleep(0.5)
 
     assert (await run(first)).events == ["1 starts", "2 starts", "0 done"]
-
 
 
 class Building(ScriptedChat):
@@ -116,8 +121,16 @@ async def test_only_the_first_role_s_clients_are_built_before_the_first_request(
     assert events == ["writer built"]
     with Progress(disable=True) as progress:
         await asyncio.wait_for(execute._run_units(context, runner, units, progress), 10)  # type: ignore[arg-type]
-    assert events == ["writer built", "0 asks", "query built", "outline built", "judge built", "1 starts",
-                      "2 starts", "0 done"]
+    assert events == [
+        "writer built",
+        "0 asks",
+        "query built",
+        "outline built",
+        "judge built",
+        "1 starts",
+        "2 starts",
+        "0 done",
+    ]
 
 
 async def test_no_backend_to_prepare_is_no_error() -> None:

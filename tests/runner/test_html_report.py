@@ -23,7 +23,8 @@ def _run(name: str, f1: dict[str, list[float]]) -> RunData:
     data = RunData(name, {"outline": {"metrics": {}}}, RunDir(Path("/nonexistent") / name), {})
     for article, values in f1.items():
         data.results[("outline", article)] = [
-            {"stage": "outline", "article": article, "item": f"s{i}", "metrics": {"f1": v}} for i, v in enumerate(values)
+            {"stage": "outline", "article": article, "item": f"s{i}", "metrics": {"f1": v}}
+            for i, v in enumerate(values)
         ]
     return data
 
@@ -74,7 +75,12 @@ def test_jsonl_index_reads_one_article_at_a_time(tmp_path: Path) -> None:
     lines = [
         {"stage": "outline", "article": 'Кавычки "в" имени', "unit": "article", "node": "n1"},
         {"stage": "outline", "article": "Python", "unit": "article", "node": "n2"},
-        {"node": "n3", "article": "Python", "stage": "sections", "unit": "s1"},  # another key order: parsed in full
+        {
+            "node": "n3",
+            "article": "Python",
+            "stage": "sections",
+            "unit": "s1",
+        },  # another key order: parsed in full
         {"stage": "outline", "article": 'Кавычки "в" имени', "unit": "article", "node": "n4"},
     ]
     text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines) + '{"stage": "x", "arti'
@@ -93,10 +99,22 @@ def test_jsonl_index_reads_one_article_at_a_time(tmp_path: Path) -> None:
 
 
 def test_page_template_loads_nothing_from_outside() -> None:
-    page = environment().get_template("report.html.j2").render(
-        title="t", created="now", view="failures excluded", runs=[],
-        settings={"runs": [], "differing": [], "same": [], "same_count": 0}, stages=[], judges=[],
-        problems=[], problem_count=0, index={"header": [], "rows": []}, deltas=[],
+    page = (
+        environment()
+        .get_template("report.html.j2")
+        .render(
+            title="t",
+            created="now",
+            view="failures excluded",
+            runs=[],
+            settings={"runs": [], "differing": [], "same": [], "same_count": 0},
+            stages=[],
+            judges=[],
+            problems=[],
+            problem_count=0,
+            index={"header": [], "rows": []},
+            deltas=[],
+        )
     )
     assert "<style>" in page and "<script>" in page
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
@@ -114,20 +132,47 @@ def test_headline_is_the_declared_key_else_the_first_column() -> None:
 def test_trace_counts_calls_on_the_inner_nodes_of_subgraphs() -> None:
     from ruwikibench.reporting.article_page import _trace
 
-    outer = {"node": "section", "namespace": "", "task_id": "abc", "started_at": 1.0, "ended_at": 4.0, "llm_calls": 0,
-             "prompt_tokens": 0, "completion_tokens": 0, "cache_hits": 0, "output": {}}
-    inner = {"node": "write", "namespace": "section:abc", "started_at": 2.0, "ended_at": 3.0, "llm_calls": 2,
-             "prompt_tokens": 30, "completion_tokens": 7, "cache_hits": 1, "output": {"text": "т" * 10_000},
-             "prompts": [{"name": "ru/section_write.txt", "sha256": "0123456789ab"}]}
+    outer = {
+        "node": "section",
+        "namespace": "",
+        "task_id": "abc",
+        "started_at": 1.0,
+        "ended_at": 4.0,
+        "llm_calls": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "cache_hits": 0,
+        "output": {},
+    }
+    inner = {
+        "node": "write",
+        "namespace": "section:abc",
+        "started_at": 2.0,
+        "ended_at": 3.0,
+        "llm_calls": 2,
+        "prompt_tokens": 30,
+        "completion_tokens": 7,
+        "cache_hits": 1,
+        "output": {"text": "т" * 10_000},
+        "prompts": [{"name": "ru/section_write.txt", "sha256": "0123456789ab"}],
+    }
     trace = _trace([inner, outer])
     assert [n["node"] for n in trace["nodes"]] == ["section", "write"]  # start order
     assert [n["depth"] for n in trace["nodes"]] == [0, 1]
-    assert trace["totals"] == {"llm_calls": 2, "prompt_tokens": 30, "completion_tokens": 7, "cache_hits": 1,
-                               "queued_s": None, "service_s": None}  # captured before queue timing: totals only
+    assert trace["totals"] == {
+        "llm_calls": 2,
+        "prompt_tokens": 30,
+        "completion_tokens": 7,
+        "cache_hits": 1,
+        "queued_s": None,
+        "service_s": None,
+    }  # captured before queue timing: totals only
     shown = trace["nodes"][1]["output"]
     assert shown.endswith("more characters in nodes.jsonl") and len(shown) < 6_100
     section, write = trace["timeline"]["bars"]
-    assert section["llm_inside"] and not section["llm"] and write["llm"]  # the parent coloured by its child's calls
+    assert (
+        section["llm_inside"] and not section["llm"] and write["llm"]
+    )  # the parent coloured by its child's calls
     assert "2 LLM calls by the nodes inside it" in section["label"]
     assert trace["timeline"]["queued_s"] is None and section["queued"] == 0
 
@@ -138,11 +183,23 @@ def test_timeline_bars_stay_inside_the_track_and_show_the_queue_wait() -> None:
     from ruwikibench.reporting.article_page import MIN_BAR, _trace
 
     def node(name: str, start: float, end: float, **extra: float) -> dict:
-        return {"node": name, "namespace": "", "started_at": start, "ended_at": end, "llm_calls": 1,
-                "prompt_tokens": 1, "completion_tokens": 1, "cache_hits": 0, "output": {}, **extra}
+        return {
+            "node": name,
+            "namespace": "",
+            "started_at": start,
+            "ended_at": end,
+            "llm_calls": 1,
+            "prompt_tokens": 1,
+            "completion_tokens": 1,
+            "cache_hits": 0,
+            "output": {},
+            **extra,
+        }
 
-    records = [node("rerank", 0.0, 100.0, queued_s=80.0, service_s=20.0),
-               node("tiny", 99.99, 100.0, queued_s=0.0, service_s=0.01)]
+    records = [
+        node("rerank", 0.0, 100.0, queued_s=80.0, service_s=20.0),
+        node("tiny", 99.99, 100.0, queued_s=0.0, service_s=0.01),
+    ]
     trace = _trace(records)
     bars = {b["node"]: b for b in trace["timeline"]["bars"]}
     assert all(b["x"] + b["width"] <= 100.0 + 1e-9 for b in bars.values())
@@ -162,13 +219,18 @@ def test_page_errors_show_each_error_once() -> None:
     errors = PageErrors()
     reason = "LLMRequestError: cache at /home/someone/.cache/ruwikibench/llm.sqlite is locked"
     first = errors.note(reason)
-    again = errors.note("cache at /home/someone/.cache/ruwikibench/llm.sqlite is locked")  # the node's own text
+    again = errors.note(
+        "cache at /home/someone/.cache/ruwikibench/llm.sqlite is locked"
+    )  # the node's own text
     other = errors.note("ValueError: bad outline")
     assert first["first"] and not again["first"] and again["id"] == first["id"]
     assert other["first"] and other["id"] != first["id"]
     assert first["short"] == "LLMRequestError: cache at …/ruwikibench/llm.sqlite is locked"
     assert first["full"] == reason
-    assert shorten_paths("at http://127.0.0.1:8000/v1/chat/completions") == "at http://127.0.0.1:8000/v1/chat/completions"
+    assert (
+        shorten_paths("at http://127.0.0.1:8000/v1/chat/completions")
+        == "at http://127.0.0.1:8000/v1/chat/completions"
+    )
 
 
 def test_chart_panels_group_each_metric_with_its_floor_and_mark_failed_runs(tmp_path) -> None:
@@ -183,15 +245,29 @@ def test_chart_panels_group_each_metric_with_its_floor_and_mark_failed_runs(tmp_
     groups = metric_groups("outline", stage_columns("outline", {}))
     assert [g[0][0] for g in groups[:3]] == ["Mean F1", "F1 (authors)", "Soft recall"]
     assert all([t for t, _ in g[1:]] == ["floor", "rescaled"] for g in groups[:3])
-    assert all(len(g) <= 3 for g in groups) and sum(len(g) for g in groups) == len(stage_columns("outline", {}))
+    assert all(len(g) <= 3 for g in groups) and sum(len(g) for g in groups) == len(
+        stage_columns("outline", {})
+    )
     estimate = {"mean": 0.4, "low": 0.3, "high": 0.5, "n": 3}
-    passed = {"metrics": {"f1": {"failures_excluded": estimate}}, "counts": {"evaluated": 3, "failed_units": 0}}
+    passed = {
+        "metrics": {"f1": {"failures_excluded": estimate}},
+        "counts": {"evaluated": 3, "failed_units": 0},
+    }
     failed = {"metrics": {}, "counts": {"evaluated": 0, "failed_units": 3}}
-    errors = [{"stage": "outline", "article": a, "unit": "article",
-               "reason": "OperationalError: unable to open /home/u/.cache/ruwikibench/llm.sqlite"} for a in "ab"]
+    errors = [
+        {
+            "stage": "outline",
+            "article": a,
+            "unit": "article",
+            "reason": "OperationalError: unable to open /home/u/.cache/ruwikibench/llm.sqlite",
+        }
+        for a in "ab"
+    ]
     failures = stage_failures("outline", [("A", passed, []), ("B", failed, errors)])
     assert failures == {"B": "OperationalError: unable to open …/ruwikibench/llm.sqlite"}
-    plot_stage("outline", [("A", passed), ("B", failed)], tmp_path / "outline.png", "failures_excluded", failures)
+    plot_stage(
+        "outline", [("A", passed), ("B", failed)], tmp_path / "outline.png", "failures_excluded", failures
+    )
     width, height = struct.unpack(">II", (tmp_path / "outline.png").read_bytes()[16:24])
     assert width == 1260 and height < 1200
     alt = chart_description("outline", ["A", "B"], failures, passed)

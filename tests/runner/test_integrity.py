@@ -32,8 +32,9 @@ def _lines(rundir: RunDir, name: str) -> list[dict]:
 
 async def _uninterrupted(tmp_path: Path) -> dict:
     context, _ = _context(_dataset(TITLES), _answer)
-    return _metrics(await execute(context, "mem", RunOptions(stages=["toy"], out=tmp_path / "whole",
-                                                             progress=False)))
+    return _metrics(
+        await execute(context, "mem", RunOptions(stages=["toy"], out=tmp_path / "whole", progress=False))
+    )
 
 
 async def test_killed_between_outputs_and_results_is_scored_on_resume(tmp_path: Path) -> None:
@@ -113,8 +114,8 @@ with run_lock(sys.argv[1]):
 async def test_second_writer_is_refused_naming_the_holder_pid(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     holder = subprocess.Popen(  # noqa: ASYNC220 - a second process holding the lock
-        [sys.executable, "-c", HOLD, str(tmp_path / "r")], stdout=subprocess.PIPE, env=env,
-                              text=True)
+        [sys.executable, "-c", HOLD, str(tmp_path / "r")], stdout=subprocess.PIPE, env=env, text=True
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         context, chat = _context(_dataset(TITLES), _answer)

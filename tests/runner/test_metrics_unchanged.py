@@ -26,7 +26,11 @@ def _differences(expected: Any, got: Any, path: str = "") -> list[str]:
             out += _differences(expected[key], got[key], f"{path}/{key}")
         return out
     if isinstance(expected, float) and isinstance(got, (int, float)):
-        return [] if math.isclose(expected, got, rel_tol=1e-9, abs_tol=1e-12) else [f"{path}: {expected} -> {got}"]
+        return (
+            []
+            if math.isclose(expected, got, rel_tol=1e-9, abs_tol=1e-12)
+            else [f"{path}: {expected} -> {got}"]
+        )
     return [] if expected == got else [f"{path}: {expected!r} -> {got!r}"]
 
 

@@ -17,7 +17,9 @@ def test_run_id_is_the_prefix_and_the_hash_of_the_parts() -> None:
     assert run_id(key) == run_id(RunKey("cfg", [{"a": [2, None], "b": 1}, "d"]))  # key order does not matter
     assert run_id(key).startswith("cfg-") and len(run_id(key)) == len("cfg-") + 8
     assert run_id(RunKey("cfg", ["d"])) != run_id(key)
-    assert run_path(Path("out"), "named", key) == Path("out/named") and run_path(Path("out"), None, key).name == run_id(key)
+    assert run_path(Path("out"), "named", key) == Path("out/named") and run_path(
+        Path("out"), None, key
+    ).name == run_id(key)
 
 
 def test_open_run_holds_the_lock_and_writes_the_spec(tmp_path) -> None:

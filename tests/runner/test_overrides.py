@@ -26,7 +26,7 @@ from .toy_stage import install  # type: ignore[import-not-found]
 install()
 
 NODES = textwrap.dedent(
-    '''
+    """
     from langgraph.graph import END, START, StateGraph
     from typing_extensions import TypedDict
 
@@ -68,7 +68,7 @@ NODES = textwrap.dedent(
         class In(TypedDict):
             title: str
         return _graph(In, Out).compile()
-    '''
+    """
 )
 
 
@@ -92,21 +92,45 @@ def _config(**overrides: str) -> RunConfig:
 @pytest.mark.parametrize(
     ("key", "target", "message"),
     [
-        ("toy.ask", "no_such_module_xyz:shout", ("overrides.toy.ask: cannot import 'no_such_module_xyz': "
-                                                 "ModuleNotFoundError")),
+        (
+            "toy.ask",
+            "no_such_module_xyz:shout",
+            ("overrides.toy.ask: cannot import 'no_such_module_xyz': ModuleNotFoundError"),
+        ),
         ("toy.ask", "{m}:missing", "overrides.toy.ask: module '{m}' has no attribute 'missing'"),
         ("toy.ask", "{m}", "overrides.toy.ask: '{m}' is not 'package.module:attribute'"),
-        ("toy.ask", "{m}:needs_more", ("overrides.toy.ask: wrong signature (state, runtime, extra): a node takes "
-                                      "(state) or (state, runtime); extra would never be given")),
+        (
+            "toy.ask",
+            "{m}:needs_more",
+            (
+                "overrides.toy.ask: wrong signature (state, runtime, extra): a node takes "
+                "(state) or (state, runtime); extra would never be given"
+            ),
+        ),
         ("toy.ask", "{m}:not_callable", "overrides.toy.ask: 42 is not callable"),
         ("toy.nope", "{m}:shout", "overrides.toy.nope: the toy graph has no node 'nope' (nodes: ask)"),
         ("nostage.ask", "{m}:shout", "overrides.nostage.ask: unknown stage 'nostage'"),
-        ("toy", "{m}:graph_needing_pool", ("overrides.toy: input schema NeedsPool requires pool_size, which the toy "
-                                          "stage's input (ToyIn: title) does not give")),
-        ("toy", "{m}:graph_without_answer", ("overrides.toy: output schema Other lacks answer, which the toy stage "
-                                            "scores")),
-        ("toy", "{m}:compiled_graph", ("overrides.toy: the builder returned CompiledStateGraph, not a StateGraph "
-                                      "(return the uncompiled StateGraph; the runner compiles it)")),
+        (
+            "toy",
+            "{m}:graph_needing_pool",
+            (
+                "overrides.toy: input schema NeedsPool requires pool_size, which the toy "
+                "stage's input (ToyIn: title) does not give"
+            ),
+        ),
+        (
+            "toy",
+            "{m}:graph_without_answer",
+            ("overrides.toy: output schema Other lacks answer, which the toy stage scores"),
+        ),
+        (
+            "toy",
+            "{m}:compiled_graph",
+            (
+                "overrides.toy: the builder returned CompiledStateGraph, not a StateGraph "
+                "(return the uncompiled StateGraph; the runner compiles it)"
+            ),
+        ),
     ],
 )
 def test_a_bad_override_is_one_line_naming_the_key(plugin: str, key: str, target: str, message: str) -> None:
@@ -123,38 +147,60 @@ def test_good_overrides_resolve_with_the_source_hash(plugin: str, tmp_path: Path
     resolved = resolve_overrides(_config(**{"toy.ask": f"{plugin}:shout"}))
     record = resolved["toy.ask"].record()
     source = tmp_path / f"{plugin}.py"
-    assert record == {"kind": "node", "target": f"{plugin}:shout", "file": str(source),
-                      "sha256": hashlib.sha256(source.read_bytes()).hexdigest()}
+    assert record == {
+        "kind": "node",
+        "target": f"{plugin}:shout",
+        "file": str(source),
+        "sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
+    }
 
 
 def _context(config: RunConfig) -> StageContext:
-    dataset = Dataset(articles=[Article(title="Кошка", name="Кошка", root=Section(id="s0", level=1, title="Кошка"))],
-                      sources=[], snippets=[])
+    dataset = Dataset(
+        articles=[Article(title="Кошка", name="Кошка", root=Section(id="s0", level=1, title="Кошка"))],
+        sources=[],
+        snippets=[],
+    )
     chat = ScriptedChat(lambda messages: "кошка мяу")
-    return StageContext(config=config, llm=LLM({"writer": chat}), embedder=None,  # type: ignore[arg-type]
-                        prompts=PromptLibrary(), dataset=dataset)
+    return StageContext(
+        config=config,
+        llm=LLM({"writer": chat}),
+        embedder=None,  # type: ignore[arg-type]
+        prompts=PromptLibrary(),
+        dataset=dataset,
+    )
 
 
 async def test_a_node_override_runs_is_captured_recorded_and_told_apart(plugin: str, tmp_path: Path) -> None:
-    builtin = await execute(_context(_config()), "mem", RunOptions(stages=["toy"], out=tmp_path / "runs",
-                                                                    progress=False))
-    first = await execute(_context(_config(**{"toy.ask": f"{plugin}:shout"})), "mem",
-                          RunOptions(stages=["toy"], out=tmp_path / "runs", progress=False))
+    builtin = await execute(
+        _context(_config()), "mem", RunOptions(stages=["toy"], out=tmp_path / "runs", progress=False)
+    )
+    first = await execute(
+        _context(_config(**{"toy.ask": f"{plugin}:shout"})),
+        "mem",
+        RunOptions(stages=["toy"], out=tmp_path / "runs", progress=False),
+    )
     assert first.path != builtin.path
     outputs = list(first.read("outputs.jsonl"))
     assert outputs[0]["output"]["answer"] == "КОШКА кошка мяу VERSION"
     nodes = list(first.read("nodes.jsonl"))
     assert [n["node"] for n in nodes] == ["ask"] and "VERSION" in str(nodes[0])
     spec = first.read_json("spec.json")
-    assert spec["overrides"]["toy.ask"]["target"] == f"{plugin}:shout" and len(spec["overrides"]["toy.ask"]["sha256"]) == 64
+    assert (
+        spec["overrides"]["toy.ask"]["target"] == f"{plugin}:shout"
+        and len(spec["overrides"]["toy.ask"]["sha256"]) == 64
+    )
     assert spec["config"]["overrides"] == {"toy.ask": f"{plugin}:shout"}
 
     # the same import path, other code: another run id, and the report tells the runs apart
     source = tmp_path / f"{plugin}.py"
     source.write_text(NODES.replace("VERSION", "VERSION2"), encoding="utf-8")
     sys.modules.pop(plugin, None)
-    second = await execute(_context(_config(**{"toy.ask": f"{plugin}:shout"})), "mem",
-                           RunOptions(stages=["toy"], out=tmp_path / "runs", progress=False))
+    second = await execute(
+        _context(_config(**{"toy.ask": f"{plugin}:shout"})),
+        "mem",
+        RunOptions(stages=["toy"], out=tmp_path / "runs", progress=False),
+    )
     assert second.path != first.path
     assert next(iter(second.read("outputs.jsonl")))["output"]["answer"].endswith("VERSION2")
     table = settings_table([(p.path.name, {}, RunDir(p.path)) for p in (builtin, first, second)])

@@ -36,16 +36,25 @@ def _floor(article: str, item: str, f1: float) -> dict[str, Any]:
     return {"stage": "sections", "article": article, "item": item, "metrics": {"f1": f1}}
 
 
-def _rows(a: list[dict[str, Any]], b: list[dict[str, Any]], fa: list | None = None, fb: list | None = None,
-          names: tuple[str, str] = ("A", "B")) -> list[PairedRow]:
+def _rows(
+    a: list[dict[str, Any]],
+    b: list[dict[str, Any]],
+    fa: list | None = None,
+    fb: list | None = None,
+    names: tuple[str, str] = ("A", "B"),
+) -> list[PairedRow]:
     runs = [(names[0], a, fa or []), (names[1], b, fb or [])]
     return compare_runs_paired(runs, ["sections"], {"sections": F1})["sections"]
 
 
 def test_difference_is_over_shared_items_only() -> None:
     a = [_record("x", "s1", 0.5), _record("x", "s2", 0.6), _record("x", "s3", 0.7), _record("y", "s1", 0.2)]
-    b = [_record("x", "s1", 0.8), _record("x", "s2", 0.5), _record("x", "s3", None, "no snippet"),
-         _record("y", "s2", 0.9)]
+    b = [
+        _record("x", "s1", 0.8),
+        _record("x", "s2", 0.5),
+        _record("x", "s3", None, "no snippet"),
+        _record("y", "s2", 0.9),
+    ]
     (row,) = _rows(a, b)  # no floor rows: no rescaled row
     # shared: x/s1 (+0.3) and x/s2 (−0.1); x/s3 excluded in B, y/s1 only in A, y/s2 only in B
     assert row.alignment.keys == [("x", "s1"), ("x", "s2")]
@@ -57,15 +66,27 @@ def test_difference_is_over_shared_items_only() -> None:
 
 
 def test_one_shared_item_is_never_significant() -> None:
-    raw, rescaled = _rows([_record("x", "s1", 0.2)], [_record("x", "s1", 0.9)], [_floor("x", "s1", 0.1)],
-                          [_floor("x", "s1", 0.1)])
+    raw, rescaled = _rows(
+        [_record("x", "s1", 0.2)],
+        [_record("x", "s1", 0.9)],
+        [_floor("x", "s1", 0.1)],
+        [_floor("x", "s1", 0.1)],
+    )
     assert raw.difference.mean == pytest.approx(0.7) and raw.p == 1.0 and rescaled.p == 1.0
     assert raw.verdict() == rescaled.verdict() == "no significant difference"
 
 
 def test_a_later_record_replaces_an_earlier_one() -> None:
-    items = stage_items([_record("x", "s1", 0.5), _record("x", "s1", None, "gone"), _record("x", "s2", 0.4),
-                         _record("x", "s2", 0.9)], [], "sections")
+    items = stage_items(
+        [
+            _record("x", "s1", 0.5),
+            _record("x", "s1", None, "gone"),
+            _record("x", "s2", 0.4),
+            _record("x", "s2", 0.9),
+        ],
+        [],
+        "sections",
+    )
     assert items.excluded == {("x", "s1")} and items.scores == {("x", "s2"): {"f1": 0.9}}
 
 
@@ -148,27 +169,58 @@ def _write_run(path: Path, results: list[dict[str, Any]], floors: list[dict[str,
 
 def _sections(values: np.ndarray, shift: float) -> list[dict[str, Any]]:
     return [
-        {"stage": "sections", "article": f"art{i // 4}", "item": f"s{i % 4}",
-         "metrics": {"f1": v + shift, "p": v, "r": v + 2 * shift, "rouge_l": v / 2, "bleu": v / 3}}
+        {
+            "stage": "sections",
+            "article": f"art{i // 4}",
+            "item": f"s{i % 4}",
+            "metrics": {"f1": v + shift, "p": v, "r": v + 2 * shift, "rouge_l": v / 2, "bleu": v / 3},
+        }
         for i, v in enumerate(values.tolist())
     ]
 
 
 def test_compare_runs_writes_the_paired_section(tmp_path: Path) -> None:
     values = np.random.default_rng(5).uniform(0.3, 0.7, 16)
-    floors = [{"stage": "sections", "article": f"art{i // 4}", "item": f"s{i % 4}",
-               "metrics": {"f1": 0.4, "p": 0.4, "r": 0.4}} for i in range(16)]
+    floors = [
+        {
+            "stage": "sections",
+            "article": f"art{i // 4}",
+            "item": f"s{i % 4}",
+            "metrics": {"f1": 0.4, "p": 0.4, "r": 0.4},
+        }
+        for i in range(16)
+    ]
     base = _write_run(tmp_path / "base", _sections(values, 0.0), floors)
     better = _write_run(tmp_path / "better", _sections(values, 0.05), floors)
-    assert [h.key for h in stage_headlines("sections", {})] == ["f1", "rouge_l", "bleu", "p", "r", "entity_recall",
-                                                                "entity_precision", "entity_f1"]
-    assert [h.floor for h in stage_headlines("sections", {})] == [True, False, False, True, True, False, False, False]
+    assert [h.key for h in stage_headlines("sections", {})] == [
+        "f1",
+        "rouge_l",
+        "bleu",
+        "p",
+        "r",
+        "entity_recall",
+        "entity_precision",
+        "entity_f1",
+    ]
+    assert [h.floor for h in stage_headlines("sections", {})] == [
+        True,
+        False,
+        False,
+        True,
+        True,
+        False,
+        False,
+        False,
+    ]
 
     md = compare_runs([base, better], tmp_path / "cmp").read_text(encoding="utf-8")
     section = md.split("## sections")[1]
     assert "### Paired differences" in section
     assert "| Mean F1 | better | +5.00 [+5.00, +5.00] |" in section  # the same +0.05 on all 16 items
-    assert "| Mean ROUGE-L | better | +0.00 [+0.00, +0.00] | 1.000 | 16 | 0 | no significant difference |" in section
+    assert (
+        "| Mean ROUGE-L | better | +0.00 [+0.00, +0.00] | 1.000 | 16 | 0 | no significant difference |"
+        in section
+    )
     verdicts = [line for line in section.splitlines() if line.startswith("- ")]
     assert [line.split(":")[0] for line in verdicts] == [
         f"- better beats base on sections {m}" for m in ("Mean F1", "Mean F1 rescaled", "R", "R rescaled")
@@ -181,7 +233,9 @@ def test_compare_runs_writes_the_paired_section(tmp_path: Path) -> None:
     assert '<table class="sortable paired-table">' in page and "Paired differences" in page
     assert "better beats base on sections Mean F1" in page
     csv_rows = (tmp_path / "cmp" / "sections_paired.csv").read_text(encoding="utf-8").splitlines()
-    assert csv_rows[0] == "metric,run,Δ vs base [95% CI],p,shared items,left out,verdict" and len(csv_rows) == 9
+    assert (
+        csv_rows[0] == "metric,run,Δ vs base [95% CI],p,shared items,left out,verdict" and len(csv_rows) == 9
+    )
 
     compare_runs([base], tmp_path / "cmp")  # one run: no paired table, the stale CSV removed
     assert not (tmp_path / "cmp" / "sections_paired.csv").exists()
@@ -200,6 +254,15 @@ def test_paired_comparison_reads_the_run_directories(tmp_path: Path) -> None:
     f1 = next(r for r in rows if r.key == "f1")
     assert f1.shared == 6 and f1.alignment.only_base == 2 and f1.difference.mean == pytest.approx(0.1)
     assert not any(r.key.endswith("_rescaled") for r in rows)  # no floors.jsonl: no rescaled rows
-    assert align(stage_items(results, [], "sections"), stage_items(results, [], "sections"), "f1").only_base == 0
-    assert compare_stage("sections", F1, ("a", stage_items([], [], "sections")),
-                         ("b", stage_items(results, [], "sections")))[0].verdict() == "no shared item"
+    assert (
+        align(stage_items(results, [], "sections"), stage_items(results, [], "sections"), "f1").only_base == 0
+    )
+    assert (
+        compare_stage(
+            "sections",
+            F1,
+            ("a", stage_items([], [], "sections")),
+            ("b", stage_items(results, [], "sections")),
+        )[0].verdict()
+        == "no shared item"
+    )

@@ -49,16 +49,22 @@ def test_paper_columns_map_onto_our_metric_keys() -> None:
     assert rows["paper Table 3: DeepSeek V3"] == {"rerank_ndcg": 95.42, "rerank_r_precision": 83.86}
     assert table4.settings["ranking.query_mode"] == "generated"
     outline = stage_variants("outline")
-    assert [v.name for v in outline] == ["Table 5 (Direct, no neighbors)", "Table 5 (Direct, one neighbor)",
-                                         "Table 5 (Description)"]
+    assert [v.name for v in outline] == [
+        "Table 5 (Direct, no neighbors)",
+        "Table 5 (Direct, one neighbor)",
+        "Table 5 (Description)",
+    ]
     assert dict(outline[1].rows())["paper Table 5 (Direct, one neighbor): tpro"] == {"f1_authors": 59.09}
     assert stage_variants("writer") == []
 
 
 def test_a_malformed_file_names_the_field(tmp_path: Path) -> None:
     bad = tmp_path / "paper.yaml"
-    bad.write_text("paper: x\nsettings: {}\ntables:\n- {table: 3, stage: ranking, caption: c, columns: [], "
-                   "rows: [{model: m, figures: {NDCG: 1.0}}]}\n", encoding="utf-8")
+    bad.write_text(
+        "paper: x\nsettings: {}\ntables:\n- {table: 3, stage: ranking, caption: c, columns: [], "
+        "rows: [{model: m, figures: {NDCG: 1.0}}]}\n",
+        encoding="utf-8",
+    )
     with pytest.raises(PaperResultsError, match=r"paper.yaml: tables.0: Value error, Table 3, m: no column"):
         load_paper_results(bad)
 
@@ -75,8 +81,9 @@ def _run(tmp: Path, name: str, config: str, articles: int) -> Path:
                 record = {"stage": stage, "article": f"a{i}", "item": "article", "metrics": {key: 0.9}}
                 handle.write(json.dumps(record) + "\n")
     estimate = {"failures_excluded": {"mean": 0.9, "low": 0.9, "high": 0.9, "n": articles}}
-    metrics = {stage: {"metrics": {key: estimate}, "counts": {"evaluated": articles}}
-               for stage, key in STAGES}
+    metrics = {
+        stage: {"metrics": {key: estimate}, "counts": {"evaluated": articles}} for stage, key in STAGES
+    }
     (path / "metrics.json").write_text(json.dumps(metrics), encoding="utf-8")
     return path
 
@@ -94,12 +101,17 @@ def test_paper_settings_are_comparable_local_ones_are_not(runs: list[Path]) -> N
     assert paper_run.comparable and paper_run.variant.name == "Table 5 (Description)"
     assert not local_run.comparable and local_run.variant.name == "Table 5 (Description)"
     assert set(local_run.differing) == {
-        "embedder.kind = e5-int8 (paper: sentence-transformers)", "embedder.name = null (paper: sergeyzh/BERTA)",
-        "articles = 2 (paper: 285)", "embedder.authors_prompt = null (paper: Classification)",
+        "embedder.kind = e5-int8 (paper: sentence-transformers)",
+        "embedder.name = null (paper: sergeyzh/BERTA)",
+        "articles = 2 (paper: 285)",
+        "embedder.authors_prompt = null (paper: Classification)",
     }
     ranking = paper_block("ranking", [(p.name, RunDir(p)) for p in runs])
     assert ranking is not None
-    assert [(c.variant.name, c.comparable) for c in ranking.comparisons] == [("Table 3", True), ("Table 4", False)]
+    assert [(c.variant.name, c.comparable) for c in ranking.comparisons] == [
+        ("Table 3", True),
+        ("Table 4", False),
+    ]
     assert "ranking.max_candidates = 12 (paper: null)" in ranking.comparisons[1].differing
     sections = paper_block("sections", [(p.name, RunDir(p)) for p in runs])
     assert sections is not None and [c.comparable for c in sections.comparisons] == [True, False]
@@ -112,8 +124,10 @@ def test_report_shows_the_paper_rows_when_asked(runs: list[Path], tmp_path: Path
     assert "| paper Table 4: tpro | 90.61 | 65.07 | 96.06 | 83.37 |" in md  # the local run's query mode
     assert "paper Table 5 (Description): DeepSeek V3" in md and "Direct, no neighbors):" not in md
     assert "its columns here: Description → F1 (authors);" in md
-    assert "Table 4, BM25 query generation (each model writes the query from the title): figures ×100 as published, " \
+    assert (
+        "Table 4, BM25 query generation (each model writes the query from the title): figures ×100 as published, "
         "no CI; its columns here: the columns of the same name;" in md
+    )
     assert "paper-run: **comparable** with the paper's Table 5 (Description)" in md
     assert "local-run: not comparable with the paper's Table 5 (Description): " in md
     page = (tmp_path / "cmp" / "report.html").read_text(encoding="utf-8")
@@ -128,8 +142,9 @@ def test_the_cli_option_says_which_run_is_comparable(runs: list[Path], tmp_path:
 
     from ruwikibench.cli import app
 
-    result = CliRunner().invoke(app, ["report", *map(str, runs), "--paper", "--out", str(tmp_path / "cli")],
-                                env={"COLUMNS": "300"})
+    result = CliRunner().invoke(
+        app, ["report", *map(str, runs), "--paper", "--out", str(tmp_path / "cli")], env={"COLUMNS": "300"}
+    )
     assert result.exit_code == 0, result.output
     assert "ranking: paper-run: comparable with the paper's Table 3 (its settings)" in result.output
     assert "ranking: local-run: not comparable with the paper's Table 4: " in result.output

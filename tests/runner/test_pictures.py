@@ -14,7 +14,8 @@ ROOT_DOCS = Path(__file__).resolve().parents[2] / "docs"
 @pytest.mark.parametrize("stage", sorted(DOCS))
 def test_each_stage_page_shows_the_graph_the_code_draws(stage: str) -> None:
     assert shown(ROOT_DOCS, stage) == block(stage, mermaid(stage)), (
-        f"docs/{DOCS[stage]}: the graph picture is stale; run `ruwikibench graph --update-docs`")
+        f"docs/{DOCS[stage]}: the graph picture is stale; run `ruwikibench graph --update-docs`"
+    )
 
 
 def test_pictures_name_every_node_and_the_sections_subgraph() -> None:
@@ -30,7 +31,9 @@ def test_update_docs_rewrites_a_stale_block_and_leaves_current_ones(tmp_path: Pa
     stale = tmp_path / DOCS["outline"]
     stale.write_text(stale.read_text(encoding="utf-8").replace("mini_outline", "old_node"), encoding="utf-8")
     assert update_docs(tmp_path) == [str(stale)]
-    assert "old_node" not in stale.read_text(encoding="utf-8") and stale.read_text(encoding="utf-8").endswith("text\n")
+    assert "old_node" not in stale.read_text(encoding="utf-8") and stale.read_text(encoding="utf-8").endswith(
+        "text\n"
+    )
     assert update_docs(tmp_path) == []
 
 
@@ -66,6 +69,8 @@ def test_graph_command_draws_the_graph_with_the_configs_overrides(
     ranking = runner.invoke(app, ["graph", "ranking", "--config", config])
     assert ranking.exit_code == 0 and ranking.output.strip() == mermaid("ranking")  # same nodes, same edges
     bad = tmp_path / "bad.yaml"
-    bad.write_text("models: {writer: {name: m}}\noverrides: {outline: no_such_module_x:build}\n", encoding="utf-8")
+    bad.write_text(
+        "models: {writer: {name: m}}\noverrides: {outline: no_such_module_x:build}\n", encoding="utf-8"
+    )
     broken = runner.invoke(app, ["graph", "outline", "--config", str(bad)])
     assert broken.exit_code == 2 and "overrides.outline: cannot import 'no_such_module_x'" in broken.output

@@ -43,8 +43,10 @@ def _run(tmp: Path, name: str, **spec: Any) -> Path:
 
 
 def _two_runs(tmp: Path) -> list[Path]:
-    return [_run(tmp, "local", model="qwen-1.5b", query_mode="generated", prompt="ru/relevance.txt"),
-            _run(tmp, "fake", model="fake", query_mode="reference", prompt=LONG)]
+    return [
+        _run(tmp, "local", model="qwen-1.5b", query_mode="generated", prompt="ru/relevance.txt"),
+        _run(tmp, "fake", model="fake", query_mode="reference", prompt=LONG),
+    ]
 
 
 def test_rows_are_the_differing_settings_grouped_with_the_roles_merged(tmp_path: Path) -> None:
@@ -58,7 +60,10 @@ def test_rows_are_the_differing_settings_grouped_with_the_roles_merged(tmp_path:
     ]
     same = {r.key: r.values for r in table.same}
     assert same["models.*.temperature"] == ["0.01", "0.01"] and same["ranking.pool_ratio"] == ["3", "3"]
-    assert same["override.ranking.judge.sha256"] == ["abababababab"] * 2 and same["stages"] == ['["ranking"]'] * 2
+    assert (
+        same["override.ranking.judge.sha256"] == ["abababababab"] * 2
+        and same["stages"] == ['["ranking"]'] * 2
+    )
     assert not any(r.key.startswith(("cache_dir", "options.out", "options.run_id")) for r in table.same)
 
 
@@ -69,15 +74,15 @@ def test_report_md_and_html_show_the_same_rows(tmp_path: Path) -> None:
     assert "| `ranking.query_mode` | generated | reference |" in md
     assert "| `models.*.name` | qwen-1.5b | fake |" in md and "models.writer.name" not in md
     assert "<details><summary>9 settings equal in all runs (whole values in settings.csv)</summary>" in md
-    assert "- stage options: `ranking.pool_ratio`=3; `stages`=[\"ranking\"]" in md
+    assert '- stage options: `ranking.pool_ratio`=3; `stages`=["ranking"]' in md
     csv_text = (tmp_path / "cmp" / "settings.csv").read_text(encoding="utf-8")
     assert LONG in csv_text  # whole there
     page = (tmp_path / "cmp" / "report.html").read_text(encoding="utf-8")
     block = page.split('<h3 id="settings">')[1].split("<h2")[0]
     assert '<th colspan="3" scope="rowgroup">stage options</th>' in block
     assert '<th scope="row"><code>ranking.query_mode</code></th><td>generated</td><td>reference</td>' in block
-    assert f'<td title="{LONG}">{LONG[:SHORT_VALUE - 1]}…</td>' in block  # shortened, whole on hover
-    assert "<details class=\"settings-same\"><summary>9 settings equal in all runs</summary>" in block
+    assert f'<td title="{LONG}">{LONG[: SHORT_VALUE - 1]}…</td>' in block  # shortened, whole on hover
+    assert '<details class="settings-same"><summary>9 settings equal in all runs</summary>' in block
     assert block.index("ranking.pool_ratio") > block.index("<details")  # equal settings behind the toggle
 
 

@@ -20,7 +20,10 @@ def test_run_id_ignores_endpoint_timeout_and_concurrency() -> None:
     base = run_id_for(_config(), dataset, options)
     moved = _config(endpoints=["http://127.0.0.1:9999/v1"], timeout=5.0, max_retries=0)
     assert run_id_for(moved, dataset, options) == base
-    assert run_id_for(_config().model_copy(update={"max_concurrency": 64, "cache_dir": "/x"}), dataset, options) == base
+    assert (
+        run_id_for(_config().model_copy(update={"max_concurrency": 64, "cache_dir": "/x"}), dataset, options)
+        == base
+    )
     assert run_id_for(_config(temperature=0.5), dataset, options) != base
     assert run_id_for(_config(name="other"), dataset, options) != base
 
@@ -70,7 +73,9 @@ def test_authors_prompt_is_part_of_the_run_id_and_the_spec() -> None:
     paper = _ranked({**BERTA, "authors_prompt": "Classification"})
     assert run_id_for(paper, dataset, options) != base
     assert run_id_for(_ranked({**BERTA, "authors_prompt": "Other"}), dataset, options) not in {
-        base, run_id_for(paper, dataset, options)}
+        base,
+        run_id_for(paper, dataset, options),
+    }
     spec = build_spec("r", paper, dataset, "data", options)
     assert spec["config"]["embedder"]["authors_prompt"] == "Classification"
 
@@ -78,7 +83,9 @@ def test_authors_prompt_is_part_of_the_run_id_and_the_spec() -> None:
 def _stored(folder, model: str = "qwen-ref", query: str = "описание") -> bytes:
     from ruwikibench.nodes.queries import REFERENCE_QUERIES_FILE, QueryRecord, ReferenceQueries
 
-    stored = ReferenceQueries(dataset_id="d", model=model, queries={"a": QueryRecord(title="A", ru=query, en="")})
+    stored = ReferenceQueries(
+        dataset_id="d", model=model, queries={"a": QueryRecord(title="A", ru=query, en="")}
+    )
     data = stored.model_dump_json().encode()
     (folder / REFERENCE_QUERIES_FILE).write_bytes(data)
     return data
@@ -89,11 +96,20 @@ def test_reference_queries_file_is_part_of_the_run_id_and_the_spec(tmp_path) -> 
 
     from ruwikibench.runner.execute import build_spec, run_inputs
 
-    dataset, options, config = Dataset(articles=[], sources=[], snippets=[]), RunOptions(stages=["ranking"]), _ranked()
+    dataset, options, config = (
+        Dataset(articles=[], sources=[], snippets=[]),
+        RunOptions(stages=["ranking"]),
+        _ranked(),
+    )
     data = _stored(tmp_path)
     inputs = run_inputs(config, options, tmp_path)
-    assert inputs == {"reference_queries": {"path": str(tmp_path / "reference_queries.json"),
-                                            "sha256": hashlib.sha256(data).hexdigest(), "model": "qwen-ref"}}
+    assert inputs == {
+        "reference_queries": {
+            "path": str(tmp_path / "reference_queries.json"),
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "model": "qwen-ref",
+        }
+    }
     first = run_id_for(config, dataset, options, inputs)
     assert run_id_for(config, dataset, options, run_inputs(config, options, tmp_path)) == first  # same file
     spec = build_spec(first, config, dataset, "data", options, inputs)
@@ -108,11 +124,18 @@ def test_missing_reference_queries_do_not_break_the_run_id(tmp_path) -> None:
     """No file (or no place for one): the id is computed; the ranking units then fail with the error naming the fix."""
     from ruwikibench.runner.execute import run_inputs
 
-    dataset, options, config = Dataset(articles=[], sources=[], snippets=[]), RunOptions(stages=["ranking"]), _ranked()
+    dataset, options, config = (
+        Dataset(articles=[], sources=[], snippets=[]),
+        RunOptions(stages=["ranking"]),
+        _ranked(),
+    )
     missing = run_inputs(config, options, tmp_path)
-    assert missing == {"reference_queries": {"path": str(tmp_path / "reference_queries.json"), "sha256": None,
-                                             "model": None}}
-    assert run_inputs(config, options, None) == {"reference_queries": {"path": None, "sha256": None, "model": None}}
+    assert missing == {
+        "reference_queries": {"path": str(tmp_path / "reference_queries.json"), "sha256": None, "model": None}
+    }
+    assert run_inputs(config, options, None) == {
+        "reference_queries": {"path": None, "sha256": None, "model": None}
+    }
     before = run_id_for(config, dataset, options, missing)
     _stored(tmp_path)
     assert run_id_for(config, dataset, options, run_inputs(config, options, tmp_path)) != before
@@ -129,8 +152,14 @@ def test_runs_without_reference_ranking_ignore_the_file(tmp_path) -> None:
     _stored(tmp_path)
     generated, no_ranking = _ranked(query_mode="generated"), RunOptions(stages=["outline", "sections"])
     assert run_inputs(generated, RunOptions(), tmp_path) == {} == run_inputs(_ranked(), no_ranking, tmp_path)
-    assert run_id_for(generated, dataset, RunOptions(), run_inputs(generated, RunOptions(), tmp_path)) == "r-586d8849"
-    assert run_id_for(_ranked(), dataset, no_ranking, run_inputs(_ranked(), no_ranking, tmp_path)) == "r-0ca768da"
+    assert (
+        run_id_for(generated, dataset, RunOptions(), run_inputs(generated, RunOptions(), tmp_path))
+        == "r-586d8849"
+    )
+    assert (
+        run_id_for(_ranked(), dataset, no_ranking, run_inputs(_ranked(), no_ranking, tmp_path))
+        == "r-0ca768da"
+    )
     assert "reference_queries" not in build_spec("r", generated, dataset, "data", RunOptions(), {})
 
 
@@ -140,7 +169,11 @@ def test_a_named_run_does_not_resume_with_other_reference_queries(tmp_path) -> N
     stored = {"path": "q.json", "sha256": "a" * 64, "model": "m"}
     rundir.write_json("spec.json", {"config": config, "dataset": {"id": "d"}, "reference_queries": stored})
     _check_same_run(rundir, {"config": config, "dataset": {"id": "d"}, "reference_queries": stored})
-    missing_before = {"config": config, "dataset": {"id": "d"}, "reference_queries": {**stored, "sha256": None}}
+    missing_before = {
+        "config": config,
+        "dataset": {"id": "d"},
+        "reference_queries": {**stored, "sha256": None},
+    }
     _check_same_run(rundir, missing_before)  # the file appeared: the failed ranking units are rerun
     changed = {"config": config, "dataset": {"id": "d"}, "reference_queries": {**stored, "sha256": "b" * 64}}
     with pytest.raises(ValueError, match="other stored reference queries"):

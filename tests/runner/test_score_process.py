@@ -48,7 +48,9 @@ def _records(rundir: Path, name: str) -> list[str]:
     return sorted(json.dumps(json.loads(line), sort_keys=True) for line in lines)
 
 
-async def test_the_process_scores_what_the_thread_scores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_process_scores_what_the_thread_scores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     save_dataset(make_dataset(), tmp_path / "data")
     scored_here: list[str] = []
     checked = Stage.checked_score
@@ -64,12 +66,22 @@ async def test_the_process_scores_what_the_thread_scores(tmp_path: Path, monkeyp
         import multiprocessing
 
         spawned = [p for p in multiprocessing.active_children() if p.name.startswith("SpawnProcess")]
-        assert not spawned  # the scoring process was told to exit early and waited for at the end (not the endpoint)
+        assert (
+            not spawned
+        )  # the scoring process was told to exit early and waited for at the end (not the endpoint)
     assert scored_here == []  # every unit, its baselines and the floors were scored in the child
     spec = json.loads((by_process / "spec.json").read_text(encoding="utf-8"))
-    assert spec["last_session"]["scoring"]["in"] == "process"  # and how many baselines were scored ahead (timing)
+    assert (
+        spec["last_session"]["scoring"]["in"] == "process"
+    )  # and how many baselines were scored ahead (timing)
     assert isinstance(spec["last_session"]["scoring"]["baselines_scored_ahead"], int)
-    for name in ("results.jsonl", "generated.jsonl", "baseline_scores.jsonl", "floors.jsonl", "baselines.jsonl"):
+    for name in (
+        "results.jsonl",
+        "generated.jsonl",
+        "baseline_scores.jsonl",
+        "floors.jsonl",
+        "baselines.jsonl",
+    ):
         assert _records(by_process, name) == _records(by_thread, name), name
         assert _records(by_thread, name), name
     metrics = [json.loads((d / "metrics.json").read_text(encoding="utf-8")) for d in (by_thread, by_process)]
@@ -105,8 +117,9 @@ async def test_a_stage_the_child_cannot_build_stays_here(tmp_path: Path) -> None
         scoring.close()
 
 
-async def test_a_child_that_cannot_start_says_why_in_one_line(tmp_path: Path, caplog: pytest.LogCaptureFixture,
-                                                              capfd: pytest.CaptureFixture[str]) -> None:
+async def test_a_child_that_cannot_start_says_why_in_one_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
     scoring = ScoringProcess(_setup(tmp_path, ["ranking"], data=tmp_path / "no-such-dataset"))
     with caplog.at_level(logging.WARNING):
         assert not await scoring.scores("ranking")
@@ -135,8 +148,10 @@ def test_the_cli_names_a_bad_score_in_in_one_line(tmp_path: Path) -> None:
 
     from ruwikibench.cli import app
 
-    result = CliRunner().invoke(app, ["run", "all", "--dataset", str(tmp_path), "--config", str(tmp_path / "c.yaml"),
-                                      "--score-in", "gpu"])
+    result = CliRunner().invoke(
+        app,
+        ["run", "all", "--dataset", str(tmp_path), "--config", str(tmp_path / "c.yaml"), "--score-in", "gpu"],
+    )
     assert result.exit_code == 2
     assert "--score-in gpu: one of auto, thread, process" in result.output
     assert "Traceback" not in result.output
@@ -172,14 +187,22 @@ async def test_baselines_that_need_no_output_are_scored_ahead_and_taken_as_they_
         assert await scoring.scores("sections")
         scoring.score_ahead({"sections": stage}, [unit])
         await asyncio.sleep(0.1)
-        await scoring._call(score_process._child_stages)  # one worker, first in first out: the ahead job is done
+        await scoring._call(
+            score_process._child_stages
+        )  # one worker, first in first out: the ahead job is done
         scored = await scoring.score("sections", unit, output, with_baselines=True)
-        changed = Unit(stage=unit.stage, article=unit.article, unit_id=unit.unit_id,
-                       input={**unit.input, "article": "another title"})
+        changed = Unit(
+            stage=unit.stage,
+            article=unit.article,
+            unit_id=unit.unit_id,
+            input={**unit.input, "article": "another title"},
+        )
         scoring.score_ahead({"sections": stage}, [changed])  # scored ahead for one input, scored with another
         await asyncio.sleep(0.1)
         await scoring._call(score_process._child_stages)
-        other = await scoring.score("sections", Unit(**{**changed.model_dump(), "input": unit.input}), output, True)
+        other = await scoring.score(
+            "sections", Unit(**{**changed.model_dump(), "input": unit.input}), output, True
+        )
     finally:
         scoring.close()
     assert scored is not None and scored.ahead == 2 and scoring.scored_ahead == 2
@@ -192,12 +215,21 @@ def test_the_child_s_blas_holds_one_thread() -> None:
     import subprocess
     import sys
 
-    script = ("import sys; from ruwikibench.runner.score_process import _leave_a_core_to_the_run; "
-              "assert 'numpy' not in sys.modules; _leave_a_core_to_the_run(); "
-              "from threadpoolctl import threadpool_info; "
-              "print(sorted({i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas'}))")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120,
-                          env={**os.environ, "OPENBLAS_NUM_THREADS": "4"}, cwd=Path(__file__).resolve().parents[2])
+    script = (
+        "import sys; from ruwikibench.runner.score_process import _leave_a_core_to_the_run; "
+        "assert 'numpy' not in sys.modules; _leave_a_core_to_the_run(); "
+        "from threadpoolctl import threadpool_info; "
+        "print(sorted({i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas'}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        env={**os.environ, "OPENBLAS_NUM_THREADS": "4"},
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert done.stdout.strip() == "[1]"
 
 
@@ -206,6 +238,8 @@ def test_the_store_of_baselines_scored_ahead_gives_each_back_once_for_its_input(
     store.put(("sections", "A", "s1"), "d1", {"lead": ([{"metrics": {"f1": 0.5}}], {"text": "Первое."})})
     store.put(("sections", "A", "s2"), "d2", {"lead": ([], None)})
     assert len(store) == 2 and ("sections", "A", "s1") in store and ("sections", "A", "s3") not in store
-    assert store.take(("sections", "A", "s1"), "d1") == {"lead": ([{"metrics": {"f1": 0.5}}], {"text": "Первое."})}
+    assert store.take(("sections", "A", "s1"), "d1") == {
+        "lead": ([{"metrics": {"f1": 0.5}}], {"text": "Первое."})
+    }
     assert store.take(("sections", "A", "s1"), "d1") is None  # taken once
     assert store.take(("sections", "A", "s2"), "another input") is None and len(store) == 0

@@ -26,13 +26,25 @@ def test_planted_secrets_are_redacted_everywhere(tmp_path: Path) -> None:
     stub = StubServer(answer=lambda body: "Да", synthetic_logprobs=False)
     with serving(stub):
         url = stub.base_url.replace("/v1", "/gw/${RWB_TEST_URL_TOKEN}/v1")  # a gateway token in the path
-        model = {"name": "fake", "endpoints": [url], "max_retries": 0, "timeout": 10, "api_key_env": "RWB_API",
-                 "headers": {"X-Gateway-Key": "${RWB_GATEWAY_KEY}"}}
-        config = {"name": "s", "models": {"writer": model}, "cache_dir": str(tmp_path / "cache"),
-                  "ranking": {"query_mode": "title"}}
+        model = {
+            "name": "fake",
+            "endpoints": [url],
+            "max_retries": 0,
+            "timeout": 10,
+            "api_key_env": "RWB_API",
+            "headers": {"X-Gateway-Key": "${RWB_GATEWAY_KEY}"},
+        }
+        config = {
+            "name": "s",
+            "models": {"writer": model},
+            "cache_dir": str(tmp_path / "cache"),
+            "ranking": {"query_mode": "title"},
+        }
         (tmp_path / "c.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
         env = {"RWB_TEST_URL_TOKEN": TOKEN, "RWB_GATEWAY_KEY": HEADER_KEY, "RWB_API": API_KEY}
-        result = cli(tmp_path, "run", "ranking", "--dataset", "data", "--config", "c.yaml", "--run-id", "r", env=env)
+        result = cli(
+            tmp_path, "run", "ranking", "--dataset", "data", "--config", "c.yaml", "--run-id", "r", env=env
+        )
         assert result.returncode == 0, result.stdout + result.stderr
         report = cli(tmp_path, "report", "runs/r", "--out", "cmp", env=env)
         assert report.returncode == 0, report.stderr

@@ -15,9 +15,13 @@ def test_exit_status_and_combined() -> None:
 
 
 def _unit(rundir: RunDir, unit: str, calls: int) -> None:
-    rundir.append("nodes.jsonl", {"stage": "sections", "article": "A", "unit": unit, "node": "write",
-                                  "llm_calls": calls})
-    rundir.append("outputs.jsonl", {"stage": "sections", "article": "A", "unit": unit, "input": {}, "output": {}})
+    rundir.append(
+        "nodes.jsonl",
+        {"stage": "sections", "article": "A", "unit": unit, "node": "write", "llm_calls": calls},
+    )
+    rundir.append(
+        "outputs.jsonl", {"stage": "sections", "article": "A", "unit": unit, "input": {}, "output": {}}
+    )
 
 
 def test_units_that_made_no_llm_call_do_not_make_a_failed_run_partial(tmp_path: Path) -> None:
@@ -26,8 +30,10 @@ def test_units_that_made_no_llm_call_do_not_make_a_failed_run_partial(tmp_path: 
     rundir = RunDir(tmp_path / "r")
     rundir.create()
     _unit(rundir, "no-snippets", 0)
-    rundir.append("errors.jsonl", {"stage": "sections", "article": "A", "unit": "s1", "reason": "refused",
-                                   "attempts": 1})
+    rundir.append(
+        "errors.jsonl",
+        {"stage": "sections", "article": "A", "unit": "s1", "reason": "refused", "attempts": 1},
+    )
     assert run_status(rundir) == 1
     _unit(rundir, "s2", 2)
     assert run_status(rundir) == 3

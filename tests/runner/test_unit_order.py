@@ -47,8 +47,16 @@ def test_done_units_are_left_out_and_counted(tmp_path: Path) -> None:
     articles = runner.context.dataset.articles  # type: ignore[union-attr]
     units, total = runner.pending_units(articles)
     done = units[1]
-    runner.rundir.append("outputs.jsonl", {"stage": done.stage, "article": done.article, "unit": done.unit_id,
-                                           "input": done.input, "output": {}})
+    runner.rundir.append(
+        "outputs.jsonl",
+        {
+            "stage": done.stage,
+            "article": done.article,
+            "unit": done.unit_id,
+            "input": done.input,
+            "output": {},
+        },
+    )
     again, total_again = runner.pending_units(articles)
     assert total_again == total
     assert [u for u in units if u is not done] == again

@@ -40,7 +40,11 @@ async def test_warm_up_waits_for_the_first_request(monkeypatch: pytest.MonkeyPat
     assert events == []
     await llm.complete("writer", "привет")
     await asyncio.wait_for(warming, 5)
-    assert events == ["gc on", "warm ['outline']", "freeze"]  # the start-up's paused collector: on at the request
+    assert events == [
+        "gc on",
+        "warm ['outline']",
+        "freeze",
+    ]  # the start-up's paused collector: on at the request
 
 
 async def test_warm_up_runs_anyway_when_nothing_is_sent(monkeypatch: pytest.MonkeyPatch) -> None:

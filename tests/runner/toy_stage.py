@@ -48,12 +48,25 @@ class ToyStage:
     def score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[ScoreRecord]:
         words = set(unit.input["title"].lower().split())
         got = set(output["answer"].lower().split())
-        return [ScoreRecord(stage="toy", article=unit.article, item="article",
-                            metrics={"overlap": len(words & got) / len(words)})]
+        return [
+            ScoreRecord(
+                stage="toy",
+                article=unit.article,
+                item="article",
+                metrics={"overlap": len(words & got) / len(words)},
+            )
+        ]
 
     def texts(self, unit: Unit, output: dict[str, Any]) -> list[GeneratedText]:
-        return [GeneratedText(stage="toy", article=unit.article, item="article", title=unit.input["title"],
-                              text=output["answer"])]
+        return [
+            GeneratedText(
+                stage="toy",
+                article=unit.article,
+                item="article",
+                title=unit.input["title"],
+                text=output["answer"],
+            )
+        ]
 
 
 def install() -> None:

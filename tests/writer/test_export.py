@@ -13,19 +13,39 @@ from ruwikibench.writer.models import OutlineItem, WrittenArticle, WrittenSectio
 
 def article() -> WrittenArticle:
     refs = [
-        Citation(n=1, snippet_id="A/1#0", source_id="A/1", url="https://e.x/1", label="Книга", text="первый <текст>"),
+        Citation(
+            n=1,
+            snippet_id="A/1#0",
+            source_id="A/1",
+            url="https://e.x/1",
+            label="Книга",
+            text="первый <текст>",
+        ),
         Citation(n=2, snippet_id="A/2#3", source_id="A/2", url=None, label="", text="второй текст"),
     ]
     sections = [
-        WrittenSection(id="s1", level=2, title="История", text="Основан в 1147 году [1].\n\nПозже [2].",
-                       cited=[1, 2], shown_snippets=["A/1#0", "A/2#3", "A/3#0"], markers=MarkerStats(kept=2)),
+        WrittenSection(
+            id="s1",
+            level=2,
+            title="История",
+            text="Основан в 1147 году [1].\n\nПозже [2].",
+            cited=[1, 2],
+            shown_snippets=["A/1#0", "A/2#3", "A/3#0"],
+            markers=MarkerStats(kept=2),
+        ),
         WrittenSection(id="s2", level=3, title="Основание", text=""),
     ]
     return WrittenArticle(
-        title="Москва", lead="Москва — столица [1].", lead_cited=[1],
-        outline=[OutlineItem(id="s1", level=2, title="История"),
-                 OutlineItem(id="s2", level=3, title="Основание", parents=["История"])],
-        sections=sections, references=refs, stats={"markers_removed": 1.0},
+        title="Москва",
+        lead="Москва — столица [1].",
+        lead_cited=[1],
+        outline=[
+            OutlineItem(id="s1", level=2, title="История"),
+            OutlineItem(id="s2", level=3, title="Основание", parents=["История"]),
+        ],
+        sections=sections,
+        references=refs,
+        stats={"markers_removed": 1.0},
     )
 
 

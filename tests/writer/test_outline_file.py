@@ -17,7 +17,10 @@ def test_parse_drops_title_and_keeps_levels() -> None:
     text = "# Москва\n\nsome note\n## История\n### Основание\n## География\n"
     items = parse_outline_markdown(text, "Москва")
     assert [(i.id, i.level, i.title) for i in items] == [
-        ("s1", 2, "История"), ("s2", 3, "Основание"), ("s3", 2, "География")]
+        ("s1", 2, "История"),
+        ("s2", 3, "Основание"),
+        ("s3", 2, "География"),
+    ]
     assert items[1].parents == ["История"] and items[2].parents == []
 
 
@@ -47,6 +50,8 @@ def test_errors_name_the_file(tmp_path) -> None:
 
 def test_a_lone_top_heading_is_kept_unless_it_is_the_title() -> None:
     # a model answered one '# …' heading (not the title): that is the outline, not a title line
-    assert [(i.level, i.title) for i in items_from_headings([(1, "Решение МОК")], "Олимпиада")] == [(2, "Решение МОК")]
+    assert [(i.level, i.title) for i in items_from_headings([(1, "Решение МОК")], "Олимпиада")] == [
+        (2, "Решение МОК")
+    ]
     assert items_from_headings([(1, "Олимпиада")], "Олимпиада") == []
     assert [i.title for i in items_from_headings([(1, "Любой заголовок"), (2, "A")], "Т")] == ["A"]

@@ -18,7 +18,9 @@ def test_stop_edit_resume_export(tmp_path, caplog) -> None:
     first = asyncio.run(write_article(context, TITLE, out, review=True))
     assert first.status == "awaiting_outline" and read_session(out).status == "awaiting_outline"
     outline_file = out / "outline.md"
-    assert outline_file.read_text(encoding="utf-8").startswith("# Москва\n\n## История\n## География\n### Климат")
+    assert outline_file.read_text(encoding="utf-8").startswith(
+        "# Москва\n\n## История\n## География\n### Климат"
+    )
     assert Counter(kind(p) for p in prompts_of(chat))["write_section"] == 0
 
     outline_file.write_text("# Москва\n\n## Экономика\n## Климат и природа\n", encoding="utf-8")
@@ -57,5 +59,12 @@ def test_resume_errors(tmp_path) -> None:
 
 def test_serde_allowlist_covers_the_writer_state_types() -> None:
     names = {c.__name__ for c in serde_allowlist()}
-    assert {"OutlineItem", "WrittenArticle", "SourceSnippet", "Assignment", "Citation", "MarkerStats"} <= names
+    assert {
+        "OutlineItem",
+        "WrittenArticle",
+        "SourceSnippet",
+        "Assignment",
+        "Citation",
+        "MarkerStats",
+    } <= names
     assert all(c.__module__.startswith("ruwikibench.") for c in serde_allowlist())

@@ -18,11 +18,16 @@ from tests.graphs.writer_fixture import TITLE, make_context
 def copy_of_reference(article, reverse: bool = True) -> WrittenArticle:
     """The reference article itself as a written article (by default in reverse order: matching must work)."""
     body = article.sections()[1:]
-    sections = [WrittenSection(id=f"g{i}", level=s.level, title=s.title, text=s.text() + " [1]")
-                for i, s in enumerate(reversed(body) if reverse else body)]
-    return WrittenArticle(title=article.title, lead=article.root.text(),
-                          outline=[OutlineItem(id=s.id, level=s.level, title=s.title) for s in sections],
-                          sections=sections)
+    sections = [
+        WrittenSection(id=f"g{i}", level=s.level, title=s.title, text=s.text() + " [1]")
+        for i, s in enumerate(reversed(body) if reverse else body)
+    ]
+    return WrittenArticle(
+        title=article.title,
+        lead=article.root.text(),
+        outline=[OutlineItem(id=s.id, level=s.level, title=s.title) for s in sections],
+        sections=sections,
+    )
 
 
 def test_a_copy_of_the_reference_scores_one(tmp_path) -> None:
@@ -58,13 +63,22 @@ def test_an_empty_article_scores_zero(tmp_path) -> None:
 
 def test_best_matches_and_source_shares(tmp_path) -> None:
     context, _ = make_context(tmp_path)
-    matches = best_matches(["кот спит", "собака лает громко"], ["собака лает", "кот спит дома", "птица"], context)
+    matches = best_matches(
+        ["кот спит", "собака лает громко"], ["собака лает", "кот спит дома", "птица"], context
+    )
     assert [m[0] for m in matches] == [1, 0]
     article = context.dataset.article(TITLE)
     own = [s.id for s in context.dataset.snippets_of(TITLE)]  # six snippets
-    written = WrittenArticle(title=TITLE, references=[
-        Citation(n=1, snippet_id=own[0], source_id=""), Citation(n=2, snippet_id="Python/src0#0", source_id="")])
-    shares = source_metrics(article, written, [own[0], own[1], "Python/src0#0", "Python/src0#1"], context.dataset)
+    written = WrittenArticle(
+        title=TITLE,
+        references=[
+            Citation(n=1, snippet_id=own[0], source_id=""),
+            Citation(n=2, snippet_id="Python/src0#0", source_id=""),
+        ],
+    )
+    shares = source_metrics(
+        article, written, [own[0], own[1], "Python/src0#0", "Python/src0#1"], context.dataset
+    )
     assert shares == {"source_recall": 2 / 6, "source_precision": 2 / 4, "cited_own_share": 1 / 2}
 
 

@@ -31,15 +31,24 @@ async def test_the_writer_runs_as_a_stage(tmp_path: Path) -> None:
     assert {"f1", "rouge_l", "cited_own_share"} <= set(article["metrics"])
     texts = list(rundir.read("generated.jsonl"))
     assert {t["stage"] for t in texts} >= {"outline", "writer"}
-    assert vars(get_stage("writer")) == {}  # the texts come back with score()'s records: no state between calls
+    assert (
+        vars(get_stage("writer")) == {}
+    )  # the texts come back with score()'s records: no state between calls
     nodes = {n["node"] for n in rundir.read("nodes.jsonl")}
-    assert {"select_sources", "assign", "write_lead", "merge"} <= nodes  # writer and stage subgraph nodes captured
+    assert {
+        "select_sources",
+        "assign",
+        "write_lead",
+        "merge",
+    } <= nodes  # writer and stage subgraph nodes captured
 
 
 def test_the_writer_stage_needs_the_writer_profile(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text("models:\n  writer: {name: m}\nstages: [writer]\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match="stages.0: stage 'writer' runs under profile writer; set 'profile: writer'"):
+    with pytest.raises(
+        ConfigError, match="stages.0: stage 'writer' runs under profile writer; set 'profile: writer'"
+    ):
         load_config(path)
     path.write_text("profile: writer\nmodels:\n  writer: {name: m}\nstages: [writer]\n", encoding="utf-8")
     assert load_config(path).stages == ["writer"]
@@ -92,7 +101,9 @@ async def test_a_run_written_when_the_writer_was_named_article_reads_as_writer(t
 
 
 @pytest.mark.parametrize("key", ["writer.write_lead", "article.write_lead"])  # "article": the earlier name
-async def test_a_writer_node_override_replaces_the_lead(key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_writer_node_override_replaces_the_lead(
+    key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from ruwikibench.writer.run import write_article
 
     (tmp_path / "my_lead.py").write_text(

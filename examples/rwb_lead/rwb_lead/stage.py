@@ -82,23 +82,35 @@ async def write(state: LeadState, runtime: Runtime[StageContext]) -> dict[str, A
     options = options_of(runtime.context)
     texts = {s["id"]: s["text"] for s in state["snippets"]}
     shown = numbered_texts([texts[i] for i in state["picked"]], options.snippet_chars)
-    lead = await ask(runtime.context, "lead", options.prompt, max_tokens=options.max_tokens,
-                     clean=lambda text: clean_answer(text, state["title"]), title=state["title"], snippets=shown)
+    lead = await ask(
+        runtime.context,
+        "lead",
+        options.prompt,
+        max_tokens=options.max_tokens,
+        clean=lambda text: clean_answer(text, state["title"]),
+        title=state["title"],
+        snippets=shown,
+    )
     return {"lead": lead}
 
 
 class LeadStage(Stage[LeadOutput]):
     name = NAME
     description = "the lead written from the snippets that best match the title, ROUGE-L"
-    columns: ClassVar[list[tuple[str, str]]] = [("ROUGE-L F", "rouge_l"), ("P", "rouge_l_p"), ("R", "rouge_l_r")]
+    columns: ClassVar[list[tuple[str, str]]] = [
+        ("ROUGE-L F", "rouge_l"),
+        ("P", "rouge_l_p"),
+        ("R", "rouge_l_r"),
+    ]
     output_model = LeadOutput
     options_model = LeadOptions
     roles = ("lead",)
     order = 50
 
     def build_graph(self) -> StateGraph:
-        graph = StateGraph(LeadState, context_schema=StageContext, input_schema=LeadInput,
-                           output_schema=LeadOutput)
+        graph = StateGraph(
+            LeadState, context_schema=StageContext, input_schema=LeadInput, output_schema=LeadOutput
+        )
         graph.add_node("pick", pick)
         graph.add_node("write", write)
         graph.add_edge(START, "pick")
@@ -108,15 +120,27 @@ class LeadStage(Stage[LeadOutput]):
 
     def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]:
         snippets = [{"id": s.id, "text": s.text} for s in dataset.snippets_of(article.name)]
-        return [Unit(stage=NAME, article=article.name, unit_id="lead",
-                     input={"title": article.title, "snippets": snippets})]
+        return [
+            Unit(
+                stage=NAME,
+                article=article.name,
+                unit_id="lead",
+                input={"title": article.title, "snippets": snippets},
+            )
+        ]
 
     def score(self, unit: Unit, output: LeadOutput, context: StageContext) -> StageScore:
         """ROUGE-L of the lead against the reference lead; the lead as the unit's generated text."""
         assert context.dataset is not None
         reference = context.dataset.article(unit.article).root.text()
-        text = GeneratedText(stage=NAME, article=unit.article, item="lead", title=unit.input["title"],
-                             text=output.lead, reference=reference)
+        text = GeneratedText(
+            stage=NAME,
+            article=unit.article,
+            item="lead",
+            title=unit.input["title"],
+            text=output.lead,
+            reference=reference,
+        )
         record = ScoreRecord(stage=NAME, article=unit.article, item="lead", info={"picked": output.picked})
         if not reference.strip():
             record.excluded = "the reference article has no lead"

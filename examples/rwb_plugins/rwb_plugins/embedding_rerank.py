@@ -33,6 +33,15 @@ async def rerank(task: RerankTask, runtime: Runtime[StageContext]) -> dict:
     snippet_id = task["hit"]["snippet_id"]
     text = context.dataset.snippet(snippet_id).text[: context.config.ranking.snippet_chars]
     score = await asyncio.to_thread(similarity, context, task["query"], text)
-    judgement = Judgement(snippet_id=snippet_id, llm_score=score, p_yes=None, p_no=None, p_yes_norm=None,
-                          answer=None, source="text", reply=f"embedding cosine {score:.4f}", error=None)
+    judgement = Judgement(
+        snippet_id=snippet_id,
+        llm_score=score,
+        p_yes=None,
+        p_no=None,
+        p_yes_norm=None,
+        answer=None,
+        source="text",
+        reply=f"embedding cosine {score:.4f}",
+        error=None,
+    )
     return {"judgements": [judgement]}

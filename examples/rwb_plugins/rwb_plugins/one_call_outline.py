@@ -53,8 +53,9 @@ async def outline_in_one_call(state: OutlineState, runtime: Runtime[StageContext
 
 def build_graph() -> StateGraph:
     """START -> outline_in_one_call -> END, with the outline stage's input and output schemas."""
-    graph = StateGraph(OutlineState, context_schema=StageContext, input_schema=OutlineInput,
-                       output_schema=OutlineOutput)
+    graph = StateGraph(
+        OutlineState, context_schema=StageContext, input_schema=OutlineInput, output_schema=OutlineOutput
+    )
     graph.add_node("outline_in_one_call", outline_in_one_call)
     graph.add_edge(START, "outline_in_one_call")
     graph.add_edge("outline_in_one_call", END)

@@ -92,34 +92,61 @@ def passage_for(text: CitedText, claim: str, numbers: Iterable[int], window_char
     return "\n\n".join(f"[{i}] {part}" for i, part in enumerate(parts, 1))
 
 
-def support_prompt(prompts: PromptLibrary, options: CitationsConfig, title: str, claim: str, passage: str) -> str:
+def support_prompt(
+    prompts: PromptLibrary, options: CitationsConfig, title: str, claim: str, passage: str
+) -> str:
     return prompts.get(options.prompt).format(title=title, claim=claim, passage=passage)
 
 
 async def ask_support(llm: LLM, prompt: str, options: CitationsConfig) -> dict[str, object]:
     """One yes/no call; the fields of a check record (source, probability, answer, error)."""
     try:
-        completion = await llm.complete("support", prompt, max_tokens=options.max_tokens,
-                                        top_logprobs=options.top_logprobs,
-                                        accept=lambda answer: score_yes_no(answer).answer is not None)
+        completion = await llm.complete(
+            "support",
+            prompt,
+            max_tokens=options.max_tokens,
+            top_logprobs=options.top_logprobs,
+            accept=lambda answer: score_yes_no(answer).answer is not None,
+        )
     except Exception as exc:  # noqa: BLE001 — recorded, counted and asked again on the next run
         return {"source": "error", "error": f"{type(exc).__name__}: {exc}"}
     scored = score_yes_no(completion)
     if scored.answer is None:
         return {"source": "unparseable", "answer": scored.text}
     probability = scored.p_yes_norm if scored.p_yes_norm is not None else scored.score
-    return {"source": scored.source, "probability": probability, "p_yes": scored.p_yes, "p_no": scored.p_no,
-            "answer": scored.text}
+    return {
+        "source": scored.source,
+        "probability": probability,
+        "p_yes": scored.p_yes,
+        "p_no": scored.p_no,
+        "answer": scored.text,
+    }
 
 
-async def judge_check(llm: LLM, text: CitedText, sentence: CitedSentence, check: Check, *, judge: str,
-                      options: CitationsConfig, prompts: PromptLibrary) -> CheckRecord:
+async def judge_check(
+    llm: LLM,
+    text: CitedText,
+    sentence: CitedSentence,
+    check: Check,
+    *,
+    judge: str,
+    options: CitationsConfig,
+    prompts: PromptLibrary,
+) -> CheckRecord:
     passage = passage_for(text, sentence.claim, check.numbers, options.window_chars)
     prompt = support_prompt(prompts, options, text.title, sentence.claim, passage)
     fields = await ask_support(llm, prompt, options)
-    return CheckRecord(article=text.article, item=text.item, text_sha=text.sha, sentence=check.sentence,
-                       numbers=list(check.numbers), claim=sentence.claim, judge=judge,
-                       prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest()[:16], **fields)  # type: ignore[arg-type]
+    return CheckRecord(
+        article=text.article,
+        item=text.item,
+        text_sha=text.sha,
+        sentence=check.sentence,
+        numbers=list(check.numbers),
+        claim=sentence.claim,
+        judge=judge,
+        prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest()[:16],
+        **fields,  # type: ignore[arg-type]
+    )
 
 
 class TextScore(BaseModel):
@@ -131,16 +158,25 @@ class TextScore(BaseModel):
     text_sha: str
     sentences: list[SentenceScore]
     spans: list[tuple[int, int]] = Field(description="offset of each sentence in the text")
-    passages: dict[int, dict[int, str]] = Field(default_factory=dict, description="sentence -> number -> window")
+    passages: dict[int, dict[int, str]] = Field(
+        default_factory=dict, description="sentence -> number -> window"
+    )
     probabilities: dict[int, float | None] = Field(default_factory=dict, description="sentence -> P(union)")
     counts: CitationScores
 
 
-def verdict_map(text: CitedText, records: Iterable[CheckRecord], judge: str, threshold: float) -> dict[Check, Verdict]:
+def verdict_map(
+    text: CitedText, records: Iterable[CheckRecord], judge: str, threshold: float
+) -> dict[Check, Verdict]:
     """The verdicts of one text's checks (errors are not verdicts: they are asked again)."""
     out: dict[Check, Verdict] = {}
     for r in records:
-        if (r.article, r.item, r.text_sha, r.judge) == (text.article, text.item, text.sha, judge) and r.source != "error":
+        if (r.article, r.item, r.text_sha, r.judge) == (
+            text.article,
+            text.item,
+            text.sha,
+            judge,
+        ) and r.source != "error":
             out[Check(r.sentence, tuple(r.numbers))] = r.verdict(threshold)
     return out
 
@@ -166,16 +202,33 @@ def score_cited_text(text: CitedText, verdicts: dict[Check, Verdict], options: C
         valid = tuple(sorted(n for n in sentence.numbers if n in available))
         if valid:
             passages[sentence.index] = {
-                n: best_window(text.sources[n].strip(), sentence.claim, options.window_chars).text for n in valid
+                n: best_window(text.sources[n].strip(), sentence.claim, options.window_chars).text
+                for n in valid
             }
             probabilities[sentence.index] = known[Check(sentence.index, valid)].probability
-    return TextScore(article=text.article, item=text.item, section=text.section, text_sha=text.sha,
-                     sentences=scored, spans=[(s.start, s.end) for s in sentences], passages=passages,
-                     probabilities=probabilities, counts=tally(scored))
+    return TextScore(
+        article=text.article,
+        item=text.item,
+        section=text.section,
+        text_sha=text.sha,
+        sentences=scored,
+        spans=[(s.start, s.end) for s in sentences],
+        passages=passages,
+        probabilities=probabilities,
+        counts=tally(scored),
+    )
 
 
-async def judge_texts(texts: list[CitedText], llm: LLM, *, judge: str, options: CitationsConfig,
-                      prompts: PromptLibrary, known: list[CheckRecord], on_record=None) -> list[CheckRecord]:  # type: ignore[no-untyped-def]
+async def judge_texts(
+    texts: list[CitedText],
+    llm: LLM,
+    *,
+    judge: str,
+    options: CitationsConfig,
+    prompts: PromptLibrary,
+    known: list[CheckRecord],
+    on_record=None,
+) -> list[CheckRecord]:  # type: ignore[no-untyped-def]
     """Ask every check the texts still need, round by round (union, then singles, then leave-one-out), with
     ``known`` records reused; every new record is passed to ``on_record`` as it arrives. Returns the new ones."""
     new: list[CheckRecord] = []
@@ -191,8 +244,10 @@ async def judge_texts(texts: list[CitedText], llm: LLM, *, judge: str, options: 
         if not round_:
             return new
         asked.update((t.article, t.item, c) for t, _, c in round_)
-        tasks = [asyncio.ensure_future(judge_check(llm, t, s, c, judge=judge, options=options, prompts=prompts))
-                 for t, s, c in round_]
+        tasks = [
+            asyncio.ensure_future(judge_check(llm, t, s, c, judge=judge, options=options, prompts=prompts))
+            for t, s, c in round_
+        ]
         for future in asyncio.as_completed(tasks):
             record = await future
             new.append(record)
@@ -215,14 +270,16 @@ def summarize_citations(run_dir: str | Path) -> list[dict[str, str]]:
         return []
     data = json.loads(path.read_text(encoding="utf-8"))
     counts, est = data["overall"]["counts"], data["overall"]["estimates"]
-    return [{
-        "judge": data["judge"],
-        "threshold": f"{data['options']['threshold']:g}",
-        "sentences": str(counts["sentences"]),
-        "cited": str(counts["cited"]),
-        "citation recall": Estimate(**est["citation_recall"]).fmt(100),
-        "citation precision": Estimate(**est["citation_precision"]).fmt(100),
-        "unsupported share": Estimate(**est["unsupported_share"]).fmt(100),
-        "unjudged": str(counts["unjudged"]),
-        "no source": str(counts["missing_citations"]),
-    }]
+    return [
+        {
+            "judge": data["judge"],
+            "threshold": f"{data['options']['threshold']:g}",
+            "sentences": str(counts["sentences"]),
+            "cited": str(counts["cited"]),
+            "citation recall": Estimate(**est["citation_recall"]).fmt(100),
+            "citation precision": Estimate(**est["citation_precision"]).fmt(100),
+            "unsupported share": Estimate(**est["unsupported_share"]).fmt(100),
+            "unjudged": str(counts["unjudged"]),
+            "no source": str(counts["missing_citations"]),
+        }
+    ]

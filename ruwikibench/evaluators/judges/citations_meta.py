@@ -76,8 +76,9 @@ def find_sample(explicit: str | Path | None = None) -> Path:
             candidate = parent / "shared" / "data" / "ruwiki" / SAMPLE_FILE
             if candidate.is_file():
                 return candidate
-    raise SampleMissing(f"the shared Ruwiki sample ({SAMPLE_FILE}) was not found; pass --sample or set "
-                        "RUWIKIBENCH_SAMPLE")
+    raise SampleMissing(
+        f"the shared Ruwiki sample ({SAMPLE_FILE}) was not found; pass --sample or set RUWIKIBENCH_SAMPLE"
+    )
 
 
 def load_pairs(path: str | Path | None = None, sample: str | Path | None = None) -> list[SupportPair]:
@@ -93,11 +94,15 @@ def load_pairs(path: str | Path | None = None, sample: str | Path | None = None)
     for pair in pairs:
         text = texts.get((pair.article, pair.file))
         if text is None:
-            raise FixtureError(f"{path}: pair {pair.id}: {pair.article!r} / {pair.file} is not in {sample_path}")
+            raise FixtureError(
+                f"{path}: pair {pair.id}: {pair.article!r} / {pair.file} is not in {sample_path}"
+            )
         passage = text[pair.start : pair.end]
         if hashlib.sha256(passage.encode()).hexdigest()[:16] != pair.sha256:
-            raise FixtureError(f"{path}: pair {pair.id}: the passage at {pair.start}:{pair.end} of {pair.file} "
-                               f"does not match its hash (another version of the sample?)")
+            raise FixtureError(
+                f"{path}: pair {pair.id}: the passage at {pair.start}:{pair.end} of {pair.file} "
+                f"does not match its hash (another version of the sample?)"
+            )
         pair.passage = passage
     return pairs
 
@@ -113,7 +118,9 @@ def _read_pairs(path: Path) -> list[SupportPair]:
             pairs.append(SupportPair.model_validate_json(line))
         except ValidationError as exc:
             error = exc.errors()[0]
-            raise FixtureError(f"{path}:{number}: field '{'.'.join(map(str, error['loc']))}': {error['msg']}") from exc
+            raise FixtureError(
+                f"{path}:{number}: field '{'.'.join(map(str, error['loc']))}': {error['msg']}"
+            ) from exc
     return pairs
 
 
@@ -144,12 +151,20 @@ class Agreement(BaseModel):
     f1: float | None
     auc: float | None
     per_label: dict[str, float] = Field(default_factory=dict, description="share judged right, per label")
-    best_threshold: float | None = Field(default=None, description="the threshold with the best accuracy here")
-    best_accuracy: float | None = Field(default=None, description="accuracy at best_threshold (chosen on these "
-                                        "pairs: optimistic)")
-    loo_accuracy: float | None = Field(default=None, description="accuracy with the threshold chosen on the other "
-                                       "pairs, each pair in turn (leave-one-out: an honest estimate)")
-    probabilities: dict[str, float | None] = Field(default_factory=dict, description="pair id -> P(supported)")
+    best_threshold: float | None = Field(
+        default=None, description="the threshold with the best accuracy here"
+    )
+    best_accuracy: float | None = Field(
+        default=None, description="accuracy at best_threshold (chosen on these pairs: optimistic)"
+    )
+    loo_accuracy: float | None = Field(
+        default=None,
+        description="accuracy with the threshold chosen on the other "
+        "pairs, each pair in turn (leave-one-out: an honest estimate)",
+    )
+    probabilities: dict[str, float | None] = Field(
+        default_factory=dict, description="pair id -> P(supported)"
+    )
 
 
 def roc_auc(labels: Sequence[bool], scores: Sequence[float]) -> float | None:
@@ -162,8 +177,9 @@ def roc_auc(labels: Sequence[bool], scores: Sequence[float]) -> float | None:
     return float(((pos > neg).sum() + 0.5 * (pos == neg).sum()) / (pos.size * neg.size))
 
 
-def agreement(scorer: str, pairs: Sequence[SupportPair], probabilities: Sequence[float | None],
-              threshold: float) -> Agreement:
+def agreement(
+    scorer: str, pairs: Sequence[SupportPair], probabilities: Sequence[float | None], threshold: float
+) -> Agreement:
     """Accuracy / precision / recall / F1 at ``threshold`` and AUC over the pairs that have a probability."""
     answered = [(p, prob) for p, prob in zip(pairs, probabilities, strict=True) if prob is not None]
     truth = [p.supported for p, _ in answered]
@@ -180,10 +196,17 @@ def agreement(scorer: str, pairs: Sequence[SupportPair], probabilities: Sequence
         if rows:
             per_label[label] = sum(rows) / len(rows)
     return Agreement(
-        scorer=scorer, threshold=threshold, n=len(answered), unparsed=len(pairs) - len(answered),
+        scorer=scorer,
+        threshold=threshold,
+        n=len(answered),
+        unparsed=len(pairs) - len(answered),
         accuracy=sum(t == s for t, s in zip(truth, said)) / len(answered) if answered else None,
-        precision=precision, recall=recall, f1=f1, auc=roc_auc(truth, [prob for _, prob in answered]),
-        per_label=per_label, probabilities={p.id: prob for p, prob in zip(pairs, probabilities)},
+        precision=precision,
+        recall=recall,
+        f1=f1,
+        auc=roc_auc(truth, [prob for _, prob in answered]),
+        per_label=per_label,
+        probabilities={p.id: prob for p, prob in zip(pairs, probabilities)},
     )
 
 
@@ -206,7 +229,7 @@ def leave_one_out_accuracy(truth: Sequence[bool], scores: Sequence[float]) -> fl
         return None
     right = 0
     for i in range(len(scores)):
-        chosen = best_threshold([*truth[:i], *truth[i + 1:]], [*scores[:i], *scores[i + 1:]])
+        chosen = best_threshold([*truth[:i], *truth[i + 1 :]], [*scores[:i], *scores[i + 1 :]])
         assert chosen is not None
         right += (scores[i] >= chosen[0]) == truth[i]
     return right / len(scores)
@@ -214,18 +237,24 @@ def leave_one_out_accuracy(truth: Sequence[bool], scores: Sequence[float]) -> fl
 
 def calibrated(result: Agreement, pairs: Sequence[SupportPair]) -> Agreement:
     """The agreement with the best threshold on these pairs and the leave-one-out accuracy filled in."""
-    answered = [(p.supported, result.probabilities[p.id]) for p in pairs if result.probabilities.get(p.id) is not None]
+    answered = [
+        (p.supported, result.probabilities[p.id]) for p in pairs if result.probabilities.get(p.id) is not None
+    ]
     truth = [t for t, _ in answered]
     scores = [float(s) for _, s in answered]  # type: ignore[arg-type]
     best = best_threshold(truth, scores)
-    return result.model_copy(update={
-        "best_threshold": best[0] if best else None, "best_accuracy": best[1] if best else None,
-        "loo_accuracy": leave_one_out_accuracy(truth, scores),
-    })
+    return result.model_copy(
+        update={
+            "best_threshold": best[0] if best else None,
+            "best_accuracy": best[1] if best else None,
+            "loo_accuracy": leave_one_out_accuracy(truth, scores),
+        }
+    )
 
 
-async def llm_probabilities(pairs: Sequence[SupportPair], llm: LLM, options: CitationsConfig,
-                            prompts: PromptLibrary) -> list[float | None]:
+async def llm_probabilities(
+    pairs: Sequence[SupportPair], llm: LLM, options: CitationsConfig, prompts: PromptLibrary
+) -> list[float | None]:
     """P(supported) of each pair from the support model (None = unparseable or failed)."""
 
     async def one(pair: SupportPair) -> float | None:
@@ -251,11 +280,20 @@ def agreement_row(result: Agreement) -> dict[str, str]:
     def fmt(value: float | None) -> str:
         return "—" if value is None else f"{value:.3f}"
 
-    row = {"scorer": result.scorer, "threshold": f"{result.threshold:g}", "n": str(result.n),
-           "unparsed": str(result.unparsed), "accuracy": fmt(result.accuracy), "precision": fmt(result.precision),
-           "recall": fmt(result.recall), "F1": fmt(result.f1), "AUC": fmt(result.auc)}
+    row = {
+        "scorer": result.scorer,
+        "threshold": f"{result.threshold:g}",
+        "n": str(result.n),
+        "unparsed": str(result.unparsed),
+        "accuracy": fmt(result.accuracy),
+        "precision": fmt(result.precision),
+        "recall": fmt(result.recall),
+        "F1": fmt(result.f1),
+        "AUC": fmt(result.auc),
+    }
     row.update({f"acc {label}": fmt(result.per_label.get(label)) for label in LABELS})
-    row["best threshold (acc)"] = ("—" if result.best_threshold is None
-                                   else f"{result.best_threshold:.3f} ({fmt(result.best_accuracy)})")
+    row["best threshold (acc)"] = (
+        "—" if result.best_threshold is None else f"{result.best_threshold:.3f} ({fmt(result.best_accuracy)})"
+    )
     row["LOO acc"] = fmt(result.loo_accuracy)
     return row

@@ -60,8 +60,11 @@ def _read_article_json(path: Path, name: str) -> CitedArticle:
         article = WrittenArticle.model_validate(data)
     except (OSError, json.JSONDecodeError, ValidationError) as exc:
         raise RunError(f"{path}: not a written article: {str(exc).splitlines()[0]}") from exc
-    texts = {s["snippet_id"]: s.get("text", "") for s in data.get("sources") or [] if isinstance(s, dict)
-             and "snippet_id" in s}
+    texts = {
+        s["snippet_id"]: s.get("text", "")
+        for s in data.get("sources") or []
+        if isinstance(s, dict) and "snippet_id" in s
+    }
     return CitedArticle(name=name, article=article, folder=path.parent, snippet_texts=texts)
 
 
@@ -71,7 +74,9 @@ def load_articles(run_dir: Path) -> list[CitedArticle]:
         single = _read_article_json(run_dir / ARTICLE_JSON, "")
         single.name = single.article.title
         return [single]
-    found = [_read_article_json(p, p.parent.name) for p in sorted((run_dir / "articles").glob(f"*/{ARTICLE_JSON}"))]
+    found = [
+        _read_article_json(p, p.parent.name) for p in sorted((run_dir / "articles").glob(f"*/{ARTICLE_JSON}"))
+    ]
     if found:
         return found
     out = []
@@ -84,8 +89,10 @@ def load_articles(run_dir: Path) -> list[CitedArticle]:
         except (KeyError, ValidationError) as exc:
             raise RunError(f"{run_dir / 'outputs.jsonl'}:{number}: not a written article: {exc}") from exc
     if not out:
-        raise RunError(f"{run_dir}: no written article (articles/*/article.json, article.json, or article rows "
-                       "of an external run in outputs.jsonl)")
+        raise RunError(
+            f"{run_dir}: no written article (articles/*/article.json, article.json, or article rows "
+            "of an external run in outputs.jsonl)"
+        )
     return out
 
 
@@ -105,10 +112,25 @@ def cited_texts(item: CitedArticle, dataset: Dataset | None = None) -> list[Cite
     """The lead and each section with text, as texts to judge."""
     sources = source_texts(item, dataset)
     title = item.article.title
-    texts = [CitedText(article=item.name, item="lead", title=title, section="", text=item.article.lead,
-                       sources=sources)] if item.article.lead.strip() else []
-    texts += [CitedText(article=item.name, item=s.id, title=title, section=s.title, text=s.text, sources=sources)
-              for s in item.article.sections if s.text.strip()]
+    texts = (
+        [
+            CitedText(
+                article=item.name,
+                item="lead",
+                title=title,
+                section="",
+                text=item.article.lead,
+                sources=sources,
+            )
+        ]
+        if item.article.lead.strip()
+        else []
+    )
+    texts += [
+        CitedText(article=item.name, item=s.id, title=title, section=s.title, text=s.text, sources=sources)
+        for s in item.article.sections
+        if s.text.strip()
+    ]
     return texts
 
 
@@ -128,9 +150,16 @@ class JudgedCitations(BaseModel):
     scores: list[TextScore]
 
 
-async def judge_run_citations(run_dir: Path, llm: LLM, *, judge: str, options: CitationsConfig,
-                              prompts: PromptLibrary, dataset: Dataset | None = None,
-                              on_record: Callable[[CheckRecord], None] | None = None) -> JudgedCitations:
+async def judge_run_citations(
+    run_dir: Path,
+    llm: LLM,
+    *,
+    judge: str,
+    options: CitationsConfig,
+    prompts: PromptLibrary,
+    dataset: Dataset | None = None,
+    on_record: Callable[[CheckRecord], None] | None = None,
+) -> JudgedCitations:
     """Judge what is missing, then write citations.json; returns the summary with the articles and scores."""
     articles = load_articles(run_dir)
     texts = [t for a in articles for t in cited_texts(a, dataset)]
@@ -142,12 +171,17 @@ async def judge_run_citations(run_dir: Path, llm: LLM, *, judge: str, options: C
             if on_record is not None:
                 on_record(record)
 
-        new = await judge_texts(texts, llm, judge=judge, options=options, prompts=prompts, known=known,
-                                on_record=keep)
-    scores = [score_cited_text(t, verdict_map(t, known + new, judge, options.threshold), options) for t in texts]
+        new = await judge_texts(
+            texts, llm, judge=judge, options=options, prompts=prompts, known=known, on_record=keep
+        )
+    scores = [
+        score_cited_text(t, verdict_map(t, known + new, judge, options.threshold), options) for t in texts
+    ]
     summary = summarize(scores, judge=judge, options=options)
     summary["checks_now"] = len(new)
-    failed = sum(r.source == "error" for r in new)  # failed checks are asked again each session: all are in new
+    failed = sum(
+        r.source == "error" for r in new
+    )  # failed checks are asked again each session: all are in new
     summary["statuses"] = {"error": failed, "ok": sum(r.source != "error" for r in known + new)}
     summary["usage"] = llm.usage.as_dict()
     write_json(run_dir / RESULTS_JSON, summary)
@@ -164,8 +198,11 @@ def estimates(scores: list[TextScore]) -> dict[str, Estimate]:
             if s.status in ("supported", "unsupported"):
                 recall.append(float(s.status == "supported"))
                 precision += [float(v) for v in s.precise.values()]
-    return {"citation_recall": bootstrap_ci(recall), "citation_precision": bootstrap_ci(precision),
-            "unsupported_share": bootstrap_ci(unsupported)}
+    return {
+        "citation_recall": bootstrap_ci(recall),
+        "citation_precision": bootstrap_ci(precision),
+        "unsupported_share": bootstrap_ci(unsupported),
+    }
 
 
 def summarize(scores: list[TextScore], *, judge: str, options: CitationsConfig) -> dict[str, Any]:
@@ -176,8 +213,11 @@ def summarize(scores: list[TextScore], *, judge: str, options: CitationsConfig) 
 
     def block(group: list[TextScore]) -> dict[str, Any]:
         counts: CitationScores = combine(s.counts for s in group)
-        return {"counts": counts.model_dump(), "metrics": counts.metrics(),
-                "estimates": {k: v.model_dump() for k, v in estimates(group).items()}}
+        return {
+            "counts": counts.model_dump(),
+            "metrics": counts.metrics(),
+            "estimates": {k: v.model_dump() for k, v in estimates(group).items()},
+        }
 
     return {
         "judge": judge,

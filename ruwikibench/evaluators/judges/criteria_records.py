@@ -26,8 +26,10 @@ class CriterionRecord(JudgedItem):
     score: int | None = None
     max: int
     normalized: float | None = Field(
-        default=None, validation_alias=AliasChoices("normalized", "normalised"),  # files written before the rename
-        description="the score on 0..1, higher is better (Criterion.normalize)")
+        default=None,
+        validation_alias=AliasChoices("normalized", "normalised"),  # files written before the rename
+        description="the score on 0..1, higher is better (Criterion.normalize)",
+    )
     rationale: str = ""
     verdict: str = Field(default="", description="the judge's raw answer")
     prompt_sha256: str = ""

@@ -17,8 +17,9 @@ from ruwikibench.evaluators.judges.rundir import JsonlWriter
 from ruwikibench.progress import progress_bar
 
 
-async def judge_pending(path: Path, jobs: Sequence[Awaitable[BaseModel]], description: str, *,
-                        progress: bool = True) -> int:
+async def judge_pending(
+    path: Path, jobs: Sequence[Awaitable[BaseModel]], description: str, *, progress: bool = True
+) -> int:
     """Run ``jobs`` concurrently, appending each verdict to ``path`` as it arrives; returns how many ran."""
     with JsonlWriter(path) as writer, progress_bar(len(jobs), description, disable=not progress) as advance:
         for future in asyncio.as_completed([asyncio.ensure_future(job) for job in jobs]):

@@ -58,8 +58,9 @@ def read_rows(path: str | Path) -> list[tuple[int, dict[str, object]]]:
                 reader = csv.DictReader(handle, delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
                 return [(number, dict(row)) for number, row in enumerate(reader, 2)]
         except UnicodeDecodeError as exc:
-            raise RunError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save the table as UTF-8") \
-                from None
+            raise RunError(
+                f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save the table as UTF-8"
+            ) from None
         except csv.Error as exc:
             raise RunError(f"{path}: not a readable CSV table: {exc}") from None
     return list(read_jsonl(path))

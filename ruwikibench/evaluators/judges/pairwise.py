@@ -117,7 +117,9 @@ async def judge_pair(
     try:
         prompt = build_prompt(first, second, options, prompts)
         completion = await llm.complete(
-            "judge", prompt, max_tokens=options.max_tokens,
+            "judge",
+            prompt,
+            max_tokens=options.max_tokens,
             accept=lambda answer: parse_pair_verdict(answer.text).status == "ok",
         )
     except Exception as exc:  # noqa: BLE001 — recorded, counted and retried on the next run
@@ -145,7 +147,6 @@ def read_records(path: Path) -> list[PairRecord]:
     return read_models(path, PairRecord, "pairwise verdict")
 
 
-
 async def judge_runs(
     reference: Run,
     candidate: Run,
@@ -161,8 +162,16 @@ async def judge_runs(
     of the directory written: ``out_dir``, default the candidate run's)."""
     out_dir = out_dir or candidate.path
     with run_lock(out_dir):
-        return await _judge_runs(reference, candidate, llm, judge=judge, out_dir=out_dir, options=options,
-                                 prompts=prompts, progress=progress)
+        return await _judge_runs(
+            reference,
+            candidate,
+            llm,
+            judge=judge,
+            out_dir=out_dir,
+            options=options,
+            prompts=prompts,
+            progress=progress,
+        )
 
 
 async def _judge_runs(
@@ -199,10 +208,16 @@ async def _judge_runs(
         if (ref.stage, ref.article, ref.item, shown, judge, options.mode, text_sha(ref), text_sha(cand))
         not in done
     ]
-    await judge_pending(path, [judge_pair(llm, r, c, s, runs, judge, options, prompts) for r, c, s in pending],
-                        "judge pairwise", progress=progress)
+    await judge_pending(
+        path,
+        [judge_pair(llm, r, c, s, runs, judge, options, prompts) for r, c, s in pending],
+        "judge pairwise",
+        progress=progress,
+    )
     wanted = {(r.stage, r.article, r.item, shown) for r, _ in pairs for shown in shown_orders(r, options)}
-    records = [r for r in latest_verdicts(read_records(path)) if (r.stage, r.article, r.item, r.shown) in wanted]
+    records = [
+        r for r in latest_verdicts(read_records(path)) if (r.stage, r.article, r.item, r.shown) in wanted
+    ]
     summary = summarize(records, runs, judge=judge, options=options, missing=missing)
     summary.prompt_sha256 = prompts.hashes()
     write_json(out_dir / f"{stem}.json", summary.model_dump(mode="json"))

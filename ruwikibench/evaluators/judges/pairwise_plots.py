@@ -16,7 +16,9 @@ def _bars(
     """Horizontal bars (mean delta) with CI whiskers and the reference at 0 (bar ``hatched`` drawn hatched)."""
     positions = list(range(len(labels)))[::-1]
     colors = ["#4c72b0" if e.n == 0 or e.mean >= 0 else "#dd8452" for e in estimates]
-    bars = ci_bars(ax, positions, estimates, missing=0.0, horizontal=True, color=colors, capsize=4, ecolor="#333333")
+    bars = ci_bars(
+        ax, positions, estimates, missing=0.0, horizontal=True, color=colors, capsize=4, ecolor="#333333"
+    )
     if hatched is not None:
         bars[hatched].set_hatch("//")
         bars[hatched].set_alpha(0.6)

@@ -195,8 +195,16 @@ async def test_gzip_bomb_is_capped_while_decompressing(server) -> None:  # type:
     bomb = gzip.compress(page, compresslevel=9)
     assert len(bomb) < 100_000
     server.route("/bomb", [(200, {"Content-Type": "text/html", "Content-Encoding": "gzip"}, bomb)])
-    server.route("/small", [(200, {"Content-Type": "text/html", "Content-Encoding": "gzip"},
-                             gzip.compress(b"<html><body>hello</body></html>"))])
+    server.route(
+        "/small",
+        [
+            (
+                200,
+                {"Content-Type": "text/html", "Content-Encoding": "gzip"},
+                gzip.compress(b"<html><body>hello</body></html>"),
+            )
+        ],
+    )
     refused = await fetch(server.url("/bomb"), max_bytes=1_000_000)
     assert refused.reason == "too_large" and refused.bytes == 1_000_001  # never inflated past the cap
     small = await fetch(server.url("/small"), max_bytes=1_000_000)
@@ -216,7 +224,7 @@ def test_capped_decoder_deflate_variants_and_refusals() -> None:
     raw_deflate = raw.compress(data) + raw.flush()
     for body in (wrapped, raw_deflate):
         decoder = CappedDecoder("deflate", 100_000)
-        assert b"".join(decoder.feed(body[i:i + 7]) for i in range(0, len(body), 7)) == data
+        assert b"".join(decoder.feed(body[i : i + 7]) for i in range(0, len(body), 7)) == data
     capped = CappedDecoder("deflate", 100)
     assert len(capped.feed(wrapped)) == 100 and capped.full and capped.feed(b"more") == b""
     with pytest.raises(UnsupportedEncoding, match="'br'"):

@@ -25,7 +25,9 @@ SOURCES = {
     3: "Название языка происходит от шоу «Летающий цирк Монти Пайтона».",
 }
 TEXT = CitedText(
-    article="Python", item="lead", title="Python",
+    article="Python",
+    item="lead",
+    title="Python",
     text="Python выпущен в 1991 году [1][2]. Назван в честь цирка Монти Пайтона [3]. Создатель любит чай [1].",
     sources=SOURCES,
 )
@@ -45,16 +47,29 @@ def responder(messages):  # type: ignore[no-untyped-def]
 
 def run(texts, chat, known=None, options=None):  # type: ignore[no-untyped-def]
     llm = LLM({"support": chat}, max_concurrency=2)
-    return asyncio.run(judge_texts(texts, llm, judge="fake", options=options or CitationsConfig(),
-                                   prompts=PromptLibrary(), known=known or []))
+    return asyncio.run(
+        judge_texts(
+            texts,
+            llm,
+            judge="fake",
+            options=options or CitationsConfig(),
+            prompts=PromptLibrary(),
+            known=known or [],
+        )
+    )
 
 
 def test_judge_scores_a_text_with_probabilities_kept() -> None:
     chat = ScriptedChat(responder)
     records = run([TEXT], chat)
     # s0: union (1,2) yes -> singles (1,) no, (2,) yes -> leave-one-out of 1 is (2,): known. s1: (3,). s2: (1,).
-    assert sorted((r.sentence, tuple(r.numbers)) for r in records) == [(0, (1,)), (0, (1, 2)), (0, (2,)),
-                                                                     (1, (3,)), (2, (1,))]
+    assert sorted((r.sentence, tuple(r.numbers)) for r in records) == [
+        (0, (1,)),
+        (0, (1, 2)),
+        (0, (2,)),
+        (1, (3,)),
+        (2, (1,)),
+    ]
     assert len(chat.calls) == 5
     tea = next(r for r in records if r.sentence == 2)
     assert tea.source == "unparseable" and tea.probability is None
@@ -98,14 +113,21 @@ def test_long_snippet_judged_through_its_best_window() -> None:
 
 
 def test_support_role_falls_back_to_the_judge_model() -> None:
-    config = RunConfig.model_validate({"models": {
-        "writer": {"name": "w", "endpoints": ["http://127.0.0.1:9/v1"]},
-        "judge": {"name": "j", "endpoints": ["http://127.0.0.1:9/v1"]},
-    }})
+    config = RunConfig.model_validate(
+        {
+            "models": {
+                "writer": {"name": "w", "endpoints": ["http://127.0.0.1:9/v1"]},
+                "judge": {"name": "j", "endpoints": ["http://127.0.0.1:9/v1"]},
+            }
+        }
+    )
     assert config.model_for("support").name == "j"
     llm, name = support_llm(config)
     assert name == "j" and list(llm.backends) == ["support"]
     llm.close()
-    own = config.model_copy(update={"models": {**config.models,
-                                               "support": config.models["judge"].model_copy(update={"name": "s"})}})
+    own = config.model_copy(
+        update={
+            "models": {**config.models, "support": config.models["judge"].model_copy(update={"name": "s"})}
+        }
+    )
     assert own.model_for("support").name == "s"

@@ -52,8 +52,13 @@ def test_agreement_matches_scikit_learn() -> None:
 
 
 def test_agreement_hand_computed_with_unparsed_pairs() -> None:
-    pairs = [_pair(0, "supported"), _pair(1, "supported"), _pair(2, "partial"), _pair(3, "unrelated"),
-             _pair(4, "contradicted")]
+    pairs = [
+        _pair(0, "supported"),
+        _pair(1, "supported"),
+        _pair(2, "partial"),
+        _pair(3, "unrelated"),
+        _pair(4, "contradicted"),
+    ]
     result = agreement("x", pairs, [0.9, 0.4, 0.8, 0.1, None], 0.5)
     # answered: s 0.9 (TP), s 0.4 (FN), partial 0.8 (FP), unrelated 0.1 (TN); contradicted unparsed
     assert (result.n, result.unparsed) == (4, 1)
@@ -74,20 +79,44 @@ def _tiny_sample(tmp_path: Path) -> tuple[Path, Path]:
     text = "Город основан в 1147 году князем Юрием Долгоруким. Река течёт на север."
     sample = tmp_path / "sample" / "ruwikibench_articles.json"
     sample.parent.mkdir()
-    sample.write_text(json.dumps([{"article_name": "Москва", "sources": [{"source_id": "s", "file": "source_1.txt",
-                                                                        "source_text": text}]}]), encoding="utf-8")
+    sample.write_text(
+        json.dumps(
+            [
+                {
+                    "article_name": "Москва",
+                    "sources": [{"source_id": "s", "file": "source_1.txt", "source_text": text}],
+                }
+            ]
+        ),
+        encoding="utf-8",
+    )
     first = text.index("Река") - 1
-    rows = [("founded", "supported", "Город основан в 1147 году.", 0, first),
-            ("founded-late", "contradicted", "Город основан в 1347 году.", 0, first),
-            ("river", "unrelated", "Город основан в 1147 году.", first + 1, len(text)),
-            ("river-north", "supported", "Река течёт на север.", first + 1, len(text))]
+    rows = [
+        ("founded", "supported", "Город основан в 1147 году.", 0, first),
+        ("founded-late", "contradicted", "Город основан в 1347 году.", 0, first),
+        ("river", "unrelated", "Город основан в 1147 году.", first + 1, len(text)),
+        ("river-north", "supported", "Река течёт на север.", first + 1, len(text)),
+    ]
     pairs = tmp_path / "pairs.jsonl"
     with pairs.open("w", encoding="utf-8") as out:
         for name, label, claim, start, end in rows:
             sha = hashlib.sha256(text[start:end].encode()).hexdigest()[:16]
-            out.write(json.dumps({"id": name, "label": label, "claim": claim, "article": "Москва",
-                                  "file": "source_1.txt", "start": start, "end": end, "sha256": sha},
-                                 ensure_ascii=False) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "id": name,
+                        "label": label,
+                        "claim": claim,
+                        "article": "Москва",
+                        "file": "source_1.txt",
+                        "start": start,
+                        "end": end,
+                        "sha256": sha,
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
     return sample, pairs
 
 
@@ -112,7 +141,12 @@ def test_tampered_or_missing_sample_is_one_clear_error(tmp_path: Path) -> None:
 def test_bundled_pairs_resolve_in_the_shared_sample() -> None:
     pairs = load_pairs(sample=sample_dir())
     assert len(pairs) >= 64 and len({p.id for p in pairs}) == len(pairs)
-    assert Counter(p.label for p in pairs) == {"supported": 16, "contradicted": 16, "partial": 16, "unrelated": 16}
+    assert Counter(p.label for p in pairs) == {
+        "supported": 16,
+        "contradicted": 16,
+        "partial": 16,
+        "unrelated": 16,
+    }
     assert all(0 < len(p.passage) <= 450 for p in pairs)
 
 
@@ -127,13 +161,30 @@ def test_cli_measures_a_fake_endpoint(tmp_path: Path) -> None:
         return yes_no_completion(0.8 if claim.strip()[:10] in passage else 0.3)
 
     with fake_openai_server(responder) as url:
-        config = {"name": "t", "cache_dir": str(tmp_path / "cache"),
-                  "models": {"judge": {"name": "served", "endpoints": [url], "max_retries": 0}}}
+        config = {
+            "name": "t",
+            "cache_dir": str(tmp_path / "cache"),
+            "models": {"judge": {"name": "served", "endpoints": [url], "max_retries": 0}},
+        }
         path = tmp_path / "cfg.yaml"
         path.write_text(json.dumps(config), encoding="utf-8")
         out = tmp_path / "meta.json"
-        result = CliRunner().invoke(app, ["judge", "citations-meta", "--config", str(path), "--pairs", str(pairs),
-                                          "--sample", str(sample), "--no-baseline", "--out", str(out)])
+        result = CliRunner().invoke(
+            app,
+            [
+                "judge",
+                "citations-meta",
+                "--config",
+                str(path),
+                "--pairs",
+                str(pairs),
+                "--sample",
+                str(sample),
+                "--no-baseline",
+                "--out",
+                str(out),
+            ],
+        )
     assert result.exit_code == 0, result.output
     [figures] = json.loads(out.read_text(encoding="utf-8"))
     assert figures["scorer"] == "LLM served" and (figures["n"], figures["unparsed"]) == (3, 1)
@@ -143,7 +194,11 @@ def test_cli_measures_a_fake_endpoint(tmp_path: Path) -> None:
 
 def test_cli_without_the_sample_fails_with_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["judge", "citations-meta", "--sample", str(tmp_path)])
-    assert result.exit_code == 2 and "ruwikibench_articles.json" in result.output and "Traceback" not in result.output
+    assert (
+        result.exit_code == 2
+        and "ruwikibench_articles.json" in result.output
+        and "Traceback" not in result.output
+    )
 
 
 def test_best_threshold_and_leave_one_out_hand_computed() -> None:
@@ -162,7 +217,9 @@ def test_best_threshold_and_leave_one_out_hand_computed() -> None:
     assert leave_one_out_accuracy(truth, scores) == pytest.approx(3 / 5)
     pairs = [_pair(i, "supported" if t else "unrelated") for i, t in enumerate(truth)]
     result = calibrated(agreement("x", pairs, scores, 0.5), pairs)
-    assert (result.best_threshold, result.best_accuracy, result.loo_accuracy) == pytest.approx((0.4, 0.8, 0.6))
+    assert (result.best_threshold, result.best_accuracy, result.loo_accuracy) == pytest.approx(
+        (0.4, 0.8, 0.6)
+    )
 
 
 def test_best_threshold_brute_force_on_random_cases() -> None:
@@ -176,4 +233,6 @@ def test_best_threshold_brute_force_on_random_cases() -> None:
         grid = [i / 1000 for i in range(-1, 1002)]
         brute = max(sum((s >= t) == y for s, y in zip(scores, truth)) / len(scores) for t in grid)
         assert accuracy == pytest.approx(brute)
-        assert sum((s >= threshold) == y for s, y in zip(scores, truth)) / len(scores) == pytest.approx(accuracy)
+        assert sum((s >= threshold) == y for s, y in zip(scores, truth)) / len(scores) == pytest.approx(
+            accuracy
+        )

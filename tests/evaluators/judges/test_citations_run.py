@@ -32,21 +32,41 @@ def article() -> WrittenArticle:
     return WrittenArticle(
         title="Python",
         lead="Python — язык программирования [1]. Его создал Гвидо ван Россум [1][2].",
-        sections=[WrittenSection(id="s1", level=2, title="История", text=(
-            "Первая версия вышла в 1991 году [2]. Язык назван в честь шоу [7].\n\n"
-            "Сегодня Python используют NASA и Google."))],
+        sections=[
+            WrittenSection(
+                id="s1",
+                level=2,
+                title="История",
+                text=(
+                    "Первая версия вышла в 1991 году [2]. Язык назван в честь шоу [7].\n\n"
+                    "Сегодня Python используют NASA и Google."
+                ),
+            )
+        ],
         references=[
-            Citation(n=1, snippet_id="py#0", source_id="py", text="Python — высокоуровневый язык программирования."),
-            Citation(n=2, snippet_id="gv#0", source_id="gv", text="Гвидо ван Россум выпустил первую версию в 1991 году."),
+            Citation(
+                n=1, snippet_id="py#0", source_id="py", text="Python — высокоуровневый язык программирования."
+            ),
+            Citation(
+                n=2,
+                snippet_id="gv#0",
+                source_id="gv",
+                text="Гвидо ван Россум выпустил первую версию в 1991 году.",
+            ),
         ],
     )
 
 
 def make_run(tmp_path: Path, url: str) -> Path:
     run = tmp_path / "run"
-    config = {"name": "t", "cache_dir": str(tmp_path / "cache"),
-              "models": {"writer": {"name": "w", "endpoints": ["http://127.0.0.1:9/v1"]},
-                         "judge": {"name": "served-judge", "endpoints": [url], "max_retries": 0}}}
+    config = {
+        "name": "t",
+        "cache_dir": str(tmp_path / "cache"),
+        "models": {
+            "writer": {"name": "w", "endpoints": ["http://127.0.0.1:9/v1"]},
+            "judge": {"name": "served-judge", "endpoints": [url], "max_retries": 0},
+        },
+    }
     run.mkdir()
     (run / "spec.json").write_text(json.dumps({"run_id": "run", "config": config}), encoding="utf-8")
     (run / "metrics.json").write_text("{}", encoding="utf-8")
@@ -60,23 +80,41 @@ def test_judge_citations_command(tmp_path: Path) -> None:
         run = make_run(tmp_path, url)
         result = runner.invoke(app, ["judge", "citations", str(run)])
         assert result.exit_code == 0, result.output
-        records = [json.loads(line) for line in (run / "citations.jsonl").read_text(encoding="utf-8").splitlines()]
+        records = [
+            json.loads(line) for line in (run / "citations.jsonl").read_text(encoding="utf-8").splitlines()
+        ]
         # lead: s0 (1); s1 union (1,2), then (1) and (2) alone; section: s0 (2); [7] has no source: never asked
         assert sorted((r["item"], r["sentence"], tuple(r["numbers"])) for r in records) == [
-            ("lead", 0, (1,)), ("lead", 1, (1,)), ("lead", 1, (1, 2)), ("lead", 1, (2,)), ("s1", 0, (2,))]
+            ("lead", 0, (1,)),
+            ("lead", 1, (1,)),
+            ("lead", 1, (1, 2)),
+            ("lead", 1, (2,)),
+            ("s1", 0, (2,)),
+        ]
         assert {r["judge"] for r in records} == {"served-judge"}
         summary = json.loads((run / "citations.json").read_text(encoding="utf-8"))
         counts = summary["overall"]["counts"]
-        assert (counts["sentences"], counts["cited"], counts["supported"], counts["unsupported"]) == (5, 4, 3, 1)
+        assert (counts["sentences"], counts["cited"], counts["supported"], counts["unsupported"]) == (
+            5,
+            4,
+            3,
+            1,
+        )
         assert (counts["citations"], counts["precise_citations"], counts["unsupported_claims"]) == (5, 3, 1)
         metrics = summary["overall"]["metrics"]
         assert (metrics["citation_recall"], metrics["citation_precision"], metrics["unsupported_share"]) == (
-            0.75, 0.6, 0.2)
+            0.75,
+            0.6,
+            0.2,
+        )
         assert summary["overall"]["estimates"]["citation_recall"]["mean"] == pytest.approx(0.75)
         assert "75.00 [" in result.output and "60.00 [" in result.output
 
         page = (run / "articles" / "Python" / "article.html").read_text(encoding="utf-8")
-        assert page.count("class='sent supported' tabindex") == 3 and page.count("class='sent unsupported' tabindex") == 1
+        assert (
+            page.count("class='sent supported' tabindex") == 3
+            and page.count("class='sent unsupported' tabindex") == 1
+        )
         assert "class='sent uncited claim'" in page and "нет такого источника" in page
         assert "Гвидо ван Россум выпустил первую версию в 1991 году." in page.split("class='why'")[2]
 
@@ -93,10 +131,19 @@ def test_judge_citations_command(tmp_path: Path) -> None:
 
 
 def test_judge_citations_on_a_folder_without_articles_is_one_line(tmp_path: Path) -> None:
-    (tmp_path / "spec.json").write_text(json.dumps({"run_id": "x", "config": {"models": {
-        "writer": {"name": "w", "endpoints": ["http://127.0.0.1:9/v1"]}}}}), encoding="utf-8")
+    (tmp_path / "spec.json").write_text(
+        json.dumps(
+            {
+                "run_id": "x",
+                "config": {"models": {"writer": {"name": "w", "endpoints": ["http://127.0.0.1:9/v1"]}}},
+            }
+        ),
+        encoding="utf-8",
+    )
     result = CliRunner().invoke(app, ["judge", "citations", str(tmp_path)])
-    assert result.exit_code == 2 and "no written article" in result.output and "Traceback" not in result.output
+    assert (
+        result.exit_code == 2 and "no written article" in result.output and "Traceback" not in result.output
+    )
     empty = tmp_path / "empty"
     empty.mkdir()
     result = CliRunner().invoke(app, ["judge", "citations", str(empty)])
@@ -114,10 +161,15 @@ def test_single_write_folder_and_external_article_rows(tmp_path: Path) -> None:
 
     external = tmp_path / "ext"
     external.mkdir()
-    written = article().model_copy(update={"references": [
-        Citation(n=1, snippet_id="", source_id="", url="https://example.org/a")]})  # not in the dataset: no text
-    row = {"stage": "writer", "article": "Python", "unit": "article",
-           "output": {"written": written.model_dump(mode="json")}}
+    written = article().model_copy(
+        update={"references": [Citation(n=1, snippet_id="", source_id="", url="https://example.org/a")]}
+    )  # not in the dataset: no text
+    row = {
+        "stage": "writer",
+        "article": "Python",
+        "unit": "article",
+        "output": {"written": written.model_dump(mode="json")},
+    }
     (external / "outputs.jsonl").write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
     [loaded] = load_articles(external)
     assert loaded.folder is None

@@ -76,14 +76,31 @@ def test_the_judge_config_chooses_the_criteria_prompt(tmp_path: Path) -> None:
     seen: list[str] = []
     (tmp_path / "prompts" / "my").mkdir(parents=True)
     (tmp_path / "prompts" / "my" / "criteria.txt").write_text(
-        "МОЙ ПРОМПТ {criterion}: {answer}\n### Критерий оценки:", encoding="utf-8")
-    with fake_openai_server(lambda messages: seen.append(messages[-1]["content"]) or "[RESULT] 1 [END]") as url:
-        config = {"name": "j", "prompts_dir": "prompts", "cache_dir": str(tmp_path / "cache"),
-                  "models": {"judge": {"name": "served-judge", "endpoints": [url], "max_retries": 0}},
-                  "judges": {"criteria_prompt": "my/criteria.txt"}}
+        "МОЙ ПРОМПТ {criterion}: {answer}\n### Критерий оценки:", encoding="utf-8"
+    )
+    with fake_openai_server(
+        lambda messages: seen.append(messages[-1]["content"]) or "[RESULT] 1 [END]"
+    ) as url:
+        config = {
+            "name": "j",
+            "prompts_dir": "prompts",
+            "cache_dir": str(tmp_path / "cache"),
+            "models": {"judge": {"name": "served-judge", "endpoints": [url], "max_retries": 0}},
+            "judges": {"criteria_prompt": "my/criteria.txt"},
+        }
         (tmp_path / "judge.yaml").write_text(json.dumps(config), encoding="utf-8")
         run = write_run(tmp_path / "run", "r", [section("s1", "Короткий текст.")])
-        result = CliRunner().invoke(app, ["judge", "criteria", str(run), "--judge-config", str(tmp_path / "judge.yaml"),
-                                          "--only", "literacy"])
+        result = CliRunner().invoke(
+            app,
+            [
+                "judge",
+                "criteria",
+                str(run),
+                "--judge-config",
+                str(tmp_path / "judge.yaml"),
+                "--only",
+                "literacy",
+            ],
+        )
     assert result.exit_code == 0, result.output
     assert seen and all(prompt.startswith("МОЙ ПРОМПТ") for prompt in seen)

@@ -281,7 +281,9 @@ def test_a_text_written_twice_is_judged_once_in_its_latest_version(tmp_path) -> 
     from ruwikibench.evaluators.judges.rundir import load_run
 
     (tmp_path / "spec.json").write_text(_json.dumps({"run_id": "r"}), encoding="utf-8")
-    rows = [{"stage": "sections", "article": "A", "item": "s1", "title": "T", "text": t} for t in ("old", "new")]
+    rows = [
+        {"stage": "sections", "article": "A", "item": "s1", "title": "T", "text": t} for t in ("old", "new")
+    ]
     rows.append({"stage": "sections", "article": "A", "item": "s2", "title": "T", "text": "other"})
     (tmp_path / "generated.jsonl").write_text("".join(_json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     run = load_run(tmp_path)

@@ -45,8 +45,11 @@ def judge_url(case: str, responder: Callable, failing: str) -> Iterator[str]:  #
 
 
 def judge_config(tmp: Path, url: str, role: str = "judge") -> dict:
-    return {"name": "j", "cache_dir": str(tmp / f"cache-{url.rsplit(':', 1)[1].split('/')[0]}"),
-            "models": {role: {"name": "served-judge", "endpoints": [url], "max_retries": 0, "timeout": 5}}}
+    return {
+        "name": "j",
+        "cache_dir": str(tmp / f"cache-{url.rsplit(':', 1)[1].split('/')[0]}"),
+        "models": {role: {"name": "served-judge", "endpoints": [url], "max_retries": 0, "timeout": 5}},
+    }
 
 
 def texts(word: str) -> list:  # type: ignore[type-arg]
@@ -71,7 +74,9 @@ def test_judge_criteria_exit_status(tmp_path: Path, case: str) -> None:
         run = write_run(tmp_path / "run", "run", texts("Раздел."), config=judge_config(tmp_path, url))
         result = runner.invoke(app, ["judge", "criteria", str(run), "--only", "literacy"])
     check(result, case, {"ok": "", "partial": "1 of 3", "refused": "3 of 3"}[case])
-    statuses = [json.loads(line)["status"] for line in (run / "judge_criteria.jsonl").read_text().splitlines()]
+    statuses = [
+        json.loads(line)["status"] for line in (run / "judge_criteria.jsonl").read_text().splitlines()
+    ]
     assert statuses.count("error") == {"ok": 0, "partial": 1, "refused": 3}[case]
 
 
