@@ -142,7 +142,7 @@ class Stage(Generic[OutputT]):
     baseline_keys: ClassVar[tuple[str, ...]] = ()
     """The metrics compared with the no-LLM baselines (empty: the table's non-count metrics)."""
     baselines: ClassVar[tuple[Baseline, ...]] = ()
-    """No-LLM baselines of the stage besides the built-in ones (:mod:`ruwikibench.baselines`)."""
+    """The stage's no-LLM baselines, scored by its own ``score()`` beside the run (:mod:`ruwikibench.baselines`)."""
     options_model: ClassVar[type[BaseModel] | None] = None
     """The pydantic model of the stage's ``stage_options`` block in a run config (None: the stage has none)."""
     roles: ClassVar[tuple[str, ...]] = ()

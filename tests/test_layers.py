@@ -44,8 +44,8 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("context", {"context"}),
     ("nodes", {"nodes"}),
     ("evaluators", {"evaluators"}),
+    ("baselines", {"baselines"}),  # the built-in stages (graphs) name their baselines
     ("graphs", {"graphs"}),
-    ("baselines", {"baselines"}),
     ("plugin", {"plugin"}),  # the plug-in authors' module: re-exports the layers below
     ("reporting", {"reporting"}),
     ("runner", {"runner"}),

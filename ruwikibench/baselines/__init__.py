@@ -6,8 +6,12 @@ outlines, from the first sentences of the snippets, from a random order — with
 ``score()`` and permutation floor score it exactly as they score the run. :mod:`ruwikibench.runner.baselines`
 computes them when a run is scored; :mod:`ruwikibench.runner.metrics` puts them beside the run, with the paired
 difference run − best baseline.
+
+A stage declares its baselines itself (``Stage.baselines``, a tuple of :class:`Baseline`), built-in or plug-in:
+the modules here define the built-in stages' (``RANKING_BASELINES``, ``OUTLINE_BASELINES``,
+``SECTIONS_BASELINES``), which those stages name.
 """
 
-from ruwikibench.baselines.registry import BASELINES, Baseline, BaselineSkipped, baselines_of
+from ruwikibench.contract import Baseline, BaselineSkipped
 
-__all__ = ["BASELINES", "Baseline", "BaselineSkipped", "baselines_of"]
+__all__ = ["Baseline", "BaselineSkipped"]

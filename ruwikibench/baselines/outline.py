@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ruwikibench.baselines.registry import Baseline, BaselineSkipped, register
 from ruwikibench.context import StageContext
-from ruwikibench.contract import Unit
+from ruwikibench.contract import Baseline, BaselineSkipped, Unit
 from ruwikibench.nodes.outline import OutlineOutput
 from ruwikibench.nodes.outline_parser import Heading
 
@@ -70,15 +69,9 @@ def frequent_headings(unit: Unit, output: dict[str, Any], context: StageContext)
 
 
 # built from the unit's input and the dataset alone: scored ahead, before the unit runs (runner/score_process.py)
-register(
-    "outline", Baseline("template", "generic encyclopedia headings, no title", template, reads_output=False)
-)
-register(
-    "outline",
+OUTLINE_BASELINES = (
+    Baseline("template", "generic encyclopedia headings, no title", template, reads_output=False),
     Baseline("title template", "generic headings with the title", title_template, reads_output=False),
-)
-register(
-    "outline",
     Baseline(
         "frequent headings",
         "most frequent H2 headings of the other articles",
@@ -86,3 +79,4 @@ register(
         reads_output=False,
     ),
 )
+"""The outline stage's baselines (its ``baselines``)."""

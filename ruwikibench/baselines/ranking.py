@@ -7,9 +7,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from ruwikibench.baselines.registry import Baseline, BaselineSkipped, register, stable_seed
+from ruwikibench.baselines.seed import stable_seed
 from ruwikibench.context import StageContext
-from ruwikibench.contract import Unit
+from ruwikibench.contract import Baseline, BaselineSkipped, Unit
 
 
 def _reordered(output: dict[str, Any], candidates: list[dict[str, Any]]) -> dict[str, Any]:
@@ -37,5 +37,8 @@ def random_order(unit: Unit, output: dict[str, Any], context: StageContext) -> d
     return _reordered(output, candidates)
 
 
-register("ranking", Baseline("bm25 order", "the pool in BM25 order, no rerank", bm25_order))
-register("ranking", Baseline("random order", "the pool in a random order", random_order))
+RANKING_BASELINES = (
+    Baseline("bm25 order", "the pool in BM25 order, no rerank", bm25_order),
+    Baseline("random order", "the pool in a random order", random_order),
+)
+"""The ranking stage's baselines (its ``baselines``)."""

@@ -15,9 +15,9 @@ import random
 from itertools import zip_longest
 from typing import Any
 
-from ruwikibench.baselines.registry import Baseline, register, stable_seed
+from ruwikibench.baselines.seed import stable_seed
 from ruwikibench.context import StageContext
-from ruwikibench.contract import Unit
+from ruwikibench.contract import Baseline, Unit
 from ruwikibench.evaluators.similarity import split_sentences
 
 
@@ -77,13 +77,10 @@ def random_sentences(unit: Unit, output: dict[str, Any], context: StageContext) 
 
 
 # built from the unit's input alone: scored ahead, before the unit runs (runner/score_process.py)
-register(
-    "sections",
+SECTIONS_BASELINES = (
     Baseline("lead", "first sentences of the snippets, reference length", lead, reads_output=False),
-)
-register(
-    "sections",
     Baseline(
         "random sentences", "random snippet sentences, reference length", random_sentences, reads_output=False
     ),
 )
+"""The sections stage's baselines (its ``baselines``)."""

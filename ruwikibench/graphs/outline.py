@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from langgraph.graph import END, START, StateGraph
 
+from ruwikibench.baselines.outline import OUTLINE_BASELINES
 from ruwikibench.config import OutlineConfig, RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.contract import GeneratedText, ScoreRecord, Stage, StageScore, Unit
@@ -97,6 +98,7 @@ class OutlineStage(Stage[OutlineOutput]):
     description = "outline: cluster the snippets -> mini-outlines -> merge"
     order = 2
     output_model = OutlineOutput
+    baselines = OUTLINE_BASELINES
     columns: ClassVar[list[tuple[str, str]]] = [
         ("Mean F1", "f1"),
         ("F1 (authors)", "f1_authors"),

@@ -14,6 +14,7 @@ from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 
+from ruwikibench.baselines.ranking import RANKING_BASELINES
 from ruwikibench.config import RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.contract import ScoreRecord, Stage, StageScore, Unit
@@ -84,6 +85,7 @@ class RankingStage(Stage[RankingOutputModel]):
     order = 1
     columns = COLUMNS
     output_model = RankingOutputModel
+    baselines = RANKING_BASELINES
     headline_key = "rerank_ndcg"  # what the report's article index and per-article deltas rank by
     baseline_keys = ("rerank_ndcg", "rerank_r_precision")  # compared with the no-LLM baselines (bm25, random)
 

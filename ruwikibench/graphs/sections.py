@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from langgraph.graph import END, START, StateGraph
 
+from ruwikibench.baselines.sections import SECTIONS_BASELINES
 from ruwikibench.config import RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.contract import GeneratedText, ScoreRecord, Stage, StageScore, Unit
@@ -176,6 +177,7 @@ class SectionsStage(Stage[SectionsOutputModel]):
     description = "section texts: group the snippets -> iterative summaries -> text"
     order = 3
     output_model = SectionsOutputModel
+    baselines = SECTIONS_BASELINES
     columns: ClassVar[list[tuple[str, str]]] = [
         ("Mean F1", "f1"),
         ("Mean ROUGE-L", "rouge_l"),

@@ -21,7 +21,7 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from ruwikibench.baselines import BaselineSkipped, baselines_of
+from ruwikibench.baselines import BaselineSkipped
 from ruwikibench.context import StageContext
 from ruwikibench.contract import Baseline, Stage, Unit
 from ruwikibench.models.cache import stable_hash
@@ -49,7 +49,7 @@ def _excluded(baseline: str, unit: Unit, reason: str) -> dict[str, Any]:
 
 
 def baseline_names(stage: Stage[Any]) -> list[str]:
-    return [baseline.name for baseline in baselines_of(stage)]
+    return [baseline.name for baseline in stage.baselines]
 
 
 def output_digest(output: dict[str, Any]) -> str:
@@ -84,7 +84,7 @@ def baselines_ahead(stage: Stage[Any], unit: Unit, context: StageContext) -> dic
     one: :func:`unit_baselines` takes them as they are."""
     return {
         baseline.name: score_baseline(stage, baseline, unit, {}, context)
-        for baseline in baselines_of(stage)
+        for baseline in stage.baselines
         if not baseline.reads_output
     }
 
@@ -103,7 +103,7 @@ def unit_baselines(
     :func:`baselines_ahead` for this unit. CPU-bound (scoring embeds): a worker thread."""
     rows: list[dict[str, Any]] = []
     outputs: dict[str, Any] = {}
-    for baseline in baselines_of(stage):
+    for baseline in stage.baselines:
         found = (ahead or {}).get(baseline.name) if not baseline.reads_output else None
         baseline_rows, made = (
             found if found is not None else score_baseline(stage, baseline, unit, output, context)

@@ -330,12 +330,10 @@ class ScoringProcess:
     def score_ahead(self, stages: dict[str, Stage[Any]], units: list[Unit]) -> None:
         """The run's units, in order: the child scores their baselines that never read an output whenever it has
         nothing else to do (a unit scored meanwhile is dropped from the list)."""
-        from ruwikibench.baselines import baselines_of
-
         ahead = {
             name
             for name, stage in stages.items()
-            if not all(baseline.reads_output for baseline in baselines_of(stage))
+            if not all(baseline.reads_output for baseline in stage.baselines)
         }
         for unit in units:
             if unit.stage in ahead:

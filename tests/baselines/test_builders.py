@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ruwikibench.baselines import BaselineSkipped, baselines_of
+from ruwikibench.baselines import BaselineSkipped
 from ruwikibench.baselines.outline import TEMPLATE, frequent_headings, template, title_template
 from ruwikibench.baselines.ranking import bm25_order, random_order
 from ruwikibench.baselines.sections import lead_text, random_text
@@ -36,8 +36,7 @@ def _article(name: str, titles: list[str]) -> SimpleNamespace:
 
 def test_every_builtin_stage_has_its_baselines() -> None:
     names = {
-        stage: [b.name for b in baselines_of(get_stage(stage))]
-        for stage in ("ranking", "outline", "sections")
+        stage: [b.name for b in get_stage(stage).baselines] for stage in ("ranking", "outline", "sections")
     }
     assert names == {
         "ranking": ["bm25 order", "random order"],
@@ -189,7 +188,7 @@ def test_the_baselines_said_to_need_no_output_build_the_same_without_one() -> No
     dataset = make_dataset()
     context = SimpleNamespace(dataset=dataset)
     flags = {
-        stage: {b.name: b.reads_output for b in baselines_of(get_stage(stage))}
+        stage: {b.name: b.reads_output for b in get_stage(stage).baselines}
         for stage in ("ranking", "outline", "sections")
     }
     assert flags == {
@@ -207,7 +206,7 @@ def test_the_baselines_said_to_need_no_output_build_the_same_without_one() -> No
             "article": "другое",
             "k": 1,
         }
-        for baseline in baselines_of(stage):
+        for baseline in stage.baselines:
             assert baseline.build(unit, {}, context) == baseline.build(unit, run_output, context), (
                 baseline.name
             )

@@ -170,7 +170,6 @@ async def test_baselines_that_need_no_output_are_scored_ahead_and_taken_as_they_
     and the unit's scoring takes them — the same record as scoring them with the unit (here, without the child)."""
     import asyncio
 
-    from ruwikibench.baselines import baselines_of
     from ruwikibench.dataset_files import resolve_dataset
     from ruwikibench.registry import get_stage
     from ruwikibench.runner.baselines import unit_baselines
@@ -181,7 +180,7 @@ async def test_baselines_that_need_no_output_are_scored_ahead_and_taken_as_they_
     stage = get_stage("sections")
     article = next(a for a in dataset.articles if stage.units(dataset, a, setup.config))
     unit = stage.units(dataset, article, setup.config)[0]
-    output = next(b for b in baselines_of(stage) if b.name == "lead").build(unit, {}, context)
+    output = next(b for b in stage.baselines if b.name == "lead").build(unit, {}, context)
     scoring = ScoringProcess(setup)
     try:
         assert await scoring.scores("sections")
