@@ -14,11 +14,13 @@ decorator::
 An object that does not subclass :class:`Stage` but has its required members (an older plug-in) is registered
 wrapped in :class:`ruwikibench.contract.AdaptedStage`: every consumer sees one typed :class:`Stage`.
 
-The built-in stages are the modules of :mod:`ruwikibench.graphs` and :mod:`ruwikibench.writer.stage`. A package
-installed next to ruwikibench adds stages through the ``ruwikibench.stages`` entry-point group (pyproject.toml)::
+Installed packages add stages through the ``ruwikibench.stages`` entry-point group (pyproject.toml)::
 
     [project.entry-points."ruwikibench.stages"]
     my_stage = "my_pkg.stages:MyStage"     # a stage class, a stage object, or a module that registers stages
+
+The built-in stages (ranking, outline, sections, writer) come through the same door: ruwikibench's own
+pyproject.toml names their stage objects in that group, and nothing imports them otherwise.
 
 Everything is found on first use (:func:`get_stage`, :func:`stage_names`), never at import.
 """
@@ -26,7 +28,6 @@ Everything is found on first use (:func:`get_stage`, :func:`stage_names`), never
 from __future__ import annotations
 
 import importlib
-import pkgutil
 import threading
 from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -39,8 +40,6 @@ if TYPE_CHECKING:
     from ruwikibench.config import RunConfig
 
 ENTRY_POINT_GROUP = "ruwikibench.stages"
-BUILTIN_PACKAGES = ("ruwikibench.graphs",)
-BUILTIN_MODULES = ("ruwikibench.writer.stage",)
 
 _stages: dict[str, Stage[Any]] = {}
 _broken: dict[str, str] = {}
@@ -96,22 +95,6 @@ def unregister_stage(name: str) -> None:
         _stages.pop(name, None)
 
 
-def instance_of(cls: type[T]) -> T:
-    """The registered object of a stage class decorated with :func:`register_stage`."""
-    for stage in list(_stages.values()):
-        if type(defining_stage(stage)) is cls:
-            return defining_stage(stage)  # type: ignore[return-value]
-    raise StageRegistryError(f"{cls.__qualname__} is not registered")
-
-
-def _builtin_modules() -> list[str]:
-    names: list[str] = []
-    for package_name in BUILTIN_PACKAGES:
-        package = importlib.import_module(package_name)
-        names += [f"{package_name}.{info.name}" for info in pkgutil.iter_modules(package.__path__)]
-    return names + list(BUILTIN_MODULES)
-
-
 def _load_entry_point(entry: EntryPoint) -> None:
     loaded = entry.load()
     if isinstance(loaded, type(importlib)):  # a module: importing it ran its @register_stage decorators
@@ -123,7 +106,8 @@ def _load_entry_point(entry: EntryPoint) -> None:
 
 
 def discover(refresh: bool = False) -> None:
-    """Import the built-in stage modules and load the ``ruwikibench.stages`` entry points (once).
+    """Load the ``ruwikibench.stages`` entry points, ruwikibench's own (the built-in stages) and those of the
+    installed plug-in packages (once).
 
     A plug-in that fails to load does not break the other stages: the error is kept and raised when the
     stage is asked for by name."""
@@ -132,8 +116,6 @@ def discover(refresh: bool = False) -> None:
         if _discovered and not refresh:
             return
         _discovered = True
-        for module in _builtin_modules():
-            importlib.import_module(module)
         for entry in entry_points(group=ENTRY_POINT_GROUP):
             try:
                 _load_entry_point(entry)
@@ -153,7 +135,13 @@ def get_stage(name: str) -> Stage[Any]:
         return _stages[name]
     if name in _broken:
         raise StageRegistryError(_broken[name])
-    raise StageRegistryError(f"unknown stage {name!r}; known: {', '.join(stage_names())}")
+    known = stage_names()
+    hint = (
+        ""
+        if known
+        else " (no stage is registered: install ruwikibench, e.g. pip install -e ., for its entry points)"
+    )
+    raise StageRegistryError(f"unknown stage {name!r}; known: {', '.join(known)}{hint}")
 
 
 def known_stages() -> dict[str, Stage[Any]]:

@@ -40,7 +40,6 @@ from ruwikibench.nodes.outline import (
     parse,
     select,
 )
-from ruwikibench.registry import instance_of, register_stage
 
 NAME = "outline"
 
@@ -90,7 +89,6 @@ def selection(config: OutlineConfig) -> HeadingSelection:
     )
 
 
-@register_stage
 class OutlineStage(Stage[OutlineOutput]):
     """The benchmark contract of :mod:`ruwikibench.contract` for stage 2."""
 
@@ -232,4 +230,5 @@ class OutlineStage(Stage[OutlineOutput]):
         ]
 
 
-STAGE = instance_of(OutlineStage)
+STAGE = OutlineStage()
+"""The stage object the ``ruwikibench.stages`` entry point names (pyproject.toml)."""

@@ -33,7 +33,6 @@ from ruwikibench.nodes.ranking import (
     retrieve,
     route_candidates,
 )
-from ruwikibench.registry import instance_of, register_stage
 
 COLUMNS = [
     ("BM25 NDCG", "bm25_ndcg"),
@@ -76,7 +75,6 @@ def _judgement_counts(candidates: list[dict[str, Any]]) -> dict[str, int]:
     }
 
 
-@register_stage
 class RankingStage(Stage[RankingOutputModel]):
     """The stage contract of :mod:`ruwikibench.contract` for source ranking."""
 
@@ -161,4 +159,5 @@ class RankingStage(Stage[RankingOutputModel]):
         return f"{failed} relevance judgement(s) failed" if failed else None
 
 
-STAGE = instance_of(RankingStage)
+STAGE = RankingStage()
+"""The stage object the ``ruwikibench.stages`` entry point names (pyproject.toml)."""

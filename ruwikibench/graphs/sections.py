@@ -48,7 +48,6 @@ from ruwikibench.nodes.sections import (
     route_sections,
     write,
 )
-from ruwikibench.registry import instance_of, register_stage
 
 NAME = "sections"
 
@@ -169,7 +168,6 @@ def _pairs(unit: Unit, results_list: list[dict[str, Any]]) -> list[tuple[dict[st
     return pairs
 
 
-@register_stage
 class SectionsStage(Stage[SectionsOutputModel]):
     """Stage 3 for the runner: units from gold data, per-section scores, generated texts for the judges."""
 
@@ -271,7 +269,8 @@ class SectionsStage(Stage[SectionsOutputModel]):
         return generated
 
 
-STAGE = instance_of(SectionsStage)
+STAGE = SectionsStage()
+"""The stage object the ``ruwikibench.stages`` entry point names (pyproject.toml)."""
 build_graph = build_sections_graph
 
 __all__ = [

@@ -18,12 +18,10 @@ from ruwikibench.context import StageContext
 from ruwikibench.contract import Stage, StageScore, Unit
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.nodes.writer import WriterOutputModel
-from ruwikibench.registry import instance_of, register_stage
 from ruwikibench.rundir import RunDir
 from ruwikibench.writer.score import ARTICLE_COLUMNS, generated_texts, score_written
 
 
-@register_stage
 class WriterStage(Stage[WriterOutputModel]):
     name = "writer"
     description = "a whole article from the title alone: sources, outline, sections"
@@ -68,4 +66,5 @@ class WriterStage(Stage[WriterOutputModel]):
         return writer_floor_rows(rundir, context, per_item=per_item, seed=seed)
 
 
-STAGE = instance_of(WriterStage)
+STAGE = WriterStage()
+"""The stage object the ``ruwikibench.stages`` entry point names (pyproject.toml)."""
