@@ -1,32 +1,72 @@
 """The run config: one pydantic model, loaded from YAML, passed to graphs as LangGraph context.
 
-Roles: ``query`` (query expansion), ``ranking`` (relevance yes/no), ``outline``, ``sections`` (Stage 3's
-describe / extend / write calls, in the benchmark and in the writer; falls back to ``writer``), ``writer`` (the
-writer's lead), ``judge`` (LLM-as-judge evaluators), ``support`` (does a cited snippet support a sentence; falls back to
-``judge``) and ``reference`` (writes the stored reference queries once). A registered stage may declare roles of
-its own (``roles = ("lead",)``); ``models:`` then accepts them (checked when a config loads, see
-:mod:`ruwikibench.config_loader`), and an unconfigured one falls back like any role.
+Model roles (``models.<role>``) are declared where they are used: each stage declares its own (``roles``: the
+built-in stages declare ``query``, ``ranking`` and ``reference``; ``outline``; ``sections``, falling back to
+``writer``; ``writer``), and the judges theirs here (:data:`JUDGE_ROLE`; :data:`SUPPORT_ROLE`, does a cited
+snippet support a sentence, falling back to ``judge``). ``models:`` accepts the declared roles (checked when a
+config loads, see :mod:`ruwikibench.config_loader`); an unconfigured one falls back (:func:`role_served_by`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Container
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-Profile = Literal["benchmark", "writer"]
-Role = Literal["query", "ranking", "outline", "sections", "writer", "judge", "support", "reference"]
-BUILTIN_ROLES: tuple[str, ...] = get_args(Role)
-ROLE_FALLBACKS: dict[str, tuple[str, ...]] = {"support": ("judge",), "sections": ("writer",)}
-"""Roles tried before the general fallback (writer, outline, ranking, query) when a role is not configured."""
+BENCHMARK_PROFILE = "benchmark"
+"""The profile every config runs under unless it names another: each stage on gold inputs, as in the paper."""
+
+
+@dataclass(frozen=True)
+class ModelRole:
+    """A model role (``models.<name>`` in a config), declared by the stage (or the judge) that asks it."""
+
+    name: str
+    fallbacks: tuple[str, ...] = ()
+    """Roles tried first when this one is not configured (``sections`` -> ``writer``)."""
+    general_rank: int | None = None
+    """Set for the roles that answer any unconfigured role after its own fallbacks, tried lowest first."""
+
+
+JUDGE_ROLE = "judge"
+SUPPORT_ROLE = "support"
+JUDGE_ROLES = (ModelRole(JUDGE_ROLE), ModelRole(SUPPORT_ROLE, fallbacks=(JUDGE_ROLE,)))
+"""The roles of the LLM judges (not stages): ``judge`` and ``support`` (falls back to ``judge``)."""
+ROLE_FALLBACKS: dict[str, tuple[str, ...]] = {r.name: r.fallbacks for r in JUDGE_ROLES if r.fallbacks}
+"""The judges' role fallbacks; a stage's come with its roles (:func:`role_fallbacks` gives them all)."""
+
+
+def declared_roles() -> dict[str, ModelRole]:
+    """Every role: the stages' (in report order), then the judges'."""
+    from ruwikibench import registry
+
+    return {**registry.declared_roles(), **{r.name: r for r in JUDGE_ROLES}}
+
+
+def role_fallbacks() -> dict[str, tuple[str, ...]]:
+    """Roles tried before the general fallback when a role is not configured (``support`` -> ``judge``)."""
+    return {name: role.fallbacks for name, role in declared_roles().items() if role.fallbacks}
+
+
+def general_fallback() -> list[str]:
+    """The roles that answer any unconfigured role, in order (the built-in stages': writer, outline, ranking,
+    query)."""
+    ranked = [role for role in declared_roles().values() if role.general_rank is not None]
+    return [role.name for role in sorted(ranked, key=lambda r: r.general_rank or 0)]
 
 
 def role_served_by(role: str, configured: Container[str]) -> str | None:
     """The configured role that serves ``role``: itself, else its own fallbacks (``support`` -> ``judge``), else
-    writer, outline, ranking, query; None when none is configured. The one rule for configs and LLM clients."""
-    for candidate in (role, *ROLE_FALLBACKS.get(role, ()), "writer", "outline", "ranking", "query"):
+    the general fallback (writer, outline, ranking, query); None when none is configured. The one rule for
+    configs and LLM clients."""
+    if role in configured:
+        return role
+    declared = declared_roles().get(role)
+    fallbacks = declared.fallbacks if declared is not None else ()
+    for candidate in (role, *fallbacks, *general_fallback()):
         if candidate in configured:
             return candidate
     return None
@@ -381,30 +421,35 @@ class CitationsConfig(BaseModel):
     prompt: str = prompt_slot("ru/citation_support.txt", "title", "claim", "passage")
 
 
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
+
+
 class RunConfig(BaseModel):
-    """Everything a run needs besides the dataset. Loaded from YAML (configs/*.yaml)."""
+    """Everything a run needs besides the dataset. Loaded from YAML (configs/*.yaml).
+
+    Each stage's settings are its options model under ``stage_options.<stage>`` (built-in stages and plug-ins
+    alike), held validated: ``config.options(OutlineConfig)`` is the outline stage's. A stage that declares
+    ``options_alias`` (the built-in ones) also takes its block as a top-level key (``outline:``), as configs
+    written before ``stage_options`` did; the canonical block wins key by key where both are given."""
 
     model_config = ConfigDict(extra="forbid")
 
     name: str = "run"
-    profile: Profile = Field(
-        default="benchmark",
-        description="benchmark: every stage on gold inputs, as in the paper; writer: the stage configs in writer "
-        "mode (no gold data), see RunConfig.with_profile; `ruwikibench write` always runs under 'writer'",
+    profile: str = Field(
+        default=BENCHMARK_PROFILE,
+        description="benchmark: every stage on gold inputs, as in the paper; a profile a stage declares (the "
+        "writer's: no gold data) has that stage rewrite the stages' options for it, see RunConfig.with_profile",
     )
     models: dict[str, ModelConfig] = Field(
-        description="a model per role: the built-in roles (Role) and the roles registered stages declare"
+        description="a model per role: the judges' roles and the roles the registered stages declare"
     )
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
-    ranking: RankingConfig = Field(default_factory=RankingConfig)
-    outline: OutlineConfig = Field(default_factory=OutlineConfig)
-    sections: SectionsConfig = Field(default_factory=SectionsConfig)
-    writer: WriterConfig = Field(default_factory=WriterConfig)
     citations: CitationsConfig = Field(default_factory=CitationsConfig)
     judges: JudgesConfig = Field(default_factory=JudgesConfig)
     stages: list[str] = Field(
-        default_factory=lambda: ["ranking", "outline", "sections"],
-        description="stages run by `ruwikibench run`, by registered name (ruwikibench.registry)",
+        default_factory=lambda: _registry().default_stage_names(),
+        description="stages run by `ruwikibench run`, by registered name (ruwikibench.registry); default: the "
+        "stages that declare runs_by_default (ranking, outline, sections)",
     )
     overrides: dict[str, str] = Field(
         default_factory=dict,
@@ -412,11 +457,10 @@ class RunConfig(BaseModel):
         "('stage': 'pkg.module:build_graph') with your own code; checked when a command loads the config "
         "(ruwikibench.runner.overrides)",
     )
-    stage_options: dict[str, dict[str, Any]] = Field(
+    stage_options: dict[str, Any] = Field(
         default_factory=dict,
-        description="options of stages that declare an options model (`options_model`), by stage name: "
-        "validated by that model when a command loads the config (ruwikibench.config_loader), recorded in "
-        "spec.json and in the run id of runs of that stage",
+        description="each stage's options (its `options_model`), by stage name: validated when the config is, "
+        "recorded in spec.json and in the run id (a built-in stage's under its top-level key, as before)",
     )
     max_concurrency: int = Field(default=4, ge=1, description="global limit on in-flight LLM requests")
     cache_dir: str = Field(default="~/.cache/ruwikibench", description="LLM and embedding caches")
@@ -424,46 +468,70 @@ class RunConfig(BaseModel):
         default=None, description="extra prompt folder searched before the package's"
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _options_aliases(cls, data: Any) -> Any:
+        """A top-level key named like a stage that declares ``options_alias`` is its ``stage_options`` block."""
+        if not isinstance(data, dict):
+            return data
+        aliased = [s.name for s in _registry().options_stages() if s.options_alias and s.name in data]
+        if not aliased:
+            return data
+        data, canonical = dict(data), dict(data.get("stage_options") or {})
+        for name in aliased:
+            alias, given = data.pop(name), canonical.get(name)
+            if isinstance(alias, dict) and isinstance(given, dict):
+                canonical[name] = {**alias, **given}
+            else:
+                canonical[name] = alias if given is None else given
+        data["stage_options"] = canonical
+        return data
+
     @model_validator(mode="after")
-    def _apply_profile(self) -> RunConfig:
-        if self.profile == "writer":
-            self._writer_mode()
+    def _validated_options(self) -> RunConfig:
+        """Every registered stage's options validated by its model (defaults for a stage with an alias when the
+        config is silent), then rewritten for the profile by the stages that declare one."""
+        if self.profile not in (profiles := _registry().profile_names(BENCHMARK_PROFILE)):
+            raise ValueError(f"profile: {self.profile!r} is not a profile; known: {', '.join(profiles)}")
+        options: dict[str, BaseModel] = {}
+        for stage in _registry().options_stages():
+            if stage.name in self.stage_options or stage.options_alias:
+                options[stage.name] = _validated(stage.options_model, stage.name, self.stage_options)
+        for stage in _registry().known_stages().values():
+            options = stage.profile_options(self.profile, options)
+        self.stage_options.update(options)
         return self
 
-    def _writer_mode(self) -> None:
-        """The stage configs in writer mode (no gold data): ranking with the writer's query mode ('generated' or
-        'title', never the stored 'reference' query written from gold headings); outline centroids chosen from the
-        data; sections without the oracle filter (it reads the gold text), with the write prompt that shows
-        numbered materials and asks for [n] markers, the writer's grouping, and a chunk size that fits every
-        assigned snippet into one write prompt."""
-        writer = self.writer
-        sections_update: dict[str, object] = {
-            "oracle_filter": None,
-            "prompt_write": writer.prompt_section,
-            "chunk_size": max(self.sections.chunk_size, writer.per_section),
-        }
-        if writer.group_threshold is not None:
-            sections_update["group_threshold"] = writer.group_threshold
-        if writer.section_max_tokens is not None:
-            sections_update["write_max_tokens"] = writer.section_max_tokens
-        self.ranking = self.ranking.model_copy(update={"query_mode": writer.query_mode})
-        self.outline = self.outline.model_copy(update={"centroids": "data"})
-        self.sections = self.sections.model_copy(update=sections_update)
+    def options(self, model: type[OptionsT]) -> OptionsT:
+        """The validated options of the stage whose ``options_model`` is ``model``: ``config.options(OutlineConfig)``
+        (a block assigned as a plain dict since is validated here)."""
+        name = _registry().stage_of_options(model).name
+        value = self.stage_options.get(name)
+        if not isinstance(value, model):
+            value = self.stage_options[name] = model.model_validate(value or {})
+        return value
 
-    def with_profile(self, profile: Profile) -> RunConfig:
-        """This config under ``profile`` (a new object; the same one if it already is). 'writer' switches the stage
-        configs to writer mode; a writer config does not go back (load the YAML again for a benchmark run)."""
+    def with_options(self, options: BaseModel) -> RunConfig:
+        """A copy of this config with ``options`` as the options of the stage whose options model they are."""
+        name = _registry().stage_of_options(type(options)).name
+        return self.model_copy(update={"stage_options": {**self.stage_options, name: options}})
+
+    def with_profile(self, profile: str) -> RunConfig:
+        """This config under ``profile`` (a new object; the same one if it already is). A profile other than the
+        benchmark's has its stage rewrite the stages' options; such a config does not go back (load the YAML
+        again for a benchmark run)."""
         if profile == self.profile:
             return self
-        if profile == "benchmark":
+        if profile == BENCHMARK_PROFILE:
             raise ValueError(
-                "a writer-profile config has its stage settings replaced; load it again for 'benchmark'"
+                f"a {self.profile}-profile config has its stage settings replaced; load it again for "
+                f"{BENCHMARK_PROFILE!r}"
             )
         return RunConfig.model_validate({**self.model_dump(), "profile": profile})
 
     def model_for(self, role: str) -> ModelConfig:
         """The model of a role; roles not named fall back to their own fallbacks (``support`` -> ``judge``), then to
-        ``writer``, then to any configured model."""
+        the general fallback roles, then to any configured model."""
         served_by = role_served_by(role, self.models)
         if served_by is None:
             raise KeyError(f"config names no model for role {role!r}")
@@ -477,15 +545,38 @@ class RunConfig(BaseModel):
         """What changes a run's answers or scores: the run id hashes this. Where and how fast the models are
         reached (endpoints, timeouts, retries, concurrency, cache folder) is left out, so the same run on
         another endpoint or port resumes the same run directory and reuses its cached answers. The judges'
-        settings are left out too: they judge a finished run, they do not change it. Stage options enter the
-        run id through the stages that read them (:mod:`ruwikibench.runner.identity`), so a config without them
-        keeps its id."""
+        settings are left out too: they judge a finished run, they do not change it. The options of a stage with
+        ``options_alias`` are hashed under its top-level key, where they were before ``stage_options`` existed;
+        other stages' options enter the run id through the stages that read them
+        (:mod:`ruwikibench.runner.identity`), so a config without them keeps its id."""
         data = self.model_dump(
             mode="json", exclude={"max_concurrency", "cache_dir", "judges", "stage_options"}
         )
         data["models"] = {role: model.identity() for role, model in self.models.items()}
         data["embedder"] = self.embedder.identity()
+        for stage in _registry().options_stages():
+            if stage.options_alias:
+                data[stage.name] = self.options(stage.options_model).model_dump(mode="json")  # type: ignore[arg-type]
         return data
+
+
+def _registry() -> Any:
+    """:mod:`ruwikibench.registry` (it imports the stage contract, which imports this module)."""
+    from ruwikibench import registry
+
+    return registry
+
+
+def _validated(model: type[BaseModel] | None, name: str, given: dict[str, Any]) -> BaseModel:
+    """``stage_options.<name>`` validated by ``model``; an error names the field (``stage_options.<name>.<field>``)."""
+    assert model is not None
+    try:
+        return model.model_validate(given.get(name) or {})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(['stage_options', name, *map(str, e['loc'])])}: {e['msg']}" for e in exc.errors()
+        )
+        raise ValueError(problems) from None
 
 
 class RunInputError(ValueError):

@@ -11,7 +11,7 @@ from typing import Any, cast
 import yaml
 from pydantic import ValidationError
 
-from ruwikibench.config import BUILTIN_ROLES, ConfigError, RunConfig
+from ruwikibench.config import JUDGE_ROLES, ConfigError, RunConfig
 from ruwikibench.prompts import PromptLibrary, placeholders
 from ruwikibench.secrets import looks_secret, register, register_env
 
@@ -115,8 +115,7 @@ def config_from_data(data: dict[str, Any], origin: str | Path) -> RunConfig:
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as exc:
-        fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"{origin}: {fields}") from exc
+        raise ConfigError(f"{origin}: {_fields(exc)}") from exc
     for model in config.models.values():
         register_env(model.api_key_env)
     check_stages(config, origin)
@@ -126,13 +125,20 @@ def config_from_data(data: dict[str, Any], origin: str | Path) -> RunConfig:
     return config
 
 
-def _fields(exc: ValidationError, prefix: str) -> str:
-    return "; ".join(f"{'.'.join([prefix, *map(str, e['loc'])])}: {e['msg']}" for e in exc.errors())
+def _fields(exc: ValidationError) -> str:
+    """The errors as 'field: problem'; a whole-config check (a stage's options) names its field itself."""
+
+    def one(error: Any) -> str:
+        if not error["loc"] and error["type"] == "value_error":
+            return str(error["ctx"]["error"])
+        return f"{'.'.join(map(str, error['loc']))}: {error['msg']}"
+
+    return "; ".join(one(e) for e in exc.errors())
 
 
 def check_stage_options(config: RunConfig, origin: str | Path) -> None:
-    """Every ``stage_options`` block names a registered stage with an options model and is valid under it; the
-    block is stored as validated (defaults filled), so equal settings give equal run ids."""
+    """Every ``stage_options`` block names a registered stage with an options model (the config validated the
+    blocks of those: each is held as its model, defaults filled, so equal settings give equal run ids)."""
     from ruwikibench.registry import StageRegistryError, get_stage, options_model
 
     for name, values in list(config.stage_options.items()):
@@ -145,32 +151,30 @@ def check_stage_options(config: RunConfig, origin: str | Path) -> None:
             raise ConfigError(
                 f"{origin}: stage_options.{name}: stage {stage.name!r} declares no options (no options_model)"
             )
-        try:
-            options = model.model_validate(values)
-        except ValidationError as exc:
-            raise ConfigError(f"{origin}: {_fields(exc, f'stage_options.{name}')}") from None
-        del config.stage_options[name]
-        config.stage_options[stage.name] = options.model_dump(mode="json")
+        if stage.name != name:  # an earlier name of a renamed stage
+            del config.stage_options[name]
+            config.stage_options[stage.name] = model.model_validate(values)
 
 
 def check_roles(config: RunConfig, origin: str | Path) -> None:
-    """Every role under ``models:`` is a built-in role or one a registered stage declares (``roles``)."""
-    from ruwikibench.registry import stage_roles
+    """Every role under ``models:`` is a judge's role or one a registered stage declares (``roles``)."""
+    from ruwikibench.registry import builtin_stage_roles, stage_roles
 
-    declared = stage_roles()
+    builtin = [*builtin_stage_roles(), *(role.name for role in JUDGE_ROLES)]
+    plugins = [role for role in stage_roles() if role not in builtin]
     for role in config.models:
-        if role not in BUILTIN_ROLES and role not in declared:
-            extra = f"; stage roles: {', '.join(sorted(declared))}" if declared else ""
+        if role not in builtin and role not in plugins:
+            extra = f"; stage roles: {', '.join(sorted(plugins))}" if plugins else ""
             raise ConfigError(
-                f"{origin}: models.{role}: not a role; built-in roles: {', '.join(BUILTIN_ROLES)}{extra}"
+                f"{origin}: models.{role}: not a role; built-in roles: {', '.join(builtin)}{extra}"
             )
 
 
-PROMPT_BLOCKS = ("ranking", "outline", "sections", "writer", "citations", "judges")
+PROMPT_BLOCKS = ("citations", "judges")
 
 
-def _prompt_blocks(config: RunConfig) -> list[tuple[str, Any]]:
-    """The config blocks that may name prompt files: the built-in ones and the options of the config's stages."""
+def prompt_blocks(config: RunConfig) -> list[tuple[str, Any]]:
+    """The config blocks that may name prompt files: the judges' and the options of the stages."""
     from ruwikibench.registry import stage_options
 
     blocks: list[tuple[str, Any]] = [(name, getattr(config, name)) for name in PROMPT_BLOCKS]
@@ -185,7 +189,7 @@ def check_prompt_fields(config: RunConfig, origin: str | Path) -> None:
     """Every prompt file the config names exists and uses only the fields the code fills in (so a ``{titel}``
     stops the run here, before any request, with the config key, the file and the fields it may use)."""
     library = PromptLibrary(config.prompts_dir)
-    for block_name, block in _prompt_blocks(config):
+    for block_name, block in prompt_blocks(config):
         for name, info in type(block).model_fields.items():
             extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
             if "prompt_fields" not in extra:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ruwikibench.config import Profile, RunConfig
+from ruwikibench.config import RunConfig
 from ruwikibench.dataset import Dataset
 from ruwikibench.models.embeddings import Embedder
 from ruwikibench.models.llm import LLM
@@ -27,7 +27,7 @@ class StageContext:
     dataset_dir: Path | None = None  # where the dataset (and its stored reference queries) lives
     indexes: IndexShelf = field(default_factory=IndexShelf)  # BM25 indexes loaded by this run
 
-    def with_profile(self, profile: Profile) -> StageContext:
+    def with_profile(self, profile: str) -> StageContext:
         """The same services with the config under ``profile`` (see :meth:`RunConfig.with_profile`)."""
         config = self.config.with_profile(profile)
         return self if config is self.config else replace(self, config=config)

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from langgraph.graph import StateGraph
 from pydantic import BaseModel, Field, ValidationError
 
-from ruwikibench.config import RunConfig
+from ruwikibench.config import ModelRole, RunConfig
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.stage_renames import RENAMED_STAGES, current_stage_name, with_current_stage
 
@@ -144,9 +144,32 @@ class Stage(Generic[OutputT]):
     baselines: ClassVar[tuple[Baseline, ...]] = ()
     """The stage's no-LLM baselines, scored by its own ``score()`` beside the run (:mod:`ruwikibench.baselines`)."""
     options_model: ClassVar[type[BaseModel] | None] = None
-    """The pydantic model of the stage's ``stage_options`` block in a run config (None: the stage has none)."""
-    roles: ClassVar[tuple[str, ...]] = ()
-    """Model roles the stage asks (``models.<role>`` in a config; the writer's model answers a missing one)."""
+    """The pydantic model of the stage's ``stage_options`` block in a run config (None: the stage has none); a
+    config holds it validated (``config.options(MyOptions)``)."""
+    options_alias: ClassVar[bool] = False
+    """The options are also read from a top-level config key named like the stage (``outline:``, an alias of
+    ``stage_options.outline``) and hashed under that key in the config's identity, where configs written before
+    ``stage_options`` existed put them, so their run ids stay (the built-in stages)."""
+    runs_by_default: ClassVar[bool] = False
+    """The stage is in a config's ``stages`` when the config names none (the benchmark's three stages)."""
+    planted_output: ClassVar[Literal["headings", "text"] | None] = None
+    """What the validity ladder (``ruwikibench check-metrics``, :mod:`ruwikibench.runner.ladder`) plants as the
+    stage's output: "headings" (an outline, (title, headings)) or "text" (a section's text); None: no ladder.
+    Its headline metric is :attr:`headline_key` (else the first column's)."""
+    warm_modules: ClassVar[tuple[str, ...]] = ()
+    """Modules the stage would import lazily mid-run: the runner imports them once its first request is out
+    (:mod:`ruwikibench.runner.warmup`; a module that is not installed is skipped)."""
+    paper_table: ClassVar[str | None] = None
+    """The paper's table of the stage ("Table 5"), shown beside its title in reports; None: not in the paper."""
+    table_label: ClassVar[str | None] = None
+    """What the stage's table is when the paper has none ("whole article, not in the paper"); None: the
+    :attr:`description`."""
+    doc_page: ClassVar[str | None] = None
+    """The docs page (``docs/<doc_page>``) that shows the stage's graph, kept by ``ruwikibench graph
+    --update-docs``; None: none."""
+    roles: ClassVar[tuple[str | ModelRole, ...]] = ()
+    """Model roles the stage asks (``models.<role>`` in a config): a name, or a :class:`ModelRole` with its
+    fallbacks; a missing one falls back (:func:`ruwikibench.config.role_served_by`: the writer's model)."""
     prompt_files: ClassVar[tuple[str, ...]] = ()
     """Prompt files the stage reads besides its options' prompt fields (hashed into the run's identity)."""
     subgraph_stages: ClassVar[tuple[str, ...]] = ()
@@ -157,6 +180,25 @@ class Stage(Generic[OutputT]):
     def build_graph(self) -> AnyGraph:
         """The uncompiled StateGraph (input/output schemas, ``context_schema=StageContext``)."""
         raise NotImplementedError(f"stage {self.name!r} defines no build_graph()")
+
+    def warm_up(self, config: RunConfig, *, scoring: bool) -> None:
+        """Build what the stage builds lazily (dictionaries, models) before the run needs it, off the event loop;
+        ``scoring``: units are scored in this process. Default nothing."""
+
+    def headline_metric(self) -> str:
+        """The key of the stage's headline metric: :attr:`headline_key`, else the first column's."""
+        return self.headline_key or self.columns[0][1]
+
+    def reads_reference_queries(self, config: RunConfig) -> bool:
+        """The stage reads the dataset's stored reference queries under ``config``: the runner writes the
+        missing ones before the run and hashes the file into the run id (:mod:`ruwikibench.runner.reference_queries`)."""
+        return False
+
+    def profile_options(self, profile: str, options: dict[str, BaseModel]) -> dict[str, BaseModel]:
+        """The stages' validated options (by stage name) as they run under ``profile``: a stage that declares a
+        profile of its own rewrites them for it (the writer's puts ranking, outline and sections in writer mode);
+        default unchanged. Called when a config is validated."""
+        return options
 
     def build_graph_from(self, subgraphs: dict[str, AnyGraph]) -> AnyGraph:
         """The graph embedding ``subgraphs``: the graphs of ``subgraph_stages`` with the config's overrides
@@ -274,6 +316,13 @@ OPTIONAL_ATTRIBUTES = (
     "baseline_keys",
     "baselines",
     "options_model",
+    "options_alias",
+    "runs_by_default",
+    "planted_output",
+    "warm_modules",
+    "paper_table",
+    "table_label",
+    "doc_page",
     "roles",
     "prompt_files",
     "subgraph_stages",
@@ -287,6 +336,9 @@ OPTIONAL_METHODS = (
     "cross_score",
     "reference_pool",
     "run_floors",
+    "profile_options",
+    "warm_up",
+    "reads_reference_queries",
 )
 
 
@@ -310,6 +362,7 @@ class AdaptedStage(Stage[Any]):
             "prompt_files",
             "subgraph_stages",
             "profiles",
+            "warm_modules",
         ):
             members[attribute] = tuple(getattr(self, attribute) or ())
         for method in OPTIONAL_METHODS:

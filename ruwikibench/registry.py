@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
+from ruwikibench.config import ModelRole
 from ruwikibench.contract import Stage, as_stage, current_stage_name, defining_stage, missing_members
 
 if TYPE_CHECKING:
@@ -182,4 +183,47 @@ def stage_options(config: RunConfig, name: str) -> BaseModel | None:
 
 def stage_roles() -> dict[str, str]:
     """Model roles the registered stages declare (their ``roles``): role -> the stage declaring it."""
-    return {role: name for name, stage in known_stages().items() for role in stage.roles}
+    return {_role(role).name: name for name, stage in known_stages().items() for role in stage.roles}
+
+
+def declared_roles() -> dict[str, ModelRole]:
+    """The model roles the registered stages declare, in report order (a role named by a string has no
+    fallbacks of its own)."""
+    return {(r := _role(role)).name: r for stage in known_stages().values() for role in stage.roles}
+
+
+def builtin_stage_roles() -> list[str]:
+    """The roles ruwikibench's own stages declare (the other stages' are plug-ins' roles)."""
+    builtin = [
+        s for s in known_stages().values() if type(defining_stage(s)).__module__.startswith("ruwikibench.")
+    ]
+    return [_role(role).name for stage in builtin for role in stage.roles]
+
+
+def _role(role: str | ModelRole) -> ModelRole:
+    return role if isinstance(role, ModelRole) else ModelRole(role)
+
+
+def stage_of_options(model: type[BaseModel]) -> Stage[Any]:
+    """The registered stage whose ``options_model`` is ``model``."""
+    discover()
+    for stage in list(_stages.values()):
+        if stage.options_model is model:
+            return stage
+    raise StageRegistryError(f"{model.__qualname__} is the options model of no registered stage")
+
+
+def options_stages() -> list[Stage[Any]]:
+    """The registered stages that declare an options model, in report order."""
+    return [stage for stage in known_stages().values() if options_model(stage) is not None]
+
+
+def default_stage_names() -> list[str]:
+    """The stages a config runs when it names none (those declaring ``runs_by_default``), in report order."""
+    return [name for name, stage in known_stages().items() if stage.runs_by_default]
+
+
+def profile_names(default: str) -> list[str]:
+    """``default`` (the benchmark profile) and the profiles the registered stages declare."""
+    declared = [profile for stage in known_stages().values() for profile in stage.profiles]
+    return list(dict.fromkeys([default, *declared]))

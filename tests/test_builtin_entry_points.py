@@ -4,6 +4,7 @@ a tiny corpus with the scripted fake chat model."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
@@ -52,8 +53,8 @@ def _own_entry_points() -> list[EntryPoint]:
 
 
 def test_without_the_entry_points_no_builtin_stage_is_registered(monkeypatch) -> None:
-    import ruwikibench.graphs.ranking  # noqa: F401 - imported, yet not registered: only entry points register
-    import ruwikibench.writer.stage  # noqa: F401
+    for module in ("ruwikibench.graphs.ranking", "ruwikibench.writer.stage"):
+        importlib.import_module(module)  # imported, yet not registered: only entry points register
 
     _fresh_registry(monkeypatch, [])
     assert registry.known_stages() == {}

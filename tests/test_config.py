@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from ruwikibench.config import ConfigError
+from ruwikibench.config import ConfigError, OutlineConfig, RankingConfig, SectionsConfig
 from ruwikibench.config_loader import load_config
 from ruwikibench.prompts import PromptLibrary
 
@@ -63,7 +63,11 @@ def test_a_writer_profile_in_yaml_sets_writer_mode(tmp_path: Path) -> None:
     )
     config = load_config(path)
     assert config.profile == "writer"
-    assert (config.ranking.query_mode, config.outline.centroids, config.sections.oracle_filter) == (
+    assert (
+        config.options(RankingConfig).query_mode,
+        config.options(OutlineConfig).centroids,
+        config.options(SectionsConfig).oracle_filter,
+    ) == (
         "title",
         "data",
         None,

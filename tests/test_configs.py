@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from ruwikibench.config import OutlineConfig, RankingConfig, SectionsConfig, WriterConfig
 from ruwikibench.config_loader import load_config
 from ruwikibench.prompts import PromptLibrary
 
@@ -15,7 +16,11 @@ def test_config_loads_and_prompts_exist(path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("RUWIKIBENCH_MODEL", "some/model")
     config = load_config(path)
     library = PromptLibrary(config.prompts_dir)
-    for block in (config.ranking, config.outline, config.sections):
+    for block in (
+        config.options(RankingConfig),
+        config.options(OutlineConfig),
+        config.options(SectionsConfig),
+    ):
         for field, value in block:
             if field.startswith("prompt_"):
                 assert library.resolve(value).exists()
@@ -25,13 +30,17 @@ def test_ablation_configs_are_local_yaml_but_for_what_they_change() -> None:
     root = Path(__file__).resolve().parents[1] / "configs"
     local = load_config(root / "local.yaml")
     flat = load_config(root / "ablation-outline-flat-merge.yaml")
-    assert flat.outline.prompt_merge == "ru/outline_merge_flat.txt" and flat.stages == ["outline"]
-    assert flat.outline.model_copy(update={"prompt_merge": local.outline.prompt_merge}) == local.outline
-    assert (flat.models, flat.writer, flat.citations, flat.ranking) == (
+    assert flat.options(OutlineConfig).prompt_merge == "ru/outline_merge_flat.txt" and flat.stages == [
+        "outline"
+    ]
+    assert flat.options(OutlineConfig).model_copy(
+        update={"prompt_merge": local.options(OutlineConfig).prompt_merge}
+    ) == local.options(OutlineConfig)
+    assert (flat.models, flat.options(WriterConfig), flat.citations, flat.options(RankingConfig)) == (
         local.models,
-        local.writer,
+        local.options(WriterConfig),
         local.citations,
-        local.ranking,
+        local.options(RankingConfig),
     )
 
 
@@ -54,7 +63,7 @@ def test_base_chain_merges_mappings_resolves_prompts_dir_per_file_and_names_erro
         and config.models["writer"].name == "w"
         and config.models["writer"].max_tokens == 7
     )
-    assert (config.outline.mode, config.outline.snippet_chars) == ("direct", 9)
+    assert (config.options(OutlineConfig).mode, config.options(OutlineConfig).snippet_chars) == ("direct", 9)
     assert config.prompts_dir == str(
         (tmp_path / "base" / "prompts").resolve()
     )  # relative to the file naming it
@@ -94,20 +103,19 @@ def test_a_prompt_with_an_unknown_field_fails_when_the_config_loads(tmp_path: Pa
     (tmp_path / "fewer.yaml").write_text(
         base + f"writer: {{prompt_lead: {tmp_path / 'fewer.txt'}}}\n", encoding="utf-8"
     )
-    assert load_config(tmp_path / "fewer.yaml").writer.prompt_lead.endswith(
-        "fewer.txt"
+    assert (
+        load_config(tmp_path / "fewer.yaml").options(WriterConfig).prompt_lead.endswith("fewer.txt")
     )  # using fewer is fine
 
 
 def test_every_shipped_prompt_slot_declares_the_fields_its_default_file_uses() -> None:
     from ruwikibench.config import ModelConfig, RunConfig
-    from ruwikibench.config_loader import PROMPT_BLOCKS
+    from ruwikibench.config_loader import prompt_blocks
     from ruwikibench.prompts import placeholders
 
     config = RunConfig(models={"writer": ModelConfig(name="w")})
     library, slots = PromptLibrary(), 0
-    for block_name in PROMPT_BLOCKS:
-        block = getattr(config, block_name)
+    for block_name, block in prompt_blocks(config):
         for name, info in type(block).model_fields.items():
             declared = (info.json_schema_extra or {}).get("prompt_fields")  # type: ignore[union-attr]
             assert name.startswith("prompt") == (declared is not None) or block_name == "judges", name

@@ -105,7 +105,8 @@ def _dataset() -> Dataset:
 
 def test_options_are_validated_when_the_config_loads(tmp_path: Path) -> None:
     config = _load(tmp_path, stage_options={NAME: {"top_k": 5}})
-    assert config.stage_options[NAME] == {
+    assert config.stage_options[NAME] == OptOptions(top_k=5) == config.options(OptOptions)
+    assert config.model_dump(mode="json")["stage_options"][NAME] == {
         "top_k": 5,
         "label": "итог",
         "prompt": "ru/query_description_ru.txt",
@@ -117,8 +118,16 @@ def test_options_are_validated_when_the_config_loads(tmp_path: Path) -> None:
         _load(tmp_path, stage_options={NAME: {"top_k": 0}})
     with pytest.raises(ConfigError, match=rf"stage_options\.{NAME}\.topk: Extra inputs are not permitted"):
         _load(tmp_path, stage_options={NAME: {"topk": 2}})
-    with pytest.raises(ConfigError, match=r"stage_options\.ranking: stage 'ranking' declares no options"):
-        _load(tmp_path, stage_options={"ranking": {"x": 1}})
+    register_stage(type("BareStage", (OptStage,), {"name": "bare_stage", "options_model": None}))
+    try:
+        with pytest.raises(
+            ConfigError, match=r"stage_options\.bare_stage: stage 'bare_stage' declares no options"
+        ):
+            _load(tmp_path, stage_options={"bare_stage": {"x": 1}})
+    finally:
+        unregister_stage("bare_stage")
+    with pytest.raises(ConfigError, match=r"stage_options\.ranking\.x: Extra inputs are not permitted"):
+        _load(tmp_path, stage_options={"ranking": {"x": 1}})  # a built-in stage's options: the same door
     with pytest.raises(ConfigError, match=r"stage_options\.nostage: unknown stage 'nostage'"):
         _load(tmp_path, stage_options={"nostage": {}})
 

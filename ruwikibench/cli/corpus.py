@@ -192,7 +192,7 @@ def embed(
         TimeRemainingColumn,
     )
 
-    from ruwikibench.config import ConfigError
+    from ruwikibench.config import ConfigError, RankingConfig
     from ruwikibench.config_loader import load_config
     from ruwikibench.dataset_files import DatasetError, resolve_dataset
     from ruwikibench.models.embeddings import make_embedder
@@ -225,5 +225,5 @@ def embed(
     if bm25:
         documents = build_bm25(data, cfg)
         console.print(
-            f"BM25 index ({cfg.ranking.normalizer}): {documents} snippets, in {cfg.cache_path / 'bm25'}"
+            f"BM25 index ({cfg.options(RankingConfig).normalizer}): {documents} snippets, in {cfg.cache_path / 'bm25'}"
         )

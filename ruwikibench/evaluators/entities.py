@@ -305,3 +305,15 @@ def entity_scores(generated_text: str, reference_text: str) -> dict[str, float]:
     if not reference:
         return {}
     return set_scores(entity_set(generated_text), reference)
+
+
+def warm_entities() -> None:
+    """The NER model of the entity metrics (about a second of CPU to load, most of it holding the GIL), loaded
+    even when the warm-up text's entities are on disk already (the run's new texts will need it), and the model's
+    identity (its files hashed: the key of the entities on disk); nothing when the model cannot load."""
+    try:
+        ner_model()
+        model_identity()
+        entity_set("Прогрев словаря в Москве.")
+    except (ImportError, RuntimeError):
+        return

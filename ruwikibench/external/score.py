@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, Field
 
+from ruwikibench.config import OutlineConfig
 from ruwikibench.context import StageContext
 from ruwikibench.contract import Unit, current_stage_name, score_failure
 from ruwikibench.dataset import Article, Dataset
@@ -206,7 +207,7 @@ class ExternalScorer:
                 self.missing("outline", article)
                 continue
             line, row = by_article[article.name]
-            parsed = parse_outline(row.outline, bullets=self.context.config.outline.bullets)
+            parsed = parse_outline(row.outline, bullets=self.context.config.options(OutlineConfig).bullets)
             output = {
                 "k": 0,
                 "k_method": "external",

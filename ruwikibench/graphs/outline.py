@@ -15,10 +15,11 @@ from typing import Any, ClassVar
 from langgraph.graph import END, START, StateGraph
 
 from ruwikibench.baselines.outline import OUTLINE_BASELINES
-from ruwikibench.config import OutlineConfig, RunConfig
+from ruwikibench.config import ModelRole, OutlineConfig, RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.contract import GeneratedText, ScoreRecord, Stage, StageScore, Unit
 from ruwikibench.dataset import Article, Dataset, Section
+from ruwikibench.evaluators.entities import warm_entities
 from ruwikibench.evaluators.floor import FloorSide
 from ruwikibench.evaluators.outline import (
     SIMILARITY_KEYS,
@@ -96,6 +97,14 @@ class OutlineStage(Stage[OutlineOutput]):
     description = "outline: cluster the snippets -> mini-outlines -> merge"
     order = 2
     output_model = OutlineOutput
+    options_model = OutlineConfig
+    options_alias = True  # `outline:` at the top of a config
+    runs_by_default = True
+    planted_output = "headings"  # check-metrics plants its outputs
+    paper_table = "Table 5"
+    doc_page = "outline.md"
+    warm_modules = ("sklearn.cluster", "sklearn.metrics", "razdel", "ruwikibench.evaluators.outline")
+    roles = (ModelRole("outline", general_rank=2),)
     baselines = OUTLINE_BASELINES
     columns: ClassVar[list[tuple[str, str]]] = [
         ("Mean F1", "f1"),
@@ -122,6 +131,11 @@ class OutlineStage(Stage[OutlineOutput]):
     def build_graph(self) -> StateGraph:
         return build_outline_graph()  # type: ignore[return-value]
 
+    def warm_up(self, config: RunConfig, *, scoring: bool) -> None:
+        """The NER model of the entity metrics, when units are scored in this process."""
+        if scoring:
+            warm_entities()
+
     def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]:
         """One unit per article: title, all the article's snippets, its H2 headings (+ first cited snippets).
 
@@ -135,7 +149,7 @@ class OutlineStage(Stage[OutlineOutput]):
         headings = article.h2_titles()
         firsts = [first_cited_snippet(dataset, article, s) for s in article.root.children]
         lead = first_cited_snippet(dataset, article, article.root, descend=False)
-        if config.outline.centroids == "first_snippet" and lead is not None:
+        if config.options(OutlineConfig).centroids == "first_snippet" and lead is not None:
             headings, firsts = [article.title, *headings], [lead, *firsts]
         data = OutlineInput(title=article.title, snippets=snippets, headings=headings, first_snippets=firsts)
         return [Unit(stage=NAME, article=article.name, unit_id="article", input=data.model_dump(mode="json"))]
@@ -162,7 +176,7 @@ class OutlineStage(Stage[OutlineOutput]):
             article,
             [(h.level, h.title) for h in result.outline],
             context.embedder,
-            selection(context.config.outline),
+            selection(context.config.options(OutlineConfig)),
             context.config.embedder.authors_prompt,
         )
         info = {**scored.info, "k": result.k, "k_method": result.k_method, "ended": result.ended}
@@ -191,7 +205,7 @@ class OutlineStage(Stage[OutlineOutput]):
         """Every dataset article with reference headings (a few short strings each, cheap to embed)."""
         if context.dataset is None:
             return []
-        chosen = selection(context.config.outline)
+        chosen = selection(context.config.options(OutlineConfig))
         return [
             FloorSide(article=a.name, item="article", generated=None, reference=a.name)
             for a in context.dataset.articles
@@ -209,7 +223,7 @@ class OutlineStage(Stage[OutlineOutput]):
             own_title,
             context.dataset.article(reference),
             context.embedder,
-            selection(context.config.outline),
+            selection(context.config.options(OutlineConfig)),
             context.config.embedder.authors_prompt,
         ).metrics
 

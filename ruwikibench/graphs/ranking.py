@@ -15,7 +15,7 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 
 from ruwikibench.baselines.ranking import RANKING_BASELINES
-from ruwikibench.config import RunConfig
+from ruwikibench.config import ModelRole, RankingConfig, RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.contract import ScoreRecord, Stage, StageScore, Unit
 from ruwikibench.dataset import Article, Dataset
@@ -62,7 +62,7 @@ def build_ranking_graph() -> StateGraph[RankingState, StageContext, RankingInput
 
 def pool_size(dataset: Dataset, article: Article, config: RunConfig) -> int:
     """k = pool_ratio × R, R = the number of the article's snippets (1 relevant : 2 non-relevant at ratio 3)."""
-    return config.ranking.pool_ratio * len(dataset.snippets_of(article.name))
+    return config.options(RankingConfig).pool_ratio * len(dataset.snippets_of(article.name))
 
 
 FAILED_SOURCES = ("error", "unparseable")
@@ -83,6 +83,17 @@ class RankingStage(Stage[RankingOutputModel]):
     order = 1
     columns = COLUMNS
     output_model = RankingOutputModel
+    options_model = RankingConfig
+    options_alias = True  # `ranking:` at the top of a config
+    runs_by_default = True
+    paper_table = "Tables 3/4"
+    doc_page = "ranking.md"
+    warm_modules = ("bm25s", "Stemmer", "stop_words", "pymorphy3", "ruwikibench.evaluators.ranking")
+    roles = (  # query expansion, relevance yes/no, the stored reference queries (written once)
+        ModelRole("query", general_rank=4),
+        ModelRole("ranking", general_rank=3),
+        ModelRole("reference"),
+    )
     baselines = RANKING_BASELINES
     headline_key = "rerank_ndcg"  # what the report's article index and per-article deltas rank by
     baseline_keys = ("rerank_ndcg", "rerank_r_precision")  # compared with the no-LLM baselines (bm25, random)
@@ -90,11 +101,21 @@ class RankingStage(Stage[RankingOutputModel]):
     def build_graph(self) -> StateGraph:
         return build_ranking_graph()  # type: ignore[return-value]
 
+    def warm_up(self, config: RunConfig, *, scoring: bool) -> None:
+        """The stopword list and the normaliser's morphology dictionary (BM25 queries)."""
+        from ruwikibench.retrieval.normalize import Normalizer, stopwords
+
+        stopwords()
+        Normalizer(config.options(RankingConfig).normalizer).terms("прогрев словаря")
+
+    def reads_reference_queries(self, config: RunConfig) -> bool:
+        return config.options(RankingConfig).query_mode == "reference"
+
     def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]:
         size = pool_size(dataset, article, config)
         graph_input = RankingInput(article=article.name, title=article.title, pool_size=size)
         judged = min(
-            size, config.ranking.max_candidates or size
+            size, config.options(RankingConfig).max_candidates or size
         )  # one relevance request per candidate, at once
         return [
             Unit(
@@ -138,7 +159,9 @@ class RankingStage(Stage[RankingOutputModel]):
             info["reason"] = "no snippet of the article in the BM25 pool"
         bm25 = [int(c["snippet_id"] in relevant) for c in sorted(candidates, key=lambda c: c["bm25_rank"])]
         reranked = [int(c["snippet_id"] in relevant) for c in sorted(candidates, key=lambda c: c["rank"])]
-        metrics = ranking_metrics(bm25, reranked, len(relevant), context.config.ranking.ndcg_at)
+        metrics = ranking_metrics(
+            bm25, reranked, len(relevant), context.config.options(RankingConfig).ndcg_at
+        )
         return ScoreRecord(
             stage=self.name, article=unit.article, item=unit.unit_id, metrics=metrics, info=info
         )

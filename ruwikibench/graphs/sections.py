@@ -20,11 +20,11 @@ from typing import Any, ClassVar
 from langgraph.graph import END, START, StateGraph
 
 from ruwikibench.baselines.sections import SECTIONS_BASELINES
-from ruwikibench.config import RunConfig
+from ruwikibench.config import ModelRole, RunConfig, SectionsConfig
 from ruwikibench.context import StageContext
 from ruwikibench.contract import GeneratedText, ScoreRecord, Stage, StageScore, Unit
 from ruwikibench.dataset import Article, Dataset
-from ruwikibench.evaluators.entities import entity_scores, prefetch_entities
+from ruwikibench.evaluators.entities import entity_scores, prefetch_entities, warm_entities
 from ruwikibench.evaluators.floor import FloorSide
 from ruwikibench.evaluators.similarity import sentence_prf
 from ruwikibench.evaluators.text_scores import text_scores
@@ -122,7 +122,7 @@ def score_section(
     """Embedding P/R/F1 over sentences, ROUGE-L, BLEU and entity R/P/F1 (absent when the reference names no
     entity) of one section (+ ``*_authors`` P/R/F1 when ``embedder.authors_prompt`` is set); empty output scores
     0 (not excluded)."""
-    cfg = context.config.sections
+    cfg = context.config.options(SectionsConfig)
     info: dict[str, Any] = {
         "title": result["title"],
         "level": result["level"],
@@ -175,6 +175,22 @@ class SectionsStage(Stage[SectionsOutputModel]):
     description = "section texts: group the snippets -> iterative summaries -> text"
     order = 3
     output_model = SectionsOutputModel
+    options_model = SectionsConfig
+    options_alias = True  # `sections:` at the top of a config
+    runs_by_default = True
+    planted_output = "text"  # check-metrics plants its outputs
+    paper_table = "Table 7"
+    doc_page = "sections.md"
+    warm_modules = (
+        "scipy.sparse.csgraph",
+        "sacrebleu",
+        "razdel",
+        "ruwikibench.evaluators.lexical",
+        "ruwikibench.evaluators.similarity",
+    )
+    roles = (
+        ModelRole("sections", fallbacks=("writer",)),
+    )  # describe / extend / write calls, here and in the writer
     baselines = SECTIONS_BASELINES
     columns: ClassVar[list[tuple[str, str]]] = [
         ("Mean F1", "f1"),
@@ -198,10 +214,15 @@ class SectionsStage(Stage[SectionsOutputModel]):
     def build_graph(self) -> StateGraph[SectionsState, StageContext, SectionsInput, SectionsOutput]:
         return build_sections_graph()
 
+    def warm_up(self, config: RunConfig, *, scoring: bool) -> None:
+        """The NER model of the entity metrics, when units are scored in this process."""
+        if scoring:
+            warm_entities()
+
     def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]:
         """One unit per section (resumable), or one per article when ``sections.unit`` is 'article'."""
         specs = [s.model_dump(mode="json", exclude={"snippet_ids"}) for s in gold_sections(dataset, article)]
-        if config.sections.unit == "article":
+        if config.options(SectionsConfig).unit == "article":
             return [
                 Unit(
                     stage=NAME,

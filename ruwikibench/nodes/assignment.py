@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from ruwikibench.config import RankingConfig, WriterConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Dataset, Snippet
 from ruwikibench.nodes.written import OutlineItem
@@ -149,7 +150,7 @@ def assign_snippets(
     """Retrieve snippets for every section: BM25 and embedding cosine against title + heading, RRF-fused."""
     import numpy as np
 
-    cfg = context.config.writer
+    cfg = context.config.options(WriterConfig)
     queries = [section_query(title, s) for s in sections]
     if not sections or not sources:
         return [
@@ -157,7 +158,7 @@ def assign_snippets(
             for s, q in zip(sections, queries, strict=True)
         ]
     texts = [s.text for s in sources]
-    bm25 = bm25_matrix(queries, texts, context.config.ranking.normalizer)
+    bm25 = bm25_matrix(queries, texts, context.config.options(RankingConfig).normalizer)
     query_vectors = context.embedder.embed(queries, "query")
     text_vectors = context.embedder.embed(texts, "passage")
     cosine = np.asarray(query_vectors, dtype=np.float64) @ np.asarray(text_vectors, dtype=np.float64).T

@@ -287,7 +287,9 @@ async def cluster(state: OutlineState, runtime: Runtime[StageContext]) -> dict[s
     )
     vectors = await embed_async(context.embedder, [s.text for s in data.snippets], "passage")
     headings = (
-        [h for h in (data.headings or []) if h.strip()] if context.config.outline.centroids != "data" else []
+        [h for h in (data.headings or []) if h.strip()]
+        if context.config.options(OutlineConfig).centroids != "data"
+        else []
     )
     heading_vectors = await embed_async(context.embedder, headings, "query") if headings else None
 
@@ -296,7 +298,7 @@ async def cluster(state: OutlineState, runtime: Runtime[StageContext]) -> dict[s
         return heading_vectors
 
     clusters, method, notes = await run_cpu(
-        cluster_snippets, data, vectors, context.config.outline, embed_headings
+        cluster_snippets, data, vectors, context.config.options(OutlineConfig), embed_headings
     )
     return {"clusters": clusters, "k": len(clusters), "k_method": method, "notes": notes}
 
@@ -315,7 +317,7 @@ async def select(
     state: ClusterTask, runtime: Runtime[StageContext]
 ) -> Command[Literal["describe", "mini_outline"]]:
     """Pick the snippets nearest the centroid (plus neighbours) and render their texts."""
-    config = runtime.context.config.outline
+    config = runtime.context.config.options(OutlineConfig)
     snippets = [OutlineSnippet.model_validate(s) for s in state["snippets"]]
     cluster_ = Cluster.model_validate(state["cluster"])
     selected, ids = select_context(cluster_, snippets, config.per_cluster, config.neighbor_count())
@@ -332,7 +334,7 @@ async def select(
 
 async def describe(state: ClusterTask, runtime: Runtime[StageContext]) -> Command[Literal["mini_outline"]]:
     """Description mode: a 2–5 sentence description of the cluster's texts."""
-    config = runtime.context.config.outline
+    config = runtime.context.config.options(OutlineConfig)
     description = await ask(
         runtime.context,
         ROLE,
@@ -346,7 +348,7 @@ async def describe(state: ClusterTask, runtime: Runtime[StageContext]) -> Comman
 
 async def mini_outline(state: ClusterTask, runtime: Runtime[StageContext]) -> dict[str, Any]:
     """A mini-outline (2–5 headings) from the texts (direct) or from the description."""
-    config = runtime.context.config.outline
+    config = runtime.context.config.options(OutlineConfig)
     if state.get("description") is not None:
         text = await ask(
             runtime.context,
@@ -383,7 +385,7 @@ async def merge(state: OutlineState, runtime: Runtime[StageContext]) -> dict[str
     results = state.get("cluster_results") or []
     if not results:
         return {"merged_text": "", "notes": ["nothing to merge: no clusters"]}
-    config = runtime.context.config.outline
+    config = runtime.context.config.options(OutlineConfig)
     text = await ask(
         runtime.context,
         ROLE,
@@ -397,7 +399,9 @@ async def merge(state: OutlineState, runtime: Runtime[StageContext]) -> dict[str
 
 async def parse(state: OutlineState, runtime: Runtime[StageContext]) -> dict[str, Any]:
     """Parse the merged answer into the outline."""
-    parsed = parse_outline(state.get("merged_text", ""), bullets=runtime.context.config.outline.bullets)
+    parsed = parse_outline(
+        state.get("merged_text", ""), bullets=runtime.context.config.options(OutlineConfig).bullets
+    )
     return {
         "outline": parsed.headings,
         "outline_markdown": parsed.markdown(),

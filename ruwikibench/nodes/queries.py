@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ruwikibench.config import RunConfig
+from ruwikibench.config import RankingConfig, RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Article
 from ruwikibench.durable import replace_durably
@@ -76,7 +76,7 @@ def headings_block(article: Article, prompts: PromptLibrary) -> str:
 
 async def reference_record(article: Article, context: StageContext) -> QueryRecord:
     """Russian and English reference descriptions of an article from its title and H2 headings."""
-    cfg = context.config.ranking
+    cfg = context.config.options(RankingConfig)
     headings = headings_block(article, context.prompts)
     ru, en = await asyncio.gather(
         *(
@@ -98,7 +98,7 @@ def reference_queries_path(context: StageContext) -> Path:
 
 def reference_queries_file(config: RunConfig, dataset_dir: Path | None) -> Path:
     """:func:`reference_queries_path` from a config and a dataset directory."""
-    configured = config.ranking.reference_queries
+    configured = config.options(RankingConfig).reference_queries
     if configured:
         return Path(configured).expanduser()
     if dataset_dir is None:
@@ -230,8 +230,8 @@ def _stored_or_new(path: Path, context: StageContext, overwrite: bool) -> Refere
     prompts = [
         context.prompts.get(name)
         for name in (
-            context.config.ranking.prompt_reference_query,
-            context.config.ranking.prompt_reference_query_en,
+            context.config.options(RankingConfig).prompt_reference_query,
+            context.config.options(RankingConfig).prompt_reference_query_en,
         )
     ]
     stored = None if overwrite or not path.exists() else read_reference_queries(path)

@@ -13,6 +13,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 from pydantic import BaseModel, ConfigDict
 
+from ruwikibench.config import RankingConfig
 from ruwikibench.context import StageContext
 from ruwikibench.executors import run_cpu
 from ruwikibench.models.priority import Priority
@@ -102,7 +103,7 @@ class RerankTask(TypedDict):
 
 async def generated_query(context: StageContext, title: str) -> str:
     """The model under test writes the Russian and the English description concurrently; joined by newline."""
-    cfg = context.config.ranking
+    cfg = context.config.options(RankingConfig)
     ru, en = await asyncio.gather(
         *(ask(context, "query", name, title=title) for name in (cfg.prompt_query_ru, cfg.prompt_query_en))
     )
@@ -111,7 +112,7 @@ async def generated_query(context: StageContext, title: str) -> str:
 
 async def judge(context: StageContext, title: str, query: str, hit: Hit) -> Judgement:
     """One relevance judgement of a candidate snippet; failures become a judgement with source 'error'."""
-    cfg = context.config.ranking
+    cfg = context.config.options(RankingConfig)
     assert context.dataset is not None
     text = context.dataset.snippet(hit["snippet_id"]).text[: cfg.snippet_chars]
     prompt = context.prompts.get(cfg.prompt_relevance).format(title=title, text=text, query=query)
@@ -177,7 +178,7 @@ def _dataset(runtime: Runtime[StageContext]):  # -> Dataset
 async def expand_query(state: RankingState, runtime: Runtime[StageContext]) -> dict:
     """The BM25 query by mode: a given query, the stored reference query, a generated one, or the title."""
     context = runtime.context
-    cfg = context.config.ranking
+    cfg = context.config.options(RankingConfig)
     if state.get("query"):
         return {"query": state["query"], "query_mode": "given"}
     if cfg.query_mode == "title":
@@ -191,7 +192,7 @@ async def retrieve(state: RankingState, runtime: Runtime[StageContext]) -> dict:
     """Top k snippets of the whole corpus by BM25 (k = pool size). With ranking.max_candidates the pool is
     thinned evenly across BM25 ranks (not cut at the top, which would keep only the easy relevant head)."""
     context = runtime.context
-    cfg = context.config.ranking
+    cfg = context.config.options(RankingConfig)
     dataset = _dataset(runtime)
     query = state.get("query") or ""
     k = state.get("pool_size") or cfg.default_pool

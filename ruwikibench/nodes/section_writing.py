@@ -41,7 +41,7 @@ async def describe_iterative(
     context: StageContext, article: str, section: str, texts: list[str]
 ) -> tuple[str, int]:
     """The paper's loop: describe the first ``chunk_size`` texts, then extend the description chunk by chunk."""
-    cfg = context.config.sections
+    cfg = context.config.options(SectionsConfig)
     chunks = chunked(texts, cfg.chunk_size)
     common = {"article": article, "section": section}
     description = await ask_writer(
@@ -70,7 +70,7 @@ async def describe_tree(
     context: StageContext, article: str, section: str, texts: list[str]
 ) -> tuple[str, int]:
     """The authors' tree reduction: describe each chunk, then describe chunks of descriptions, until one is left."""
-    cfg = context.config.sections
+    cfg = context.config.options(SectionsConfig)
     level, calls = texts, 0
     chars: int | None = cfg.snippet_chars
     while True:
@@ -106,7 +106,7 @@ async def write_section(
 
     The final write call is made even for a single description.
     """
-    cfg = context.config.sections
+    cfg = context.config.options(SectionsConfig)
     prompt, calls, level = write_prompt(cfg, spec.level), 0, descriptions
     fields = {"article": article, "section": spec.title}
     while len(level) > cfg.chunk_size:

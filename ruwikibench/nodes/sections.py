@@ -18,6 +18,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ruwikibench.config import SectionsConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Dataset
 from ruwikibench.executors import embed_async, run_cpu
@@ -221,7 +222,7 @@ async def oracle_filter(
 async def collect(state: SectionInput, runtime: Runtime[StageContext]) -> dict[str, Any]:
     """The section's snippets: given or resolved, ORACLE-filtered if configured, capped to ``max_snippets``."""
     context, article = runtime.context, state["article"]
-    cfg = context.config.sections
+    cfg = context.config.options(SectionsConfig)
     spec = parse_section(state["section"], article)
     snippets = resolve_snippets(spec, context.dataset, article)
     total, dropped = len(snippets), list[str]()
@@ -246,7 +247,7 @@ async def group(state: SectionState, runtime: Runtime[StageContext]) -> dict[str
     snippets = state.get("snippets", [])
     if not snippets:
         return {"groups": []}
-    cfg = runtime.context.config.sections
+    cfg = runtime.context.config.options(SectionsConfig)
     vectors = await embed_texts(runtime.context.embedder, [s["text"] for s in snippets], cfg.snippet_use)
     components = await run_cpu(similarity_groups, vectors, cfg.group_threshold)
     return {"groups": [[snippets[i]["id"] for i in members] for members in components]}
@@ -276,7 +277,9 @@ async def compress(state: CompressInput, runtime: Runtime[StageContext]) -> dict
     """Describe one group: iterative extension (paper) or tree reduction (authors' code)."""
     context, section = runtime.context, state["section"]
     texts = [s["text"] for s in state["snippets"]]
-    method = describe_tree if context.config.sections.compression == "tree" else describe_iterative
+    method = (
+        describe_tree if context.config.options(SectionsConfig).compression == "tree" else describe_iterative
+    )
     description, calls = await method(context, state["article"], section["title"], texts)
     summary = GroupSummary(
         index=state["index"],
@@ -306,7 +309,7 @@ async def write(state: SectionState, runtime: Runtime[StageContext]) -> dict[str
         status=section_status(state, summaries, text),
         snippets_total=state.get("snippets_total", 0),
         snippet_ids=[s["id"] for s in state.get("snippets", [])],
-        oracle_filter=context.config.sections.oracle_filter,
+        oracle_filter=context.config.options(SectionsConfig).oracle_filter,
         oracle_dropped=state.get("oracle_dropped", []),
         groups=summaries,
         write_calls=write_calls,

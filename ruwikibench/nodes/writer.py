@@ -23,6 +23,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict
 
+from ruwikibench.config import WriterConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import safe_name
 from ruwikibench.executors import run_on_model_lane
@@ -58,7 +59,9 @@ ROLE = "writer"
 class WriterInput(TypedDict):
     title: str
     user_outline: NotRequired[list[OutlineItem] | str | None]  # a user outline: items or Markdown headings
-    review: NotRequired[bool | None]  # stop after the outline for a human edit (None = config.writer)
+    review: NotRequired[
+        bool | None
+    ]  # stop after the outline for a human edit (None = config.options(WriterConfig))
 
 
 class WriterOutput(TypedDict):
@@ -189,7 +192,7 @@ def clean_lead(text: str, title: str) -> str:
 
 async def ask_lead(context: StageContext, title: str, body: str) -> str:
     """One LLM call: the lead written from the body (as STORM writes it, last)."""
-    cfg = context.config.writer
+    cfg = context.config.options(WriterConfig)
     return await ask(
         context,
         ROLE,
@@ -210,7 +213,7 @@ async def ranking(state: WriterState, runtime: Runtime[StageContext], *, graph: 
     data = {
         "article": safe_name(state["title"]),
         "title": state["title"],
-        "pool_size": context.config.writer.candidates,
+        "pool_size": context.config.options(WriterConfig).candidates,
     }
     output = await graph.ainvoke(data, context=context)
     return {"ranked": dict(output)}
@@ -219,7 +222,7 @@ async def ranking(state: WriterState, runtime: Runtime[StageContext], *, graph: 
 async def select_sources(state: WriterState, runtime: Runtime[StageContext]) -> dict:
     """The top-ranked snippets above the relevance threshold (capped; topped up to ``min_sources``)."""
     context = runtime.context
-    cfg = context.config.writer
+    cfg = context.config.options(WriterConfig)
     if context.dataset is None:
         raise ValueError("the writer needs StageContext.dataset (the corpus)")
     candidates = state["ranked"].get("candidates") or []
@@ -284,7 +287,7 @@ async def review_outline(state: WriterState, runtime: Runtime[StageContext]) -> 
     )
     review = state.get("review")
     if review is None:
-        review = runtime.context.config.writer.review_outline
+        review = runtime.context.config.options(WriterConfig).review_outline
     if not review:
         return {"outline_items": items}
     edited = interrupt(
@@ -304,7 +307,7 @@ async def review_outline(state: WriterState, runtime: Runtime[StageContext]) -> 
 
 async def assign(state: WriterState, runtime: Runtime[StageContext]) -> dict:
     """Give each writable section the selected snippets retrieved for its heading (BM25 + embeddings)."""
-    cfg = runtime.context.config.writer
+    cfg = runtime.context.config.options(WriterConfig)
     targets = writable_sections(state["outline_items"], cfg.max_level, cfg.parent_text)
     assignments = await run_on_model_lane(
         assign_snippets, runtime.context, state["title"], targets, state["sources"]
@@ -347,7 +350,7 @@ async def cite(state: WriterState, runtime: Runtime[StageContext]) -> dict:
     numbering = Numbering()
     written: list[WrittenSection] = []
     for item in state["outline_items"]:
-        if item.level > runtime.context.config.writer.max_level:
+        if item.level > runtime.context.config.options(WriterConfig).max_level:
             continue
         draft = by_id.get(item.id)
         section = WrittenSection(id=item.id, level=item.level, title=item.title)
@@ -369,7 +372,7 @@ async def cite(state: WriterState, runtime: Runtime[StageContext]) -> dict:
 async def write_lead(state: WriterState, runtime: Runtime[StageContext]) -> dict:
     """The lead, written last from the body; it keeps only [n] markers the body it saw carries."""
     context = runtime.context
-    body = lead_body(state["written"], context.config.writer.lead_body_chars)
+    body = lead_body(state["written"], context.config.options(WriterConfig).lead_body_chars)
     if not body:
         return {
             "lead": "",
@@ -378,7 +381,7 @@ async def write_lead(state: WriterState, runtime: Runtime[StageContext]) -> dict
             "notes": ["write_lead: empty body"],
         }
     text = attach_lone_markers(await ask_lead(context, state["title"], body))
-    allowed = set(cited_numbers(body)) if context.config.writer.lead_citations else set()
+    allowed = set(cited_numbers(body)) if context.config.options(WriterConfig).lead_citations else set()
     text, stats = restrict_markers(text, allowed) if allowed else strip_markers(text)
     return {"lead": text, "lead_cited": cited_numbers(text), "lead_markers": stats}
 

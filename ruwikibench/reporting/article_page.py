@@ -14,7 +14,7 @@ from ruwikibench.jsonl import latest, unit_key
 from ruwikibench.reporting.article_views import ArticleRecords, article_view
 from ruwikibench.reporting.data import RunData
 from ruwikibench.reporting.failures import short_reason
-from ruwikibench.reporting.tables import PAPER_TABLE, count_keys, metric_scale, stage_columns
+from ruwikibench.reporting.tables import count_keys, metric_scale, paper_table, stage_columns
 
 OUTPUT_CHARS = 6000  # a node's output shown on its page; the rest stays in nodes.jsonl
 MIN_BAR = 0.4  # % of the timeline: the narrowest bar drawn (kept inside the track)
@@ -87,7 +87,7 @@ def article_context(
                 }
             )
         if runs:
-            blocks.append({"stage": stage, "paper": PAPER_TABLE.get(stage, ""), "runs": runs})
+            blocks.append({"stage": stage, "paper": paper_table(stage), "runs": runs})
     return {
         "article": article,
         "title": title,

@@ -20,11 +20,11 @@ from ruwikibench.reporting.plots import chart_description
 from ruwikibench.reporting.settings import SHORT_VALUE, SettingsTable, settings_table, shorten
 from ruwikibench.reporting.tables import (
     PAIRED_NOTE,
-    PAPER_TABLE,
     baseline_lines,
     count_keys,
     floor_note,
     metric_scale,
+    paper_table,
     stage_columns,
     stage_label,
     stage_table,
@@ -74,7 +74,7 @@ def report_context(
         stage_blocks.append(
             {
                 "name": stage,
-                "paper": PAPER_TABLE.get(stage, ""),
+                "paper": paper_table(stage),
                 "label": stage_label(stage),
                 "rows": with_paper,
                 "row_classes": [""] * (len(rows) - 1) + ["paper"] * (len(with_paper) - len(rows)),

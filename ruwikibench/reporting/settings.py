@@ -15,15 +15,7 @@ from ruwikibench.runspec import spec_record
 
 IGNORED_SETTINGS = ("cache_dir", "options.out", "options.run_id")
 GROUPS = ("models", "stage options", "overrides", "prompts", "other")
-STAGE_OPTION_PREFIXES = (
-    "ranking.",
-    "outline.",
-    "sections.",
-    "writer.",
-    "citations.",
-    "judges.",
-    "stage_options.",
-)
+JUDGE_OPTION_PREFIXES = ("citations.", "judges.", "stage_options.")
 SHORT_VALUE = 40
 """HTML cells show this many characters of a value (the whole value on hover)."""
 MARKDOWN_VALUE = 80
@@ -127,10 +119,27 @@ def spec_settings(spec: dict[str, Any]) -> dict[str, Any]:
         f"override.{key}.sha256": (o.get("sha256") or "")[:12] for key, o in spec.get("overrides", {}).items()
     }
     dataset = {"dataset": spec["dataset"].get("id")} if spec.get("dataset") else {}
-    flat = (
-        _flatten(spec.get("config", {})) | dataset | _flatten(spec.get("options", {}), "options.") | overrides
-    )
+    config = _aliased(spec.get("config", {}))
+    flat = _flatten(config) | dataset | _flatten(spec.get("options", {}), "options.") | overrides
     return {key: value for key, value in flat.items() if not key.startswith(IGNORED_SETTINGS)}
+
+
+def _alias_stages() -> list[str]:
+    """The stages whose options a config may give at its top level (``options_alias``: the built-in ones)."""
+    from ruwikibench.registry import options_stages
+
+    return [stage.name for stage in options_stages() if stage.options_alias]
+
+
+def _aliased(config: dict[str, Any]) -> dict[str, Any]:
+    """A recorded config with the options of the stages in :func:`_alias_stages` under their top-level keys, as
+    runs recorded them before ``stage_options``: old and new runs show the same setting under one name."""
+    blocks = config.get("stage_options")
+    if not isinstance(blocks, dict):
+        return config
+    moved = {name: blocks[name] for name in _alias_stages() if name in blocks}
+    rest = {name: block for name, block in blocks.items() if name not in moved}
+    return {**{k: v for k, v in config.items() if k != "stage_options"}, **moved, "stage_options": rest}
 
 
 def setting_group(key: str) -> str:
@@ -142,7 +151,8 @@ def setting_group(key: str) -> str:
         return "models"
     if key == "overrides" or key.startswith(("override.", "overrides.")):
         return "overrides"
-    if key.startswith(STAGE_OPTION_PREFIXES) or key in ("stages", "profile"):
+    stage_prefixes = tuple(f"{name}." for name in _alias_stages()) + JUDGE_OPTION_PREFIXES
+    if key.startswith(stage_prefixes) or key in ("stages", "profile"):
         return "stage options"
     return "other"
 

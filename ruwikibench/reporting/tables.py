@@ -7,28 +7,41 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ruwikibench.contract import Stage
 from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
 from ruwikibench.evaluators.stats import Estimate
 from ruwikibench.registry import get_stage, stage_names
 from ruwikibench.reporting.paired import Headline, PairedRow, paired_table
 
 SCALE = 100.0
-PAPER_TABLE = {"ranking": "Tables 3/4", "outline": "Table 5", "sections": "Table 7"}
-TABLE_LABEL = {**PAPER_TABLE, "writer": "whole article, not in the paper"}
+
+
+def _declared(stage: str) -> Stage[Any] | None:
+    try:
+        return get_stage(stage)
+    except Exception:  # noqa: BLE001 - a stage module that cannot be imported: nothing declared
+        return None
 
 
 def stage_description(stage: str) -> str:
     """The stage's own one-line ``description`` ('' when it declares none or cannot be loaded)."""
-    try:
-        return get_stage(stage).description.strip()
-    except Exception:  # noqa: BLE001 - a stage module that cannot be imported: no description
-        return ""
+    declared = _declared(stage)
+    return declared.description.strip() if declared is not None else ""
+
+
+def paper_table(stage: str) -> str:
+    """The paper's table of the stage ('Tables 3/4'; the stage's ``paper_table``), '' when the paper has none."""
+    declared = _declared(stage)
+    return (declared.paper_table or "") if declared is not None else ""
 
 
 def stage_label(stage: str) -> str:
-    """What a stage's table is: the paper's table ('Tables 3/4'), 'whole article, not in the paper' for the
-    writer, else the stage's own description ('' when it has none)."""
-    return TABLE_LABEL.get(stage) or stage_description(stage)
+    """What a stage's table is: the paper's table ('Tables 3/4'), else the stage's ``table_label`` ('whole
+    article, not in the paper' for the writer), else its own description ('' when it has none)."""
+    declared = _declared(stage)
+    if declared is None:
+        return ""
+    return declared.paper_table or declared.table_label or declared.description.strip()
 
 
 def table_title(stage: str, note: str = "") -> str:

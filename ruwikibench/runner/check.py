@@ -18,6 +18,7 @@ from itertools import pairwise
 
 from pydantic import BaseModel
 
+from ruwikibench.config import OutlineConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Dataset
 from ruwikibench.evaluators.floor import FloorSide, draw_others, rescale, rescaled_estimate
@@ -28,12 +29,10 @@ from ruwikibench.runner.ladder import RUNGS, PlantedItem, outline_items, section
 
 DECISIVE = ("restated", "25%", "50%", "75%", "wrong article")
 REPORTED = ("reference", "title template", "shuffled words")
-HEADLINE = {"outline": ("f1",), "sections": ("f1",)}
 
 __all__ = [
     "DECISIVE",
     "ENTITY_KEYS",
-    "HEADLINE",
     "RUNGS",
     "MetricCheck",
     "PlantedItem",
@@ -75,7 +74,7 @@ class MetricCheck(BaseModel):
 
     @property
     def headline(self) -> bool:
-        return self.metric in HEADLINE.get(self.stage, ())
+        return self.metric == get_stage(self.stage).headline_metric()
 
     @property
     def monotone(self) -> bool:
@@ -197,10 +196,11 @@ def _entity_scorer(stage: str, context: StageContext) -> Callable[[object, objec
     from ruwikibench.evaluators.outline import heading_entity_scores
     from ruwikibench.graphs.outline import selection
 
-    if stage == "sections":
+    planted = get_stage(stage).planted_output
+    if planted == "text":
         return lambda generated, reference: entity_scores(str(generated), str(reference))
-    if stage == "outline" and context.dataset is not None:
-        dataset, chosen = context.dataset, selection(context.config.outline)
+    if planted == "headings" and context.dataset is not None:
+        dataset, chosen = context.dataset, selection(context.config.options(OutlineConfig))
         return lambda generated, reference: heading_entity_scores(
             list(generated[1]),  # type: ignore[index]
             dataset.article(str(reference)),
@@ -281,7 +281,11 @@ def failed_headlines(checks: list[MetricCheck]) -> list[str]:
 def ladder_items(
     stage: str, dataset: Dataset, articles: int, sections: int, sentences: int
 ) -> list[PlantedItem]:
-    """The planted items of a stage (outline: ``articles`` articles; sections: ``sections`` per article)."""
-    if stage == "outline":
-        return outline_items(dataset, articles)
-    return section_items(dataset, articles, sections, sentences)
+    """The planted items of a stage, by the output it plants (headings: ``articles`` articles; text: ``sections``
+    per article)."""
+    planted = get_stage(stage).planted_output
+    if planted == "headings":
+        return outline_items(dataset, articles, stage)
+    if planted == "text":
+        return section_items(dataset, articles, sections, sentences)
+    raise ValueError(f"check-metrics: stage {stage!r} has no validity ladder (no planted_output)")

@@ -38,7 +38,7 @@ from ruwikibench.executors import (
 from ruwikibench.faults import fault_point
 from ruwikibench.jsonl import unit_key
 from ruwikibench.nodes.queries import reference_queries_identity
-from ruwikibench.registry import get_stage
+from ruwikibench.registry import default_stage_names, get_stage
 from ruwikibench.rundir import FLOORS_FILE, RunDir, scored_units
 from ruwikibench.runner.admission import FanOutSlots, fan_out_budget
 from ruwikibench.runner.baselines import (
@@ -87,7 +87,7 @@ log = logging.getLogger(__name__)
 
 class RunOptions(BaseModel):
     stages: list[Annotated[str, AfterValidator(current_stage_name)]] = Field(
-        default_factory=lambda: ["ranking", "outline", "sections"]
+        default_factory=default_stage_names
     )
     articles: int | None = Field(default=None, description="first N articles of the dataset")
     article_names: list[str] | None = None

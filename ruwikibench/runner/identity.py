@@ -142,10 +142,11 @@ def prompt_hashes(names: list[str], config: RunConfig) -> dict[str, str]:
 
 def stage_identity(stage: Stage[Any], config: RunConfig) -> dict[str, Any] | None:
     """What a run of ``stage`` adds to the run id and spec.json: for a plug-in stage its code, declared prompt
-    files and options; for a built-in stage its options when it declares an options model; else None."""
+    files and options; for a built-in stage its options when it declares an options model; else None. Options
+    the config's own identity hashes (``options_alias``: the built-in stages') are not added again."""
     options = stage_options(config, stage.name)
     builtin = is_builtin(stage)
-    if builtin and options is None:
+    if builtin and (options is None or stage.options_alias):
         return None
     record: dict[str, Any] = {}
     if not builtin:
@@ -153,7 +154,7 @@ def stage_identity(stage: Stage[Any], config: RunConfig) -> dict[str, Any] | Non
     prompts = stage_prompts(stage, options)
     if prompts or not builtin:
         record["prompts"] = prompt_hashes(prompts, config)
-    if options is not None:
+    if options is not None and not stage.options_alias:
         record["options"] = options.model_dump(mode="json")
     return record
 

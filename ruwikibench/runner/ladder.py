@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,7 +143,7 @@ def _foreign(own: int, pools: Sequence[Sequence[str]], count: int, exclude: set[
     return found
 
 
-def outline_items(dataset: Dataset, articles: int) -> list[PlantedItem]:
+def outline_items(dataset: Dataset, articles: int, stage: str) -> list[PlantedItem]:
     """The ladder for the first ``articles`` articles with at least :data:`MIN_UNITS` headings that have text;
     replacements are the proxies of the dataset's other articles (the following ones first). An article with
     more headings than the others can replace keeps its first ones only (the reference keeps them all)."""
@@ -156,15 +156,17 @@ def outline_items(dataset: Dataset, articles: int) -> list[PlantedItem]:
     pools = [[proxy for _, proxy in pairs] for _, pairs in proxied]
     titles = [{s.title for s in a.sections()} for a, _ in proxied]
     return [
-        _outline_item(*proxied[i], _foreign(i, pools, len(pools[i]), set(pools[i]) | titles[i]))
+        _outline_item(*proxied[i], _foreign(i, pools, len(pools[i]), set(pools[i]) | titles[i]), stage)
         for i in chosen
     ]
 
 
-def _outline_item(article: Article, pairs: list[tuple[str, str]], foreign: list[str]) -> PlantedItem:
+def _outline_item(
+    article: Article, pairs: list[tuple[str, str]], foreign: list[str], stage: str
+) -> PlantedItem:
     own = [title for title, _ in pairs]
     proxies = [proxy for _, proxy in pairs][: len(foreign)]
-    rng = item_rng(article.name, "outline")
+    rng = item_rng(article.name, stage)  # the stage's name seeds its draws
     rungs: dict[str, list[str]] = {
         "reference": own,
         **ladder(proxies, foreign, rng.sample(range(len(proxies)), len(proxies))),
@@ -291,9 +293,3 @@ def _section_item(section: _Section, foreign: list[str]) -> PlantedItem:
         reference=texts["reference"],
         outputs={rung: texts[rung] for rung in RUNGS},
     )
-
-
-UNITS: dict[str, Callable[[Any], list[str]]] = {
-    "outline": lambda output: list(output[1]),
-    "sections": split_sentences,
-}

@@ -37,7 +37,8 @@ from ruwikibench.contract import Stage
 from ruwikibench.registry import StageRegistryError, get_stage
 from ruwikibench.runner.identity import CodeIdentity, code_identity, file_sha256
 
-INJECTED = frozenset({"runtime", "config", "writer", "store"})  # parameters LangGraph fills in for a node
+INJECTED = frozenset("runtime config writer store".split())  # noqa: SIM905 - parameter names, no stage among them
+"""The parameters LangGraph fills in for a node (``writer`` is its StreamWriter, not the writer stage)."""
 
 
 class OverrideError(ConfigError):

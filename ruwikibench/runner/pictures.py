@@ -10,10 +10,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ruwikibench.registry import get_stage
+from ruwikibench.registry import get_stage, known_stages
 from ruwikibench.runner.overrides import Override, stage_graph
 
-DOCS = {"ranking": "ranking.md", "outline": "outline.md", "sections": "sections.md", "writer": "writer.md"}
+
+def doc_pages() -> dict[str, str]:
+    """Stage -> the docs page showing its graph (the stages that declare a ``doc_page``)."""
+    return {name: stage.doc_page for name, stage in known_stages().items() if stage.doc_page}
 
 
 def mermaid(stage: str, xray: int = 1, overrides: dict[str, Override] | None = None) -> str:
@@ -36,14 +39,14 @@ def _pattern(stage: str) -> re.Pattern[str]:
 
 def shown(docs: Path, stage: str) -> str | None:
     """The block a stage's page holds now (None when the page has none)."""
-    match = _pattern(stage).search((docs / DOCS[stage]).read_text(encoding="utf-8"))
+    match = _pattern(stage).search((docs / doc_pages()[stage]).read_text(encoding="utf-8"))
     return match.group(0) if match else None
 
 
 def update_docs(docs: Path) -> list[str]:
     """Rewrite every stage page's block from the code; returns the pages that changed."""
     changed = []
-    for stage, page in DOCS.items():
+    for stage, page in doc_pages().items():
         path = docs / page
         text = path.read_text(encoding="utf-8")
         current = shown(docs, stage)

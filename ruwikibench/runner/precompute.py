@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ruwikibench.config import RunConfig
+from ruwikibench.config import RankingConfig, RunConfig
 from ruwikibench.dataset import Dataset, Snippet
 from ruwikibench.models.embeddings import Embedder
 
@@ -45,4 +45,4 @@ def build_bm25(dataset: Dataset, config: RunConfig) -> int:
     """Build (or load) the dataset's BM25 index into the cache folder; returns the number of documents."""
     from ruwikibench.retrieval.bm25 import get_index
 
-    return len(get_index(dataset, config.ranking.normalizer, config.cache_path))
+    return len(get_index(dataset, config.options(RankingConfig).normalizer, config.cache_path))

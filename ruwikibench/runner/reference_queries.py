@@ -18,11 +18,12 @@ from ruwikibench.config import RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Article
 from ruwikibench.nodes.queries import QueriesWritten, write_missing_reference_queries
+from ruwikibench.registry import get_stage
 
 
 def reads_reference_queries(config: RunConfig, stages: list[str]) -> bool:
-    """The run ranks with stored reference queries."""
-    return "ranking" in stages and config.ranking.query_mode == "reference"
+    """A stage of the run reads the stored reference queries (ranking with ``query_mode: reference``)."""
+    return any(get_stage(name).reads_reference_queries(config) for name in stages)
 
 
 async def write_missing_queries(

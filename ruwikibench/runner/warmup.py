@@ -9,34 +9,39 @@ front, before any request is in flight, it costs the same CPU and stalls nothing
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 from ruwikibench.config import RunConfig
+from ruwikibench.contract import Stage
+from ruwikibench.registry import StageRegistryError, get_stage
 
 COMMON = ("httpx", "openai", "langchain_openai", "numpy")
-BY_STAGE: dict[str, tuple[str, ...]] = {
-    "ranking": ("bm25s", "Stemmer", "stop_words", "pymorphy3", "ruwikibench.evaluators.ranking"),
-    "outline": ("sklearn.cluster", "sklearn.metrics", "razdel", "ruwikibench.evaluators.outline"),
-    "sections": (
-        "scipy.sparse.csgraph",
-        "sacrebleu",
-        "razdel",
-        "ruwikibench.evaluators.lexical",
-        "ruwikibench.evaluators.similarity",
-    ),
-}
+
+
+def _stages(names: list[str]) -> list[Stage[Any]]:
+    """The registered stages of ``names`` (an unknown name adds nothing)."""
+    found = []
+    for name in names:
+        try:
+            found.append(get_stage(name))
+        except StageRegistryError:
+            continue
+    return found
 
 
 def modules_for(stages: list[str]) -> list[str]:
-    """The modules the given stages load lazily (unknown stages add nothing), in a stable order."""
+    """The modules the given stages load lazily (their ``warm_modules``; unknown stages add nothing), in a stable
+    order."""
     names = list(COMMON)
-    for stage in stages:
-        names += [m for m in BY_STAGE.get(stage, ()) if m not in names]
+    for stage in _stages(stages):
+        names += [m for m in stage.warm_modules if m not in names]
     return names
 
 
 def warm_up(stages: list[str], config: RunConfig, *, scoring: bool = True) -> list[str]:
-    """Import the stages' modules and build the lazily built helpers they share; returns what was loaded.
-    ``scoring=False``: units are scored in another process (runner/score_process.py), which loads the NER model.
+    """Import the stages' modules and build the lazily built helpers they share (each stage's ``warm_up``);
+    returns what was imported. ``scoring=False``: units are scored in another process (runner/score_process.py),
+    which loads the NER model.
 
     A module that is not installed is skipped here: the stage that needs it reports that itself."""
     loaded = []
@@ -46,25 +51,6 @@ def warm_up(stages: list[str], config: RunConfig, *, scoring: bool = True) -> li
         except ImportError:
             continue
         loaded.append(name)
-    if "ranking" in stages:
-        from ruwikibench.retrieval.normalize import Normalizer, stopwords
-
-        stopwords()
-        Normalizer(config.ranking.normalizer).terms("прогрев словаря")
-    if scoring and {"outline", "sections", "writer"} & set(stages):
-        _warm_entities()
+    for stage in _stages(stages):
+        stage.warm_up(config, scoring=scoring)
     return loaded
-
-
-def _warm_entities() -> None:
-    """The NER model of the entity metrics (about a second of CPU to load, most of it holding the GIL), loaded
-    even when the warm-up text's entities are on disk already (the run's new texts will need it), and the model's
-    identity (its files hashed: the key of the entities on disk)."""
-    try:
-        from ruwikibench.evaluators.entities import entity_set, model_identity, ner_model
-
-        ner_model()
-        model_identity()
-        entity_set("Прогрев словаря в Москве.")
-    except (ImportError, RuntimeError):
-        return

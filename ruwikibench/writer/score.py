@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ruwikibench.config import OutlineConfig, SectionsConfig
 from ruwikibench.context import StageContext
 from ruwikibench.contract import GeneratedText, ScoreRecord
 from ruwikibench.dataset import Article, Dataset
@@ -49,7 +50,7 @@ def score_outline_record(article: Article, written: WrittenArticle, context: Sta
         article,
         [(i.level, i.title) for i in written.outline],
         context.embedder,
-        selection(context.config.outline),
+        selection(context.config.options(OutlineConfig)),
         context.config.embedder.authors_prompt,
     )
     return record.model_copy(update={"metrics": scored.metrics, "info": {**record.info, **scored.info}})
@@ -72,7 +73,9 @@ def text_metrics(text: str, reference: str, context: StageContext) -> dict[str, 
     from ruwikibench.evaluators.entities import entity_scores
     from ruwikibench.evaluators.text_scores import HEADLINE, text_scores
 
-    metrics = text_scores(text, reference, context.embedder, tokenize=context.config.sections.bleu_tokenize)
+    metrics = text_scores(
+        text, reference, context.embedder, tokenize=context.config.options(SectionsConfig).bleu_tokenize
+    )
     return {**{key: metrics[key] for key in HEADLINE}, **entity_scores(text, reference)}
 
 

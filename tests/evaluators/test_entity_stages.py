@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ruwikibench.config import ModelConfig, RunConfig
+from ruwikibench.config import ModelConfig, RunConfig, SectionsConfig
 from ruwikibench.context import StageContext
 from ruwikibench.contract import ScoreRecord, Unit
 from ruwikibench.dataset import Article, Dataset, Paragraph, Section
@@ -57,7 +57,7 @@ def test_a_scored_section_gets_entity_keys_beside_unchanged_text_scores() -> Non
     unit = Unit(stage="sections", article="a", unit_id="s1", input={})
     record = score_section(unit, {"reference": REFERENCE}, section_result(GENERATED), ctx)
     expected_text = text_scores(
-        GENERATED, REFERENCE, ctx.embedder, tokenize=ctx.config.sections.bleu_tokenize
+        GENERATED, REFERENCE, ctx.embedder, tokenize=ctx.config.options(SectionsConfig).bleu_tokenize
     )
     assert {k: v for k, v in record.metrics.items() if k not in KEYS} == expected_text
     # reference {петр первый, санкт-петербург, москва}, generated {санкт-петербург, петр первый, нева}

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from ruwikibench.config import SectionsConfig
 from ruwikibench.external.article import url_key
 from ruwikibench.external.formats import ExternalFormatError
 from ruwikibench.external.score import ExternalOptions, score_outputs
@@ -222,7 +223,9 @@ def test_normalize_url() -> None:
 
 
 def test_sections_with_article_units(context, dataset, tmp_path) -> None:
-    context.config.sections.unit = "article"  # one unit per article: a missing section fails the whole unit
+    context.config.options(
+        SectionsConfig
+    ).unit = "article"  # one unit per article: a missing section fails the whole unit
     moscow = dataset.article("Москва")
     rows = [{"article": "Москва", "section": s, "text": moscow.section(s).text()} for s in ("s1", "s2", "s3")]
     rows.append({"article": "Python", "section": "s1", "text": "Python — язык программирования."})

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from ruwikibench.config import RankingConfig
 from ruwikibench.evaluators.ranking import ndcg, r_precision
 from ruwikibench.graphs.ranking import STAGE, build_ranking_graph
 from ruwikibench.models.fake import ScriptedChat, yes_no_completion
@@ -236,7 +237,7 @@ def test_a_unit_declares_its_fan_out_the_candidates_judged_at_once() -> None:
     context = make_context(DATASET, {}, Path("/nonexistent"))
     (unit,) = STAGE.units(DATASET, ARTICLE, context.config)
     assert unit.fan_out == unit.input["pool_size"] > 1
-    thinned = context.config.model_copy(
-        update={"ranking": context.config.ranking.model_copy(update={"max_candidates": 2})}
+    thinned = context.config.with_options(
+        context.config.options(RankingConfig).model_copy(update={"max_candidates": 2})
     )
     assert STAGE.units(DATASET, ARTICLE, thinned)[0].fan_out == 2

@@ -5,7 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from ruwikibench.config import ModelConfig, RunConfig
+from ruwikibench.config import ModelConfig, RunConfig, SectionsConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Article, Dataset, Paragraph, Section, Snippet, Source
 from ruwikibench.graphs.sections import STAGE, SectionsStage, build_section_graph, build_sections_graph
@@ -266,7 +266,7 @@ def test_stage_contract_and_units() -> None:
     by_id = {u.unit_id: u.input["sections"][0] for u in units}
     assert [s["id"] for s in by_id["s4"]["snippets"]] == ["m/1#0", "m/2#0"]
     assert by_id["s2"]["snippets"] == [] and by_id["s3"]["reference"] == ""
-    context.config.sections.unit = "article"
+    context.config.options(SectionsConfig).unit = "article"
     (whole,) = STAGE.units(dataset, article, context.config)
     assert whole.unit_id == "article" and [s["id"] for s in whole.input["sections"]] == [
         "s0",
@@ -285,8 +285,8 @@ def test_scores_exclusions_and_texts_through_the_compiled_graph() -> None:
     (unit,) = STAGE.units(
         dataset,
         article,
-        context.config.model_copy(
-            update={"sections": context.config.sections.model_copy(update={"unit": "article"})}
+        context.config.with_options(
+            context.config.options(SectionsConfig).model_copy(update={"unit": "article"})
         ),
     )
     output = run(STAGE.build_graph(), unit.input, context)

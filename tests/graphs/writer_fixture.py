@@ -14,7 +14,7 @@ import re
 
 import numpy as np
 
-from ruwikibench.config import ModelConfig, RunConfig
+from ruwikibench.config import ModelConfig, RankingConfig, RunConfig, SectionsConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Article, Dataset, Paragraph, Reference, Section, Snippet, Source
 from ruwikibench.models.embeddings import normalize
@@ -230,8 +230,8 @@ def make_context(tmp_path, **writer: object) -> tuple[StageContext, ScriptedChat
     )
     # The run config asks for the stored reference query (gold headings) and the oracle filter (gold text):
     # the writer profile must override both.
-    config.ranking = config.ranking.model_copy(update={"query_mode": "reference"})
-    config.sections = config.sections.model_copy(update={"oracle_filter": 0.3})
+    config.options(RankingConfig).query_mode = "reference"
+    config.options(SectionsConfig).oracle_filter = 0.3
     llm = LLM({role: chat for role in roles}, max_concurrency=4)
     context = StageContext(
         config=config, llm=llm, embedder=HashEmbedder(), prompts=PromptLibrary(), dataset=dataset

@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ruwikibench.config import ModelConfig, RunConfig
+from ruwikibench.config import (
+    ModelConfig,
+    OutlineConfig,
+    RankingConfig,
+    RunConfig,
+    SectionsConfig,
+    WriterConfig,
+)
 from ruwikibench.nodes.assignment import (
     choose_sources,
     fuse,
@@ -141,10 +148,12 @@ def test_flatten_headings_in_section_texts() -> None:
 
 def test_the_writer_profile_sets_writer_mode_and_nodes_only_read_it() -> None:
     config = RunConfig(models={"writer": ModelConfig(name="m")})
-    config.ranking = config.ranking.model_copy(update={"query_mode": "reference"})
-    config.sections = config.sections.model_copy(update={"oracle_filter": 0.5})
-    config.writer = config.writer.model_copy(
-        update={"query_mode": "title", "group_threshold": 1.1, "per_section": 8}
+    config.options(RankingConfig).query_mode = "reference"
+    config.options(SectionsConfig).oracle_filter = 0.5
+    config = config.with_options(
+        config.options(WriterConfig).model_copy(
+            update={"query_mode": "title", "group_threshold": 1.1, "per_section": 8}
+        )
     )
 
     from ruwikibench.context import StageContext
@@ -156,13 +165,13 @@ def test_the_writer_profile_sets_writer_mode_and_nodes_only_read_it() -> None:
     assert writer.config.profile == "writer" and writer.with_profile("writer") is writer
     derived = writer_context(writer).config
     assert derived is writer.config  # the node hands on the config as it is
-    assert derived.ranking.query_mode == "title"
-    assert derived.outline.centroids == "data"
-    assert derived.sections.oracle_filter is None
-    assert derived.sections.group_threshold == 1.1
-    assert derived.sections.chunk_size == 8  # all eight materials in one write prompt
-    assert derived.sections.prompt_write == config.writer.prompt_section
-    assert context.config.sections.oracle_filter == 0.5  # the run's own config is untouched
+    assert derived.options(RankingConfig).query_mode == "title"
+    assert derived.options(OutlineConfig).centroids == "data"
+    assert derived.options(SectionsConfig).oracle_filter is None
+    assert derived.options(SectionsConfig).group_threshold == 1.1
+    assert derived.options(SectionsConfig).chunk_size == 8  # all eight materials in one write prompt
+    assert derived.options(SectionsConfig).prompt_write == config.options(WriterConfig).prompt_section
+    assert context.config.options(SectionsConfig).oracle_filter == 0.5  # the run's own config is untouched
     assert context.config.profile == "benchmark"
     with pytest.raises(ValueError, match="load it again"):
         writer.config.with_profile("benchmark")

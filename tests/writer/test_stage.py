@@ -21,7 +21,10 @@ async def test_the_writer_runs_as_a_stage(tmp_path: Path) -> None:
     options = RunOptions(stages=["writer"], article_names=[TITLE], out=tmp_path / "runs", progress=False)
     rundir = await execute(context, "mem", options)
     spec = rundir.read_json("spec.json")
-    assert spec["profile"] == "writer" and spec["config"]["ranking"]["query_mode"] == "generated"
+    assert (
+        spec["profile"] == "writer"
+        and spec["config"]["stage_options"]["ranking"]["query_mode"] == "generated"
+    )
     assert list(rundir.read("errors.jsonl")) == []
     records = list(rundir.read("results.jsonl"))
     assert {r["stage"] for r in records} == {"outline", "sections", "writer"}
