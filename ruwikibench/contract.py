@@ -185,6 +185,12 @@ class Stage(Generic[OutputT]):
         """Build what the stage builds lazily (dictionaries, models) before the run needs it, off the event loop;
         ``scoring``: units are scored in this process. Default nothing."""
 
+    def article_view(self, records: Any) -> dict[str, Any] | None:
+        """What the HTML article page shows of the stage's records of one article (``records``: an
+        :class:`~ruwikibench.reporting.article_views.ArticleRecords`), a dict for the article template told apart
+        by its ``kind``; None (default): the generated texts beside their references."""
+        return None
+
     def headline_metric(self) -> str:
         """The key of the stage's headline metric: :attr:`headline_key`, else the first column's."""
         return self.headline_key or self.columns[0][1]
@@ -339,6 +345,7 @@ OPTIONAL_METHODS = (
     "profile_options",
     "warm_up",
     "reads_reference_queries",
+    "article_view",
 )
 
 

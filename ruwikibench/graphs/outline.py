@@ -28,6 +28,7 @@ from ruwikibench.evaluators.outline import (
     reference_headings,
     score_outline,
 )
+from ruwikibench.graphs.views import headings_view
 from ruwikibench.nodes.outline import (
     OutlineInput,
     OutlineOutput,
@@ -135,6 +136,9 @@ class OutlineStage(Stage[OutlineOutput]):
         """The NER model of the entity metrics, when units are scored in this process."""
         if scoring:
             warm_entities()
+
+    def article_view(self, records: Any) -> dict[str, Any] | None:
+        return headings_view(records)
 
     def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]:
         """One unit per article: title, all the article's snippets, its H2 headings (+ first cited snippets).

@@ -20,6 +20,7 @@ from ruwikibench.context import StageContext
 from ruwikibench.contract import ScoreRecord, Stage, StageScore, Unit
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.evaluators.ranking import ranking_metrics
+from ruwikibench.graphs.views import pool_view
 from ruwikibench.nodes.ranking import (
     RankingInput,
     RankingOutput,
@@ -110,6 +111,9 @@ class RankingStage(Stage[RankingOutputModel]):
 
     def reads_reference_queries(self, config: RunConfig) -> bool:
         return config.options(RankingConfig).query_mode == "reference"
+
+    def article_view(self, records: Any) -> dict[str, Any] | None:
+        return pool_view(records)
 
     def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]:
         size = pool_size(dataset, article, config)

@@ -28,6 +28,7 @@ from ruwikibench.evaluators.entities import entity_scores, prefetch_entities, wa
 from ruwikibench.evaluators.floor import FloorSide
 from ruwikibench.evaluators.similarity import sentence_prf
 from ruwikibench.evaluators.text_scores import text_scores
+from ruwikibench.graphs.views import section_texts_view
 from ruwikibench.nodes.sections import (
     CompressInput,
     SectionInput,
@@ -218,6 +219,9 @@ class SectionsStage(Stage[SectionsOutputModel]):
         """The NER model of the entity metrics, when units are scored in this process."""
         if scoring:
             warm_entities()
+
+    def article_view(self, records: Any) -> dict[str, Any] | None:
+        return section_texts_view(records)
 
     def units(self, dataset: Dataset, article: Article, config: RunConfig) -> list[Unit]:
         """One unit per section (resumable), or one per article when ``sections.unit`` is 'article'."""

@@ -1,27 +1,19 @@
 """What an article page shows per stage: reference beside generated, built from one run's captured records.
 
-A view is a plain dict for the article template, chosen by the stage's name (``kind``):
-
-- ``ranking``: the query and the ranked candidates, each marked relevant (the snippet belongs to the article) or
-  not, with its BM25 rank and the judge's answer;
-- ``outline``: the reference outline tree beside the generated one;
-- ``sections``: per section, the reference text beside the generated text, the snippets it was written from;
-- ``texts``: any other stage, its generated texts (``generated.jsonl``) beside their references.
-
-Generated section text is split into ``segments`` ({text, mark, note}); a score record may carry
-``info["sentences"]`` ([{text, supported, note}], e.g. from a citation check) and the page then marks each sentence
-supported or unsupported. Without it every paragraph is one unmarked segment.
+A view is a plain dict for the article template: the stage's own (its ``article_view()``; the built-in stages'
+are in :mod:`ruwikibench.graphs.views`: ``pool``, ``headings``, ``section_texts``), else ``texts``: the stage's
+generated texts (``generated.jsonl``) beside their references.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ruwikibench.contract import Stage
 from ruwikibench.dataset import Dataset
-
-SNIPPET_CHARS = 400
+from ruwikibench.graphs.views import segments
+from ruwikibench.registry import StageRegistryError, get_stage
 
 
 @dataclass
@@ -36,100 +28,6 @@ class ArticleRecords:
     )  # results.jsonl rows (item, metrics, excluded)
     texts: list[dict[str, Any]] = field(default_factory=list)  # generated.jsonl rows
     dataset: Dataset | None = None
-
-
-def ranking_view(records: ArticleRecords) -> dict[str, Any]:
-    output = records.outputs[0]["output"] if records.outputs else {}
-    snippets = {s.id: s for s in records.dataset.snippets} if records.dataset is not None else {}
-    candidates = []
-    for candidate in sorted(output.get("candidates") or [], key=lambda c: c.get("rank", 0)):
-        snippet = snippets.get(candidate["snippet_id"])
-        candidates.append(
-            {
-                "rank": candidate.get("rank"),
-                "bm25_rank": candidate.get("bm25_rank"),
-                "snippet_id": candidate["snippet_id"],
-                "relevant": None if snippet is None else snippet.article == records.article,
-                "llm_score": candidate.get("llm_score"),
-                "answer": candidate.get("answer"),
-                "judged_by": candidate.get("source"),
-                "text": (snippet.text[:SNIPPET_CHARS] if snippet is not None else ""),
-            }
-        )
-    relevant_total = sum(s.article == records.article for s in snippets.values()) if snippets else None
-    return {
-        "kind": "ranking",
-        "query": output.get("query", ""),
-        "query_mode": output.get("query_mode", ""),
-        "error": output.get("error"),
-        "candidates": candidates,
-        "relevant_total": relevant_total,
-        "relevance_known": bool(snippets),
-    }
-
-
-def outline_view(records: ArticleRecords) -> dict[str, Any]:
-    output = records.outputs[0]["output"] if records.outputs else {}
-    unit_input = records.outputs[0]["input"] if records.outputs else {}
-    reference: list[dict[str, Any]] = []
-    if records.dataset is not None and records.article in {a.name for a in records.dataset.articles}:
-        root = records.dataset.article(records.article).root
-        reference = [{"level": s.level, "title": s.title} for s in root.walk()]  # the title is level 1
-    else:
-        reference = [{"level": 2, "title": h} for h in unit_input.get("headings") or []]
-    generated = [
-        {"level": h.get("level", 2), "title": h.get("title", "")} for h in output.get("outline") or []
-    ]
-    return {
-        "kind": "outline",
-        "reference": reference,
-        "generated": generated,
-        "dropped": output.get("dropped") or [],
-        "k": output.get("k"),
-        "k_method": output.get("k_method"),
-    }
-
-
-def segments(text: str, info: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """The generated text as marked sentences (when a check left ``info['sentences']``) or unmarked paragraphs."""
-    sentences = (info or {}).get("sentences")
-    if sentences:
-        return [
-            {
-                "text": s.get("text", ""),
-                "mark": "supported" if s.get("supported") else "unsupported",
-                "note": s.get("note", ""),
-            }
-            for s in sentences
-        ]
-    return [{"text": p, "mark": None, "note": ""} for p in text.split("\n\n") if p.strip()]
-
-
-def sections_view(records: ArticleRecords) -> dict[str, Any]:
-    results = {r["item"]: r for r in records.results}
-    sections = []
-    for row in records.outputs:
-        produced = {r["id"]: r for r in row["output"].get("results") or []}
-        for spec in row["input"].get("sections") or []:
-            result = produced.get(spec["id"], {})
-            score = results.get(spec["id"], {})
-            snippet_text = {s["id"]: s["text"] for s in spec.get("snippets") or []}
-            sections.append(
-                {
-                    "id": spec["id"],
-                    "title": spec.get("title", ""),
-                    "level": spec.get("level", 2),
-                    "reference": spec.get("reference") or "",
-                    "generated": segments(result.get("text", ""), score.get("info")),
-                    "status": result.get("status", "missing"),
-                    "excluded": score.get("excluded"),
-                    "sources": [
-                        {"id": i, "text": snippet_text.get(i, "")[:SNIPPET_CHARS]}
-                        for i in result.get("snippet_ids") or []
-                    ],
-                }
-            )
-    return {"kind": "sections", "sections": sections}
 
 
 def texts_view(records: ArticleRecords) -> dict[str, Any]:
@@ -148,23 +46,24 @@ def texts_view(records: ArticleRecords) -> dict[str, Any]:
     }
 
 
-VIEWS: dict[str, Callable[[ArticleRecords], dict[str, Any]]] = {
-    "ranking": ranking_view,
-    "outline": outline_view,
-    "sections": sections_view,
-}
-
-
 def article_view(records: ArticleRecords) -> dict[str, Any]:
     """The stage's view when the outputs are the stage's units (input + output), else the generated texts (a stage
     without a view, outputs of another system scored as whole articles); a view that cannot read the outputs
     says why above the generated texts."""
-    view = VIEWS.get(records.stage)
-    if view is None or not records.outputs or not all("input" in o for o in records.outputs):
+    stage = _stage(records.stage)
+    if stage is None or not records.outputs or not all("input" in o for o in records.outputs):
         return texts_view(records)
     try:
-        return view(records)
+        view = stage.article_view(records)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         return texts_view(records) | {
             "problem": f"the {records.stage} view could not read the outputs: {type(exc).__name__}: {exc}"
         }
+    return texts_view(records) if view is None else view
+
+
+def _stage(name: str) -> Stage[Any] | None:
+    try:
+        return get_stage(name)
+    except StageRegistryError:
+        return None

@@ -419,7 +419,7 @@ def test_accessibility_axe_headings_captions_and_lang(reports: tuple[Path, Path]
             assert th.select_one("button.sort") is not None, (page.name, th.get_text())
     article = BeautifulSoup(pages[2].read_text(encoding="utf-8"), "html.parser")
     assert article.select_one("h1")["lang"] == "ru" and article.select(
-        '[lang="ru"] ul.outline, ul.outline[lang="ru"]'
+        '[lang="ru"] ul.headings, ul.headings[lang="ru"]'
     )
 
 
