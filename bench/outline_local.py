@@ -25,7 +25,8 @@ from typing import Any
 import httpx
 import numpy as np
 
-from ruwikibench.config import EmbedderConfig, ModelConfig, OutlineConfig, RunConfig
+from ruwikibench.builtin_options import OutlineConfig
+from ruwikibench.config import EmbedderConfig, ModelConfig, RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.corpus_builder.ruwikibench_json import import_ruwikibench_json
 from ruwikibench.graphs.outline import STAGE

@@ -355,7 +355,7 @@ def main() -> None:
     write_config(config, other_url, cache, args.concurrency, args.embedder, model="bench-other-model")
     other_dir = Path(run_cli(run_args))
 
-    from ruwikibench.config import SectionsConfig
+    from ruwikibench.builtin_options import SectionsConfig
 
     levels, where = call_levels(rundir, SectionsConfig().chunk_size)
     chain = max(levels, default=-1) + 1

@@ -21,7 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ruwikibench.config import ModelConfig, RankingConfig, RunConfig
+from ruwikibench.builtin_options import RankingConfig
+from ruwikibench.config import ModelConfig, RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.corpus_builder import import_ruwikibench_json, load_dataset, save_dataset
 from ruwikibench.dataset import Dataset

@@ -287,7 +287,7 @@ def measure_one(data: Path, work: Path, latency: float, concurrency: int) -> dic
     requests = stats(url)["requests"] - before["requests"]
     endpoint_cpu = process_cpu_seconds(endpoint.pid)
     endpoint.terminate()
-    from ruwikibench.config import SectionsConfig
+    from ruwikibench.builtin_options import SectionsConfig
 
     levels, _ = call_levels(rundir, SectionsConfig().chunk_size)
     memory.stop()

@@ -18,7 +18,8 @@ import os
 import time
 from pathlib import Path
 
-from ruwikibench.config import ModelConfig, RunConfig, SectionsConfig
+from ruwikibench.builtin_options import SectionsConfig
+from ruwikibench.config import ModelConfig, RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.contract import ScoreRecord, Unit
 from ruwikibench.corpus_builder import import_ruwikibench_json, load_dataset
@@ -126,7 +127,7 @@ def summarize(items: list[dict], wall: float, tokenize: str) -> None:
 def baselines(units: list[Unit], context: StageContext) -> None:
     """Reference points without a model: the first 6 sentences of the section's first snippet (what the authors'
     code returns for a one-snippet group), and the gold text of the next picked section (a wrong answer)."""
-    cfg = context.config.sections
+    cfg = context.config.options(SectionsConfig)
     specs = [u.input["sections"][0] for u in units]
     for name, pick in (
         (
@@ -226,7 +227,7 @@ def main() -> None:
 
     start = time.perf_counter()
     _, outputs = asyncio.run(run_units(graph, units, context, args.out))
-    summarize(outputs, time.perf_counter() - start, config.sections.bleu_tokenize)
+    summarize(outputs, time.perf_counter() - start, config.options(SectionsConfig).bleu_tokenize)
     if args.out:
         print(f"outputs: {args.out}")
 

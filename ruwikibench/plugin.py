@@ -30,6 +30,8 @@ What nodes use:
 - :func:`ask` (format a prompt file, ask a role's model, clean the answer), :func:`clean_answer`;
 - :func:`cut_text` and :func:`numbered_texts`: texts cut to a character budget at a word boundary, numbered;
 - :func:`prompt_slot`: an options field naming a prompt file (its text is hashed into the run's identity);
+- the built-in stages' options models (``RankingConfig``, ``OutlineConfig``, ``SectionsConfig``,
+  ``WriterConfig``: ``config.options(OutlineConfig)``) and :class:`ModelRole` for a role with fallbacks;
 - the built-in stages' input/output schemas (``RankingInput`` … ``SectionsOutput``; the ``…OutputModel`` each
   stage's ``score()`` receives), for graph and node
   overrides that must fit them, and :func:`parse_outline` for outline answers.
@@ -41,7 +43,8 @@ What ``score()`` uses: the evaluators' pure functions (:func:`rouge_l`, :func:`s
 
 from __future__ import annotations
 
-from ruwikibench.config import RunConfig, prompt_slot
+from ruwikibench.builtin_options import OutlineConfig, RankingConfig, SectionsConfig, WriterConfig
+from ruwikibench.config import ModelRole, RunConfig, prompt_slot
 from ruwikibench.context import StageContext
 from ruwikibench.contract import (
     Baseline,
@@ -89,16 +92,20 @@ __all__ = [
     "Heading",
     "Hit",
     "Judgement",
+    "ModelRole",
+    "OutlineConfig",
     "OutlineInput",
     "OutlineOutput",
     "OutlineSnippet",
     "OutlineState",
+    "RankingConfig",
     "RankingInput",
     "RankingOutput",
     "RankingOutputModel",
     "RerankTask",
     "RunConfig",
     "ScoreRecord",
+    "SectionsConfig",
     "SectionsInput",
     "SectionsOutput",
     "SectionsOutputModel",
@@ -109,6 +116,7 @@ __all__ = [
     "StageReturnError",
     "StageScore",
     "Unit",
+    "WriterConfig",
     "ask",
     "clean_answer",
     "corpus_bleu",

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ruwikibench.config import OutlineConfig, RankingConfig, RunConfig, SectionsConfig, WriterConfig
+from ruwikibench.builtin_options import OutlineConfig, RankingConfig, SectionsConfig, WriterConfig
+from ruwikibench.config import RunConfig
 from ruwikibench.config_loader import load_config
 from ruwikibench.registry import get_stage
 from ruwikibench.runner.execute import RunOptions, run_id_for
@@ -112,3 +113,13 @@ def test_a_config_recorded_with_stage_options_reads_back_to_the_same_identity() 
     recorded = json.loads(json.dumps(alias.model_dump(mode="json")))
     assert "ranking" not in recorded and recorded["stage_options"]["ranking"]["query_mode"] == "title"
     assert RunConfig.model_validate(recorded).identity() == alias.identity()
+
+
+def test_code_reading_the_old_attributes_gets_the_same_values() -> None:
+    """An outside plug-in written before stage_options reads ``config.ranking.snippet_chars``: the same object as
+    ``config.options(RankingConfig)``; a name that is no stage with an alias is still an AttributeError."""
+    config = RunConfig.model_validate({"models": MODELS, "stage_options": {"ranking": {"snippet_chars": 7}}})
+    assert config.ranking is config.options(RankingConfig) and config.ranking.snippet_chars == 7
+    assert config.writer is config.options(WriterConfig)
+    with pytest.raises(AttributeError, match="no attribute 'rankings'"):
+        _ = config.rankings

@@ -2,7 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from ruwikibench.config import ConfigError, OutlineConfig, RankingConfig, SectionsConfig
+from ruwikibench.builtin_options import OutlineConfig, RankingConfig, SectionsConfig
+from ruwikibench.config import ConfigError
 from ruwikibench.config_loader import load_config
 from ruwikibench.prompts import PromptLibrary
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from ruwikibench.config import OutlineConfig, RankingConfig, SectionsConfig, WriterConfig
+from ruwikibench.builtin_options import OutlineConfig, RankingConfig, SectionsConfig, WriterConfig
 from ruwikibench.config_loader import load_config
 from ruwikibench.prompts import PromptLibrary
 

@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "prompts",
             "rundir",
             "config_loader",
+            "builtin_options",
             "durable",
             "faults",
             "secrets",

@@ -192,7 +192,8 @@ def embed(
         TimeRemainingColumn,
     )
 
-    from ruwikibench.config import ConfigError, RankingConfig
+    from ruwikibench.builtin_options import RankingConfig
+    from ruwikibench.config import ConfigError
     from ruwikibench.config_loader import load_config
     from ruwikibench.dataset_files import DatasetError, resolve_dataset
     from ruwikibench.models.embeddings import make_embedder

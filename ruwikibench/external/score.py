@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, Field
 
-from ruwikibench.config import OutlineConfig
+from ruwikibench.builtin_options import OutlineConfig
 from ruwikibench.context import StageContext
 from ruwikibench.contract import Unit, current_stage_name, score_failure
 from ruwikibench.dataset import Article, Dataset

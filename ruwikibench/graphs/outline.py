@@ -15,7 +15,8 @@ from typing import Any, ClassVar
 from langgraph.graph import END, START, StateGraph
 
 from ruwikibench.baselines.outline import OUTLINE_BASELINES
-from ruwikibench.config import ModelRole, OutlineConfig, RunConfig
+from ruwikibench.builtin_options import OutlineConfig
+from ruwikibench.config import ModelRole, RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.contract import GeneratedText, ScoreRecord, Stage, StageScore, Unit
 from ruwikibench.dataset import Article, Dataset, Section

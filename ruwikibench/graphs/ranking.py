@@ -15,7 +15,8 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 
 from ruwikibench.baselines.ranking import RANKING_BASELINES
-from ruwikibench.config import ModelRole, RankingConfig, RunConfig
+from ruwikibench.builtin_options import RankingConfig
+from ruwikibench.config import ModelRole, RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.contract import ScoreRecord, Stage, StageScore, Unit
 from ruwikibench.dataset import Article, Dataset

@@ -20,7 +20,8 @@ from typing import Any, ClassVar
 from langgraph.graph import END, START, StateGraph
 
 from ruwikibench.baselines.sections import SECTIONS_BASELINES
-from ruwikibench.config import ModelRole, RunConfig, SectionsConfig
+from ruwikibench.builtin_options import SectionsConfig
+from ruwikibench.config import ModelRole, RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.contract import GeneratedText, ScoreRecord, Stage, StageScore, Unit
 from ruwikibench.dataset import Article, Dataset

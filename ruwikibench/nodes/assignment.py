@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from ruwikibench.config import RankingConfig, WriterConfig
+from ruwikibench.builtin_options import RankingConfig, WriterConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Dataset, Snippet
 from ruwikibench.nodes.written import OutlineItem

@@ -21,7 +21,7 @@ from langgraph.types import Command, Send
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from ruwikibench.config import OutlineConfig
+from ruwikibench.builtin_options import OutlineConfig
 from ruwikibench.context import StageContext
 from ruwikibench.executors import embed_async, run_cpu
 from ruwikibench.nodes.answers import ask

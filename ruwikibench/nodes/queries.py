@@ -21,7 +21,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ruwikibench.config import RankingConfig, RunConfig
+from ruwikibench.builtin_options import RankingConfig
+from ruwikibench.config import RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Article
 from ruwikibench.durable import replace_durably

@@ -13,7 +13,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 from pydantic import BaseModel, ConfigDict
 
-from ruwikibench.config import RankingConfig
+from ruwikibench.builtin_options import RankingConfig
 from ruwikibench.context import StageContext
 from ruwikibench.executors import run_cpu
 from ruwikibench.models.priority import Priority

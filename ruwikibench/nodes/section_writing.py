@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING
 
-from ruwikibench.config import SectionsConfig
+from ruwikibench.builtin_options import SectionsConfig
 from ruwikibench.context import StageContext
 from ruwikibench.nodes.answers import ask, clean_answer
 from ruwikibench.prompts.render import numbered_texts

@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ruwikibench.config import SectionsConfig
+from ruwikibench.builtin_options import SectionsConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Dataset
 from ruwikibench.executors import embed_async, run_cpu

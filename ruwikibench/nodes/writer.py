@@ -23,7 +23,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict
 
-from ruwikibench.config import WriterConfig
+from ruwikibench.builtin_options import WriterConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import safe_name
 from ruwikibench.executors import run_on_model_lane

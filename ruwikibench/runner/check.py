@@ -18,7 +18,7 @@ from itertools import pairwise
 
 from pydantic import BaseModel
 
-from ruwikibench.config import OutlineConfig
+from ruwikibench.builtin_options import OutlineConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Dataset
 from ruwikibench.evaluators.floor import FloorSide, draw_others, rescale, rescaled_estimate

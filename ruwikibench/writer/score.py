@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ruwikibench.config import OutlineConfig, SectionsConfig
+from ruwikibench.builtin_options import OutlineConfig, SectionsConfig
 from ruwikibench.context import StageContext
 from ruwikibench.contract import GeneratedText, ScoreRecord
 from ruwikibench.dataset import Article, Dataset

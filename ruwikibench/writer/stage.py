@@ -14,14 +14,8 @@ from typing import Any, ClassVar, TypeVar
 from langgraph.graph import StateGraph
 from pydantic import BaseModel
 
-from ruwikibench.config import (
-    ModelRole,
-    OutlineConfig,
-    RankingConfig,
-    RunConfig,
-    SectionsConfig,
-    WriterConfig,
-)
+from ruwikibench.builtin_options import OutlineConfig, RankingConfig, SectionsConfig, WriterConfig
+from ruwikibench.config import ModelRole, RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.contract import Stage, StageScore, Unit
 from ruwikibench.dataset import Article, Dataset

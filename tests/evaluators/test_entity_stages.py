@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ruwikibench.config import ModelConfig, RunConfig, SectionsConfig
+from ruwikibench.builtin_options import SectionsConfig
+from ruwikibench.config import ModelConfig, RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.contract import ScoreRecord, Unit
 from ruwikibench.dataset import Article, Dataset, Paragraph, Section

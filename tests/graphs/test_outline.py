@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ruwikibench.config import EmbedderConfig, ModelConfig, OutlineConfig, RunConfig
+from ruwikibench.builtin_options import OutlineConfig
+from ruwikibench.config import EmbedderConfig, ModelConfig, RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Article, Dataset, Paragraph, Section, Snippet, Source
 from ruwikibench.graphs.outline import STAGE, build_outline_graph

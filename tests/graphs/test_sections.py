@@ -5,7 +5,8 @@ import re
 import numpy as np
 import pytest
 
-from ruwikibench.config import ModelConfig, RunConfig, SectionsConfig
+from ruwikibench.builtin_options import SectionsConfig
+from ruwikibench.config import ModelConfig, RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Article, Dataset, Paragraph, Section, Snippet, Source
 from ruwikibench.graphs.sections import STAGE, SectionsStage, build_section_graph, build_sections_graph

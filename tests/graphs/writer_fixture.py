@@ -14,7 +14,8 @@ import re
 
 import numpy as np
 
-from ruwikibench.config import ModelConfig, RankingConfig, RunConfig, SectionsConfig
+from ruwikibench.builtin_options import RankingConfig, SectionsConfig
+from ruwikibench.config import ModelConfig, RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Article, Dataset, Paragraph, Reference, Section, Snippet, Source
 from ruwikibench.models.embeddings import normalize

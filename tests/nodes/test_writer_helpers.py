@@ -5,14 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ruwikibench.config import (
-    ModelConfig,
-    OutlineConfig,
-    RankingConfig,
-    RunConfig,
-    SectionsConfig,
-    WriterConfig,
-)
+from ruwikibench.builtin_options import OutlineConfig, RankingConfig, SectionsConfig, WriterConfig
+from ruwikibench.config import ModelConfig, RunConfig
 from ruwikibench.nodes.assignment import (
     choose_sources,
     fuse,

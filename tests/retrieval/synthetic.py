@@ -161,7 +161,8 @@ def article_of_prompt(dataset: Dataset, prompt: str) -> tuple[str, str]:
 
 def make_context(dataset: Dataset, responders: dict, tmp_path, **ranking):  # -> StageContext
     """A StageContext with scripted fake models per role and a ranking config built from ``ranking``."""
-    from ruwikibench.config import ModelConfig, RankingConfig, RunConfig
+    from ruwikibench.builtin_options import RankingConfig
+    from ruwikibench.config import ModelConfig, RunConfig
     from ruwikibench.context import StageContext
     from ruwikibench.models.fake import ScriptedChat
     from ruwikibench.models.llm import LLM

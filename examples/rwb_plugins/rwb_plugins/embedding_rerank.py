@@ -12,7 +12,7 @@ import asyncio
 import numpy as np
 from langgraph.runtime import Runtime
 
-from ruwikibench.plugin import Judgement, RerankTask, StageContext
+from ruwikibench.plugin import Judgement, RankingConfig, RerankTask, StageContext
 
 
 def cosine(query: np.ndarray, passage: np.ndarray) -> float:
@@ -31,7 +31,7 @@ async def rerank(task: RerankTask, runtime: Runtime[StageContext]) -> dict:
     context = runtime.context
     assert context.dataset is not None
     snippet_id = task["hit"]["snippet_id"]
-    text = context.dataset.snippet(snippet_id).text[: context.config.ranking.snippet_chars]
+    text = context.dataset.snippet(snippet_id).text[: context.config.options(RankingConfig).snippet_chars]
     score = await asyncio.to_thread(similarity, context, task["query"], text)
     judgement = Judgement(
         snippet_id=snippet_id,

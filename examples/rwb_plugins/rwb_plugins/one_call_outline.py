@@ -15,6 +15,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from ruwikibench.plugin import (
+    OutlineConfig,
     OutlineInput,
     OutlineOutput,
     OutlineSnippet,
@@ -34,7 +35,7 @@ def snippets_block(state: OutlineState, chars: int) -> str:
 
 async def outline_in_one_call(state: OutlineState, runtime: Runtime[StageContext]) -> dict[str, Any]:
     """Ask for the outline once and parse the answer with the package's outline parser."""
-    config = runtime.context.config.outline
+    config = runtime.context.config.options(OutlineConfig)
     prompt = PROMPT.read_text(encoding="utf-8").format(
         title=state["title"], snippets=snippets_block(state, config.snippet_chars)
     )
