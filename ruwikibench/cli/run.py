@@ -355,7 +355,7 @@ def stages() -> None:
                 name,
                 stage.description,
                 type(defining_stage(stage)).__module__,
-                ", ".join(title for title, _ in stage.columns),
+                ", ".join(m.label for m in stage.metrics if m.column),
             ]
         )
     print_table("stages", rows)

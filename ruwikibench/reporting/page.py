@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
+from ruwikibench.metric import headline as headline_metric
 from ruwikibench.reporting.data import Run, RunData
 from ruwikibench.reporting.failures import short_reason, stage_failures
 from ruwikibench.reporting.paired import PairedRow, paired_table
@@ -27,6 +28,7 @@ from ruwikibench.reporting.tables import (
     metric_scale,
     stage_columns,
     stage_label,
+    stage_metrics,
     stage_table,
 )
 
@@ -38,16 +40,13 @@ def data_uri(path: Path) -> str:
 
 
 def headline(stage: str, metrics: dict[str, Any]) -> tuple[str, str]:
-    """The (title, key) the article index and the deltas rank by: the stage's ``headline_key`` when it declares
-    one, else its first column."""
+    """The (title, key) the article index and the deltas rank by: the stage's declared headline metric, else its
+    first column (an unknown stage: its first metric key)."""
+    declared = headline_metric(stage_metrics(stage))
+    if declared is not None:
+        return declared.label, declared.key
     columns = [c for c in stage_columns(stage, metrics) if not c[1].endswith((FLOOR_SUFFIX, RESCALED_SUFFIX))]
-    try:
-        from ruwikibench.registry import get_stage
-
-        key = get_stage(stage).headline_key
-    except Exception:  # noqa: BLE001 - a stage module that cannot be imported: first column
-        key = None
-    return next((c for c in columns if c[1] == key), columns[0]) if columns else ("", "")
+    return columns[0] if columns else ("", "")
 
 
 def report_context(

@@ -9,6 +9,8 @@ from typing import Any
 
 from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
 from ruwikibench.evaluators.stats import Estimate
+from ruwikibench.metric import Metric, factor, glossary, paired_metrics, table_metrics
+from ruwikibench.metric import count_keys as declared_count_keys
 from ruwikibench.registry import get_stage, stage_names
 from ruwikibench.reporting.paired import Headline, PairedRow, paired_table
 
@@ -45,32 +47,26 @@ def report_stages(metrics: list[dict[str, Any]]) -> list[str]:
     return known + sorted(present - set(known))
 
 
+def stage_metrics(stage: str) -> tuple[Metric, ...]:
+    """The stage's metric declarations (none when the stage module cannot be loaded)."""
+    try:
+        return get_stage(stage).metrics
+    except Exception:  # noqa: BLE001 - a stage module that cannot be imported: no declarations
+        return ()
+
+
 def stage_columns(stage: str, metrics: dict[str, Any]) -> list[tuple[str, str]]:
     """The stage's declared layout, each embedding metric followed by its floor and rescaled columns
     (or every metric key if the stage module is unavailable)."""
-    try:
-        declared = get_stage(stage)
-    except Exception:  # noqa: BLE001
+    declared = stage_metrics(stage)
+    if not declared:
         return [(key, key) for key in sorted(metrics.get("metrics", {}))]
-    return with_floor_columns(list(declared.columns), tuple(declared.floor_keys))
-
-
-def with_floor_columns(columns: list[tuple[str, str]], floor_keys: tuple[str, ...]) -> list[tuple[str, str]]:
-    """After each column whose key has a permutation floor: '<title> floor' and '<title> rescaled'."""
-    out: list[tuple[str, str]] = []
-    for title, key in columns:
-        out.append((title, key))
-        if key in floor_keys:
-            out += [(f"{title} floor", key + FLOOR_SUFFIX), (f"{title} rescaled", key + RESCALED_SUFFIX)]
-    return out
+    return [(m.label, m.key) for m in table_metrics(declared)]
 
 
 def count_keys(stage: str) -> frozenset[str]:
-    """Metrics the stage declares as counts (headings, depth): shown as they are, never ×100."""
-    try:
-        return frozenset(get_stage(stage).count_keys)
-    except Exception:  # noqa: BLE001
-        return frozenset()
+    """Metrics the stage declares as counts (headings, depth) or seconds: shown as they are, never ×100."""
+    return declared_count_keys(stage_metrics(stage))
 
 
 def metric_scale(key: str, counts: frozenset[str]) -> float:
@@ -213,16 +209,33 @@ def floor_note(floor: dict[str, Any]) -> str:
 
 
 def stage_headlines(stage: str, metrics: dict[str, Any]) -> list[Headline]:
-    """The metrics a paired comparison covers: the stage's columns but its counts (headings, depth), each
-    marked when it has a permutation floor (its rescaled difference follows it)."""
-    columns = stage_columns(stage, metrics)
-    keys = {key for _, key in columns}
-    counts = count_keys(stage)
-    return [
-        Headline(title, key, SCALE, key + RESCALED_SUFFIX in keys)
-        for title, key in columns
-        if key not in counts and not key.endswith((FLOOR_SUFFIX, RESCALED_SUFFIX))
-    ]
+    """The metrics a paired comparison covers (declared ``paired``; by default the table's metrics but its counts),
+    each marked when it has a permutation floor (its rescaled difference follows it)."""
+    declared = stage_metrics(stage)
+    if not declared:  # an unknown stage: every metric of the run, floored where it has a rescaled key
+        keys = {key for _, key in stage_columns(stage, metrics)}
+        return [
+            Headline(key, key, SCALE, key + RESCALED_SUFFIX in keys)
+            for key in sorted(keys)
+            if not key.endswith((FLOOR_SUFFIX, RESCALED_SUFFIX))
+        ]
+    return [Headline(m.label, m.key, factor(m), m.floor) for m in paired_metrics(declared)]
+
+
+def glossary_rows(stage: str) -> list[list[str]]:
+    """The stage's glossary (header first): each column with its direction mark, scale and one-line meaning."""
+    return [["column", "scale", "meaning"], *[list(row) for row in glossary(stage_metrics(stage))]]
+
+
+GLOSSARY_NOTE = "↑ higher is better, ↓ lower is better, · neither (a count or a reference figure)."
+
+
+def glossary_section(stage: str) -> list[str]:
+    """The stage's 'What the columns mean' block of report.md (nothing for a stage without declarations)."""
+    rows = glossary_rows(stage)
+    if len(rows) < 2:
+        return []
+    return ["What the columns mean (" + GLOSSARY_NOTE + "):", "", markdown_table(rows), ""]
 
 
 PAIRED_NOTE = (

@@ -24,6 +24,7 @@ from typing import Any
 from ruwikibench.baselines import BaselineSkipped, baselines_of
 from ruwikibench.context import StageContext
 from ruwikibench.contract import Baseline, Stage, Unit
+from ruwikibench.metric import baseline_keys, floor_keys
 from ruwikibench.models.cache import stable_hash
 from ruwikibench.registry import get_stage
 from ruwikibench.rundir import FLOORS_FILE, RunDir
@@ -109,7 +110,7 @@ def unit_baselines(
             found if found is not None else score_baseline(stage, baseline, unit, output, context)
         )
         rows += baseline_rows
-        if stage.floor_keys and made is not None:
+        if floor_keys(stage.metrics) and made is not None:
             outputs[baseline.name] = made
     return {
         "stage": unit.stage,
@@ -162,16 +163,14 @@ def derived_current(rundir: RunDir) -> bool:
 
 
 def headline_keys(stage: str, metrics: dict[str, Any]) -> list[str]:
-    """The metrics compared with the baselines: the stage's ``baseline_keys``, else its table metrics that are not
-    counts (each embedding metric followed by its rescaled key); only those the run has."""
+    """The metrics compared with the baselines: those the stage declares ``vs_baselines`` (else its paired ones),
+    each embedding metric followed by its rescaled key; only those the run has."""
     from ruwikibench.evaluators.floor import RESCALED_SUFFIX
     from ruwikibench.reporting.tables import stage_headlines
 
     try:
-        declared: list[str] = list(get_stage(stage).baseline_keys)
-    except KeyError:
-        declared = []
-    if not declared:
+        declared = baseline_keys(get_stage(stage).metrics)
+    except KeyError:  # a stage not registered here: every metric of the run
         declared = [
             key
             for h in stage_headlines(stage, metrics)

@@ -24,7 +24,7 @@ from ruwikibench.rundir import RunDir
 from ruwikibench.runner.derived import compute_floors
 from ruwikibench.runner.execute import RunOptions, finalize, new_spec, select_articles
 from ruwikibench.runner.open_run import OpenRun, open_run, run_id, run_path, writer_key
-from ruwikibench.writer.score import ARTICLE_COLUMNS, WRITER_TABLES, generated_texts, score_written
+from ruwikibench.writer.score import ARTICLE_METRICS, WRITER_TABLES, generated_texts, score_written
 
 
 class BatchOptions(BaseModel):
@@ -182,10 +182,10 @@ def article_table(run: str, metrics: dict[str, Any], view: str = "failures_exclu
 
     data = metrics.get("writer", {})
     counts = data.get("counts", {})
-    header = ["run", *[title for title, _ in ARTICLE_COLUMNS], "n", "failed"]
+    header = ["run", *[m.label for m in ARTICLE_METRICS], "n", "failed"]
     row = [
         run,
-        *[cell(data, key, view) for _, key in ARTICLE_COLUMNS],
+        *[cell(data, m.key, view) for m in ARTICLE_METRICS],
         str(counts.get("evaluated", 0)),
         str(counts.get("failed_units", 0)),
     ]

@@ -9,7 +9,7 @@ whole article (F1, ROUGE-L, sources); they land in the outline, sections and wri
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from langgraph.graph import StateGraph
 
@@ -20,7 +20,7 @@ from ruwikibench.dataset import Article, Dataset
 from ruwikibench.nodes.writer import WriterOutputModel
 from ruwikibench.registry import instance_of, register_stage
 from ruwikibench.rundir import RunDir
-from ruwikibench.writer.score import ARTICLE_COLUMNS, generated_texts, score_written
+from ruwikibench.writer.score import ARTICLE_METRICS, generated_texts, score_written
 
 
 @register_stage
@@ -30,7 +30,7 @@ class WriterStage(Stage[WriterOutputModel]):
     order = 4
     profiles = ("writer",)
     output_model = WriterOutputModel
-    columns: ClassVar[list[tuple[str, str]]] = ARTICLE_COLUMNS
+    metrics = ARTICLE_METRICS
     subgraph_stages = ("ranking", "outline", "sections")  # overrides of these stages reach the writer too
 
     def build_graph(self) -> StateGraph:
