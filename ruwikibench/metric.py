@@ -24,8 +24,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
-
+FLOOR_SUFFIX = "_floor"
+"""``<key>_floor``: the mean permutation floor of a floored metric (:mod:`ruwikibench.evaluators.floor`)."""
+RESCALED_SUFFIX = "_rescaled"
+"""``<key>_rescaled``: (score − floor) / (1 − floor)."""
 Direction = Literal["higher", "lower", "neither"]
 Scale = Literal["x100", "count", "seconds"]
 Kind = Literal["embedding", "lexical", "entity", "ranking", "structure", "statistic"]

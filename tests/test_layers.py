@@ -23,6 +23,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "config",
             "dataset",
             "contract",
+            "metric",
             "registry",
             "jsonl",
             "runlock",

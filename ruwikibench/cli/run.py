@@ -98,6 +98,15 @@ def print_baseline_lines(stage: str, data: dict[str, Any], run: str) -> None:
         console.print(f"{stage}: {line.removeprefix('- ').replace('**', '')}", markup=False, highlight=False)
 
 
+def print_glossary(stage: str) -> None:
+    """The stage's columns with their direction marks and one-line meanings (nothing without declarations)."""
+    from ruwikibench.reporting.tables import GLOSSARY_NOTE, glossary_rows
+
+    rows = glossary_rows(stage)
+    if len(rows) > 1:
+        print_table(f"{stage}: what the columns mean ({GLOSSARY_NOTE})", rows)
+
+
 def _show(rundir: Any, stages: list[str]) -> None:
     from ruwikibench.reporting.tables import judgements_line, stage_table, table_title
 
@@ -107,6 +116,7 @@ def _show(rundir: Any, stages: list[str]) -> None:
             rows = stage_table(stage, [(rundir.path.name, metrics[stage])])
             print_table(table_title(stage, "×100, mean [95% CI]"), rows)
             print_baseline_lines(stage, metrics[stage], "the run")
+            print_glossary(stage)
             if judgements_line(metrics[stage]):
                 console.print(f"{stage}: {judgements_line(metrics[stage])}", markup=False, highlight=False)
     console.print(f"run directory: {rundir.path}  (report: {rundir.path / 'report.md'})")
@@ -434,6 +444,7 @@ def report(
         print_table(table_title(stage, f"×100, mean [95% CI], {view}"), stage_table(stage, present, view))
         for name, data in present:
             print_baseline_lines(stage, data, name)
+        print_glossary(stage)
         if stage in references:  # the paper rows are in report.md/html; here whether each run is comparable
             for comparison in references[stage].comparisons:
                 console.print(

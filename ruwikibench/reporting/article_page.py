@@ -9,8 +9,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
 from ruwikibench.jsonl import latest, unit_key
+from ruwikibench.metric import FLOOR_SUFFIX, RESCALED_SUFFIX
 from ruwikibench.reporting.article_views import ArticleRecords, article_view
 from ruwikibench.reporting.data import RunData
 from ruwikibench.reporting.failures import short_reason

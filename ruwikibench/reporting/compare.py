@@ -16,6 +16,7 @@ from ruwikibench.reporting.plots import plot_stage
 from ruwikibench.reporting.settings import settings_table
 from ruwikibench.reporting.tables import (
     baseline_note,
+    glossary_section,
     markdown_table,
     paired_section,
     report_stages,
@@ -65,6 +66,7 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded", 
             "",
             *[line for note in notes for line in (note, "")],
             *[line for name, data in present for line in baseline_note(stage, data, name)],
+            *glossary_section(stage),
             *paired_section(paired.get(stage, [])),
             f"![{stage}]({stage}.png)",
             "",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
+from ruwikibench.metric import FLOOR_SUFFIX, RESCALED_SUFFIX
 from ruwikibench.metric import headline as headline_metric
 from ruwikibench.reporting.data import Run, RunData
 from ruwikibench.reporting.failures import short_reason, stage_failures
@@ -20,11 +20,14 @@ from ruwikibench.reporting.paper import PaperBlock, paper_notes, with_paper_rows
 from ruwikibench.reporting.plots import chart_description
 from ruwikibench.reporting.settings import SHORT_VALUE, SettingsTable, settings_table, shorten
 from ruwikibench.reporting.tables import (
+    GLOSSARY_NOTE,
     PAIRED_NOTE,
     PAPER_TABLE,
     baseline_lines,
+    column_meanings,
     count_keys,
     floor_note,
+    glossary_rows,
     metric_scale,
     stage_columns,
     stage_label,
@@ -88,6 +91,8 @@ def report_context(
                     stage, [name for name, _ in present], failures, present[0][1] if present else {}
                 ),
                 "floor_note": floor_note(floors[0]) if floors else "",
+                "glossary": glossary_rows(stage)[1:],
+                "glossary_note": GLOSSARY_NOTE,
                 "baselines": [
                     line.removeprefix("- ").replace("**", "")
                     for name, m in present
@@ -164,7 +169,8 @@ def grouped_header(stage: str, metrics: dict[str, Any], view: str) -> list[dict[
     titles = {key: title for title, key in stage_columns(stage, metrics)}
     short = {titles[k]: "floor" for k in titles if k.endswith(FLOOR_SUFFIX)}
     short |= {titles[k]: "rescaled" for k in titles if k.endswith(RESCALED_SUFFIX)}
-    return [{"label": short.get(title, title), "full": title} for title in header]
+    meanings = column_meanings(stage)
+    return [{"label": short.get(title, title), "full": meanings.get(title, title)} for title in header]
 
 
 def paired_block(rows: list[PairedRow]) -> dict[str, Any] | None:

@@ -10,8 +10,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
 from ruwikibench.evaluators.stats import Estimate
+from ruwikibench.metric import FLOOR_SUFFIX, RESCALED_SUFFIX
 from ruwikibench.reporting.tables import SCALE, count_keys, metric_scale, stage_columns, table_title
 
 PANELS_PER_ROW = 3

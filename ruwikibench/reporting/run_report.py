@@ -9,6 +9,7 @@ from ruwikibench.durable import write_atomic
 from ruwikibench.reporting.tables import (
     baseline_note,
     floor_note,
+    glossary_section,
     judgements_line,
     markdown_table,
     report_stages,
@@ -38,6 +39,7 @@ def write_run_report(
         parts += baseline_note(stage, data)
         if data.get("floor"):
             parts += [floor_note(data["floor"]), ""]
+        parts += glossary_section(stage)
         if judgements_line(data):
             parts += [judgements_line(data), ""]
         if data.get("excluded_reasons"):

@@ -7,9 +7,18 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
 from ruwikibench.evaluators.stats import Estimate
-from ruwikibench.metric import Metric, factor, glossary, paired_metrics, table_metrics
+from ruwikibench.metric import (
+    FLOOR_SUFFIX,
+    RESCALED_SUFFIX,
+    SCALE_NOTES,
+    Metric,
+    factor,
+    glossary,
+    header,
+    paired_metrics,
+    table_metrics,
+)
 from ruwikibench.metric import count_keys as declared_count_keys
 from ruwikibench.registry import get_stage, stage_names
 from ruwikibench.reporting.paired import Headline, PairedRow, paired_table
@@ -220,6 +229,14 @@ def stage_headlines(stage: str, metrics: dict[str, Any]) -> list[Headline]:
             if not key.endswith((FLOOR_SUFFIX, RESCALED_SUFFIX))
         ]
     return [Headline(m.label, m.key, factor(m), m.floor) for m in paired_metrics(declared)]
+
+
+def column_meanings(stage: str) -> dict[str, str]:
+    """Per column header of the stage's table: 'Mean F1 ↑ (×100): sentence F1 …' (the HTML header's hover)."""
+    return {
+        m.label: f"{header(m)} ({SCALE_NOTES[m.scale]}): {m.description or 'no description declared'}"
+        for m in table_metrics(stage_metrics(stage))
+    }
 
 
 def glossary_rows(stage: str) -> list[list[str]]:

@@ -165,7 +165,7 @@ def derived_current(rundir: RunDir) -> bool:
 def headline_keys(stage: str, metrics: dict[str, Any]) -> list[str]:
     """The metrics compared with the baselines: those the stage declares ``vs_baselines`` (else its paired ones),
     each embedding metric followed by its rescaled key; only those the run has."""
-    from ruwikibench.evaluators.floor import RESCALED_SUFFIX
+    from ruwikibench.metric import RESCALED_SUFFIX
     from ruwikibench.reporting.tables import stage_headlines
 
     try:
@@ -200,7 +200,7 @@ def versus_baselines(
     """Per compared metric: the best baseline (highest mean) and the paired difference run − that baseline over
     the items both scored (:mod:`ruwikibench.reporting.paired`: bootstrap CI, approximate-randomization p, for a
     rescaled metric each item's score and floor kept together), with a verdict."""
-    from ruwikibench.evaluators.floor import RESCALED_SUFFIX
+    from ruwikibench.metric import RESCALED_SUFFIX
     from ruwikibench.reporting.paired import align, compare_metric, compare_rescaled, stage_items
 
     run = stage_items(records, floors, stage)
