@@ -70,6 +70,11 @@ class Metric(BaseModel):
         return self.ladder if self.ladder is not None else self.floor
 
 
+def is_twin(key: str) -> bool:
+    """A ``<key>_floor`` or ``<key>_rescaled`` key (the twin of a floored metric)."""
+    return key.endswith((FLOOR_SUFFIX, RESCALED_SUFFIX))
+
+
 def floor_twin(metric: Metric) -> Metric:
     return Metric(
         key=metric.key + FLOOR_SUFFIX,

@@ -45,6 +45,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("context", {"context"}),
     ("nodes", {"nodes"}),
     ("evaluators", {"evaluators"}),
+    ("results", {"results"}),  # metrics.json typed (its estimates are the evaluators')
     ("graphs", {"graphs"}),
     ("baselines", {"baselines"}),
     ("plugin", {"plugin"}),  # the plug-in authors' module: re-exports the layers below

@@ -90,7 +90,7 @@ def _execute(config: Any, dataset: Any, path: Path, options: Any) -> Any:
     return execute_run(config, dataset, path, options)
 
 
-def print_baseline_lines(stage: str, data: dict[str, Any], run: str) -> None:
+def print_baseline_lines(stage: str, data: Any, run: str) -> None:
     """The run against its best no-LLM baseline, one line per compared metric."""
     from ruwikibench.reporting.tables import baseline_lines
 
@@ -109,8 +109,9 @@ def print_glossary(stage: str) -> None:
 
 def _show(rundir: Any, stages: list[str]) -> None:
     from ruwikibench.reporting.tables import judgements_line, stage_table, table_title
+    from ruwikibench.results import read_metrics
 
-    metrics = rundir.read_json("metrics.json")
+    metrics = read_metrics(rundir).stages
     for stage in stages:
         if stage in metrics:
             rows = stage_table(stage, [(rundir.path.name, metrics[stage])])
@@ -264,6 +265,7 @@ def run_outline(
 ) -> None:
     """Stage 2: cluster -> describe -> mini-outline -> merge (paper Table 5); `--mode all` runs the three modes."""
     from ruwikibench.reporting.tables import cell, stage_columns
+    from ruwikibench.results import StageMetrics, read_metrics
 
     modes = list(OUTLINE_MODES) if mode == "all" else [mode]
     if any(m not in OUTLINE_MODES for m in modes):
@@ -287,7 +289,7 @@ def run_outline(
             score_in=score_in,
         )
         statuses.append(_status(rundir))
-        metrics = rundir.read_json("metrics.json").get("outline", {})
+        metrics = read_metrics(rundir).stages.get("outline") or StageMetrics()
         key = stage_columns("outline", metrics)[0][1]
         cells.append(cell(metrics, key, "failures_excluded"))
     print_table("outline — paper Table 5 layout (Mean F1 ×100)", [[OUTLINE_MODES[m] for m in modes], cells])

@@ -9,10 +9,11 @@ from typing import Any
 
 from ruwikibench.dataset import Dataset
 from ruwikibench.reporting.jsonl_index import JsonlIndex
+from ruwikibench.results import StageMetrics
 from ruwikibench.rundir import RunDir
 from ruwikibench.runspec import spec_record
 
-Run = tuple[str, dict[str, Any], RunDir]
+Run = tuple[str, dict[str, StageMetrics], RunDir]
 
 
 @dataclass
@@ -20,7 +21,7 @@ class RunData:
     """One run as the report reads it: per-article indexes of the big files, the small files in memory."""
 
     name: str
-    metrics: dict[str, Any]
+    metrics: dict[str, StageMetrics]
     rundir: RunDir
     spec: dict[str, Any]
     results: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)

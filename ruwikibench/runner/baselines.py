@@ -167,13 +167,14 @@ def headline_keys(stage: str, metrics: dict[str, Any]) -> list[str]:
     each embedding metric followed by its rescaled key; only those the run has."""
     from ruwikibench.metric import RESCALED_SUFFIX
     from ruwikibench.reporting.tables import stage_headlines
+    from ruwikibench.results import StageMetrics
 
     try:
         declared = baseline_keys(get_stage(stage).metrics)
     except KeyError:  # a stage not registered here: every metric of the run
         declared = [
             key
-            for h in stage_headlines(stage, metrics)
+            for h in stage_headlines(stage, StageMetrics.model_validate(metrics))
             for key in (h.key, *([h.key + RESCALED_SUFFIX] if h.floor else []))
         ]
     return [key for key in declared if key in metrics.get("metrics", {})]

@@ -20,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ruwikibench.context import StageContext
 from ruwikibench.executors import run_on_model_lane
 from ruwikibench.reporting.tables import markdown_table
+from ruwikibench.results import StageMetrics
 from ruwikibench.rundir import RunDir
 from ruwikibench.runner.derived import compute_floors
 from ruwikibench.runner.execute import RunOptions, finalize, new_spec, select_articles
@@ -176,17 +177,19 @@ def _record(rundir: RunDir, name: str, result: Any, records: list[Any], texts: l
     )
 
 
-def article_table(run: str, metrics: dict[str, Any], view: str = "failures_excluded") -> list[list[str]]:
+def article_table(
+    run: str, metrics: dict[str, StageMetrics], view: str = "failures_excluded"
+) -> list[list[str]]:
     """The whole-article figures of a writer run as table rows (header first)."""
     from ruwikibench.reporting.tables import cell
 
-    data = metrics.get("writer", {})
-    counts = data.get("counts", {})
+    data = metrics.get("writer") or StageMetrics()
+    counts = data.counts
     header = ["run", *[m.label for m in ARTICLE_METRICS], "n", "failed"]
     row = [
         run,
         *[cell(data, m.key, view) for m in ARTICLE_METRICS],
-        str(counts.get("evaluated", 0)),
-        str(counts.get("failed_units", 0)),
+        str(counts.evaluated),
+        str(counts.failed_units),
     ]
     return [header, row]
