@@ -1,5 +1,9 @@
-"""``metrics.json``, typed: :class:`MetricsFile` (with ``format_version``), written when a run is scored
-(:func:`metrics_json`) and read back by the reports, the CLI and the Python API through :func:`read_metrics`.
+"""A run's results, typed and versioned: ``metrics.json`` as :class:`MetricsFile`, rows of ``results.jsonl`` as
+:class:`ResultRow` and rows of ``baselines.jsonl`` (and of the units' ``baseline_scores.jsonl``) as
+:class:`BaselineRow`, each with a ``format_version``.
+
+``metrics.json`` is written when a run is scored (:func:`metrics_json`) and read back by the reports, the CLI and
+the Python API through :func:`read_metrics`.
 
 The file is one object: ``format_version`` and, per stage, a :class:`StageMetrics` (counts, reasons, each
 metric's estimate in both failure views, the floor, the no-LLM baselines and the comparison with them).
@@ -7,7 +11,11 @@ metric's estimate in both failure views, the floor, the no-LLM baselines and the
 before the format had a version (``format_version`` absent, read as 0) is upgraded in memory, never rewritten —
 the guarantee :mod:`ruwikibench.runspec` gives spec.json.
 
-Format versions:
+Rows are written with :func:`versioned` (``format_version`` last) and read with :func:`result_rows`: a row
+written before rows had a version reads as version 0 (the same fields), one that does not fit raises
+:class:`InvalidMetrics` naming the file, the item and the field.
+
+Format versions of metrics.json:
 
 - 0: no ``format_version``; per stage the same blocks as version 1 (``counts.zeroed`` absent in files written
   before failures were zeroed per metric: every failure zeroed everywhere).
@@ -20,10 +28,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ruwikibench.contract import ScoreRecord
 from ruwikibench.evaluators.stats import Estimate
 from ruwikibench.rundir import NotARunDir, RunDir
 
 METRICS_FORMAT_VERSION = 1
+ROWS_FORMAT_VERSION = 1
+"""Rows of results.jsonl and baselines.jsonl: 0 written without a version; 1 ``format_version`` written."""
 METRICS_FILE = "metrics.json"
 VERSION_KEY = "format_version"
 View = Literal["failures_excluded", "failures_as_zero"]
@@ -165,3 +176,48 @@ def stage_dicts(metrics: MetricsFile) -> dict[str, dict[str, Any]]:
     return {
         stage: block.model_dump(mode="python", exclude_unset=True) for stage, block in metrics.stages.items()
     }
+
+
+class ResultRow(ScoreRecord):
+    """A row of results.jsonl: a :class:`~ruwikibench.contract.ScoreRecord` with the unit it came from."""
+
+    model_config = ConfigDict(extra="allow")
+
+    metrics: dict[str, float | None] = Field(default_factory=dict)  # type: ignore[assignment]
+    unit: str | None = None
+    format_version: int = 0
+
+
+class BaselineRow(ResultRow):
+    """A row of baselines.jsonl: a no-LLM baseline's score of one item, with its item floor where it has one."""
+
+    baseline: str
+    floor: dict[str, float] | None = None
+
+
+def versioned(row: dict[str, Any]) -> dict[str, Any]:
+    """A results or baselines row as written: its fields, then ``format_version``."""
+    return {**row, VERSION_KEY: ROWS_FORMAT_VERSION}
+
+
+def result_rows(rows: Any, source: str, model: type[ResultRow] = ResultRow) -> list[Any]:
+    """``rows`` (dicts of results.jsonl or baselines.jsonl, any version) validated as ``model``."""
+    typed = []
+    for row in rows:
+        try:
+            found = model.model_validate(row)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "(row)"
+            item = (
+                "/".join(str(row.get(k, "?")) for k in ("stage", "article", "item"))
+                if isinstance(row, dict)
+                else "?"
+            )
+            raise InvalidMetrics(f"{source}: row {item}: {where}: {first['msg']}") from None
+        if found.format_version > ROWS_FORMAT_VERSION:
+            raise InvalidMetrics(
+                f"{source}: row format_version {found.format_version} is newer than this version"
+            )
+        typed.append(found)
+    return typed

@@ -16,9 +16,13 @@ import ruwikibench
 from ruwikibench.cli import app
 from ruwikibench.results import (
     METRICS_FORMAT_VERSION,
+    ROWS_FORMAT_VERSION,
+    BaselineRow,
     InvalidMetrics,
+    ResultRow,
     parse_metrics,
     read_metrics,
+    result_rows,
     stage_dicts,
 )
 from ruwikibench.rundir import RunDir
@@ -69,6 +73,11 @@ def test_an_old_run_directory_is_read_shown_and_reported_untouched(tmp_path: Pat
         run = ruwikibench.run(
             configs[0], tmp_path / "data", stages=["ranking", "outline"], out=tmp_path / "runs"
         )
+    rundir = RunDir(run.path)
+    for name in ("results.jsonl", "baselines.jsonl"):  # rows as runs wrote them before rows had a version
+        rows = list(rundir.read(name))
+        assert rows and all(row.pop("format_version") == ROWS_FORMAT_VERSION for row in rows)
+        rundir.rewrite(name, rows)
     path = run.path / "metrics.json"
     written = json.loads(path.read_text(encoding="utf-8"))
     assert next(iter(written)) == "format_version" and written["format_version"] == METRICS_FORMAT_VERSION
@@ -89,3 +98,23 @@ def test_an_old_run_directory_is_read_shown_and_reported_untouched(tmp_path: Pat
     html = (tmp_path / "report" / "report.html").read_text(encoding="utf-8")
     assert '<details class="glossary">' in html and "<dt>Rerank NDCG ↑" in html
     assert _digests(run.path) == before  # read, shown and reported: no file of the run rewritten
+    assert {row.format_version for row in result_rows(rundir.results(), "results.jsonl")} == {0}
+
+
+def test_rows_carry_their_version_and_a_bad_row_names_its_item() -> None:
+    old = {
+        "stage": "sections",
+        "article": "A",
+        "item": "s1",
+        "metrics": {"f1": 0.5, "bleu": None},
+        "unit": "s1",
+    }
+    assert result_rows([old], "results.jsonl")[0] == ResultRow(**old, format_version=0)
+    baseline = result_rows([{**old, "baseline": "lead", "format_version": 1}], "b", BaselineRow)[0]
+    assert baseline.baseline == "lead" and baseline.format_version == 1
+    with pytest.raises(InvalidMetrics, match=r"results\.jsonl: row sections/A/s1: metrics\.f1: "):
+        result_rows([{**old, "metrics": {"f1": "high"}}], "results.jsonl")
+    with pytest.raises(InvalidMetrics, match=r"b: row sections/A/s1: baseline: Field required"):
+        result_rows([old], "b", BaselineRow)
+    with pytest.raises(InvalidMetrics, match="newer than this version"):
+        result_rows([{**old, "format_version": ROWS_FORMAT_VERSION + 1}], "results.jsonl")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ruwikibench.dataset import Dataset
+from ruwikibench.results import ResultRow
 
 SNIPPET_CHARS = 400
 
@@ -31,9 +32,7 @@ class ArticleRecords:
     stage: str
     article: str
     outputs: list[dict[str, Any]] = field(default_factory=list)  # outputs.jsonl rows (unit, input, output)
-    results: list[dict[str, Any]] = field(
-        default_factory=list
-    )  # results.jsonl rows (item, metrics, excluded)
+    results: list[ResultRow] = field(default_factory=list)  # results.jsonl rows (item, metrics, excluded)
     texts: list[dict[str, Any]] = field(default_factory=list)  # generated.jsonl rows
     dataset: Dataset | None = None
 
@@ -106,13 +105,13 @@ def segments(text: str, info: dict[str, Any] | None = None) -> list[dict[str, An
 
 
 def sections_view(records: ArticleRecords) -> dict[str, Any]:
-    results = {r["item"]: r for r in records.results}
+    results = {r.item: r for r in records.results}
     sections = []
     for row in records.outputs:
         produced = {r["id"]: r for r in row["output"].get("results") or []}
         for spec in row["input"].get("sections") or []:
             result = produced.get(spec["id"], {})
-            score = results.get(spec["id"], {})
+            score = results.get(spec["id"])
             snippet_text = {s["id"]: s["text"] for s in spec.get("snippets") or []}
             sections.append(
                 {
@@ -120,9 +119,9 @@ def sections_view(records: ArticleRecords) -> dict[str, Any]:
                     "title": spec.get("title", ""),
                     "level": spec.get("level", 2),
                     "reference": spec.get("reference") or "",
-                    "generated": segments(result.get("text", ""), score.get("info")),
+                    "generated": segments(result.get("text", ""), score.info if score else None),
                     "status": result.get("status", "missing"),
-                    "excluded": score.get("excluded"),
+                    "excluded": score.excluded if score else None,
                     "sources": [
                         {"id": i, "text": snippet_text.get(i, "")[:SNIPPET_CHARS]}
                         for i in result.get("snippet_ids") or []

@@ -266,8 +266,8 @@ def problem_rows(data: list[RunData], pages: dict[str, str]) -> list[dict[str, A
             add(run.name, error["stage"], "failed", str(error["reason"]), error["article"], error["unit"])
         for (stage, article), records in sorted(run.results.items()):
             for record in records:
-                if record.get("excluded"):
-                    add(run.name, stage, "excluded", str(record["excluded"]), article, record["item"])
+                if record.excluded:
+                    add(run.name, stage, "excluded", str(record.excluded), article, record.item)
     return [row | {"articles": list(row["articles"].values())} for row in rows.values()]
 
 

@@ -246,7 +246,7 @@ def glossary_rows(stage: str) -> list[list[str]]:
     return [["column", "scale", "meaning"], *[list(row) for row in glossary(stage_metrics(stage))]]
 
 
-GLOSSARY_NOTE = "↑ higher is better, ↓ lower is better, · neither (a count or a reference figure)."
+GLOSSARY_NOTE = "↑ higher is better, ↓ lower is better, · neither: a count or a reference figure"
 
 
 def glossary_section(stage: str) -> list[str]:

@@ -27,6 +27,7 @@ from ruwikibench.contract import Baseline, Stage, Unit
 from ruwikibench.metric import baseline_keys, floor_keys
 from ruwikibench.models.cache import stable_hash
 from ruwikibench.registry import get_stage
+from ruwikibench.results import versioned
 from ruwikibench.rundir import FLOORS_FILE, RunDir
 
 log = logging.getLogger(__name__)
@@ -38,15 +39,17 @@ INPUT_FILES = ("outputs.jsonl", "results.jsonl")
 
 
 def _excluded(baseline: str, unit: Unit, reason: str) -> dict[str, Any]:
-    return {
-        "baseline": baseline,
-        "stage": unit.stage,
-        "article": unit.article,
-        "item": unit.unit_id,
-        "unit": unit.unit_id,
-        "metrics": {},
-        "excluded": reason,
-    }
+    return versioned(
+        {
+            "baseline": baseline,
+            "stage": unit.stage,
+            "article": unit.article,
+            "item": unit.unit_id,
+            "unit": unit.unit_id,
+            "metrics": {},
+            "excluded": reason,
+        }
+    )
 
 
 def baseline_names(stage: Stage[Any]) -> list[str]:
@@ -75,7 +78,9 @@ def score_baseline(
     except Exception as exc:  # noqa: BLE001 - one item's baseline must not stop the others
         return [_excluded(baseline.name, unit, f"baseline failed: {type(exc).__name__}: {exc}")], None
     return [
-        {"baseline": baseline.name, "unit": unit.unit_id, **r.model_dump(mode="json", exclude={"info"})}
+        versioned(
+            {"baseline": baseline.name, "unit": unit.unit_id, **r.model_dump(mode="json", exclude={"info"})}
+        )
         for r in records
     ], made
 
@@ -245,8 +250,10 @@ def add_baselines(
 ) -> dict[str, Any]:
     """``metrics[stage]['baselines'][name]`` (the baseline's metrics and counts, as a run's) and
     ``metrics[stage]['vs_baseline'][key]`` for every stage of the run that has baseline rows."""
+    from ruwikibench.results import BaselineRow, result_rows
     from ruwikibench.runner.metrics import aggregate
 
+    result_rows(rows, BASELINES_FILE, BaselineRow)  # any version; a row that does not fit names its item
     by_stage: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
         by_stage[row["stage"]][row["baseline"]].append(row)

@@ -39,6 +39,7 @@ from ruwikibench.faults import fault_point
 from ruwikibench.jsonl import unit_key
 from ruwikibench.nodes.queries import reference_queries_identity
 from ruwikibench.registry import get_stage
+from ruwikibench.results import versioned
 from ruwikibench.rundir import FLOORS_FILE, RunDir, scored_units
 from ruwikibench.runner.admission import FanOutSlots, fan_out_budget
 from ruwikibench.runner.baselines import (
@@ -413,7 +414,7 @@ class Runner:
             "generated.jsonl", [text.model_dump(mode="json") | tag for text in scored.texts]
         )
         self.rundir.append_many(
-            "results.jsonl", [record.model_dump(mode="json") | tag for record in scored.records]
+            "results.jsonl", [versioned(record.model_dump(mode="json") | tag) for record in scored.records]
         )
 
 

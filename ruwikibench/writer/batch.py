@@ -20,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ruwikibench.context import StageContext
 from ruwikibench.executors import run_on_model_lane
 from ruwikibench.reporting.tables import markdown_table
-from ruwikibench.results import StageMetrics
+from ruwikibench.results import StageMetrics, versioned
 from ruwikibench.rundir import RunDir
 from ruwikibench.runner.derived import compute_floors
 from ruwikibench.runner.execute import RunOptions, finalize, new_spec, select_articles
@@ -164,7 +164,9 @@ async def write_or_resume(context: StageContext, title: str, out_dir: Path) -> A
 
 def _record(rundir: RunDir, name: str, result: Any, records: list[Any], texts: list[Any]) -> None:
     tag = {"unit": "article"}
-    rundir.append_many("results.jsonl", [record.model_dump(mode="json") | tag for record in records])
+    rundir.append_many(
+        "results.jsonl", [versioned(record.model_dump(mode="json") | tag) for record in records]
+    )
     rundir.append_many("generated.jsonl", [text.model_dump(mode="json") | tag for text in texts])
     output = {
         "dir": str(result.out_dir),
