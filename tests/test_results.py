@@ -96,7 +96,7 @@ def test_an_old_run_directory_is_read_shown_and_reported_untouched(tmp_path: Pat
     text = report.read_text(encoding="utf-8")
     assert run.run_id in text and "What the columns mean" in text and "| Mean F1 ↑ | ×100 |" in text
     html = (tmp_path / "report" / "report.html").read_text(encoding="utf-8")
-    assert '<details class="glossary">' in html and "<dt>Rerank NDCG ↑" in html
+    assert '<details class="glossary" open>' in html and "<dt>Rerank NDCG ↑" in html
     assert _digests(run.path) == before  # read, shown and reported: no file of the run rewritten
     assert {row.format_version for row in result_rows(rundir.results(), "results.jsonl")} == {0}
 
