@@ -45,10 +45,12 @@ class Run:
     @classmethod
     def open(cls, path: str | Path) -> Run:
         """The run in ``path`` (:class:`~ruwikibench.rundir.NotARunDir` when it is not a run directory)."""
+        from ruwikibench.results import read_metrics, stage_dicts
         from ruwikibench.rundir import RunDir
 
         rundir = RunDir(path)
-        return cls(path=rundir.path, metrics=rundir.read_json("metrics.json"), exit_status=_status(rundir))
+        metrics = stage_dicts(read_metrics(rundir))  # validated, any format version, as dicts per stage
+        return cls(path=rundir.path, metrics=metrics, exit_status=_status(rundir))
 
     def rows(self) -> list[dict[str, Any]]:
         """The rows of metrics.csv: run, stage, metric, view, mean, low, high, n (``pandas.DataFrame(run.rows())``)."""

@@ -3,7 +3,7 @@ consume it).
 
 A stage is a subclass of :class:`Stage` registered by name in :mod:`ruwikibench.registry` (``@register_stage`` in
 the package, the ``ruwikibench.stages`` entry-point group for installed packages). It must give ``name``,
-``columns``, ``build_graph()``, ``units()`` and ``score()``; every other member has a documented default on
+``metrics`` (its :class:`~ruwikibench.metric.Metric` declarations), ``build_graph()``, ``units()`` and ``score()``; every other member has a documented default on
 :class:`Stage`, and the runner, reports, floors, baselines, overrides, config loader and registry read them
 directly. An object that does not subclass :class:`Stage` (an older plug-in) is wrapped by the registry in
 :class:`AdaptedStage`, which gives it the same defaults.
@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from ruwikibench.config import ModelRole, RunConfig
 from ruwikibench.dataset import Article, Dataset
+from ruwikibench.metric import LEGACY_ATTRIBUTES, Metric, legacy_metrics
 from ruwikibench.stage_renames import RENAMED_STAGES, current_stage_name, with_current_stage
 
 AnyGraph = StateGraph[Any, Any, Any, Any]
@@ -111,15 +112,18 @@ OutputT = TypeVar("OutputT")
 class Stage(Generic[OutputT]):
     """The base class of a stage. ``OutputT`` is what ``score()`` receives (the type of ``output_model``).
 
-    Required: ``name``, ``columns``, :meth:`build_graph`, :meth:`units`, :meth:`score`. Everything else below
+    Required: ``name``, ``metrics``, :meth:`build_graph`, :meth:`units`, :meth:`score`. Everything else below
     is optional; the defaults are what the runner assumes of a stage that says nothing.
     """
 
     name: ClassVar[str]
     """The registry name, e.g. "ranking"; run files and configs use it."""
-    columns: ClassVar[list[tuple[str, str]]]
-    """The stage's table: (column header, metric key) pairs; every metric key is aggregated over items (mean,
-    bootstrap 95% CI) and printed one row per run."""
+    metrics: ClassVar[tuple[Metric, ...]]
+    """The stage's metrics, one :class:`~ruwikibench.metric.Metric` each: its table (columns in this order), floors,
+    baselines comparisons, paired comparisons, headline and the report's glossary all derive from them. Every
+    metric key of a record is aggregated over items (mean, bootstrap 95% CI), declared or not. A subclass that
+    sets the deprecated ``columns``/``count_keys``/``floor_keys``/``baseline_keys``/``headline_key`` instead
+    gets the equivalent declarations (:func:`~ruwikibench.metric.from_attributes`)."""
 
     output_model: ClassVar[type[BaseModel] | None] = None
     """The pydantic model ``score()`` receives the output as (validated from the stored JSON output; the graph's
@@ -132,15 +136,6 @@ class Stage(Generic[OutputT]):
     """Where the stage's table comes in reports (lower first)."""
     profiles: ClassVar[tuple[str, ...]] = ("benchmark", "writer")
     """The config profiles that may run the stage."""
-    headline_key: ClassVar[str | None] = None
-    """The metric the HTML report's article index and per-article deltas show (None: the first column's)."""
-    count_keys: ClassVar[tuple[str, ...]] = ()
-    """Metric keys that are counts (headings, depth): printed as they are, every other metric ×100."""
-    floor_keys: ClassVar[tuple[str, ...]] = ()
-    """Embedding metrics that get a permutation floor and a rescaled score (then define :meth:`floor_sides` and
-    :meth:`cross_score`; see :mod:`ruwikibench.runner.floors`)."""
-    baseline_keys: ClassVar[tuple[str, ...]] = ()
-    """The metrics compared with the no-LLM baselines (empty: the table's non-count metrics)."""
     baselines: ClassVar[tuple[Baseline, ...]] = ()
     """The stage's no-LLM baselines, scored by its own ``score()`` beside the run (:mod:`ruwikibench.baselines`)."""
     options_model: ClassVar[type[BaseModel] | None] = None
@@ -177,6 +172,12 @@ class Stage(Generic[OutputT]):
     output_keys: ClassVar[frozenset[str] | None] = None
     """The output keys an override graph must produce (None: the required keys of the graph's output schema)."""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = vars(cls)
+        if "metrics" not in own and any(attribute in own for attribute in LEGACY_ATTRIBUTES):
+            cls.metrics = legacy_metrics(cls)
+
     def build_graph(self) -> AnyGraph:
         """The uncompiled StateGraph (input/output schemas, ``context_schema=StageContext``)."""
         raise NotImplementedError(f"stage {self.name!r} defines no build_graph()")
@@ -190,10 +191,6 @@ class Stage(Generic[OutputT]):
         :class:`~ruwikibench.reporting.article_views.ArticleRecords`), a dict for the article template told apart
         by its ``kind``; None (default): the generated texts beside their references."""
         return None
-
-    def headline_metric(self) -> str:
-        """The key of the stage's headline metric: :attr:`headline_key`, else the first column's."""
-        return self.headline_key or self.columns[0][1]
 
     def reads_reference_queries(self, config: RunConfig) -> bool:
         """The stage reads the dataset's stored reference queries under ``config``: the runner writes the
@@ -233,12 +230,13 @@ class Stage(Generic[OutputT]):
         return list(keys)
 
     def floor_sides(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[FloorSide]:
-        """The scored items of a stored output as floor sides (for ``floor_keys``); default none."""
+        """The scored items of a stored output as floor sides (for the metrics declared with a floor); default
+        none."""
         return []
 
     def cross_score(self, generated: Any, reference: Any, context: StageContext) -> dict[str, float]:
-        """The ``floor_keys`` metrics of a generated side against another item's reference."""
-        raise NotImplementedError(f"stage {self.name!r} declares floor_keys but no cross_score()")
+        """The floored metrics of a generated side against another item's reference."""
+        raise NotImplementedError(f"stage {self.name!r} declares floored metrics but no cross_score()")
 
     def reference_pool(self, context: StageContext) -> list[FloorSide] | None:
         """References to draw floor pairs from when a run holds too few articles (None: the run's own items)."""
@@ -310,16 +308,12 @@ def _type_name(kind: Any) -> str:
     return str(getattr(kind, "__name__", kind))
 
 
-REQUIRED_MEMBERS = ("name", "columns", "build_graph", "units", "score")
+REQUIRED_MEMBERS = ("name", "metrics", "build_graph", "units", "score")
 OPTIONAL_ATTRIBUTES = (
     "output_model",
     "description",
     "order",
     "profiles",
-    "headline_key",
-    "count_keys",
-    "floor_keys",
-    "baseline_keys",
     "baselines",
     "options_model",
     "options_alias",
@@ -356,14 +350,11 @@ class AdaptedStage(Stage[Any]):
     def __init__(self, plugin: Any) -> None:
         self.plugin = plugin
         members = vars(self)
-        for attribute in ("name", "columns", *OPTIONAL_ATTRIBUTES):
+        for attribute in ("name", *OPTIONAL_ATTRIBUTES):
             if hasattr(plugin, attribute):
                 members[attribute] = getattr(plugin, attribute)
-        members["columns"] = list(self.columns)
+        members["metrics"] = tuple(declared_metrics(plugin))
         for attribute in (
-            "count_keys",
-            "floor_keys",
-            "baseline_keys",
             "baselines",
             "roles",
             "prompt_files",
@@ -393,6 +384,19 @@ class AdaptedStage(Stage[Any]):
         return returned
 
 
+def declared_metrics(stage: object) -> tuple[Metric, ...]:
+    """A stage object's ``metrics``, or the declarations adapted from its deprecated attributes."""
+    declared = getattr(stage, "metrics", None)
+    if isinstance(declared, tuple | list) and all(isinstance(m, Metric) for m in declared):
+        return tuple(declared)
+    return legacy_metrics(stage)
+
+
+def _has_member(stage: object, member: str) -> bool:
+    """``metrics`` is also there as the deprecated ``columns``."""
+    return hasattr(stage, member) or (member == "metrics" and hasattr(stage, "columns"))
+
+
 def missing_members(stage: object) -> list[str]:
     """The required members a stage object lacks (for a :class:`Stage` subclass: the methods it does not define
     itself, since the base class's only raise)."""
@@ -402,7 +406,7 @@ def missing_members(stage: object) -> list[str]:
             for member in REQUIRED_MEMBERS
             if not hasattr(stage, member) or getattr(type(stage), member) is getattr(Stage, member, None)
         ]
-    return [member for member in REQUIRED_MEMBERS if not hasattr(stage, member)]
+    return [member for member in REQUIRED_MEMBERS if not _has_member(stage, member)]
 
 
 def as_stage(stage: object) -> Stage[Any]:

@@ -8,7 +8,8 @@ to ruwikibench: the ``ruwikibench.stages`` entry point names the class)::
 
     class MyStage(Stage[MyOutput]):
         name = "my_stage"
-        columns = [("ROUGE-L F", "rouge_l")]
+        metrics = (Metric(key="rouge_l", label="ROUGE-L F", description="longest common subsequence F vs the "
+                          "reference", kind="lexical", vs_baselines=True),)
         output_model = MyOutput              # score() receives the output validated as this
         options_model = MyOptions            # optional: ``stage_options.my_stage`` in a run config
         roles = ("my_role",)                 # optional: ``models.my_role`` (else the writer's model answers)
@@ -18,8 +19,10 @@ to ruwikibench: the ``ruwikibench.stages`` entry point names the class)::
         def score(self, unit, output: MyOutput, context) -> StageScore:
             return StageScore(records=[ScoreRecord(...)], texts=[GeneratedText(...)])
 
-Every other member (``order``, ``headline_key``, ``count_keys``, ``floor_keys``, ``retry_reason()``,
-``failure_keys()``, …) has a documented default on :class:`Stage`. A ``score()`` returning anything but a
+A :class:`Metric` says everything the reports need of a metric: its direction (↑/↓), scale (×100, count,
+seconds), kind, whether it has a permutation floor and a rescaled twin (``floor=True``, then ``floor_sides()``
+and ``cross_score()``), whether it is compared with the baselines, in paired comparisons, and the headline.
+Every other member (``order``, ``retry_reason()``, ``failure_keys()``, …) has a documented default on :class:`Stage`. A ``score()`` returning anything but a
 :class:`StageScore` (or a list of :class:`ScoreRecord`) fails the unit with one error naming the stage and the
 method; the run lists it and exits non-zero.
 
@@ -65,6 +68,7 @@ from ruwikibench.evaluators.outline import structure_stats
 from ruwikibench.evaluators.ranking import ndcg, r_precision, ranking_metrics
 from ruwikibench.evaluators.similarity import sentence_prf
 from ruwikibench.evaluators.text_scores import text_scores
+from ruwikibench.metric import Metric
 from ruwikibench.nodes.answers import ask, clean_answer
 from ruwikibench.nodes.outline import OutlineInput, OutlineOutput, OutlineSnippet, OutlineState
 from ruwikibench.nodes.outline_parser import Heading, parse_outline
@@ -92,6 +96,7 @@ __all__ = [
     "Heading",
     "Hit",
     "Judgement",
+    "Metric",
     "ModelRole",
     "OutlineConfig",
     "OutlineInput",

@@ -53,7 +53,8 @@ def test_run_matches_the_cli(runs: dict[str, Any]) -> None:
     run, cli = runs["api"], runs["cli"]
     assert isinstance(run, ruwikibench.Run)
     assert run.run_id == cli.name and run.path == runs["tmp"] / "api" / cli.name
-    assert run.metrics == json.loads((cli / "metrics.json").read_text(encoding="utf-8"))
+    written = json.loads((cli / "metrics.json").read_text(encoding="utf-8"))
+    assert written.pop("format_version") == 1 and run.metrics == written  # the stages, validated
     assert set(run.metrics) == set(STAGES)
     assert run.exit_status == 0
 

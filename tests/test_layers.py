@@ -23,6 +23,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "config",
             "dataset",
             "contract",
+            "metric",
             "registry",
             "jsonl",
             "runlock",
@@ -45,6 +46,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("context", {"context"}),
     ("nodes", {"nodes"}),
     ("evaluators", {"evaluators"}),
+    ("results", {"results"}),  # metrics.json typed (its estimates are the evaluators')
     ("baselines", {"baselines"}),  # the built-in stages (graphs) name their baselines
     ("graphs", {"graphs"}),
     ("plugin", {"plugin"}),  # the plug-in authors' module: re-exports the layers below

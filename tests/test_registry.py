@@ -84,7 +84,7 @@ def test_decorator_registers_an_instance_and_checks_the_contract() -> None:
     try:
         stage = get_stage("tiny_test_stage")  # a plain object (no Stage base class): seen through the adapter
         assert isinstance(stage, AdaptedStage) and isinstance(stage.plugin, Tiny)
-        assert (stage.order, stage.count_keys, stage.headline_key, stage.roles) == (100, (), None, ())
+        assert (stage.order, stage.metrics, stage.roles) == (100, (), ())
         assert stage.failure_keys("boom", ["a", "b"]) == ["a", "b"] and stage.retry_reason({}) is None
     finally:
         unregister_stage("tiny_test_stage")
@@ -93,7 +93,7 @@ def test_decorator_registers_an_instance_and_checks_the_contract() -> None:
     class NotAStage:
         name = "broken"
 
-    with pytest.raises(StageRegistryError, match="missing columns, build_graph, units, score"):
+    with pytest.raises(StageRegistryError, match="missing metrics, build_graph, units, score"):
         register_stage(NotAStage)
 
 

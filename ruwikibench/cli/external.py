@@ -119,9 +119,10 @@ def score_outputs(
     _show(rundir, ["outline", "sections"] if stage == "writer" else [stage])
     if stage == "writer":
         from ruwikibench.cli.run import print_table
+        from ruwikibench.results import read_metrics
         from ruwikibench.writer.batch import article_table
 
-        rows = article_table(rundir.path.name, rundir.read_json("metrics.json"))
+        rows = article_table(rundir.path.name, read_metrics(rundir).stages)
         print_table("writer — whole article (×100, mean [95% CI], failures excluded)", rows)
     _score_exit(rundir)
 

@@ -90,7 +90,7 @@ def _execute(config: Any, dataset: Any, path: Path, options: Any) -> Any:
     return execute_run(config, dataset, path, options)
 
 
-def print_baseline_lines(stage: str, data: dict[str, Any], run: str) -> None:
+def print_baseline_lines(stage: str, data: Any, run: str) -> None:
     """The run against its best no-LLM baseline, one line per compared metric."""
     from ruwikibench.reporting.tables import baseline_lines
 
@@ -98,15 +98,26 @@ def print_baseline_lines(stage: str, data: dict[str, Any], run: str) -> None:
         console.print(f"{stage}: {line.removeprefix('- ').replace('**', '')}", markup=False, highlight=False)
 
 
+def print_glossary(stage: str) -> None:
+    """The stage's columns with their direction marks and one-line meanings (nothing without declarations)."""
+    from ruwikibench.reporting.tables import GLOSSARY_NOTE, glossary_rows
+
+    rows = glossary_rows(stage)
+    if len(rows) > 1:
+        print_table(f"{stage}: what the columns mean ({GLOSSARY_NOTE})", rows)
+
+
 def _show(rundir: Any, stages: list[str]) -> None:
     from ruwikibench.reporting.tables import judgements_line, stage_table, table_title
+    from ruwikibench.results import read_metrics
 
-    metrics = rundir.read_json("metrics.json")
+    metrics = read_metrics(rundir).stages
     for stage in stages:
         if stage in metrics:
             rows = stage_table(stage, [(rundir.path.name, metrics[stage])])
             print_table(table_title(stage, "×100, mean [95% CI]"), rows)
             print_baseline_lines(stage, metrics[stage], "the run")
+            print_glossary(stage)
             if judgements_line(metrics[stage]):
                 console.print(f"{stage}: {judgements_line(metrics[stage])}", markup=False, highlight=False)
     console.print(f"run directory: {rundir.path}  (report: {rundir.path / 'report.md'})")
@@ -254,6 +265,7 @@ def run_outline(
 ) -> None:
     """Stage 2: cluster -> describe -> mini-outline -> merge (paper Table 5); `--mode all` runs the three modes."""
     from ruwikibench.reporting.tables import cell, stage_columns
+    from ruwikibench.results import StageMetrics, read_metrics
 
     modes = list(OUTLINE_MODES) if mode == "all" else [mode]
     if any(m not in OUTLINE_MODES for m in modes):
@@ -277,7 +289,7 @@ def run_outline(
             score_in=score_in,
         )
         statuses.append(_status(rundir))
-        metrics = rundir.read_json("metrics.json").get("outline", {})
+        metrics = read_metrics(rundir).stages.get("outline") or StageMetrics()
         key = stage_columns("outline", metrics)[0][1]
         cells.append(cell(metrics, key, "failures_excluded"))
     print_table("outline — paper Table 5 layout (Mean F1 ×100)", [[OUTLINE_MODES[m] for m in modes], cells])
@@ -355,7 +367,7 @@ def stages() -> None:
                 name,
                 stage.description,
                 type(defining_stage(stage)).__module__,
-                ", ".join(title for title, _ in stage.columns),
+                ", ".join(m.label for m in stage.metrics if m.column),
             ]
         )
     print_table("stages", rows)
@@ -434,6 +446,7 @@ def report(
         print_table(table_title(stage, f"×100, mean [95% CI], {view}"), stage_table(stage, present, view))
         for name, data in present:
             print_baseline_lines(stage, data, name)
+        print_glossary(stage)
         if stage in references:  # the paper rows are in report.md/html; here whether each run is comparable
             for comparison in references[stage].comparisons:
                 console.print(

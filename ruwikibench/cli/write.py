@@ -99,6 +99,7 @@ def _batch(
     from ruwikibench.cli.run import print_table
     from ruwikibench.evaluators.judges.citations import summarize_citations
     from ruwikibench.reporting.tables import stage_table
+    from ruwikibench.results import read_metrics
     from ruwikibench.writer.batch import BatchOptions, article_table, write_batch
 
     options = BatchOptions(
@@ -112,7 +113,7 @@ def _batch(
             await _close(context)
 
     rundir = asyncio.run(go())
-    metrics = rundir.read_json("metrics.json")
+    metrics = read_metrics(rundir).stages
     for stage in ("outline", "sections"):
         if stage in metrics:
             print_table(

@@ -29,9 +29,6 @@ from ruwikibench.evaluators.stats import Estimate, paired_bootstrap
 if TYPE_CHECKING:  # numpy is imported where it is used: a run loads this module before its first request
     import numpy as np
 
-FLOOR_SUFFIX = "_floor"
-RESCALED_SUFFIX = "_rescaled"
-
 
 _MASK = 0xFFFFFFFFFFFFFFFF
 

@@ -33,6 +33,7 @@ from ruwikibench.external.formats import (
     read_rows,
 )
 from ruwikibench.registry import get_stage
+from ruwikibench.results import versioned
 from ruwikibench.rundir import FLOORS_FILE, RunDir
 from ruwikibench.runner.baselines import BASELINES_FILE, UNIT_BASELINES_FILE
 from ruwikibench.runner.derived import compute_floors, compute_floors_and_baselines
@@ -148,7 +149,7 @@ class ExternalScorer:
         if adjust is not None:
             adjust(records)
         for record in records:
-            self.rundir.append("results.jsonl", record)
+            self.rundir.append("results.jsonl", versioned(record))
         for text in texts:
             self.rundir.append("generated.jsonl", text)
 
@@ -299,7 +300,7 @@ class ExternalScorer:
                         record, written.stats, matches, (row.model_extra or {}).get("storm_markers")
                     )
             for record in records:
-                self.rundir.append("results.jsonl", record.model_dump(mode="json"))
+                self.rundir.append("results.jsonl", versioned(record.model_dump(mode="json")))
             for text in generated_texts(article, written, records):
                 self.rundir.append("generated.jsonl", text.model_dump(mode="json"))
             output = {

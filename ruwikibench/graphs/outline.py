@@ -10,7 +10,7 @@ cluster first, then outline from the description) — the three columns of the p
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 
@@ -23,13 +23,13 @@ from ruwikibench.dataset import Article, Dataset, Section
 from ruwikibench.evaluators.entities import warm_entities
 from ruwikibench.evaluators.floor import FloorSide
 from ruwikibench.evaluators.outline import (
-    SIMILARITY_KEYS,
     HeadingSelection,
     outline_similarity,
     reference_headings,
     score_outline,
 )
 from ruwikibench.graphs.views import headings_view
+from ruwikibench.metric import Metric
 from ruwikibench.nodes.outline import (
     OutlineInput,
     OutlineOutput,
@@ -92,6 +92,94 @@ def selection(config: OutlineConfig) -> HeadingSelection:
     )
 
 
+def _heading_prf(suffix: str, f1_label: str, variant: str) -> list[Metric]:
+    """Heading precision, recall (floored, aggregated, not shown) and F1 (shown) of one heading selection."""
+    return [
+        Metric(
+            key=f"{key}{suffix}",
+            label=label,
+            description=f"heading {key.replace('f1', 'F1')}: generated and reference headings matched greedily by "
+            f"embedding cosine ({variant})",
+            kind="embedding",
+            floor=True,
+            column=key == "f1",
+            vs_baselines=not suffix and key == "f1",
+        )
+        for key, label in (("precision", f"P{suffix}"), ("recall", f"R{suffix}"), ("f1", f1_label))
+    ]
+
+
+def _structure(prefix: str, labels: tuple[str, str, str], whose: str) -> list[Metric]:
+    """The outline's shape: heading count, deepest level, share of deep headings (no better direction)."""
+    headings, depth, share = labels
+    return [
+        Metric(
+            key=f"{prefix}_headings",
+            label=headings,
+            description=f"number of headings of the {whose} outline",
+            direction="neither",
+            scale="count",
+            kind="structure",
+        ),
+        Metric(
+            key=f"{prefix}_max_depth",
+            label=depth,
+            description=f"deepest heading level of the {whose} outline (# = 1)",
+            direction="neither",
+            scale="count",
+            kind="structure",
+        ),
+        Metric(
+            key=f"{prefix}_deep_share",
+            label=share,
+            description=f"share of the {whose} outline's headings deeper than level 3",
+            direction="neither",
+            kind="structure",
+        ),
+    ]
+
+
+ENTITY_METRICS = (
+    Metric(
+        key="entity_recall",
+        label="Entity R",
+        description="share of the named entities of the reference headings that the generated headings name",
+        kind="entity",
+        vs_baselines=True,
+        ladder=True,
+    ),
+    Metric(
+        key="entity_precision",
+        label="Entity P",
+        description="share of the named entities of the generated headings that the reference headings name",
+        kind="entity",
+    ),
+    Metric(
+        key="entity_f1",
+        label="Entity F1",
+        description="harmonic mean of entity P and R over the headings",
+        kind="entity",
+        ladder=True,
+    ),
+)
+
+METRICS = (
+    *_heading_prf("", "Mean F1", "the configured heading selection"),
+    *_heading_prf("_authors", "F1 (authors)", "the paper authors' selection and prompt"),
+    Metric(
+        key="soft_recall",
+        label="Soft recall",
+        description="STORM's heading soft recall: how much of the reference headings the generated ones cover",
+        kind="embedding",
+        floor=True,
+    ),
+    *ENTITY_METRICS,
+    *_structure("gen", ("Headings", "Max depth", "Share > 3"), "generated"),
+    *_structure("ref", ("Ref headings", "Ref max depth", "Ref share > 3"), "reference"),
+)
+"""The outline metrics, in table order (precision and recall are floored and aggregated, not shown)."""
+
+
 class OutlineStage(Stage[OutlineOutput]):
     """The benchmark contract of :mod:`ruwikibench.contract` for stage 2."""
 
@@ -108,27 +196,7 @@ class OutlineStage(Stage[OutlineOutput]):
     warm_modules = ("sklearn.cluster", "sklearn.metrics", "razdel", "ruwikibench.evaluators.outline")
     roles = (ModelRole("outline", general_rank=2),)
     baselines = OUTLINE_BASELINES
-    columns: ClassVar[list[tuple[str, str]]] = [
-        ("Mean F1", "f1"),
-        ("F1 (authors)", "f1_authors"),
-        ("Soft recall", "soft_recall"),
-        ("Entity R", "entity_recall"),
-        ("Entity P", "entity_precision"),
-        ("Entity F1", "entity_f1"),
-        ("Headings", "gen_headings"),
-        ("Max depth", "gen_max_depth"),
-        ("Share > 3", "gen_deep_share"),
-        ("Ref headings", "ref_headings"),
-        ("Ref max depth", "ref_max_depth"),
-        ("Ref share > 3", "ref_deep_share"),
-    ]
-    count_keys: ClassVar[tuple[str, ...]] = ("gen_headings", "gen_max_depth", "ref_headings", "ref_max_depth")
-    floor_keys: ClassVar[tuple[str, ...]] = SIMILARITY_KEYS
-    baseline_keys: ClassVar[tuple[str, ...]] = (
-        "f1",
-        "f1_rescaled",
-        "entity_recall",
-    )  # vs the no-LLM baselines
+    metrics = METRICS
 
     def build_graph(self) -> StateGraph:
         return build_outline_graph()  # type: ignore[return-value]

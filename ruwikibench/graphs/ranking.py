@@ -22,6 +22,7 @@ from ruwikibench.contract import ScoreRecord, Stage, StageScore, Unit
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.evaluators.ranking import ranking_metrics
 from ruwikibench.graphs.views import pool_view
+from ruwikibench.metric import Metric
 from ruwikibench.nodes.ranking import (
     RankingInput,
     RankingOutput,
@@ -36,13 +37,41 @@ from ruwikibench.nodes.ranking import (
     route_candidates,
 )
 
-COLUMNS = [
-    ("BM25 NDCG", "bm25_ndcg"),
-    ("BM25 R-Pr", "bm25_r_precision"),
-    ("Rerank NDCG", "rerank_ndcg"),
-    ("Rerank R-Pr", "rerank_r_precision"),
-    ("Pool recall", "pool_recall"),
-]
+METRICS = (
+    Metric(
+        key="bm25_ndcg",
+        label="BM25 NDCG",
+        description="NDCG of the candidate pool in BM25 order (retrieval alone, before the rerank)",
+        kind="ranking",
+    ),
+    Metric(
+        key="bm25_r_precision",
+        label="BM25 R-Pr",
+        description="share of the article's own snippets among the first R of the BM25 order (R = their count)",
+        kind="ranking",
+    ),
+    Metric(
+        key="rerank_ndcg",
+        label="Rerank NDCG",
+        description="NDCG of the candidate pool in the LLM's reranked order (the stage's result)",
+        kind="ranking",
+        vs_baselines=True,
+        headline=True,
+    ),
+    Metric(
+        key="rerank_r_precision",
+        label="Rerank R-Pr",
+        description="share of the article's own snippets among the first R of the reranked order",
+        kind="ranking",
+        vs_baselines=True,
+    ),
+    Metric(
+        key="pool_recall",
+        label="Pool recall",
+        description="share of the article's own snippets that BM25 put into the candidate pool",
+        kind="ranking",
+    ),
+)
 
 
 def build_ranking_graph() -> StateGraph[RankingState, StageContext, RankingInput, RankingOutput]:
@@ -83,7 +112,7 @@ class RankingStage(Stage[RankingOutputModel]):
     name = "ranking"
     description = "source selection: query -> BM25 -> LLM rerank"
     order = 1
-    columns = COLUMNS
+    metrics = METRICS
     output_model = RankingOutputModel
     options_model = RankingConfig
     options_alias = True  # `ranking:` at the top of a config
@@ -97,8 +126,6 @@ class RankingStage(Stage[RankingOutputModel]):
         ModelRole("reference"),
     )
     baselines = RANKING_BASELINES
-    headline_key = "rerank_ndcg"  # what the report's article index and per-article deltas rank by
-    baseline_keys = ("rerank_ndcg", "rerank_r_precision")  # compared with the no-LLM baselines (bm25, random)
 
     def build_graph(self) -> StateGraph:
         return build_ranking_graph()  # type: ignore[return-value]

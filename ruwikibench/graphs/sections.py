@@ -15,7 +15,7 @@ Output: ``{"article": ..., "results": [SectionResult, ...]}`` (text, status, gro
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 
@@ -30,6 +30,7 @@ from ruwikibench.evaluators.floor import FloorSide
 from ruwikibench.evaluators.similarity import sentence_prf
 from ruwikibench.evaluators.text_scores import text_scores
 from ruwikibench.graphs.views import section_texts_view
+from ruwikibench.metric import Metric
 from ruwikibench.nodes.sections import (
     CompressInput,
     SectionInput,
@@ -170,6 +171,61 @@ def _pairs(unit: Unit, results_list: list[dict[str, Any]]) -> list[tuple[dict[st
     return pairs
 
 
+def _sentence_metric(key: str, label: str, what: str, column: bool = True) -> Metric:
+    return Metric(
+        key=key,
+        label=label,
+        description=f"sentence {what}: generated and reference sentences matched greedily by embedding cosine",
+        kind="embedding",
+        floor=True,
+        column=column,
+        vs_baselines=key == "f1",
+    )
+
+
+METRICS = (
+    _sentence_metric("f1", "Mean F1", "F1"),
+    Metric(
+        key="rouge_l",
+        label="Mean ROUGE-L",
+        description="ROUGE-L F: the longest common word subsequence of the text and the reference",
+        kind="lexical",
+        vs_baselines=True,
+    ),
+    Metric(
+        key="bleu",
+        label="Mean BLEU",
+        description="sentence BLEU of the text against the reference (word n-grams up to 4)",
+        kind="lexical",
+        vs_baselines=True,
+    ),
+    _sentence_metric("p", "P", "precision"),
+    _sentence_metric("r", "R", "recall"),
+    Metric(
+        key="entity_recall",
+        label="Entity R",
+        description="share of the reference text's named entities that the generated text names",
+        kind="entity",
+        vs_baselines=True,
+        ladder=True,
+    ),
+    Metric(
+        key="entity_precision",
+        label="Entity P",
+        description="share of the generated text's named entities that the reference names",
+        kind="entity",
+    ),
+    Metric(
+        key="entity_f1",
+        label="Entity F1",
+        description="harmonic mean of entity P and R",
+        kind="entity",
+        ladder=True,
+    ),
+)
+"""The section metrics, in table order."""
+
+
 class SectionsStage(Stage[SectionsOutputModel]):
     """Stage 3 for the runner: units from gold data, per-section scores, generated texts for the judges."""
 
@@ -194,24 +250,7 @@ class SectionsStage(Stage[SectionsOutputModel]):
         ModelRole("sections", fallbacks=("writer",)),
     )  # describe / extend / write calls, here and in the writer
     baselines = SECTIONS_BASELINES
-    columns: ClassVar[list[tuple[str, str]]] = [
-        ("Mean F1", "f1"),
-        ("Mean ROUGE-L", "rouge_l"),
-        ("Mean BLEU", "bleu"),
-        ("P", "p"),
-        ("R", "r"),
-        ("Entity R", "entity_recall"),
-        ("Entity P", "entity_precision"),
-        ("Entity F1", "entity_f1"),
-    ]
-    floor_keys: ClassVar[tuple[str, ...]] = ("p", "r", "f1")
-    baseline_keys: ClassVar[tuple[str, ...]] = (
-        "f1",
-        "f1_rescaled",
-        "rouge_l",
-        "bleu",
-        "entity_recall",
-    )  # vs baselines
+    metrics = METRICS
 
     def build_graph(self) -> StateGraph[SectionsState, StageContext, SectionsInput, SectionsOutput]:
         return build_sections_graph()

@@ -89,13 +89,13 @@ def segments(text: str, info: dict[str, Any] | None = None) -> list[dict[str, An
 
 
 def section_texts_view(records: Any) -> dict[str, Any]:
-    results = {r["item"]: r for r in records.results}
+    results = {r.item: r for r in records.results}
     sections = []
     for row in records.outputs:
         produced = {r["id"]: r for r in row["output"].get("results") or []}
         for spec in row["input"].get("sections") or []:
             result = produced.get(spec["id"], {})
-            score = results.get(spec["id"], {})
+            score = results.get(spec["id"])
             snippet_text = {s["id"]: s["text"] for s in spec.get("snippets") or []}
             sections.append(
                 {
@@ -103,9 +103,9 @@ def section_texts_view(records: Any) -> dict[str, Any]:
                     "title": spec.get("title", ""),
                     "level": spec.get("level", 2),
                     "reference": spec.get("reference") or "",
-                    "generated": segments(result.get("text", ""), score.get("info")),
+                    "generated": segments(result.get("text", ""), score.info if score else None),
                     "status": result.get("status", "missing"),
-                    "excluded": score.get("excluded"),
+                    "excluded": score.excluded if score else None,
                     "sources": [
                         {"id": i, "text": snippet_text.get(i, "")[:SNIPPET_CHARS]}
                         for i in result.get("snippet_ids") or []

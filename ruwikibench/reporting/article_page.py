@@ -9,12 +9,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
 from ruwikibench.jsonl import latest, unit_key
+from ruwikibench.metric import is_twin
 from ruwikibench.reporting.article_views import ArticleRecords, article_view
 from ruwikibench.reporting.data import RunData
 from ruwikibench.reporting.failures import short_reason
 from ruwikibench.reporting.tables import count_keys, metric_scale, paper_table, stage_columns
+from ruwikibench.results import ResultRow, StageMetrics
 
 OUTPUT_CHARS = 6000  # a node's output shown on its page; the rest stays in nodes.jsonl
 MIN_BAR = 0.4  # % of the timeline: the narrowest bar drawn (kept inside the track)
@@ -106,20 +107,20 @@ def _by_stage(records: Any) -> dict[str, list[dict[str, Any]]]:
     return grouped
 
 
-def item_scores(stage: str, metrics: dict[str, Any], results: list[dict[str, Any]]) -> dict[str, Any]:
+def item_scores(stage: str, metrics: StageMetrics, results: list[ResultRow]) -> dict[str, Any]:
     """Each scored item of the article with the stage's columns (×100 but counts), exclusions with reasons."""
-    columns = [c for c in stage_columns(stage, metrics) if not c[1].endswith((FLOOR_SUFFIX, RESCALED_SUFFIX))]
+    columns = [c for c in stage_columns(stage, metrics) if not is_twin(c[1])]
     counts = count_keys(stage)
     rows = []
     for record in results:
-        values = record.get("metrics", {})
+        values = record.metrics
         rows.append(
             {
-                "item": record["item"],
-                "excluded": record.get("excluded"),
-                "reason": record.get("info", {}).get("reason"),
+                "item": record.item,
+                "excluded": record.excluded,
+                "reason": record.info.get("reason"),
                 "cells": [
-                    None if key not in values else values[key] * metric_scale(key, counts)
+                    None if (value := values.get(key)) is None else value * metric_scale(key, counts)
                     for _, key in columns
                 ],
             }

@@ -14,6 +14,7 @@ from ruwikibench.contract import Stage
 from ruwikibench.dataset import Dataset
 from ruwikibench.graphs.views import segments
 from ruwikibench.registry import StageRegistryError, get_stage
+from ruwikibench.results import ResultRow
 
 
 @dataclass
@@ -23,9 +24,7 @@ class ArticleRecords:
     stage: str
     article: str
     outputs: list[dict[str, Any]] = field(default_factory=list)  # outputs.jsonl rows (unit, input, output)
-    results: list[dict[str, Any]] = field(
-        default_factory=list
-    )  # results.jsonl rows (item, metrics, excluded)
+    results: list[ResultRow] = field(default_factory=list)  # results.jsonl rows (item, metrics, excluded)
     texts: list[dict[str, Any]] = field(default_factory=list)  # generated.jsonl rows
     dataset: Dataset | None = None
 

@@ -16,6 +16,7 @@ from ruwikibench.reporting.plots import plot_stage
 from ruwikibench.reporting.settings import settings_table
 from ruwikibench.reporting.tables import (
     baseline_note,
+    glossary_section,
     markdown_table,
     paired_section,
     report_stages,
@@ -23,13 +24,14 @@ from ruwikibench.reporting.tables import (
     stage_table,
     table_title,
 )
+from ruwikibench.results import StageMetrics, read_metrics
 from ruwikibench.rundir import RunDir
 
 
-def load_run(path: str | Path) -> tuple[str, dict[str, Any], RunDir]:
+def load_run(path: str | Path) -> tuple[str, dict[str, StageMetrics], RunDir]:
+    """(name, the stages of its metrics.json validated and upgraded, the run directory)."""
     rundir = RunDir(path)
-    metrics = rundir.read_json("metrics.json")
-    return rundir.path.name, metrics, rundir
+    return rundir.path.name, read_metrics(rundir).stages, rundir
 
 
 def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded", paper: bool = False) -> Path:
@@ -65,6 +67,7 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded", 
             "",
             *[line for note in notes for line in (note, "")],
             *[line for name, data in present for line in baseline_note(stage, data, name)],
+            *glossary_section(stage),
             *paired_section(paired.get(stage, [])),
             f"![{stage}]({stage}.png)",
             "",
@@ -96,8 +99,8 @@ def paper_blocks(runs: list[tuple[str, dict[str, Any], RunDir]]) -> dict[str, Pa
 
 
 def with_errors(
-    runs: list[tuple[str, dict[str, Any], RunDir]], stage: str
-) -> list[tuple[str, dict[str, Any], list[dict[str, Any]]]]:
+    runs: list[tuple[str, dict[str, StageMetrics], RunDir]], stage: str
+) -> list[tuple[str, StageMetrics, list[dict[str, Any]]]]:
     """(name, the stage's metrics, the run's errors.jsonl records) of the runs that have the stage."""
     return [(name, m[stage], list(rundir.read("errors.jsonl"))) for name, m, rundir in runs if stage in m]
 

@@ -9,10 +9,11 @@ from typing import Any
 
 from ruwikibench.dataset import Dataset
 from ruwikibench.reporting.jsonl_index import JsonlIndex
+from ruwikibench.results import ResultRow, StageMetrics, result_rows
 from ruwikibench.rundir import RunDir
 from ruwikibench.runspec import spec_record
 
-Run = tuple[str, dict[str, Any], RunDir]
+Run = tuple[str, dict[str, StageMetrics], RunDir]
 
 
 @dataclass
@@ -20,10 +21,10 @@ class RunData:
     """One run as the report reads it: per-article indexes of the big files, the small files in memory."""
 
     name: str
-    metrics: dict[str, Any]
+    metrics: dict[str, StageMetrics]
     rundir: RunDir
     spec: dict[str, Any]
-    results: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
+    results: dict[tuple[str, str], list[ResultRow]] = field(default_factory=dict)
     texts: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     errors: list[dict[str, Any]] = field(default_factory=list)
     outputs: JsonlIndex | None = None
@@ -39,8 +40,8 @@ class RunData:
         spec = spec_record(rundir)
         data = cls(name, metrics, rundir, spec)
         results = rundir.results()
-        for record in results:
-            data.results.setdefault((record["stage"], record["article"]), []).append(record)
+        for record in result_rows(results, str(rundir.file("results.jsonl"))):
+            data.results.setdefault((record.stage, record.article), []).append(record)
         for text in rundir.generated():
             data.texts.setdefault((text["stage"], text["article"]), []).append(text)
         data.outputs = JsonlIndex(rundir.file("outputs.jsonl"))
@@ -56,9 +57,9 @@ class RunData:
     def article_value(self, stage: str, article: str, key: str) -> float | None:
         """Mean of ``key`` over the article's scored items of the stage (sections: its sections)."""
         values = [
-            r["metrics"][key]
+            value
             for r in self.results.get((stage, article), [])
-            if not r.get("excluded") and key in r.get("metrics", {})
+            if not r.excluded and (value := r.metrics.get(key)) is not None
         ]
         return sum(values) / len(values) if values else None
 

@@ -7,6 +7,8 @@ import re
 from collections import Counter
 from typing import Any
 
+from ruwikibench.results import StageMetrics
+
 # an absolute path of three or more parts, not part of a URL ("http://host/v1") nor of a relative path
 PATH = re.compile(r"(?<![\w:/.~-])(?:/[^\s/'\"`,;()\[\]]+){3,}/?")
 KEEP_PARTS = 2
@@ -29,10 +31,9 @@ def short_reason(text: str, limit: int = REASON_CHARS) -> str:
     return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
 
 
-def stage_failed(metrics: dict[str, Any]) -> bool:
+def stage_failed(metrics: StageMetrics) -> bool:
     """The stage of a run failed as a whole: units failed and no item was scored."""
-    counts = metrics.get("counts", {})
-    return not counts.get("evaluated") and bool(counts.get("failed_units"))
+    return not metrics.counts.evaluated and bool(metrics.counts.failed_units)
 
 
 def common_reason(errors: list[dict[str, Any]]) -> str:
@@ -41,9 +42,7 @@ def common_reason(errors: list[dict[str, Any]]) -> str:
     return reasons.most_common(1)[0][0] if reasons else ""
 
 
-def stage_failures(
-    stage: str, runs: list[tuple[str, dict[str, Any], list[dict[str, Any]]]]
-) -> dict[str, str]:
+def stage_failures(stage: str, runs: list[tuple[str, StageMetrics, list[dict[str, Any]]]]) -> dict[str, str]:
     """Run name -> why the stage failed as a whole in that run ('' reason when errors.jsonl says nothing), for the
     runs (name, the stage's metrics, the run's errors) whose stage failed."""
     return {

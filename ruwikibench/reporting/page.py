@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
+from ruwikibench.metric import FLOOR_SUFFIX, RESCALED_SUFFIX, is_twin
+from ruwikibench.metric import headline as headline_metric
 from ruwikibench.reporting.data import Run, RunData
 from ruwikibench.reporting.failures import short_reason, stage_failures
 from ruwikibench.reporting.paired import PairedRow, paired_table
@@ -19,16 +20,21 @@ from ruwikibench.reporting.paper import PaperBlock, paper_notes, with_paper_rows
 from ruwikibench.reporting.plots import chart_description
 from ruwikibench.reporting.settings import SHORT_VALUE, SettingsTable, settings_table, shorten
 from ruwikibench.reporting.tables import (
+    GLOSSARY_NOTE,
     PAIRED_NOTE,
     baseline_lines,
+    column_meanings,
     count_keys,
     floor_note,
+    glossary_rows,
     metric_scale,
     paper_table,
     stage_columns,
     stage_label,
+    stage_metrics,
     stage_table,
 )
+from ruwikibench.results import StageMetrics
 
 TOP_DELTAS = 10
 
@@ -37,17 +43,14 @@ def data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
 
 
-def headline(stage: str, metrics: dict[str, Any]) -> tuple[str, str]:
-    """The (title, key) the article index and the deltas rank by: the stage's ``headline_key`` when it declares
-    one, else its first column."""
-    columns = [c for c in stage_columns(stage, metrics) if not c[1].endswith((FLOOR_SUFFIX, RESCALED_SUFFIX))]
-    try:
-        from ruwikibench.registry import get_stage
-
-        key = get_stage(stage).headline_key
-    except Exception:  # noqa: BLE001 - a stage module that cannot be imported: first column
-        key = None
-    return next((c for c in columns if c[1] == key), columns[0]) if columns else ("", "")
+def headline(stage: str, metrics: StageMetrics | None) -> tuple[str, str]:
+    """The (title, key) the article index and the deltas rank by: the stage's declared headline metric, else its
+    first column (an unknown stage: its first metric key)."""
+    declared = headline_metric(stage_metrics(stage))
+    if declared is not None:
+        return declared.label, declared.key
+    columns = [c for c in stage_columns(stage, metrics) if not is_twin(c[1])]
+    return columns[0] if columns else ("", "")
 
 
 def report_context(
@@ -65,7 +68,7 @@ def report_context(
     stage_blocks = []
     for stage in stages:
         present = [(r.name, r.metrics[stage]) for r in data if stage in r.metrics]
-        floors = [m["floor"] for _, m in present if m.get("floor")]
+        floors = [m.floor for _, m in present if m.floor]
         rows = stage_table(stage, present, view)
         with_paper = with_paper_rows(stage, rows, paper.get(stage), present[0][1])
         failures = stage_failures(
@@ -81,14 +84,16 @@ def report_context(
                 "paper_notes": [
                     note.replace("**", "") for note in paper_notes(stage, paper.get(stage), present[0][1])
                 ],
-                "groups": column_groups(stage, present[0][1] if present else {}, view),
-                "header": grouped_header(stage, present[0][1] if present else {}, view),
+                "groups": column_groups(stage, present[0][1] if present else None, view),
+                "header": grouped_header(stage, present[0][1] if present else None, view),
                 "failures": failures,
                 "chart": data_uri(charts[stage]) if stage in charts and charts[stage].exists() else None,
                 "alt": chart_description(
-                    stage, [name for name, _ in present], failures, present[0][1] if present else {}
+                    stage, [name for name, _ in present], failures, present[0][1] if present else None
                 ),
                 "floor_note": floor_note(floors[0]) if floors else "",
+                "glossary": glossary_rows(stage)[1:],
+                "glossary_note": GLOSSARY_NOTE,
                 "baselines": [
                     line.removeprefix("- ").replace("**", "")
                     for name, m in present
@@ -138,7 +143,7 @@ def settings_block(table: SettingsTable) -> dict[str, Any]:
     }
 
 
-def column_groups(stage: str, metrics: dict[str, Any], view: str) -> list[dict[str, Any]]:
+def column_groups(stage: str, metrics: StageMetrics | None, view: str) -> list[dict[str, Any]]:
     """The stage table's header groups, left to right (label, columns spanned, class of the ``<colgroup>``):
     the run, each embedding metric with its floor and rescaled columns, runs of other metrics, the item counts.
     Their spans add up to the table's columns (:func:`~ruwikibench.reporting.tables.stage_table`)."""
@@ -146,7 +151,7 @@ def column_groups(stage: str, metrics: dict[str, Any], view: str) -> list[dict[s
     keys = {key for _, key in columns}
     groups: list[dict[str, Any]] = [{"label": "", "span": 1, "cls": "col-run"}]
     for title, key in columns:
-        if key.endswith((FLOOR_SUFFIX, RESCALED_SUFFIX)):
+        if is_twin(key):
             groups[-1]["span"] += 1
         elif key + FLOOR_SUFFIX in keys:
             groups.append({"label": f"{title}: raw · floor · rescaled", "span": 1, "cls": "col-floor"})
@@ -158,14 +163,15 @@ def column_groups(stage: str, metrics: dict[str, Any], view: str) -> list[dict[s
     return groups
 
 
-def grouped_header(stage: str, metrics: dict[str, Any], view: str) -> list[dict[str, str]]:
+def grouped_header(stage: str, metrics: StageMetrics | None, view: str) -> list[dict[str, str]]:
     """The stage table's column headers under :func:`column_groups`: a floor or rescaled column is called just
     'floor' / 'rescaled' (its group names the metric; ``full`` keeps the whole title for the hover text)."""
-    header = stage_table(stage, [("", metrics)], view, baselines=False)[0]
+    header = stage_table(stage, [("", metrics or StageMetrics())], view, baselines=False)[0]
     titles = {key: title for title, key in stage_columns(stage, metrics)}
     short = {titles[k]: "floor" for k in titles if k.endswith(FLOOR_SUFFIX)}
     short |= {titles[k]: "rescaled" for k in titles if k.endswith(RESCALED_SUFFIX)}
-    return [{"label": short.get(title, title), "full": title} for title in header]
+    meanings = column_meanings(stage)
+    return [{"label": short.get(title, title), "full": meanings.get(title, title)} for title in header]
 
 
 def paired_block(rows: list[PairedRow]) -> dict[str, Any] | None:
@@ -260,8 +266,8 @@ def problem_rows(data: list[RunData], pages: dict[str, str]) -> list[dict[str, A
             add(run.name, error["stage"], "failed", str(error["reason"]), error["article"], error["unit"])
         for (stage, article), records in sorted(run.results.items()):
             for record in records:
-                if record.get("excluded"):
-                    add(run.name, stage, "excluded", str(record["excluded"]), article, record["item"])
+                if record.excluded:
+                    add(run.name, stage, "excluded", str(record.excluded), article, record.item)
     return [row | {"articles": list(row["articles"].values())} for row in rows.values()]
 
 
@@ -283,7 +289,7 @@ def index_table(
     """One row per article: each run's headline score per stage (×100), failures marked."""
     columns: list[IndexColumn] = []
     for stage in stages:
-        metrics: dict[str, Any] = next((r.metrics[stage] for r in data if stage in r.metrics), {})
+        metrics = next((r.metrics[stage] for r in data if stage in r.metrics), None)
         title, key = headline(stage, metrics)
         columns += [IndexColumn(stage, title, key, r) for r in data]
     rows = []

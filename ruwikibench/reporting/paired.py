@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ruwikibench.evaluators.floor import RESCALED_SUFFIX, rescaled_means
+from ruwikibench.evaluators.floor import rescaled_means
 from ruwikibench.evaluators.stats import (
     Estimate,
     paired_bootstrap,
@@ -31,6 +31,7 @@ from ruwikibench.evaluators.stats import (
     randomization_p_value,
 )
 from ruwikibench.jsonl import latest
+from ruwikibench.metric import RESCALED_SUFFIX
 from ruwikibench.rundir import FLOORS_FILE, RunDir
 
 ALPHA = 0.05

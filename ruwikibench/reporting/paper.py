@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ruwikibench.reporting.settings import read_spec, spec_settings
 from ruwikibench.reporting.tables import stage_columns
+from ruwikibench.results import StageMetrics
 from ruwikibench.rundir import RunDir
 
 PAPER_RESULTS = Path(__file__).with_name("paper_results.yaml")
@@ -258,7 +259,7 @@ def paper_block(
 
 
 def with_paper_rows(
-    stage: str, rows: list[list[str]], block: PaperBlock | None, metrics: dict[str, Any]
+    stage: str, rows: list[list[str]], block: PaperBlock | None, metrics: StageMetrics
 ) -> list[list[str]]:
     """A stage table's rows (header first) followed by the paper's rows in the same columns."""
     if block is None:
@@ -266,7 +267,7 @@ def with_paper_rows(
     return rows + block.rows(stage_columns(stage, metrics), len(rows[0]))
 
 
-def paper_notes(stage: str, block: PaperBlock | None, metrics: dict[str, Any]) -> list[str]:
+def paper_notes(stage: str, block: PaperBlock | None, metrics: StageMetrics) -> list[str]:
     """The lines under a stage table with paper rows: which paper column is which of ours, comparability."""
     if block is None:
         return []

@@ -10,9 +10,9 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
-from ruwikibench.evaluators.stats import Estimate
+from ruwikibench.metric import FLOOR_SUFFIX, RESCALED_SUFFIX, is_twin
 from ruwikibench.reporting.tables import SCALE, count_keys, metric_scale, stage_columns, table_title
+from ruwikibench.results import StageMetrics
 
 PANELS_PER_ROW = 3
 METRICS_PER_PANEL = 3
@@ -30,7 +30,7 @@ def metric_groups(stage: str, columns: list[tuple[str, str]]) -> list[list[tuple
     groups: list[list[tuple[str, str]]] = []
     plain: list[tuple[str, str]] = []
     for title, key in columns:
-        if key.endswith((FLOOR_SUFFIX, RESCALED_SUFFIX)):
+        if is_twin(key):
             continue
         if key + FLOOR_SUFFIX in keys:
             groups += [plain] if plain else []
@@ -50,7 +50,9 @@ def _floor_group(group: list[tuple[str, str]]) -> bool:
     return len(group) == 3 and group[1][1].endswith(FLOOR_SUFFIX)
 
 
-def chart_description(stage: str, runs: list[str], failures: dict[str, str], metrics: dict[str, Any]) -> str:
+def chart_description(
+    stage: str, runs: list[str], failures: dict[str, str], metrics: StageMetrics | None
+) -> str:
     """The chart's alt text: the stage, the metrics it shows and the runs, failed ones with their reason."""
     titles = [
         f"{group[0][0]} with its floor and rescaled"
@@ -67,7 +69,7 @@ def chart_description(stage: str, runs: list[str], failures: dict[str, str], met
 
 def plot_stage(
     stage: str,
-    runs: list[tuple[str, dict[str, Any]]],
+    runs: list[tuple[str, StageMetrics]],
     path: Path,
     view: str,
     failures: dict[str, str] | None = None,
@@ -131,7 +133,7 @@ def _legend_label(name: str, failures: dict[str, str]) -> str:
 def _bars(
     ax: Any,
     columns: list[tuple[str, str]],
-    runs: list[tuple[str, dict[str, Any]]],
+    runs: list[tuple[str, StageMetrics]],
     view: str,
     scale: float,
     failures: dict[str, str],
@@ -144,8 +146,7 @@ def _bars(
     handles = []
     shown = 0
     for index, (name, metrics) in enumerate(runs):
-        found = [metrics.get("metrics", {}).get(key, {}).get(view) for _, key in columns]
-        estimates = [Estimate.model_validate(est) if est else None for est in found]
+        estimates = [metrics.estimate(key, view) for _, key in columns]
         positions = np.arange(len(columns)) + index * width
         handles.append(ci_bars(ax, positions, estimates, scale=scale, width=width, capsize=3, label=name))
         shown += sum(1 for e in estimates if e is not None and e.n)

@@ -9,20 +9,23 @@ from ruwikibench.durable import write_atomic
 from ruwikibench.reporting.tables import (
     baseline_note,
     floor_note,
+    glossary_section,
     judgements_line,
     markdown_table,
     report_stages,
     stage_table,
     table_title,
 )
+from ruwikibench.results import StageMetrics
 from ruwikibench.rundir import RunDir
 from ruwikibench.runspec import spec_record
 
 
 def write_run_report(
-    rundir: RunDir, metrics: dict[str, Any], errors: list[dict[str, Any]] | None = None
+    rundir: RunDir, metrics: dict[str, StageMetrics], errors: list[dict[str, Any]] | None = None
 ) -> None:
-    """report.md of one run; ``errors``: the failures still open (default: :meth:`RunDir.open_errors`)."""
+    """report.md of one run (``metrics``: the stages of its metrics.json, :func:`ruwikibench.results.read_metrics`);
+    ``errors``: the failures still open (default: :meth:`RunDir.open_errors`)."""
     spec = spec_record(rundir)
     parts = [f"# Run {rundir.path.name}", "", _spec_summary(spec), ""]
     for stage in report_stages([metrics]):
@@ -36,15 +39,16 @@ def write_run_report(
                 "",
             ]
         parts += baseline_note(stage, data)
-        if data.get("floor"):
-            parts += [floor_note(data["floor"]), ""]
+        if data.floor:
+            parts += [floor_note(data.floor), ""]
+        parts += glossary_section(stage)
         if judgements_line(data):
             parts += [judgements_line(data), ""]
-        if data.get("excluded_reasons"):
-            parts += ["Excluded: " + ", ".join(f"{k} × {v}" for k, v in data["excluded_reasons"].items()), ""]
-        if data.get("failure_reasons"):
+        if data.excluded_reasons:
+            parts += ["Excluded: " + ", ".join(f"{k} × {v}" for k, v in data.excluded_reasons.items()), ""]
+        if data.failure_reasons:
             parts += [
-                "Failed units: " + ", ".join(f"{k} × {v}" for k, v in data["failure_reasons"].items()),
+                "Failed units: " + ", ".join(f"{k} × {v}" for k, v in data.failure_reasons.items()),
                 "",
             ]
     errors = rundir.open_errors() if errors is None else errors

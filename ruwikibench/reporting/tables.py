@@ -8,10 +8,22 @@ import math
 from typing import Any
 
 from ruwikibench.contract import Stage
-from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX
-from ruwikibench.evaluators.stats import Estimate
+from ruwikibench.metric import (
+    FLOOR_SUFFIX,
+    RESCALED_SUFFIX,
+    SCALE_NOTES,
+    Metric,
+    factor,
+    glossary,
+    header,
+    is_twin,
+    paired_metrics,
+    table_metrics,
+)
+from ruwikibench.metric import count_keys as declared_count_keys
 from ruwikibench.registry import get_stage, stage_names
 from ruwikibench.reporting.paired import Headline, PairedRow, paired_table
+from ruwikibench.results import FloorInfo, StageCounts, StageMetrics
 
 SCALE = 100.0
 
@@ -51,39 +63,33 @@ def table_title(stage: str, note: str = "") -> str:
     return f"{stage} ({inside})" if inside else stage
 
 
-def report_stages(metrics: list[dict[str, Any]]) -> list[str]:
+def report_stages(metrics: list[dict[str, StageMetrics]]) -> list[str]:
     """The stages present in any of the runs' metrics, in the registry's order, then any other stage by name."""
     present = set().union(*(m.keys() for m in metrics)) if metrics else set()
     known = [s for s in stage_names() if s in present]
     return known + sorted(present - set(known))
 
 
-def stage_columns(stage: str, metrics: dict[str, Any]) -> list[tuple[str, str]]:
-    """The stage's declared layout, each embedding metric followed by its floor and rescaled columns
-    (or every metric key if the stage module is unavailable)."""
+def stage_metrics(stage: str) -> tuple[Metric, ...]:
+    """The stage's metric declarations (none when the stage module cannot be loaded)."""
     try:
-        declared = get_stage(stage)
-    except Exception:  # noqa: BLE001
-        return [(key, key) for key in sorted(metrics.get("metrics", {}))]
-    return with_floor_columns(list(declared.columns), tuple(declared.floor_keys))
+        return get_stage(stage).metrics
+    except Exception:  # noqa: BLE001 - a stage module that cannot be imported: no declarations
+        return ()
 
 
-def with_floor_columns(columns: list[tuple[str, str]], floor_keys: tuple[str, ...]) -> list[tuple[str, str]]:
-    """After each column whose key has a permutation floor: '<title> floor' and '<title> rescaled'."""
-    out: list[tuple[str, str]] = []
-    for title, key in columns:
-        out.append((title, key))
-        if key in floor_keys:
-            out += [(f"{title} floor", key + FLOOR_SUFFIX), (f"{title} rescaled", key + RESCALED_SUFFIX)]
-    return out
+def stage_columns(stage: str, metrics: StageMetrics | None = None) -> list[tuple[str, str]]:
+    """The stage's declared layout, each embedding metric followed by its floor and rescaled columns
+    (or every metric key of ``metrics`` if the stage module is unavailable)."""
+    declared = stage_metrics(stage)
+    if not declared:
+        return [(key, key) for key in sorted(metrics.metrics if metrics else ())]
+    return [(m.label, m.key) for m in table_metrics(declared)]
 
 
 def count_keys(stage: str) -> frozenset[str]:
-    """Metrics the stage declares as counts (headings, depth): shown as they are, never ×100."""
-    try:
-        return frozenset(get_stage(stage).count_keys)
-    except Exception:  # noqa: BLE001
-        return frozenset()
+    """Metrics the stage declares as counts (headings, depth) or seconds: shown as they are, never ×100."""
+    return declared_count_keys(stage_metrics(stage))
 
 
 def metric_scale(key: str, counts: frozenset[str]) -> float:
@@ -91,30 +97,30 @@ def metric_scale(key: str, counts: frozenset[str]) -> float:
     return 1.0 if key in counts else SCALE
 
 
-def cell(metrics: dict[str, Any], key: str, view: str, scale: float = SCALE) -> str:
-    est = metrics.get("metrics", {}).get(key, {}).get(view)
-    if not est or not est.get("n"):
+def cell(metrics: StageMetrics, key: str, view: str, scale: float = SCALE) -> str:
+    est = metrics.estimate(key, view)
+    if est is None or not est.n:
         return "—"
-    return Estimate.model_validate(est).fmt(scale)
+    return est.fmt(scale)
 
 
 BASELINE_PREFIX = "↳ baseline: "
 
 
-def with_baseline_rows(runs: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
-    """Each run followed by its no-LLM baselines (``metrics[stage]['baselines']``), labelled with
+def with_baseline_rows(runs: list[tuple[str, StageMetrics]]) -> list[tuple[str, StageMetrics]]:
+    """Each run followed by its no-LLM baselines (the stage's ``baselines``), labelled with
     :data:`BASELINE_PREFIX`: a baseline has no failures, so both views show the same figures."""
-    out: list[tuple[str, dict[str, Any]]] = []
+    out: list[tuple[str, StageMetrics]] = []
     for name, metrics in runs:
         out.append((name, metrics))
-        for baseline, summary in (metrics.get("baselines") or {}).items():
-            out.append((BASELINE_PREFIX + baseline, summary))
+        for baseline, summary in metrics.baselines.items():
+            out.append((BASELINE_PREFIX + baseline, StageMetrics.of_baseline(summary)))
     return out
 
 
 def stage_table(
     stage: str,
-    runs: list[tuple[str, dict[str, Any]]],
+    runs: list[tuple[str, StageMetrics]],
     view: str = "failures_excluded",
     baselines: bool = True,
 ) -> list[list[str]]:
@@ -122,34 +128,34 @@ def stage_table(
     False), the stage's columns, then the counts: ``scored`` (items that were scored: the n of the
     failures-excluded means), ``excluded`` (paper exclusions), ``failed`` (failed units) and, in the
     failures-as-zero view, ``zeroed`` (failures averaged in as 0, and in which columns when not all)."""
-    columns = stage_columns(stage, runs[0][1] if runs else {})
+    columns = stage_columns(stage, runs[0][1] if runs else None)
     counts_only = count_keys(stage)
     header = ["run", *[title for title, _ in columns], "scored", "excluded", "failed"]
     if view == "failures_as_zero":
         header.append("zeroed")
     rows = [header]
     for name, metrics in with_baseline_rows(runs) if baselines else runs:
-        counts = metrics.get("counts", {})
+        counts = metrics.counts
         row = [
             name,
             *[cell(metrics, key, view, metric_scale(key, counts_only)) for _, key in columns],
-            str(counts.get("evaluated", 0)),
-            str(counts.get("excluded", 0)),
-            str(counts.get("failed_units", 0)),
+            str(counts.evaluated),
+            str(counts.excluded),
+            str(counts.failed_units),
         ]
         if (
             view == "failures_as_zero"
         ):  # columns this run has no estimate for (no item had the key) say nothing
-            row.append(_zeroed([c for c in columns if c[1] in metrics.get("metrics", {})], counts))
+            row.append(_zeroed([c for c in columns if c[1] in metrics.metrics], counts))
         rows.append(row)
     return rows
 
 
-def _zeroed(columns: list[tuple[str, str]], counts: dict[str, Any]) -> str:
+def _zeroed(columns: list[tuple[str, str]], counts: StageCounts) -> str:
     """'1' when every failure was zeroed in every metric column, else which columns got how many zeros."""
-    zeroed = counts.get("zeroed")
+    zeroed = counts.zeroed
     if zeroed is None:  # metrics.json written before per-metric zeroing: every failure zeroed everywhere
-        return str(counts.get("failed_units", 0))
+        return str(counts.failed_units)
     metric = [(title, key) for title, key in columns if not key.endswith(FLOOR_SUFFIX)]
     base = [(title, key.removesuffix(RESCALED_SUFFIX)) for title, key in metric]
     per_column = {title: int(zeroed.get(key, 0)) for title, key in base}
@@ -167,28 +173,27 @@ VERDICTS = {
 }
 
 
-def baseline_lines(stage: str, data: dict[str, Any], run: str = "the run") -> list[str]:
+def baseline_lines(stage: str, data: StageMetrics, run: str = "the run") -> list[str]:
     """One sentence per compared metric: the run − its best no-LLM baseline, paired over shared items."""
     titles = {key: title for title, key in stage_columns(stage, data)}
     counts = count_keys(stage)
     lines = []
-    for key, versus in (data.get("vs_baseline") or {}).items():
-        diff = Estimate.model_validate(versus["difference"])
-        p = versus.get("p_value")
+    for key, versus in data.vs_baseline.items():
+        p = versus.p_value
         p_text = "—" if p is None or math.isnan(p) else f"{p:.3g}"
         lines.append(
-            f"- {titles.get(key, key)}: {run} − best baseline ({versus['baseline']}) = "
-            f"{diff.fmt(metric_scale(key, counts))}, p = {p_text}, {versus['items']} paired items: "
-            f"{run} **{VERDICTS.get(versus['verdict'], versus['verdict'])}**"
+            f"- {titles.get(key, key)}: {run} − best baseline ({versus.baseline}) = "
+            f"{versus.difference.fmt(metric_scale(key, counts))}, p = {p_text}, {versus.items} paired items: "
+            f"{run} **{VERDICTS.get(versus.verdict, versus.verdict)}**"
         )
     return lines
 
 
-def baseline_note(stage: str, data: dict[str, Any], run: str = "the run") -> list[str]:
+def baseline_note(stage: str, data: StageMetrics, run: str = "the run") -> list[str]:
     """The 'vs the best baseline' paragraph of a stage (empty when the run has no baselines)."""
     lines = baseline_lines(stage, data, run)
-    if data.get("vs_baseline_error"):
-        lines.append(f"- {run}: no comparison with the baselines ({data['vs_baseline_error']})")
+    if data.vs_baseline_error:
+        lines.append(f"- {run}: no comparison with the baselines ({data.vs_baseline_error})")
     if not lines:
         return []
     head = (
@@ -204,38 +209,66 @@ def markdown_table(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def judgements_line(data: dict[str, Any]) -> str:
+def judgements_line(data: StageMetrics) -> str:
     """'LLM judgements: N, failed M (…)' for a stage whose units make judgements (ranking), else ''."""
-    counts = data.get("counts", {})
-    if not counts.get("judgements"):
+    counts = data.counts
+    if not counts.judgements:
         return ""
-    sources = counts.get("judgement_sources", {})
-    failed = counts.get("failed_judgements", 0)
-    detail = ", ".join(f"{s} {sources[s]}" for s in ("error", "unparseable") if sources.get(s))
-    line = f"LLM judgements: {counts['judgements']}, failed {failed}"
+    sources = counts.judgement_sources
+    failed = counts.failed_judgements
+    detail = ", ".join(f"{s} {sources[s]}" for s in FAILED_SOURCES if sources.get(s))
+    line = f"LLM judgements: {counts.judgements}, failed {failed}"
     return line + (f" ({detail}; asked again when the run resumes)" if failed else "")
 
 
-def floor_note(floor: dict[str, Any]) -> str:
+FAILED_SOURCES = ("error", "unparseable")
+
+
+def floor_note(floor: FloorInfo) -> str:
     """One line saying how the floor columns were measured and what the rescaled columns are."""
     return (
-        f"Floor: the metric of each output against the references of other articles ({floor.get('items')} items, "
-        f"{floor.get('pairs')} pairs, up to {floor.get('per_item_max')} per item, seed {floor.get('seed')}); "
+        f"Floor: the metric of each output against the references of other articles ({floor.items} items, "
+        f"{floor.pairs} pairs, up to {floor.per_item_max} per item, seed {floor.seed}); "
         "rescaled = (score − floor) / (1 − floor): 0 is chance level, 100 a perfect match."
     )
 
 
-def stage_headlines(stage: str, metrics: dict[str, Any]) -> list[Headline]:
-    """The metrics a paired comparison covers: the stage's columns but its counts (headings, depth), each
-    marked when it has a permutation floor (its rescaled difference follows it)."""
-    columns = stage_columns(stage, metrics)
-    keys = {key for _, key in columns}
-    counts = count_keys(stage)
-    return [
-        Headline(title, key, SCALE, key + RESCALED_SUFFIX in keys)
-        for title, key in columns
-        if key not in counts and not key.endswith((FLOOR_SUFFIX, RESCALED_SUFFIX))
-    ]
+def stage_headlines(stage: str, metrics: StageMetrics | None = None) -> list[Headline]:
+    """The metrics a paired comparison covers (declared ``paired``; by default the table's metrics but its counts),
+    each marked when it has a permutation floor (its rescaled difference follows it)."""
+    declared = stage_metrics(stage)
+    if not declared:  # an unknown stage: every metric of the run, floored where it has a rescaled key
+        keys = {key for _, key in stage_columns(stage, metrics)}
+        return [
+            Headline(key, key, SCALE, key + RESCALED_SUFFIX in keys)
+            for key in sorted(keys)
+            if not is_twin(key)
+        ]
+    return [Headline(m.label, m.key, factor(m), m.floor) for m in paired_metrics(declared)]
+
+
+def column_meanings(stage: str) -> dict[str, str]:
+    """Per column header of the stage's table: 'Mean F1 ↑ (×100): sentence F1 …' (the HTML header's hover)."""
+    return {
+        m.label: f"{header(m)} ({SCALE_NOTES[m.scale]}): {m.description or 'no description declared'}"
+        for m in table_metrics(stage_metrics(stage))
+    }
+
+
+def glossary_rows(stage: str) -> list[list[str]]:
+    """The stage's glossary (header first): each column with its direction mark, scale and one-line meaning."""
+    return [["column", "scale", "meaning"], *[list(row) for row in glossary(stage_metrics(stage))]]
+
+
+GLOSSARY_NOTE = "↑ higher is better, ↓ lower is better, · neither: a count or a reference figure"
+
+
+def glossary_section(stage: str) -> list[str]:
+    """The stage's 'What the columns mean' block of report.md (nothing for a stage without declarations)."""
+    rows = glossary_rows(stage)
+    if len(rows) < 2:
+        return []
+    return ["What the columns mean (" + GLOSSARY_NOTE + "):", "", markdown_table(rows), ""]
 
 
 PAIRED_NOTE = (

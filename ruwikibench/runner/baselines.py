@@ -24,8 +24,10 @@ from typing import Any
 from ruwikibench.baselines import BaselineSkipped
 from ruwikibench.context import StageContext
 from ruwikibench.contract import Baseline, Stage, Unit
+from ruwikibench.metric import baseline_keys, floor_keys
 from ruwikibench.models.cache import stable_hash
 from ruwikibench.registry import get_stage
+from ruwikibench.results import versioned
 from ruwikibench.rundir import FLOORS_FILE, RunDir
 
 log = logging.getLogger(__name__)
@@ -37,15 +39,17 @@ INPUT_FILES = ("outputs.jsonl", "results.jsonl")
 
 
 def _excluded(baseline: str, unit: Unit, reason: str) -> dict[str, Any]:
-    return {
-        "baseline": baseline,
-        "stage": unit.stage,
-        "article": unit.article,
-        "item": unit.unit_id,
-        "unit": unit.unit_id,
-        "metrics": {},
-        "excluded": reason,
-    }
+    return versioned(
+        {
+            "baseline": baseline,
+            "stage": unit.stage,
+            "article": unit.article,
+            "item": unit.unit_id,
+            "unit": unit.unit_id,
+            "metrics": {},
+            "excluded": reason,
+        }
+    )
 
 
 def baseline_names(stage: Stage[Any]) -> list[str]:
@@ -74,7 +78,9 @@ def score_baseline(
     except Exception as exc:  # noqa: BLE001 - one item's baseline must not stop the others
         return [_excluded(baseline.name, unit, f"baseline failed: {type(exc).__name__}: {exc}")], None
     return [
-        {"baseline": baseline.name, "unit": unit.unit_id, **r.model_dump(mode="json", exclude={"info"})}
+        versioned(
+            {"baseline": baseline.name, "unit": unit.unit_id, **r.model_dump(mode="json", exclude={"info"})}
+        )
         for r in records
     ], made
 
@@ -109,7 +115,7 @@ def unit_baselines(
             found if found is not None else score_baseline(stage, baseline, unit, output, context)
         )
         rows += baseline_rows
-        if stage.floor_keys and made is not None:
+        if floor_keys(stage.metrics) and made is not None:
             outputs[baseline.name] = made
     return {
         "stage": unit.stage,
@@ -162,19 +168,18 @@ def derived_current(rundir: RunDir) -> bool:
 
 
 def headline_keys(stage: str, metrics: dict[str, Any]) -> list[str]:
-    """The metrics compared with the baselines: the stage's ``baseline_keys``, else its table metrics that are not
-    counts (each embedding metric followed by its rescaled key); only those the run has."""
-    from ruwikibench.evaluators.floor import RESCALED_SUFFIX
+    """The metrics compared with the baselines: those the stage declares ``vs_baselines`` (else its paired ones),
+    each embedding metric followed by its rescaled key; only those the run has."""
+    from ruwikibench.metric import RESCALED_SUFFIX
     from ruwikibench.reporting.tables import stage_headlines
+    from ruwikibench.results import StageMetrics
 
     try:
-        declared: list[str] = list(get_stage(stage).baseline_keys)
-    except KeyError:
-        declared = []
-    if not declared:
+        declared = baseline_keys(get_stage(stage).metrics)
+    except KeyError:  # a stage not registered here: every metric of the run
         declared = [
             key
-            for h in stage_headlines(stage, metrics)
+            for h in stage_headlines(stage, StageMetrics.model_validate(metrics))
             for key in (h.key, *([h.key + RESCALED_SUFFIX] if h.floor else []))
         ]
     return [key for key in declared if key in metrics.get("metrics", {})]
@@ -201,7 +206,7 @@ def versus_baselines(
     """Per compared metric: the best baseline (highest mean) and the paired difference run − that baseline over
     the items both scored (:mod:`ruwikibench.reporting.paired`: bootstrap CI, approximate-randomization p, for a
     rescaled metric each item's score and floor kept together), with a verdict."""
-    from ruwikibench.evaluators.floor import RESCALED_SUFFIX
+    from ruwikibench.metric import RESCALED_SUFFIX
     from ruwikibench.reporting.paired import align, compare_metric, compare_rescaled, stage_items
 
     run = stage_items(records, floors, stage)
@@ -245,8 +250,10 @@ def add_baselines(
 ) -> dict[str, Any]:
     """``metrics[stage]['baselines'][name]`` (the baseline's metrics and counts, as a run's) and
     ``metrics[stage]['vs_baseline'][key]`` for every stage of the run that has baseline rows."""
+    from ruwikibench.results import BaselineRow, result_rows
     from ruwikibench.runner.metrics import aggregate
 
+    result_rows(rows, BASELINES_FILE, BaselineRow)  # any version; a row that does not fit names its item
     by_stage: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
         by_stage[row["stage"]][row["baseline"]].append(row)

@@ -23,6 +23,7 @@ from ruwikibench.context import StageContext
 from ruwikibench.dataset import Dataset
 from ruwikibench.evaluators.floor import FloorSide, draw_others, rescale, rescaled_estimate
 from ruwikibench.evaluators.stats import Estimate, bootstrap_ci, paired_difference
+from ruwikibench.metric import headline, ladder_keys
 from ruwikibench.registry import get_stage
 from ruwikibench.runner.floors import PER_ITEM, SEED
 from ruwikibench.runner.ladder import RUNGS, PlantedItem, outline_items, section_items, shuffle_words
@@ -32,7 +33,6 @@ REPORTED = ("reference", "title template", "shuffled words")
 
 __all__ = [
     "DECISIVE",
-    "ENTITY_KEYS",
     "RUNGS",
     "MetricCheck",
     "PlantedItem",
@@ -74,7 +74,7 @@ class MetricCheck(BaseModel):
 
     @property
     def headline(self) -> bool:
-        return self.metric == get_stage(self.stage).headline_metric()
+        return _is_headline(self.stage, self.metric)
 
     @property
     def monotone(self) -> bool:
@@ -137,6 +137,15 @@ def _steps(values: dict[str, list[float]], floor: float) -> list[Step]:
     ]
 
 
+def _is_headline(stage: str, metric: str) -> bool:
+    """The metric is its stage's declared headline (a ladder failure of it fails the check)."""
+    try:
+        found = headline(get_stage(stage).metrics)
+    except KeyError:
+        return False
+    return found is not None and found.key == metric
+
+
 def check_stage(
     stage_name: str,
     items: list[PlantedItem],
@@ -148,7 +157,7 @@ def check_stage(
 ) -> list[MetricCheck]:
     """Floor, raw and rescaled estimates of every rung and the ladder's steps, for every floor metric."""
     stage = get_stage(stage_name)
-    keys = tuple(stage.floor_keys)
+    keys = ladder_keys(stage.metrics)
     score: Callable[..., dict[str, float]] = stage.cross_score
     raw: dict[str, dict[str, list[float]]] = {k: {r: [] for r in RUNGS} for k in keys}
     total, done = len(items) * (len(RUNGS) + 1), 0
@@ -185,7 +194,6 @@ def _metric_check(
     )
 
 
-ENTITY_KEYS = ("entity_recall", "entity_f1")
 NO_FLOOR = Estimate(mean=0.0, low=0.0, high=0.0, n=0)
 
 
@@ -213,17 +221,18 @@ def entity_checks(stage: str, items: list[PlantedItem], context: StageContext) -
     """The ladder of the entity metrics (no embedder, no floor: 0 is chance, the rescaled column is the raw
     score) over the items whose reference names an entity; none when no reference does."""
     score = _entity_scorer(stage, context)
-    if score is None:
+    keys = ladder_keys(get_stage(stage).metrics, kind="entity")
+    if score is None or not keys:
         return []
-    values: dict[str, dict[str, list[float]]] = {k: {r: [] for r in RUNGS} for k in ENTITY_KEYS}
+    values: dict[str, dict[str, list[float]]] = {k: {r: [] for r in RUNGS} for k in keys}
     for item in items:
         if not score(item.outputs["reference"], item.reference):
             continue  # the reference names no entity: the metric is undefined for this item
         for rung in RUNGS:
             metrics = score(item.outputs[rung], item.reference)
-            for key in ENTITY_KEYS:
+            for key in keys:
                 values[key][rung].append(metrics.get(key, 0.0))
-    if len(values[ENTITY_KEYS[0]]["reference"]) < 2:
+    if len(values[keys[0]]["reference"]) < 2:
         return []
     return [
         MetricCheck(

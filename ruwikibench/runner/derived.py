@@ -28,6 +28,7 @@ from ruwikibench.contract import Stage, Unit
 from ruwikibench.evaluators.floor import FloorSide
 from ruwikibench.faults import fault_point
 from ruwikibench.jsonl import item_key, unit_key
+from ruwikibench.metric import floor_keys
 from ruwikibench.registry import get_stage
 from ruwikibench.rundir import FLOORS_FILE, RunDir
 from ruwikibench.runner.baselines import (
@@ -155,7 +156,7 @@ def _attach_floors(name: str, rows: list[dict[str, Any]], floors: list[dict[str,
 def _floor_sides(
     stage: Stage[Any], unit: Unit, output: dict[str, Any], context: StageContext
 ) -> list[FloorSide]:
-    if not stage.floor_keys:
+    if not floor_keys(stage.metrics):
         return []
     try:
         return stage.floor_sides(unit, output, context)
@@ -226,7 +227,7 @@ def compute_floors_and_baselines(rundir: RunDir, context: StageContext) -> None:
 def compute_floors(
     rundir: RunDir, context: StageContext, *, per_item: int = PER_ITEM, seed: int = SEED
 ) -> list[dict[str, Any]]:
-    """Recompute floors.jsonl from outputs.jsonl for every stage that declares ``floor_keys``."""
+    """Recompute floors.jsonl from outputs.jsonl for every stage that declares floored metrics."""
     rows = collect(rundir, context, baselines=False).floor_rows(rundir, context, per_item=per_item, seed=seed)
     rundir.rewrite(FLOORS_FILE, rows)
     return rows

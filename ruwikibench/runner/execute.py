@@ -39,6 +39,7 @@ from ruwikibench.faults import fault_point
 from ruwikibench.jsonl import unit_key
 from ruwikibench.nodes.queries import reference_queries_identity
 from ruwikibench.registry import default_stage_names, get_stage
+from ruwikibench.results import versioned
 from ruwikibench.rundir import FLOORS_FILE, RunDir, scored_units
 from ruwikibench.runner.admission import FanOutSlots, fan_out_budget
 from ruwikibench.runner.baselines import (
@@ -413,7 +414,7 @@ class Runner:
             "generated.jsonl", [text.model_dump(mode="json") | tag for text in scored.texts]
         )
         self.rundir.append_many(
-            "results.jsonl", [record.model_dump(mode="json") | tag for record in scored.records]
+            "results.jsonl", [versioned(record.model_dump(mode="json") | tag) for record in scored.records]
         )
 
 
@@ -691,17 +692,18 @@ def _identity(config: Any) -> Any:
 def finalize(rundir: RunDir) -> dict[str, Any]:
     """Recompute metrics.json/.csv and report.md from the latest score records and the errors still open."""
     from ruwikibench.reporting.run_report import write_run_report
+    from ruwikibench.results import METRICS_FILE, metrics_json, parse_metrics
 
     errors = rundir.open_errors()
     results, floors = rundir.results(), list(rundir.read(FLOORS_FILE))
     metrics = aggregate(results, errors, floors)
     add_baselines(metrics, results, floors, list(rundir.read(BASELINES_FILE)))
     fault_point("before_metrics")
-    rundir.write_json("metrics.json", metrics)
+    rundir.write_json(METRICS_FILE, metrics_json(metrics))
     fault_point("before_csv")
     _write_csv(rundir.file("metrics.csv"), metrics_rows(rundir.path.name, metrics))
     fault_point("before_report")
-    write_run_report(rundir, metrics, errors)
+    write_run_report(rundir, parse_metrics(metrics).stages, errors)
     return metrics
 
 

@@ -1,7 +1,7 @@
 """The permutation floor of a run's embedding metrics (see :mod:`ruwikibench.evaluators.floor`); floors.jsonl is
 written by :mod:`ruwikibench.runner.derived`.
 
-A stage takes part by declaring ``floor_keys`` (its embedding metric keys), ``floor_sides(unit, output,
+A stage takes part by declaring metrics with ``floor=True`` (its embedding metrics), ``floor_sides(unit, output,
 context)`` (each scored item's generated side and reference side) and ``cross_score(generated, reference,
 context)`` (the metric of any generated side against any reference side — the stage scores its own pairs with
 the same code). The pool of references is the run's own scored items; a stage may offer
@@ -23,6 +23,7 @@ from ruwikibench.context import StageContext
 from ruwikibench.contract import Stage, Unit
 from ruwikibench.evaluators.floor import FloorSide, draw_others
 from ruwikibench.evaluators.similarity import sentence_vectors_kept
+from ruwikibench.metric import floor_keys
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ def stage_floors(
     progress: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Floor rows ({stage, article, item, metrics, against}) for the saved outputs of one stage."""
-    keys = tuple(stage.floor_keys)
+    keys = floor_keys(stage.metrics)
     if not keys:
         return []
     sides: list[FloorSide] = []
@@ -68,7 +69,7 @@ def floors_of_sides(
 ) -> list[dict[str, Any]]:
     """Floor rows of the scored items ``sides``: each against up to ``per_item`` references of other articles
     (the stage's ``reference_pool`` when the items come from no more than ``per_item`` articles)."""
-    keys = tuple(stage.floor_keys)
+    keys = floor_keys(stage.metrics)
     if not keys or not sides:
         return []
     small = len({s.article for s in sides}) <= per_item  # too few other articles in the run to draw from

@@ -21,9 +21,10 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from ruwikibench.evaluators.floor import FLOOR_SUFFIX, RESCALED_SUFFIX, rescaled_estimate
+from ruwikibench.evaluators.floor import rescaled_estimate
 from ruwikibench.evaluators.stats import bootstrap_ci
 from ruwikibench.jsonl import item_key, unit_key
+from ruwikibench.metric import FLOOR_SUFFIX, RESCALED_SUFFIX
 
 VIEWS = ("failures_excluded", "failures_as_zero")
 

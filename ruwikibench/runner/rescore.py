@@ -6,6 +6,7 @@ from ruwikibench.context import StageContext
 from ruwikibench.contract import Unit, score_failure
 from ruwikibench.jsonl import JsonlRewriter
 from ruwikibench.registry import get_stage
+from ruwikibench.results import versioned
 from ruwikibench.rundir import RunDir
 from ruwikibench.runner.baselines import UNIT_BASELINES_FILE, baseline_names, unit_baselines
 from ruwikibench.runner.derived import compute_floors_and_baselines
@@ -45,7 +46,7 @@ def _rescore(rundir: RunDir, context: StageContext) -> dict:
                     }
                 )
                 continue
-            results.write_many(r.model_dump(mode="json") | tag for r in scored.records)
+            results.write_many(versioned(r.model_dump(mode="json") | tag) for r in scored.records)
             texts.write_many(t.model_dump(mode="json") | tag for t in scored.texts)
             if baseline_names(stage):
                 baselines.write_many([unit_baselines(stage, unit, saved["output"], context)])

@@ -20,11 +20,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ruwikibench.context import StageContext
 from ruwikibench.executors import run_on_model_lane
 from ruwikibench.reporting.tables import markdown_table
+from ruwikibench.results import StageMetrics, versioned
 from ruwikibench.rundir import RunDir
 from ruwikibench.runner.derived import compute_floors
 from ruwikibench.runner.execute import RunOptions, finalize, new_spec, select_articles
 from ruwikibench.runner.open_run import OpenRun, open_run, run_id, run_path, writer_key
-from ruwikibench.writer.score import ARTICLE_COLUMNS, WRITER_TABLES, generated_texts, score_written
+from ruwikibench.writer.score import ARTICLE_METRICS, WRITER_TABLES, generated_texts, score_written
 
 
 class BatchOptions(BaseModel):
@@ -163,7 +164,9 @@ async def write_or_resume(context: StageContext, title: str, out_dir: Path) -> A
 
 def _record(rundir: RunDir, name: str, result: Any, records: list[Any], texts: list[Any]) -> None:
     tag = {"unit": "article"}
-    rundir.append_many("results.jsonl", [record.model_dump(mode="json") | tag for record in records])
+    rundir.append_many(
+        "results.jsonl", [versioned(record.model_dump(mode="json") | tag) for record in records]
+    )
     rundir.append_many("generated.jsonl", [text.model_dump(mode="json") | tag for text in texts])
     output = {
         "dir": str(result.out_dir),
@@ -176,17 +179,19 @@ def _record(rundir: RunDir, name: str, result: Any, records: list[Any], texts: l
     )
 
 
-def article_table(run: str, metrics: dict[str, Any], view: str = "failures_excluded") -> list[list[str]]:
+def article_table(
+    run: str, metrics: dict[str, StageMetrics], view: str = "failures_excluded"
+) -> list[list[str]]:
     """The whole-article figures of a writer run as table rows (header first)."""
     from ruwikibench.reporting.tables import cell
 
-    data = metrics.get("writer", {})
-    counts = data.get("counts", {})
-    header = ["run", *[title for title, _ in ARTICLE_COLUMNS], "n", "failed"]
+    data = metrics.get("writer") or StageMetrics()
+    counts = data.counts
+    header = ["run", *[m.label for m in ARTICLE_METRICS], "n", "failed"]
     row = [
         run,
-        *[cell(data, key, view) for _, key in ARTICLE_COLUMNS],
-        str(counts.get("evaluated", 0)),
-        str(counts.get("failed_units", 0)),
+        *[cell(data, m.key, view) for m in ARTICLE_METRICS],
+        str(counts.evaluated),
+        str(counts.failed_units),
     ]
     return [header, row]

@@ -20,19 +20,46 @@ from ruwikibench.builtin_options import OutlineConfig, SectionsConfig
 from ruwikibench.context import StageContext
 from ruwikibench.contract import GeneratedText, ScoreRecord
 from ruwikibench.dataset import Article, Dataset
+from ruwikibench.metric import Metric
 from ruwikibench.writer.models import WrittenArticle
 
 WRITER_TABLES = ("outline", "sections", "writer")  # the stages whose tables a written article's records fill
 
-ARTICLE_COLUMNS = [
-    ("Article F1", "f1"),
-    ("Article ROUGE-L", "rouge_l"),
-    ("P", "p"),
-    ("R", "r"),
-    ("Source precision", "source_precision"),
-    ("Source recall", "source_recall"),
-    ("Cited own share", "cited_own_share"),
-]
+ARTICLE_METRICS = (
+    Metric(
+        key="f1",
+        label="Article F1",
+        description="sentence F1 of the whole article against the reference article (embedding matching)",
+        kind="embedding",
+    ),
+    Metric(
+        key="rouge_l",
+        label="Article ROUGE-L",
+        description="ROUGE-L F of the whole article against the reference article",
+        kind="lexical",
+    ),
+    Metric(key="p", label="P", description="sentence precision of the whole article", kind="embedding"),
+    Metric(key="r", label="R", description="sentence recall of the whole article", kind="embedding"),
+    Metric(
+        key="source_precision",
+        label="Source precision",
+        description="share of the selected snippets that come from the article's own sources",
+        kind="ranking",
+    ),
+    Metric(
+        key="source_recall",
+        label="Source recall",
+        description="share of the article's own snippets that were selected",
+        kind="ranking",
+    ),
+    Metric(
+        key="cited_own_share",
+        label="Cited own share",
+        description="share of the cited snippets that come from the article's own sources",
+        kind="statistic",
+    ),
+)
+"""The writer table's metrics (whole-article records); its outline and sections records use those stages'."""
 
 
 def reference_text(article: Article) -> str:

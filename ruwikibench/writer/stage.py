@@ -9,7 +9,7 @@ whole article (F1, ROUGE-L, sources); they land in the outline, sections and wri
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 from langgraph.graph import StateGraph
 from pydantic import BaseModel
@@ -22,7 +22,7 @@ from ruwikibench.dataset import Article, Dataset
 from ruwikibench.evaluators.entities import warm_entities
 from ruwikibench.nodes.writer import WriterOutputModel
 from ruwikibench.rundir import RunDir
-from ruwikibench.writer.score import ARTICLE_COLUMNS, generated_texts, score_written
+from ruwikibench.writer.score import ARTICLE_METRICS, generated_texts, score_written
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
@@ -44,7 +44,7 @@ class WriterStage(Stage[WriterOutputModel]):
     roles = (
         ModelRole("writer", general_rank=1),
     )  # the writer's lead; the first to answer an unconfigured role
-    columns: ClassVar[list[tuple[str, str]]] = ARTICLE_COLUMNS
+    metrics = ARTICLE_METRICS
     subgraph_stages = ("ranking", "outline", "sections")  # overrides of these stages reach the writer too
 
     def profile_options(self, profile: str, options: dict[str, BaseModel]) -> dict[str, BaseModel]:

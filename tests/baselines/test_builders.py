@@ -176,10 +176,12 @@ def test_bm25_baseline_scores_as_the_runs_bm25_columns() -> None:
 
 def test_a_failed_baseline_comparison_is_said_in_the_report() -> None:
     from ruwikibench.reporting.tables import baseline_note
+    from ruwikibench.results import StageMetrics
 
-    note = baseline_note("sections", {"metrics": {}, "vs_baseline_error": "ValueError: boom"}, "run A")
+    failed = StageMetrics(vs_baseline_error="ValueError: boom")
+    note = baseline_note("sections", failed, "run A")
     assert "- run A: no comparison with the baselines (ValueError: boom)" in note
-    assert baseline_note("sections", {"metrics": {}}) == []
+    assert baseline_note("sections", StageMetrics()) == []
 
 
 def test_the_baselines_said_to_need_no_output_build_the_same_without_one() -> None:

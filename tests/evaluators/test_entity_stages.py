@@ -17,6 +17,7 @@ from ruwikibench.models.fake import ScriptedChat
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
 from ruwikibench.reporting.tables import stage_table
+from ruwikibench.results import StageMetrics
 from ruwikibench.runner.metrics import aggregate
 from ruwikibench.writer.score import score_written
 from tests.evaluators.test_entities import _article_text
@@ -98,7 +99,7 @@ def test_report_shows_entity_columns_and_zeroed_ignores_absent_keys() -> None:
         stage="sections", article="a", item="s1", metrics={"f1": 0.5, "entity_recall": 0.25, "entity_f1": 0.4}
     )
     failure = {"stage": "sections", "article": "b", "unit": "s1", "reason": "error: boom"}
-    metrics = aggregate([with_entities.model_dump()], [failure])["sections"]
+    metrics = StageMetrics.model_validate(aggregate([with_entities.model_dump()], [failure])["sections"])
     header, row = stage_table("sections", [("run", metrics)], "failures_excluded")
     cells = dict(zip(header, row, strict=True))
     assert cells["Entity R"].startswith("25.00") and cells["Entity F1"].startswith("40.00")

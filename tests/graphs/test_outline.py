@@ -148,7 +148,7 @@ def python_unit(dataset: Dataset) -> dict[str, Any]:
 def test_stage_contract() -> None:
     stage: Stage = STAGE
     assert stage.name == "outline"
-    keys = [key for _, key in stage.columns]
+    keys = [m.key for m in stage.metrics if m.column]
     assert keys[0] == "f1" and {"gen_max_depth", "gen_deep_share", "ref_max_depth", "ref_deep_share"} <= set(
         keys
     )

@@ -34,7 +34,7 @@ async def run(context, article=ARTICLE):
 
 def test_stage_contract() -> None:
     assert get_stage("ranking") is STAGE and STAGE.name == "ranking"
-    assert [key for _, key in STAGE.columns] == [
+    assert [m.key for m in STAGE.metrics] == [
         "bm25_ndcg",
         "bm25_r_precision",
         "rerank_ndcg",

@@ -253,7 +253,11 @@ def sample_dataset() -> Dataset:
 
 def test_stage_contract_and_units() -> None:
     assert get_stage("sections") is STAGE and STAGE.name == "sections"
-    assert STAGE.columns[:3] == [("Mean F1", "f1"), ("Mean ROUGE-L", "rouge_l"), ("Mean BLEU", "bleu")]
+    assert [(m.label, m.key) for m in STAGE.metrics[:3]] == [
+        ("Mean F1", "f1"),
+        ("Mean ROUGE-L", "rouge_l"),
+        ("Mean BLEU", "bleu"),
+    ]
     graph = STAGE.build_graph()
     assert graph.context_schema is StageContext
     dataset = sample_dataset()

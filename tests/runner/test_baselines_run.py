@@ -3,7 +3,6 @@ report.md, rebuilt by ``score`` for an old run; and on the real sample they orde
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from typing import Any
 
@@ -15,6 +14,7 @@ from ruwikibench.config import EmbedderConfig, RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Dataset
 from ruwikibench.prompts import PromptLibrary
+from ruwikibench.results import read_metrics, stage_dicts
 from ruwikibench.rundir import RunDir
 from ruwikibench.runner.baselines import BASELINES_FILE
 from ruwikibench.runner.rescore import rescore
@@ -35,7 +35,7 @@ async def test_a_run_has_its_baselines_and_score_rebuilds_them(tmp_path, monkeyp
         ("sections", "lead"),
         ("sections", "random sentences"),
     }
-    metrics = json.loads(rundir.file("metrics.json").read_text(encoding="utf-8"))
+    metrics = stage_dicts(read_metrics(rundir))
     sections = metrics["sections"]
     lead = sections["baselines"]["lead"]
     assert lead["counts"]["evaluated"] == sections["counts"]["evaluated"]  # the same items as the run

@@ -13,11 +13,12 @@ from ruwikibench.config import EmbedderConfig, RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import Dataset
 from ruwikibench.evaluators.stats import Estimate
+from ruwikibench.metric import ladder_keys
 from ruwikibench.models.embeddings import make_embedder
 from ruwikibench.prompts import PromptLibrary
+from ruwikibench.registry import get_stage
 from ruwikibench.runner.check import (
     DECISIVE,
-    ENTITY_KEYS,
     MetricCheck,
     Step,
     check_rows,
@@ -35,6 +36,8 @@ RANDOM = EmbedderConfig(
     kind="langchain", name="langchain_core.embeddings:DeterministicFakeEmbedding", options={"size": 256}
 )
 SIZES = {"articles": 4, "sections": 2, "sentences": 4}
+ENTITY_KEYS = ladder_keys(get_stage("sections").metrics, kind="entity")
+assert ENTITY_KEYS == ("entity_recall", "entity_f1")
 OUTLINE_ARTICLES = 8  # every sample article with 4+ headings (6): on 4 the outline steps of USE overlap 0
 
 
@@ -229,7 +232,7 @@ def test_tables() -> None:
     assert rows[0] == ["stage", "metric", "floor", *RUNGS] and len(rows) == 1 + len(checks)
     steps = step_rows(checks)
     assert steps[0][2:6] == ["restated − 25%", "25% − 50%", "50% − 75%", "75% − wrong article"]
-    assert [r[1] for r in steps[1:]] == ["p", "r", "f1 *", *ENTITY_KEYS]  # embedding metrics, then the NER's
+    assert [r[1] for r in steps[1:]] == ["f1 *", "p", "r", *ENTITY_KEYS]  # embedding metrics, then the NER's
     assert steps[0][-1] == "verdict" and all(r[-1].startswith("FAIL") for r in steps[1:4])  # random vectors
 
 

@@ -8,6 +8,7 @@ from ruwikibench.config import RunConfig
 from ruwikibench.context import StageContext
 from ruwikibench.prompts import PromptLibrary
 from ruwikibench.reporting.tables import stage_table
+from ruwikibench.results import StageMetrics
 from ruwikibench.rundir import RunDir
 from ruwikibench.runner.derived import compute_floors
 from ruwikibench.runner.floors import stage_floors
@@ -99,7 +100,7 @@ def test_sections_floor_and_rescaled_by_hand(tmp_path) -> None:
     assert view["f1_rescaled"]["failures_as_zero"]["mean"] == pytest.approx((1.6 / 3 - 0.6) / 0.4)
     assert view["f1_floor"]["failures_as_zero"]["mean"] == pytest.approx(0.6)
 
-    table = stage_table("sections", [("run", metrics)])
+    table = stage_table("sections", [("run", StageMetrics.model_validate(metrics))])
     header = table[0]
     assert header[1:4] == ["Mean F1", "Mean F1 floor", "Mean F1 rescaled"]
     assert table[1][1:4] == ["80.00 [80.00, 80.00]", "60.00 [60.00, 60.00]", "50.00 [50.00, 50.00]"]
@@ -153,7 +154,7 @@ def test_failures_as_zero_zeroes_only_what_failed() -> None:
         "rerank_r_precision": 2,
     }
     assert metrics["counts"]["evaluated"] == 1 and metrics["counts"]["failed_units"] == 2
-    rows = stage_table("ranking", [("run", metrics)], "failures_as_zero")
+    rows = stage_table("ranking", [("run", StageMetrics.model_validate(metrics))], "failures_as_zero")
     assert rows[0][-4:] == ["scored", "excluded", "failed", "zeroed"]
     zeroed = "1 in BM25 NDCG, 1 in BM25 R-Pr, 2 in Rerank NDCG, 2 in Rerank R-Pr, 1 in Pool recall"
     assert rows[1][-4:] == ["1", "0", "2", zeroed]

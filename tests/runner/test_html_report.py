@@ -123,10 +123,14 @@ def test_page_template_loads_nothing_from_outside() -> None:
 
 def test_headline_is_the_declared_key_else_the_first_column() -> None:
     from ruwikibench.reporting.page import headline
+    from ruwikibench.results import StageMetrics
 
-    assert headline("ranking", {}) == ("Rerank NDCG", "rerank_ndcg")
-    assert headline("outline", {}) == ("Mean F1", "f1")
-    assert headline("no-such-stage", {"metrics": {"b": {}, "a": {}}}) == ("a", "a")
+    assert headline("ranking", None) == ("Rerank NDCG", "rerank_ndcg")
+    assert headline("outline", None) == ("Mean F1", "f1")
+    views = {"failures_excluded": {"mean": 0.5, "low": 0.5, "high": 0.5, "n": 1}}
+    views["failures_as_zero"] = views["failures_excluded"]
+    unknown = StageMetrics.model_validate({"metrics": {"b": views, "a": views}})
+    assert headline("no-such-stage", unknown) == ("a", "a")
 
 
 def test_trace_counts_calls_on_the_inner_nodes_of_subgraphs() -> None:
@@ -241,19 +245,20 @@ def test_chart_panels_group_each_metric_with_its_floor_and_mark_failed_runs(tmp_
     from ruwikibench.reporting.failures import stage_failures
     from ruwikibench.reporting.plots import chart_description, metric_groups, plot_stage
     from ruwikibench.reporting.tables import stage_columns
+    from ruwikibench.results import StageMetrics
 
-    groups = metric_groups("outline", stage_columns("outline", {}))
+    groups = metric_groups("outline", stage_columns("outline"))
     assert [g[0][0] for g in groups[:3]] == ["Mean F1", "F1 (authors)", "Soft recall"]
     assert all([t for t, _ in g[1:]] == ["floor", "rescaled"] for g in groups[:3])
-    assert all(len(g) <= 3 for g in groups) and sum(len(g) for g in groups) == len(
-        stage_columns("outline", {})
-    )
+    assert all(len(g) <= 3 for g in groups) and sum(len(g) for g in groups) == len(stage_columns("outline"))
     estimate = {"mean": 0.4, "low": 0.3, "high": 0.5, "n": 3}
-    passed = {
-        "metrics": {"f1": {"failures_excluded": estimate}},
-        "counts": {"evaluated": 3, "failed_units": 0},
-    }
-    failed = {"metrics": {}, "counts": {"evaluated": 0, "failed_units": 3}}
+    passed = StageMetrics.model_validate(
+        {
+            "metrics": {"f1": {"failures_excluded": estimate, "failures_as_zero": estimate}},
+            "counts": {"evaluated": 3, "failed_units": 0},
+        }
+    )
+    failed = StageMetrics.model_validate({"metrics": {}, "counts": {"evaluated": 0, "failed_units": 3}})
     errors = [
         {
             "stage": "outline",

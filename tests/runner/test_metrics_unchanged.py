@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ruwikibench.results import METRICS_FORMAT_VERSION, read_metrics, stage_dicts
 from tests.runner.sample_run import run_sample
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "runner" / "sample_metrics.json"
@@ -36,8 +37,10 @@ def _differences(expected: Any, got: Any, path: str = "") -> list[str]:
 
 async def test_sample_run_metrics_unchanged(tmp_path, monkeypatch) -> None:
     rundir = await run_sample(tmp_path, monkeypatch)
-    metrics = json.loads(rundir.file("metrics.json").read_text(encoding="utf-8"))
-    expected = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    written = json.loads(rundir.file("metrics.json").read_text(encoding="utf-8"))
+    assert written["format_version"] == METRICS_FORMAT_VERSION
+    metrics = stage_dicts(read_metrics(rundir))
+    expected = json.loads(FIXTURE.read_text(encoding="utf-8"))  # written before metrics.json had a version
     assert set(expected) == {"ranking", "outline", "sections"}
     assert _differences(expected, metrics) == []
 

@@ -80,7 +80,8 @@ def _run(tmp: Path, name: str, config: str, articles: int) -> Path:
             for i in range(articles):
                 record = {"stage": stage, "article": f"a{i}", "item": "article", "metrics": {key: 0.9}}
                 handle.write(json.dumps(record) + "\n")
-    estimate = {"failures_excluded": {"mean": 0.9, "low": 0.9, "high": 0.9, "n": articles}}
+    views = {"mean": 0.9, "low": 0.9, "high": 0.9, "n": articles}
+    estimate = {"failures_excluded": views, "failures_as_zero": views}
     metrics = {
         stage: {"metrics": {key: estimate}, "counts": {"evaluated": articles}} for stage, key in STAGES
     }

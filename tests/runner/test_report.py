@@ -1,10 +1,12 @@
 """Report tables: fractions are shown ×100 with their CI, counts (headings, depth) as they are."""
 
 from ruwikibench.reporting.tables import count_keys, stage_table
+from ruwikibench.results import StageMetrics
 
 
 def _estimate(mean: float, low: float, high: float) -> dict:
-    return {"failures_excluded": {"mean": mean, "low": low, "high": high, "n": 2}}
+    estimate = {"mean": mean, "low": low, "high": high, "n": 2}
+    return {"failures_excluded": estimate, "failures_as_zero": estimate}
 
 
 def test_counts_are_not_scaled_even_when_at_most_one() -> None:
@@ -17,7 +19,7 @@ def test_counts_are_not_scaled_even_when_at_most_one() -> None:
         },
         "counts": {"evaluated": 2, "excluded": 0, "failed_units": 0},
     }
-    header, row = stage_table("outline", [("run-a", metrics)])
+    header, row = stage_table("outline", [("run-a", StageMetrics.model_validate(metrics))])
     cell = dict(zip(header, row, strict=True))
     assert cell["Mean F1"] == "85.69 [83.37, 88.01]"
     assert cell["Max depth"] == "1.00 [1.00, 1.00]"

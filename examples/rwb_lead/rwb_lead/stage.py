@@ -7,7 +7,7 @@ writer's model answers).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, TypedDict
+from typing import Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -17,6 +17,7 @@ from ruwikibench.plugin import (
     Article,
     Dataset,
     GeneratedText,
+    Metric,
     RunConfig,
     ScoreRecord,
     Stage,
@@ -97,11 +98,16 @@ async def write(state: LeadState, runtime: Runtime[StageContext]) -> dict[str, A
 class LeadStage(Stage[LeadOutput]):
     name = NAME
     description = "the lead written from the snippets that best match the title, ROUGE-L"
-    columns: ClassVar[list[tuple[str, str]]] = [
-        ("ROUGE-L F", "rouge_l"),
-        ("P", "rouge_l_p"),
-        ("R", "rouge_l_r"),
-    ]
+    metrics = (
+        Metric(
+            key="rouge_l",
+            label="ROUGE-L F",
+            description="longest common word subsequence of the lead and the article's own lead, F",
+            kind="lexical",
+        ),
+        Metric(key="rouge_l_p", label="P", description="ROUGE-L precision of the lead", kind="lexical"),
+        Metric(key="rouge_l_r", label="R", description="ROUGE-L recall of the lead", kind="lexical"),
+    )
     output_model = LeadOutput
     options_model = LeadOptions
     roles = ("lead",)
