@@ -381,6 +381,36 @@ class CitationsConfig(BaseModel):
     prompt: str = prompt_slot("ru/citation_support.txt", "title", "claim", "passage")
 
 
+class LocalServerConfig(BaseModel):
+    """The bundled llama.cpp server of models with ``local:`` and no ``endpoints`` (not part of the run id)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    threads: int | None = Field(
+        default=None, ge=1, description="decode and batch threads; None = every core (os.cpu_count())"
+    )
+    startup_timeout: float = Field(default=300.0, gt=0, description="seconds for the model to load")
+    probe_timeout: float = Field(
+        default=120.0,
+        gt=0,
+        description="seconds for the start-up proof, one short chat completion, before the first unit",
+    )
+    command: list[str] | None = Field(
+        default=None,
+        description="the launcher in place of `python -m llama_cpp.server` (e.g. another venv's python, -m, "
+        "llama_cpp.server); it gets the same arguments",
+    )
+
+    def server_options(self) -> dict[str, Any]:
+        """Keyword arguments of :class:`~ruwikibench.models.local_server.LocalServer`."""
+        return {
+            "n_threads": self.threads,
+            "startup_timeout": self.startup_timeout,
+            "probe_timeout": self.probe_timeout,
+            "launcher": self.command,
+        }
+
+
 class RunConfig(BaseModel):
     """Everything a run needs besides the dataset. Loaded from YAML (configs/*.yaml)."""
 
@@ -419,6 +449,7 @@ class RunConfig(BaseModel):
         "spec.json and in the run id of runs of that stage",
     )
     max_concurrency: int = Field(default=4, ge=1, description="global limit on in-flight LLM requests")
+    local_server: LocalServerConfig = Field(default_factory=LocalServerConfig)
     cache_dir: str = Field(default="~/.cache/ruwikibench", description="LLM and embedding caches")
     prompts_dir: str | None = Field(
         default=None, description="extra prompt folder searched before the package's"
@@ -481,7 +512,7 @@ class RunConfig(BaseModel):
         run id through the stages that read them (:mod:`ruwikibench.runner.identity`), so a config without them
         keeps its id."""
         data = self.model_dump(
-            mode="json", exclude={"max_concurrency", "cache_dir", "judges", "stage_options"}
+            mode="json", exclude={"max_concurrency", "local_server", "cache_dir", "judges", "stage_options"}
         )
         data["models"] = {role: model.identity() for role, model in self.models.items()}
         data["embedder"] = self.embedder.identity()

@@ -37,6 +37,7 @@ from ruwikibench.executors import (
 )
 from ruwikibench.faults import fault_point
 from ruwikibench.jsonl import unit_key
+from ruwikibench.models.local_server import LocalServerDied
 from ruwikibench.nodes.queries import reference_queries_identity
 from ruwikibench.registry import get_stage
 from ruwikibench.rundir import FLOORS_FILE, RunDir, scored_units
@@ -314,6 +315,8 @@ class Runner:
                 coro = self._attempt(unit)
                 output = await asyncio.wait_for(coro, self.options.unit_timeout)
                 return await self._write_output(unit, output)
+            except LocalServerDied:
+                raise  # no request can be answered any more: the run stops, resumable
             except TimeoutError:
                 last_error = f"timeout: unit exceeded {self.options.unit_timeout} s"
             except Exception as exc:  # noqa: BLE001 - recorded with its reason, the run goes on
