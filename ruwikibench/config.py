@@ -10,6 +10,7 @@ its own (``roles = ("lead",)``); ``models:`` then accepts them (checked when a c
 
 from __future__ import annotations
 
+import os
 from collections.abc import Container
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -31,6 +32,11 @@ def role_served_by(role: str, configured: Container[str]) -> str | None:
             return candidate
     return None
 
+
+DEFAULT_CACHE_DIR = "~/.cache/ruwikibench"
+CACHE_ENV = "RUWIKIBENCH_CACHE"
+"""Moves every cache: models/, datasets/ and logs/ (:func:`ruwikibench.models.asset_files.cache_root`) and, for a
+config that leaves ``cache_dir`` at its default, the response, embedding and entity caches and bm25/."""
 
 _NOT_IDENTITY = {
     "endpoints",
@@ -450,7 +456,11 @@ class RunConfig(BaseModel):
     )
     max_concurrency: int = Field(default=4, ge=1, description="global limit on in-flight LLM requests")
     local_server: LocalServerConfig = Field(default_factory=LocalServerConfig)
-    cache_dir: str = Field(default="~/.cache/ruwikibench", description="LLM and embedding caches")
+    cache_dir: str = Field(
+        default=DEFAULT_CACHE_DIR,
+        description="the response, embedding and entity caches and bm25/; left at the default, "
+        "$RUWIKIBENCH_CACHE when set (the variable that also holds models/, datasets/ and logs/)",
+    )
     prompts_dir: str | None = Field(
         default=None, description="extra prompt folder searched before the package's"
     )
@@ -502,6 +512,10 @@ class RunConfig(BaseModel):
 
     @property
     def cache_path(self) -> Path:
+        """``cache_dir``; a config that leaves it at its default follows ``$RUWIKIBENCH_CACHE`` when set, so one
+        variable moves every cache (a ``cache_dir`` a config names is kept)."""
+        if self.cache_dir == DEFAULT_CACHE_DIR and os.environ.get(CACHE_ENV):
+            return Path(os.environ[CACHE_ENV]).expanduser()
         return Path(self.cache_dir).expanduser()
 
     def identity(self) -> dict[str, object]:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, Field
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 
 from ruwikibench.config import RunConfig, RunInputError
 from ruwikibench.context import StageContext
@@ -55,6 +55,7 @@ from ruwikibench.runner.identity import stages_identity
 from ruwikibench.runner.metrics import aggregate, metrics_rows
 from ruwikibench.runner.open_run import OpenRun, RunKey, benchmark_key, open_run, run_id, run_path
 from ruwikibench.runner.overrides import check_overrides, spec_records, stage_graph
+from ruwikibench.runner.progress_lines import PlainProgress, StageUsage, run_progress
 from ruwikibench.runner.reference_queries import (
     reads_reference_queries,
     session_record,
@@ -426,25 +427,6 @@ def _jsonable(obj: Any) -> Any:
     return str(obj)
 
 
-def _progress(enabled: bool) -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[usage]}"),
-        disable=not enabled,
-    )
-
-
-def _usage_line(context: StageContext) -> str:
-    usage = context.llm.usage.as_dict()
-    calls = sum(u["calls"] for u in usage.values())
-    hits = sum(u["cache_hits"] for u in usage.values())
-    tokens = sum(u["prompt_tokens"] + u["completion_tokens"] for u in usage.values())
-    return f"calls {calls} · cache hits {hits} · tokens {tokens}"
-
-
 async def execute(context: StageContext, dataset_path: str, options: RunOptions) -> RunDir:
     """Run (or resume) the selected stages; writes the whole run directory and returns it."""
     dataset = context.dataset
@@ -531,7 +513,7 @@ async def _run_and_score(
     )  # one role's HTTP clients: before the first request, the others after
     warming = asyncio.create_task(_warm_up_after_first_request(context, runner))
     started = time.perf_counter()
-    with _progress(options.progress) as progress, run_gc_thresholds():  # executors.RUN_GC_THRESHOLDS
+    with run_progress(options.progress) as progress, run_gc_thresholds():  # executors.RUN_GC_THRESHOLDS
         try:
             await _run_units(context, runner, units, progress)
         except BaseException:
@@ -555,7 +537,9 @@ HEAD_START = 0.2
 """Seconds the first unit runs alone at most, before its first request is out (:func:`_run_units`)."""
 
 
-async def _run_units(context: StageContext, runner: Runner, units: list[Unit], progress: Progress) -> None:
+async def _run_units(
+    context: StageContext, runner: Runner, units: list[Unit], progress: Progress | PlainProgress
+) -> None:
     """Run the units, as many at once as requests may be in flight and as their fan-outs fit the budget
     (:mod:`ruwikibench.runner.admission`). Twice as many units at once started ~120 units in the first second of
     a whole-sample run, and their CPU steps (KMeans, embedding look-ups, graph set-up) delayed the
@@ -572,16 +556,18 @@ async def _run_units(context: StageContext, runner: Runner, units: list[Unit], p
         name: progress.add_task(name, total=sum(1 for u in units if u.stage == name), usage="")
         for name in runner.stages
     }
+    stage_usage = StageUsage()  # each bar shows its own stage's calls and tokens
 
     async def one(unit: Unit) -> None:
         async with fan_out.slot(unit.fan_out), semaphore:
             output = await runner.run_unit(unit)
         if output is not None:  # scored after its slot is given back: scoring waits for the model lane
             await runner.score_output(runner.stages[unit.stage], unit, output)
-        progress.update(bars[unit.stage], advance=1, usage=_usage_line(context))
+        progress.update(bars[unit.stage], advance=1, usage=stage_usage.line(unit.stage))
 
     if runner.scoring is not None:  # the baselines that need no output, whenever the scoring process is idle
         runner.scoring.score_ahead(runner.stages, units)
+    context.llm.listeners.append(stage_usage.on_completion)
     head = [asyncio.ensure_future(one(unit)) for unit in units[:1]]
     try:
         await _head_start(context, head)
@@ -591,6 +577,8 @@ async def _run_units(context: StageContext, runner: Runner, units: list[Unit], p
         for task in head:
             task.cancel()
         raise
+    finally:
+        context.llm.listeners.remove(stage_usage.on_completion)
 
 
 async def _prepare_first_client(context: StageContext) -> None:
