@@ -226,12 +226,15 @@ async def test_a_server_dying_during_the_run_fails_the_request_at_once(tmp_path:
     model = ModelConfig(name="stand-in", endpoints=[server.base_url], max_retries=4, retry_base_delay=2.0)
     llm = LLM({"writer": OpenAIBackend(model)}, servers=[server])
     try:
+        await (
+            llm.prepare()
+        )  # the HTTP client built (imports: seconds of CPU on a loaded machine) before the clock
         started = time.monotonic()
         with pytest.raises(
             LocalServerDied, match=r"exited with signal SIGSEGV while the run used it; log .*llama-server-"
         ) as caught:
             await llm.complete("writer", "2+2=")
-        assert time.monotonic() - started < 5  # retries alone would wait 2 + 4 + 8 + 16 s
+        assert time.monotonic() - started < 12  # the retries' backoff alone: at least (2 + 4 + 8 + 16) / 2 s
         assert "\n" not in str(caught.value) and "SIGSEGV" in (server.exit_line() or "")
         with pytest.raises(LocalServerDied):  # and every later request, before it is sent
             await llm.complete("writer", "3+3=")
