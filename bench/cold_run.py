@@ -8,7 +8,9 @@ Starts ``bench/endpoint.py`` (see bench/pipeline.py), writes the bench config (p
 the given embedder: ``kind`` or ``e5-int8:<max tokens>``) with a fresh cache folder, then runs the CLI as a
 subprocess three times and prints, per run, the wall time (process start to exit), the first request (process
 start to the endpoint receiving it) and the CPU time the process had used by then (all threads, sampled from
-/proc every 3 ms in 10 ms steps: less sensitive to other load than the wall time):
+/proc every 3 ms in 10 ms steps: less sensitive to other load than the wall time), and the run's whole CPU time
+(user + system, its scoring process included), with the CPU model and the load average before and after
+(``--port``: the fake endpoint's port, default a free one):
 
 * **cold** — nothing embedded or indexed: the run embeds and indexes what it needs (a first run on new data);
 * **embeddings cached, new model name** — the same data with another model name: every LLM call is new, the
@@ -36,6 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.machine import children_cpu_seconds, machine_line
 from bench.pipeline import start_endpoint, stats, write_config
 
 
@@ -70,10 +73,12 @@ class CpuSampler(threading.Thread):
         return before[-1] if before else None
 
 
-def run_cli(args: list[str], url: str) -> tuple[float, float | None, float | None]:
-    """Wall seconds of ``python -m ruwikibench ARGS``, seconds from its start to the endpoint's next request, and
-    the CPU seconds the process had used by then."""
+def run_cli(args: list[str], url: str) -> tuple[float, float, float | None, float | None]:
+    """Wall seconds of ``python -m ruwikibench ARGS``, its CPU seconds (user + system, its scoring process
+    included), seconds from its start to the endpoint's next request, and the CPU seconds the process had used
+    by then."""
     before = stats(url)["requests"]
+    cpu_before = children_cpu_seconds()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     started = time.time()
     process = subprocess.Popen(
@@ -88,13 +93,14 @@ def run_cli(args: list[str], url: str) -> tuple[float, float | None, float | Non
     sampler.start()
     _, stderr = process.communicate()
     wall = time.time() - started
+    cpu = children_cpu_seconds() - cpu_before
     sampler.done.set()
     if process.returncode != 0:
         raise SystemExit(f"ruwikibench {' '.join(args)} failed:\n{stderr[-3000:]}")
     arrivals = stats(url)["arrivals"][before:]
     if not arrivals:
-        return wall, None, None
-    return wall, min(arrivals) - started, sampler.at(min(arrivals))
+        return wall, cpu, None, None
+    return wall, cpu, min(arrivals) - started, sampler.at(min(arrivals))
 
 
 def bytecode_note(compile_package: bool) -> str:
@@ -118,6 +124,9 @@ def main() -> None:
     parser.add_argument("--embedder", default="e5-int8:512", help="kind, or e5-int8:<max tokens>")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     parser.add_argument(
+        "--port", type=int, default=None, help="the fake endpoint's port (default: a free one)"
+    )
+    parser.add_argument(
         "--repeat",
         type=int,
         default=1,
@@ -132,8 +141,8 @@ def main() -> None:
     articles = [a for name in args.article or ["Python", "Квантовый компьютер"] for a in ("--article", name)]
     work = Path(tempfile.mkdtemp(prefix="ruwikibench-cold-"))
     bytecode = bytecode_note(compile_package=not args.no_compile)
-    load_before = os.getloadavg()[0]
-    endpoint, url = start_endpoint(args.dataset, args.latency)
+    machine_before = machine_line()
+    endpoint, url = start_endpoint(args.dataset, args.latency, args.port)
     try:
         rows = []
         cases = [("cold (nothing embedded)", "bench")] + [
@@ -169,15 +178,20 @@ def main() -> None:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     print(
-        f"embedder {args.embedder} · {len(articles) // 2} articles · latency {args.latency} s · "
-        f"{os.cpu_count()} cores, load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
+        f"embedder {args.embedder} · {len(articles) // 2} articles · latency {args.latency} s · endpoint {url}"
     )
+    print(f"before: {machine_before}")
+    print(f"after:  {machine_line()}")
     print(f"bytecode: {bytecode}")
-    print("| run | wall | first request (from process start) | CPU time by then |\n|---|---|---|---|")
-    for label, wall, first, cpu in rows:
+    print(
+        "| run | wall | CPU (user + system, all its processes) | CPU / wall | first request (from process start) "
+        "| CPU time by then |\n|---|---|---|---|---|---|"
+    )
+    for label, wall, cpu, first, cpu_first in rows:
         print(
-            f"| {label} | {wall:.1f} s | {'none' if first is None else f'{first:.2f} s'} | "
-            f"{'?' if cpu is None else f'{cpu:.2f} s'} |"
+            f"| {label} | {wall:.1f} s | {cpu:.1f} CPU-s | {cpu / wall:.2f} | "
+            f"{'none' if first is None else f'{first:.2f} s'} | "
+            f"{'?' if cpu_first is None else f'{cpu_first:.2f} s'} |"
         )
     print(f"`ruwikibench --help`: {help_wall:.2f} s")
 

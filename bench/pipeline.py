@@ -54,8 +54,11 @@ def _serve(dataset: str, latency: float, port: int) -> None:
     asyncio.run(serve(resolve_dataset(dataset)[0], latency, port))
 
 
-def start_endpoint(dataset: str, latency: float) -> tuple[multiprocessing.Process, str]:
-    port = free_port()
+def start_endpoint(
+    dataset: str, latency: float, port: int | None = None
+) -> tuple[multiprocessing.Process, str]:
+    """``bench/endpoint.py`` on 127.0.0.1, on ``port`` (default: a free one); the process and its ``…/v1`` URL."""
+    port = port or free_port()
     process = multiprocessing.get_context("spawn").Process(
         target=_serve, args=(dataset, latency, port), daemon=True
     )

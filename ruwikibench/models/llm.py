@@ -17,14 +17,18 @@ endpoints (:class:`OpenAIBackend`, through langchain-openai's ChatOpenAI) or a s
 * Usage per role (:mod:`ruwikibench.models.usage`): calls, tokens of requests actually sent, cache hits, retries,
   failures, and the seconds calls waited for a slot (``queued_s``) and were then served (``service_s``); each
   :class:`Completion` carries its own ``queued_s``/``service_s`` (node traces record them per node).
+* Local servers: while a request of a client that started local servers is out, the servers are watched; when one
+  exits, the request is cancelled and :class:`~ruwikibench.models.local_server.LocalServerDied` names its exit code
+  or signal and its log at once — every later request too — instead of retries against a dead port.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
@@ -68,6 +72,21 @@ class _LoopState:
     sent: asyncio.Event = field(
         default_factory=asyncio.Event
     )  # set when the first request is out (first_request_sent)
+    server_gone: asyncio.Task[str] | None = None  # the local servers' watch: ends with the exit line of one
+
+
+SERVER_POLL_S = 0.25
+"""How often the local servers' processes are polled while requests are out."""
+
+
+async def _watch_servers(servers: Sequence[LocalServer]) -> str:
+    """Returns the :meth:`~ruwikibench.models.local_server.LocalServer.exit_line` of the first server to exit."""
+    while True:
+        for server in servers:
+            line = server.exit_line(" while the run used it")
+            if line is not None:
+                return line
+        await asyncio.sleep(SERVER_POLL_S)
 
 
 class LLM:
@@ -125,7 +144,9 @@ class LLM:
                             f"model {model.name!r} of role {role!r} is local but start_local=False"
                         )
                     if model.local not in servers:
-                        servers[model.local] = acquire_server(model.local)
+                        servers[model.local] = acquire_server(
+                            model.local, **config.local_server.server_options()
+                        )
                     model = model.model_copy(update={"endpoints": [servers[model.local].base_url]})
                 backends[role] = OpenAIBackend(
                     model, identity_extra=extra, connections=max(32, config.max_concurrency)
@@ -236,13 +257,39 @@ class LLM:
         if not reports:
             sent.set()
         try:
-            return await request.backend.generate(
+            call = request.backend.generate(
                 request.messages, max_tokens=request.max_tokens, top_logprobs=request.top_logprobs
             )
+            return await (self._watched(call) if self.servers else call)
         finally:
             if token is not None:
                 REQUEST_SENT.reset(token)
             sent.set()
+
+    async def _watched(self, call: Coroutine[Any, Any, Completion]) -> Completion:
+        """The backend's answer, unless one of this client's local servers exits first: then the request is
+        cancelled and :class:`LocalServerDied` raised with the server's exit line."""
+        from ruwikibench.models.local_server import LocalServerDied
+
+        state = self._state()
+        if state.server_gone is None:
+            state.server_gone = asyncio.ensure_future(_watch_servers(self.servers))
+        gone = state.server_gone
+        task = asyncio.ensure_future(call)
+        try:
+            done, _ = await asyncio.wait((task, gone), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not task.done():
+                task.cancel()
+        if task in done and (task.cancelled() or task.exception() is None):
+            return task.result()
+        if gone not in done:  # the request failed: a server that just died says so a moment later
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(gone), 2 * SERVER_POLL_S + 0.5)
+        if gone.done() and not gone.cancelled():
+            failed = task.done() and not task.cancelled()
+            raise LocalServerDied(gone.result()) from (task.exception() if failed else None)
+        return task.result()
 
     def close(self) -> None:
         """Stop the local servers this client started and close the cache."""
@@ -254,6 +301,9 @@ class LLM:
 
     async def aclose(self) -> None:
         """:meth:`close`, after closing the backends' connections of this event loop."""
+        state = self._loops.get(asyncio.get_running_loop())
+        if state is not None and state.server_gone is not None:
+            state.server_gone.cancel()
         await asyncio.gather(
             *(close() for b in self.backends.values() if (close := getattr(b, "aclose", None)))
         )

@@ -216,7 +216,10 @@ def main(argv: list[str] | None = None) -> int:
 def _fetch_e5_int8(*, required: bool) -> int:
     """Build the e5-int8 model; without onnx / onnxruntime a note (an error when asked for it alone)."""
     if importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("onnx") is None:
-        print("e5-int8: onnx / onnxruntime not installed (the [local] extra), not built", file=sys.stderr)
+        print(
+            "e5-int8: onnx / onnxruntime not installed (the [score] extra, or [local]), not built",
+            file=sys.stderr,
+        )
         return 1 if required else 0
     from ruwikibench.models.e5_int8_asset import ensure_e5_int8
 

@@ -40,6 +40,12 @@ PROMPT_HASH_CHARS = 12
 _ACTIVE: ContextVar[NodeCapture | None] = ContextVar("ruwikibench_node_capture", default=None)
 
 
+def active_stage() -> str | None:
+    """The stage of the unit whose graph runs in this context (its capture is active), if any."""
+    capture = _ACTIVE.get()
+    return capture.stage if capture is not None else None
+
+
 @dataclass
 class TaskUsage:
     calls: int = 0

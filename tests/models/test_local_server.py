@@ -6,7 +6,11 @@ test_local_model_integration.py), so the lifecycle is tested in well under a sec
 
 from __future__ import annotations
 
+import json
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -15,6 +19,7 @@ import pytest
 from ruwikibench.models import local_server
 from ruwikibench.models.local_server import (
     LocalServer,
+    LocalServerDied,
     LocalServerError,
     acquire_server,
     free_port,
@@ -22,20 +27,49 @@ from ruwikibench.models.local_server import (
 )
 
 STAND_IN = r"""
-import json, sys, time
+import json, os, signal, sys, time
 from http.server import BaseHTTPRequestHandler, HTTPServer
-time.sleep(float(sys.argv[2]))  # "loading the model"
+mode, load = sys.argv[1], float(sys.argv[2])  # then llama_cpp.server's own arguments
+port = int(sys.argv[sys.argv.index("--port") + 1])
+time.sleep(load)  # "loading the model"
+if mode == "slow-exit":  # as uvicorn, which on SIGTERM first finishes the request it is computing
+    signal.signal(signal.SIGTERM, lambda *_: (time.sleep(60), sys.exit(0)))
+served = []
 class H(BaseHTTPRequestHandler):
     def log_message(self, *a): pass
-    def do_GET(self):
-        data = json.dumps({"object": "list", "data": [{"id": "stand-in"}]}).encode()
-        self.send_response(200 if self.path == "/v1/models" else 404)
+    def _send(self, status, body):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
-print("stand-in listening", flush=True)
-HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+    def do_GET(self):
+        self._send(200 if self.path == "/v1/models" else 404, {"object": "list", "data": [{"id": "stand-in"}]})
+    def do_POST(self):
+        self.rfile.read(int(self.headers["content-length"]))
+        served.append(self.path)
+        if mode == "crash" or (mode == "crash-later" and len(served) > 1):
+            print("GGML_ASSERT: fault in the matrix kernel", flush=True)
+            os.kill(os.getpid(), signal.SIGSEGV)
+        if mode == "stall":
+            time.sleep(3600)
+        self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": "stand-in",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": "4"}}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}})
+print("system_info: AVX2 = 1 | AMX_INT8 = " + ("1" if mode.startswith("crash") else "0"), flush=True)
+HTTPServer(("127.0.0.1", port), H).serve_forever()
 """
+
+
+def stand_in_launcher(tmp_path: Path, mode: str = "ok", load_seconds: float = 0.3) -> list[str]:
+    """A stand-in for ``python -m llama_cpp.server``: a small HTTP server on 127.0.0.1 that gets the same
+    arguments; ``mode`` ok | crash (SIGSEGV on its first chat completion) | crash-later (on its second) | stall
+    (accepts chat completions and never answers) | slow-exit (takes a minute to obey SIGTERM)."""
+    script = tmp_path / "stand_in_server.py"
+    script.write_text(STAND_IN)
+    return [sys.executable, str(script), mode, str(load_seconds)]
 
 
 class StandIn(LocalServer):
@@ -45,7 +79,8 @@ class StandIn(LocalServer):
     script = STAND_IN
 
     def command(self, model_file: Path) -> list[str]:
-        return [sys.executable, "-c", self.script, str(self.port), str(self.load_seconds)]
+        rest = super().command(model_file)[3:]  # llama_cpp.server's arguments
+        return [sys.executable, "-c", self.script, "ok", str(self.load_seconds), *rest]
 
 
 @pytest.fixture(autouse=True)
@@ -103,7 +138,9 @@ def test_a_crashing_server_is_reported_with_its_log(tmp_path: Path) -> None:
     class Crashing(StandIn):
         script = "import sys; print('error: model file is not GGUF', flush=True); sys.exit(3)"
 
-    with pytest.raises(LocalServerError, match=r"exited with code 3(.|\n)*model file is not GGUF"):
+    with pytest.raises(
+        LocalServerError, match=r"exited with exit code 3 while starting; .*model file is not GGUF"
+    ):
         Crashing("qwen2.5-0.5b", model_file=_gguf(tmp_path), startup_timeout=20).start()
 
 
@@ -138,3 +175,129 @@ def test_one_shared_server_per_model(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_unknown_model_rejected() -> None:
     with pytest.raises(Exception, match="unknown local model"):
         LocalServer("llama-70b")
+
+
+def test_the_start_up_proof_is_one_chat_completion(tmp_path: Path) -> None:
+    launcher = stand_in_launcher(tmp_path)
+    with LocalServer("qwen2.5-0.5b", model_file=_gguf(tmp_path), launcher=launcher) as server:
+        assert (
+            server.running and server.command(tmp_path)[:2] == launcher[:2]
+        )  # the launcher, then the arguments
+
+
+def test_a_server_that_dies_on_its_first_completion_fails_the_start_in_one_line(tmp_path: Path) -> None:
+    server = LocalServer(
+        "qwen2.5-0.5b", model_file=_gguf(tmp_path), launcher=stand_in_launcher(tmp_path, "crash")
+    )
+    started = time.monotonic()
+    with pytest.raises(LocalServerError) as caught:
+        server.start()
+    message = str(caught.value)
+    assert "\n" not in message and time.monotonic() - started < 10
+    assert "exited with signal SIGSEGV on its first chat completion" in message
+    assert f"log {tmp_path / 'logs'}" in message and "-DGGML_NATIVE=OFF" in message  # the AMX hint
+    assert not server.running
+
+
+def test_a_server_that_never_answers_a_completion_fails_fast(tmp_path: Path) -> None:
+    server = LocalServer(
+        "qwen2.5-0.5b",
+        model_file=_gguf(tmp_path),
+        launcher=stand_in_launcher(tmp_path, "stall"),
+        probe_timeout=1.0,
+    )
+    started = time.monotonic()
+    with pytest.raises(LocalServerError, match=r"not a one-token chat completion within 1s.*log ") as caught:
+        server.start()
+    assert "\n" not in str(caught.value) and time.monotonic() - started < 10
+    assert not server.running  # stopped
+
+
+async def test_a_server_dying_during_the_run_fails_the_request_at_once(tmp_path: Path) -> None:
+    """Not 5 attempts against a dead port blamed on a timeout: one LocalServerDied naming signal and log."""
+    from ruwikibench.config import ModelConfig
+    from ruwikibench.models.llm import LLM
+    from ruwikibench.models.openai_backend import OpenAIBackend
+
+    server = LocalServer(
+        "qwen2.5-0.5b", model_file=_gguf(tmp_path), launcher=stand_in_launcher(tmp_path, "crash-later")
+    )
+    await server.astart()  # the proof is its first completion
+    model = ModelConfig(name="stand-in", endpoints=[server.base_url], max_retries=4, retry_base_delay=2.0)
+    llm = LLM({"writer": OpenAIBackend(model)}, servers=[server])
+    try:
+        await (
+            llm.prepare()
+        )  # the HTTP client built (imports: seconds of CPU on a loaded machine) before the clock
+        started = time.monotonic()
+        with pytest.raises(
+            LocalServerDied, match=r"exited with signal SIGSEGV while the run used it; log .*llama-server-"
+        ) as caught:
+            await llm.complete("writer", "2+2=")
+        assert time.monotonic() - started < 12  # the retries' backoff alone: at least (2 + 4 + 8 + 16) / 2 s
+        assert "\n" not in str(caught.value) and "SIGSEGV" in (server.exit_line() or "")
+        with pytest.raises(LocalServerDied):  # and every later request, before it is sent
+            await llm.complete("writer", "3+3=")
+    finally:
+        await llm.aclose()
+
+
+KILLED_RUN = r"""
+import json, sys
+from ruwikibench.config import RunConfig
+from ruwikibench.models.llm import LLM
+config = RunConfig.model_validate({
+    "models": {"writer": {"name": "q", "local": "qwen2.5-0.5b"}},
+    "cache_dir": sys.argv[1],
+    "local_server": {"command": json.loads(sys.argv[2])},
+})
+llm = LLM.from_config(config)  # as a run starts it
+print(llm.servers[0].process.pid, flush=True)
+sys.stdin.read()  # until killed
+"""
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
+def test_a_killed_run_leaves_no_server(tmp_path: Path, how: signal.Signals) -> None:
+    from ruwikibench.models.local_assets import _stamp, local_model, model_path
+
+    gguf = model_path("qwen2.5-0.5b")  # under the test's RUWIKIBENCH_CACHE: a stand-in file, stamped verified
+    gguf.parent.mkdir(parents=True)
+    gguf.write_bytes(b"GGUF")
+    gguf.with_name(gguf.name + ".sha256").write_text(
+        json.dumps(_stamp(gguf, local_model("qwen2.5-0.5b").sha256))
+    )
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            KILLED_RUN,
+            str(tmp_path),
+            json.dumps(stand_in_launcher(tmp_path, "slow-exit")),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert run.stdout is not None
+        server_pid = int(run.stdout.readline())
+        assert _alive(server_pid)
+        run.send_signal(how)
+        run.wait(20)
+        deadline = time.monotonic() + 10
+        while _alive(server_pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(server_pid), f"the server outlived a run killed by {how.name}"
+    finally:
+        run.kill()
+        run.wait()
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, exited but not yet reaped by init, counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
