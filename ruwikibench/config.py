@@ -456,7 +456,7 @@ class RunConfig(BaseModel):
         data["embedder"] = self.embedder.identity()
         for stage in _registry().options_stages():
             if stage.options_alias:
-                data[stage.name] = self.options(stage.options_model).model_dump(mode="json")  # type: ignore[arg-type]
+                data[stage.name] = self.options(stage.options_model).model_dump(mode="json")
         return data
 
 

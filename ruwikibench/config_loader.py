@@ -115,7 +115,7 @@ def config_from_data(data: dict[str, Any], origin: str | Path) -> RunConfig:
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{origin}: {_fields(exc)}") from exc
+        raise ConfigError(f"{origin}: {error_fields(exc)}") from exc
     for model in config.models.values():
         register_env(model.api_key_env)
     check_stages(config, origin)
@@ -125,7 +125,7 @@ def config_from_data(data: dict[str, Any], origin: str | Path) -> RunConfig:
     return config
 
 
-def _fields(exc: ValidationError) -> str:
+def error_fields(exc: ValidationError) -> str:
     """The errors as 'field: problem'; a whole-config check (a stage's options) names its field itself."""
 
     def one(error: Any) -> str:

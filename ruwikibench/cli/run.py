@@ -69,19 +69,20 @@ def _load(config_path: Path, dataset_spec: str) -> tuple[Any, Any, Path]:
 
 
 def with_overrides(config: Any, overrides: dict[str, dict[str, Any]], origin: str) -> Any:
-    """The config with CLI options applied to its sections, validated exactly like the YAML (ConfigError)."""
+    """The config with CLI options applied to its stages' options (``stage_options.<stage>``), validated exactly
+    like the YAML (ConfigError)."""
     from pydantic import ValidationError
 
     from ruwikibench.config import ConfigError, RunConfig
+    from ruwikibench.config_loader import error_fields
 
     data = config.model_dump()
-    for section, values in overrides.items():
-        data[section] = {**data[section], **values}
+    for stage, values in overrides.items():
+        data["stage_options"][stage] = {**data["stage_options"].get(stage, {}), **values}
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
-        fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"{origin}: {fields}") from None
+        raise ConfigError(f"{origin}: {error_fields(exc)}") from None
 
 
 def _execute(config: Any, dataset: Any, path: Path, options: Any) -> Any:
