@@ -114,9 +114,9 @@ def summarize(items: list[dict], wall: float, tokenize: str) -> None:
     tokens = (sum(i["prompt_tokens"] for i in items), sum(i["completion_tokens"] for i in items))
     print(f"\n{len(items)} sections, wall {wall:.0f} s; LLM calls {calls}, tokens {tokens[0]} prompt + {tokens[1]} "
           f"completion; excluded {len(items) - len(scored)}")  # fmt: skip
-    for header, key in STAGE.columns:
-        est = bootstrap_ci([r.metrics[key] for _, r in scored])
-        print(f"{header:14} {est.fmt(scale=100)}  (n={est.n})")
+    for metric in STAGE.metrics:
+        est = bootstrap_ci([r.metrics[metric.key] for _, r in scored])
+        print(f"{metric.label:14} {est.fmt(scale=100)}  (n={est.n})")
     texts = [i["output"]["results"][0]["text"] for i, _ in scored]
     refs = [i["unit"]["input"]["sections"][0]["reference"] for i, _ in scored]
     print(

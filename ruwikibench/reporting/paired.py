@@ -32,6 +32,7 @@ from ruwikibench.evaluators.stats import (
 )
 from ruwikibench.jsonl import latest
 from ruwikibench.metric import RESCALED_SUFFIX
+from ruwikibench.results import result_rows
 from ruwikibench.rundir import FLOORS_FILE, RunDir
 
 ALPHA = 0.05
@@ -126,19 +127,18 @@ def format_p(p: float) -> str:
 def stage_items(
     results: Sequence[dict[str, Any]], floors: Sequence[dict[str, Any]], stage: str
 ) -> StageItems:
-    """One stage's items from ScoreRecord dicts and floors.jsonl rows (the last record of an item wins)."""
+    """One stage's items from score records (results.jsonl or baselines rows, read as :class:`ResultRow`) and
+    floors.jsonl rows (the last record of an item wins)."""
     scores: dict[ItemKey, dict[str, float]] = {}
     excluded: set[ItemKey] = set()
-    for record in results:
-        if record["stage"] != stage:
-            continue
-        key = (str(record["article"]), str(record["item"]))
-        if record.get("excluded"):
+    for record in result_rows([r for r in results if r["stage"] == stage], f"{stage} score records"):
+        key = (record.article, record.item)
+        if record.excluded:
             excluded.add(key)
             scores.pop(key, None)
         else:
             excluded.discard(key)
-            scores[key] = {k: v for k, v in record.get("metrics", {}).items() if isinstance(v, int | float)}
+            scores[key] = {k: v for k, v in record.metrics.items() if isinstance(v, int | float)}
     rows = {
         (str(r["article"]), str(r["item"])): dict(r.get("metrics", {})) for r in floors if r["stage"] == stage
     }
