@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from ruwikibench.config import BUILTIN_ROLES, ConfigError, RunConfig
 from ruwikibench.prompts import PromptLibrary, placeholders
-from ruwikibench.secrets import looks_secret, register, register_env
+from ruwikibench.secrets import looks_secret, register, register_env, register_model, without_credentials
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -117,13 +117,28 @@ def config_from_data(data: dict[str, Any], origin: str | Path) -> RunConfig:
     except ValidationError as exc:
         fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"{origin}: {fields}") from exc
-    for model in config.models.values():
-        register_env(model.api_key_env)
+    check_model_secrets(config, origin)
     check_stages(config, origin)
     check_stage_options(config, origin)
     check_roles(config, origin)
     check_prompt_fields(config, origin)
     return config
+
+
+def check_model_secrets(config: RunConfig, origin: str | Path) -> None:
+    """Register every model's secrets for redaction (:mod:`ruwikibench.secrets`); an endpoint's ``user:pass@``
+    becomes its ``Authorization: Basic`` header, so it cannot come with another source of that header."""
+    for role, model in config.models.items():
+        register_env(model.api_key_env)
+        register_model(model.endpoints, model.headers)
+        with_credentials = [i for i, url in enumerate(model.endpoints) if without_credentials(url)[1]]
+        own = "api_key_env" if model.api_key_env else None
+        own = own or next((f"headers.{h}" for h in model.headers if h.lower() == "authorization"), None)
+        if with_credentials and own:
+            raise ConfigError(
+                f"{origin}: models.{role}.endpoints.{with_credentials[0]}: credentials in the URL (user:pass@) "
+                f"and {own} both set the Authorization header; keep one"
+            )
 
 
 def _fields(exc: ValidationError, prefix: str) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ruwikibench.models.types import Completion, Messages
+from ruwikibench.secrets import redact
 
 if TYPE_CHECKING:  # numpy is imported where it is used: a run loads this module before its first request
     import numpy as np
@@ -81,7 +82,8 @@ class ResponseCache:
         return Completion.model_validate_json(row[0]).model_copy(update=CACHED)
 
     def put(self, key: str, completion: Completion) -> None:
-        row = (key, completion.model, completion.model_dump_json(exclude=set(CACHED)), time.time())
+        value = redact(completion.model_dump_json(exclude=set(CACHED)))  # the endpoint may carry a secret
+        row = (key, completion.model, value, time.time())
         if self._writer is not None:
             self._writer.put(row)
             return

@@ -5,9 +5,11 @@ baselines and paired differences, citation and judge tables), one CSV and one PN
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 from typing import Any
 
+from ruwikibench.durable import write_atomic
 from ruwikibench.reporting.failures import stage_failures
 from ruwikibench.reporting.html import write_html_report
 from ruwikibench.reporting.paired import PairedRow, compare_runs_paired, load_items, paired_table
@@ -80,7 +82,7 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded", 
         charts[stage] = out / f"{stage}.png"
     parts += citation_section(runs)
     parts += _judge_sections(runs, out)
-    (out / "report.md").write_text("\n".join(parts) + "\n", encoding="utf-8")
+    write_atomic(out / "report.md", "\n".join(parts) + "\n")  # secrets redacted
     write_html_report(runs, out, view, charts, paired, references)
     return out / "report.md"
 
@@ -103,8 +105,9 @@ def with_errors(
 
 
 def _write_csv(path: Path, rows: list[list[str]]) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        csv.writer(handle).writerows(rows)
+    text = io.StringIO(newline="")
+    csv.writer(text).writerows(rows)
+    write_atomic(path, text.getvalue())  # secrets redacted
 
 
 def paired_comparison(runs: list[tuple[str, dict[str, Any], RunDir]]) -> dict[str, list[PairedRow]]:
