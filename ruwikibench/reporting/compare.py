@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +40,16 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded", 
     ``paper``: the paper's published results as reference rows of each stage table it has a table of
     (:mod:`ruwikibench.reporting.paper`)."""
     runs = [load_run(p) for p in paths]  # a directory that is not a run stops here, before `out` exists
+    stale = stale_notes(runs)
+    for note in stale:
+        print(f"warning: {note}", file=sys.stderr, flush=True)
     out.mkdir(parents=True, exist_ok=True)
     settings = settings_table(runs)
     _write_csv(out / "settings.csv", settings.csv_rows())
     parts = [
         "# RuWikiBench comparison",
         "",
+        *[line for note in stale for line in (f"> **Stale metrics.** {note}", "")],
         *settings.markdown(),
         (
             "×100, mean [95% CI]. *floor*: the embedding metric of each output against the references of other "
@@ -85,6 +90,20 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded", 
     write_atomic(out / "report.md", "\n".join(parts) + "\n")  # secrets redacted
     write_html_report(runs, out, view, charts, paired, references)
     return out / "report.md"
+
+
+def stale_notes(runs: list[tuple[str, dict[str, Any], RunDir]]) -> list[str]:
+    """One line per run whose metrics.json is not the one of its results (:mod:`ruwikibench.runner.metrics_stamp`)."""
+    from ruwikibench.runner.metrics_stamp import stale_metrics
+
+    notes = []
+    for _, _, rundir in runs:
+        why = stale_metrics(rundir)
+        if why is not None:
+            notes.append(
+                f"{rundir.path}: metrics.json is not current ({why}); rerun the run's command to recompute it"
+            )
+    return notes
 
 
 def paper_blocks(runs: list[tuple[str, dict[str, Any], RunDir]]) -> dict[str, PaperBlock]:

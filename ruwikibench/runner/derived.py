@@ -220,7 +220,10 @@ def compute_floors_and_baselines(rundir: RunDir, context: StageContext) -> None:
     fault_point("before_baselines")
     rundir.rewrite(BASELINES_FILE, collected.baseline_rows(context))
     fault_point("before_stamp")
-    rundir.write_json(STAMP_FILE, {"inputs_sha256": digest, "files": [FLOORS_FILE, BASELINES_FILE]})
+    # "metrics": None until metrics.json is written from the same inputs (runner/metrics_stamp.py)
+    rundir.write_json(
+        STAMP_FILE, {"inputs_sha256": digest, "files": [FLOORS_FILE, BASELINES_FILE], "metrics": None}
+    )
 
 
 def compute_floors(
