@@ -15,6 +15,10 @@ from ruwikibench.config import BUILTIN_ROLES, ConfigError, RunConfig
 from ruwikibench.prompts import PromptLibrary, placeholders
 from ruwikibench.secrets import looks_secret, register, register_env, register_model, without_credentials
 
+MAX_VALUES = 100_000
+"""A config expands to at most this many values (strings, numbers, mappings, lists; YAML aliases counted each time
+they are used): the paper's config has ~200. Beyond is an alias bomb (9 levels of 9 aliases: 387M strings)."""
+
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -38,6 +42,37 @@ def expand_env(value: object, path: Path) -> object:
         raise ConfigError(f"{path}: environment variable {name} is not set (used as ${{{name}}})")
 
     return _ENV.sub(repl, value)
+
+
+def check_size(data: object, path: Path) -> None:
+    """Stop a config whose aliases would expand to more than :data:`MAX_VALUES` values, or that contains itself,
+    before anything expands it (counted once per distinct object: a bomb is counted in microseconds)."""
+    sizes: dict[int, int] = {}
+    open_ids: set[int] = set()
+
+    def size(value: object) -> int:
+        if not isinstance(value, dict | list):
+            return 1
+        key = id(value)
+        if key in sizes:
+            return sizes[key]
+        if key in open_ids:
+            raise ConfigError(f"{path}: a YAML alias refers to the mapping or list that contains it")
+        open_ids.add(key)
+        children = [*value.keys(), *value.values()] if isinstance(value, dict) else value
+        total = 1
+        for child in children:
+            total += size(child)
+            if total > MAX_VALUES:
+                raise ConfigError(
+                    f"{path}: the YAML expands to more than {MAX_VALUES:,} values (aliases within aliases?); "
+                    "a run config has a few hundred"
+                )
+        open_ids.discard(key)
+        sizes[key] = total
+        return total
+
+    size(data)
 
 
 def check_stages(config: RunConfig, path: str | Path) -> None:
@@ -84,6 +119,7 @@ def read_config_data(path: Path, seen: tuple[Path, ...] = ()) -> dict:
         raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a run config is a mapping of settings")
+    check_size(data, path)
     data = cast(dict, expand_env(data, path))
     if data.get("prompts_dir") and not Path(data["prompts_dir"]).is_absolute():
         data["prompts_dir"] = str((path.parent / data["prompts_dir"]).resolve())
