@@ -39,6 +39,7 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded", 
     """Write report.md, one CSV and one PNG per stage, and report.html comparing the runs; returns report.md.
     ``paper``: the paper's published results as reference rows of each stage table it has a table of
     (:mod:`ruwikibench.reporting.paper`)."""
+    check_report_args(paths, out, view)
     runs = [load_run(p) for p in paths]  # a directory that is not a run stops here, before `out` exists
     stale = stale_notes(runs)
     for note in stale:
@@ -90,6 +91,23 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded", 
     write_atomic(out / "report.md", "\n".join(parts) + "\n")  # secrets redacted
     write_html_report(runs, out, view, charts, paired, references)
     return out / "report.md"
+
+
+def check_report_args(paths: list[Path], out: Path, view: str) -> None:
+    """``view`` is one of the metrics' views; ``out`` is neither a run directory nor inside one of ``paths``
+    (its report.md, metrics and files would be overwritten). One :class:`RunInputError` line each."""
+    from ruwikibench.config import RunInputError
+    from ruwikibench.runner.metrics import VIEWS
+
+    if view not in VIEWS:
+        raise RunInputError(f"--view {view}: not a view; the views are {', '.join(VIEWS)}")
+    target = out.resolve()
+    for path in paths:
+        run = Path(path).resolve()
+        if target == run or run in target.parents:
+            raise RunInputError(f"--out {out}: inside the run directory {path}; write the report elsewhere")
+    if (out / "spec.json").exists():
+        raise RunInputError(f"--out {out}: a run directory (it has spec.json); write the report elsewhere")
 
 
 def stale_notes(runs: list[tuple[str, dict[str, Any], RunDir]]) -> list[str]:
