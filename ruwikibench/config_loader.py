@@ -13,7 +13,11 @@ from pydantic import ValidationError
 
 from ruwikibench.config import JUDGE_ROLES, ConfigError, RunConfig
 from ruwikibench.prompts import PromptLibrary, placeholders
-from ruwikibench.secrets import looks_secret, register, register_env
+from ruwikibench.secrets import looks_secret, register, register_env, register_model, without_credentials
+
+MAX_VALUES = 100_000
+"""A config expands to at most this many values (strings, numbers, mappings, lists; YAML aliases counted each time
+they are used): the paper's config has ~200. Beyond is an alias bomb (9 levels of 9 aliases: 387M strings)."""
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -38,6 +42,37 @@ def expand_env(value: object, path: Path) -> object:
         raise ConfigError(f"{path}: environment variable {name} is not set (used as ${{{name}}})")
 
     return _ENV.sub(repl, value)
+
+
+def check_size(data: object, path: Path) -> None:
+    """Stop a config whose aliases would expand to more than :data:`MAX_VALUES` values, or that contains itself,
+    before anything expands it (counted once per distinct object: a bomb is counted in microseconds)."""
+    sizes: dict[int, int] = {}
+    open_ids: set[int] = set()
+
+    def size(value: object) -> int:
+        if not isinstance(value, dict | list):
+            return 1
+        key = id(value)
+        if key in sizes:
+            return sizes[key]
+        if key in open_ids:
+            raise ConfigError(f"{path}: a YAML alias refers to the mapping or list that contains it")
+        open_ids.add(key)
+        children = [*value.keys(), *value.values()] if isinstance(value, dict) else value
+        total = 1
+        for child in children:
+            total += size(child)
+            if total > MAX_VALUES:
+                raise ConfigError(
+                    f"{path}: the YAML expands to more than {MAX_VALUES:,} values (aliases within aliases?); "
+                    "a run config has a few hundred"
+                )
+        open_ids.discard(key)
+        sizes[key] = total
+        return total
+
+    size(data)
 
 
 def check_stages(config: RunConfig, path: str | Path) -> None:
@@ -84,6 +119,7 @@ def read_config_data(path: Path, seen: tuple[Path, ...] = ()) -> dict:
         raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a run config is a mapping of settings")
+    check_size(data, path)
     data = cast(dict, expand_env(data, path))
     if data.get("prompts_dir") and not Path(data["prompts_dir"]).is_absolute():
         data["prompts_dir"] = str((path.parent / data["prompts_dir"]).resolve())
@@ -116,8 +152,7 @@ def config_from_data(data: dict[str, Any], origin: str | Path) -> RunConfig:
         config = RunConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{origin}: {error_fields(exc)}") from exc
-    for model in config.models.values():
-        register_env(model.api_key_env)
+    check_model_secrets(config, origin)
     check_stages(config, origin)
     check_stage_options(config, origin)
     check_roles(config, origin)
@@ -134,6 +169,22 @@ def error_fields(exc: ValidationError) -> str:
         return f"{'.'.join(map(str, error['loc']))}: {error['msg']}"
 
     return "; ".join(one(e) for e in exc.errors())
+
+
+def check_model_secrets(config: RunConfig, origin: str | Path) -> None:
+    """Register every model's secrets for redaction (:mod:`ruwikibench.secrets`); an endpoint's ``user:pass@``
+    becomes its ``Authorization: Basic`` header, so it cannot come with another source of that header."""
+    for role, model in config.models.items():
+        register_env(model.api_key_env)
+        register_model(model.endpoints, model.headers)
+        with_credentials = [i for i, url in enumerate(model.endpoints) if without_credentials(url)[1]]
+        own = "api_key_env" if model.api_key_env else None
+        own = own or next((f"headers.{h}" for h in model.headers if h.lower() == "authorization"), None)
+        if with_credentials and own:
+            raise ConfigError(
+                f"{origin}: models.{role}.endpoints.{with_credentials[0]}: credentials in the URL (user:pass@) "
+                f"and {own} both set the Authorization header; keep one"
+            )
 
 
 def check_stage_options(config: RunConfig, origin: str | Path) -> None:

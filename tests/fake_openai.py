@@ -49,6 +49,7 @@ class StubServer:
     synthetic_logprobs: bool = True
     requests: list[dict] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
     times: list[float] = field(default_factory=list)
     port: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -130,6 +131,7 @@ def _handler(stub: StubServer) -> type[BaseHTTPRequestHandler]:
             body = json.loads(self.rfile.read(length) or b"{}")
             with stub.lock:
                 stub.headers.append(dict(self.headers))
+                stub.paths.append(self.path)
             status, headers, payload, delay = stub.respond(body)
             if delay:
                 time.sleep(delay)

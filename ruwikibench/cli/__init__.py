@@ -9,8 +9,9 @@ import typer
 EXIT_CODES = (  # ruwikibench.runner.status computes them
     "Exit status: 0 no unit failed; 1 units failed and none that needed the endpoint succeeded (endpoint down, "
     "every request failing); 2 bad input (one 'error:' line naming the file, field or option; nothing run); "
-    "3 some units failed, others succeeded (a partial run: the same command resumes it). "
-    "--debug (or RUWIKIBENCH_DEBUG=1) shows the traceback of an unexpected error."
+    "3 some units failed, others succeeded (a partial run: the same command resumes it); "
+    "70 an internal error (a bug: its traceback is written to a file named on stderr; "
+    "--debug or RUWIKIBENCH_DEBUG=1 prints it)."
 )
 
 app = typer.Typer(
@@ -113,10 +114,11 @@ DEBUG_ENV = "RUWIKIBENCH_DEBUG"
 
 def main() -> None:
     """The `ruwikibench` entry point. Bad input (a file, field, option or article), a run directory in use, an
-    unreadable JSONL line, a usage error — and any unexpected error — end the command with one ``error:`` line on
-    stderr and exit status 2, never a traceback; ``--debug`` (anywhere on the command line) or
-    ``RUWIKIBENCH_DEBUG=1`` prints the traceback of an unexpected error too. A command's own status (0, 1, 3:
-    :mod:`ruwikibench.runner.status`) is the process's."""
+    unreadable JSONL line, a usage error, a machine fault (``OSError``) end the command with one ``error:`` line
+    on stderr and exit status 2, never a traceback. Any other exception is a bug (:mod:`ruwikibench.cli.errors`):
+    one ``error: internal error …`` line naming the file its traceback was written to, exit status 70;
+    ``--debug`` (anywhere on the command line) or ``RUWIKIBENCH_DEBUG=1`` prints the traceback instead. A
+    command's own status (0, 1, 3: :mod:`ruwikibench.runner.status`) is the process's."""
     import os
     import sys
 
@@ -134,16 +136,13 @@ def main() -> None:
 
 
 def _error_status(exc: BaseException, debug: bool) -> int:
-    """Print ``exc`` as one ``error:`` line (and its traceback under ``debug`` when unexpected); the exit status."""
+    """Print ``exc`` as one ``error:`` line (an internal error's traceback written to a file, or printed under
+    ``debug``); the exit status: 2 for bad input, 70 for an internal error."""
     import sys
-    import traceback
 
     from typer._click import exceptions as click  # typer's own click (typer >= 0.25 vendors it)
 
-    from ruwikibench.config import RunInputError
-    from ruwikibench.jsonl import JsonlError
-    from ruwikibench.models.local_server import LocalServerError
-    from ruwikibench.runlock import RunDirLocked
+    from ruwikibench.cli.errors import INTERNAL_ERROR, input_error_line, internal_error_line, is_input_error
 
     if isinstance(exc, SystemExit):
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -153,18 +152,16 @@ def _error_status(exc: BaseException, debug: bool) -> int:
     if isinstance(exc, click.NoArgsIsHelpError):  # a bare command group: its help, as before
         exc.show()
         return exc.exit_code
+    status = 2
     if isinstance(exc, click.ClickException):
         message = exc.format_message()
         if isinstance(exc, click.UsageError) and exc.ctx is not None:
             message += f" (see: {exc.ctx.command_path} --help)"
-    elif isinstance(exc, RunInputError | RunDirLocked | JsonlError | LocalServerError):
-        message = str(exc)
+    elif is_input_error(exc):
+        message = input_error_line(exc)
     else:
-        if debug:
-            traceback.print_exception(exc)
-        hint = "" if debug else f" (--debug or {DEBUG_ENV}=1 shows the traceback)"
-        message = f"{type(exc).__name__}: {exc}{hint}"
+        message, status = internal_error_line(exc, debug), INTERNAL_ERROR
     from ruwikibench.secrets import redact
 
     print(redact("error: " + " ".join(message.split())), file=sys.stderr, flush=True)
-    return 2
+    return status

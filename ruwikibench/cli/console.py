@@ -18,8 +18,30 @@ def print_error(message: object) -> None:
     print(redact(f"error: {message}"), file=sys.stderr, flush=True)
 
 
+class RedactingStream:
+    """A text stream whose every write has the registered secrets masked (:mod:`ruwikibench.secrets`);
+    ``None`` stands for the current ``sys.stdout`` or ``sys.stderr`` (looked up at each write, as rich does)."""
+
+    def __init__(self, file: TextIO | None, stderr: bool = False) -> None:
+        self._file = file
+        self._stderr = stderr
+
+    @property
+    def stream(self) -> TextIO:
+        return self._file or (sys.stderr if self._stderr else sys.stdout)
+
+    def write(self, text: str) -> int:
+        from ruwikibench.secrets import redact
+
+        return self.stream.write(redact(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
 def make_console(file: TextIO | None = None, **kwargs: Any) -> Console:
-    """A Console that does not squeeze tables to 80 columns when the output is a file or a pipe (COLUMNS wins)."""
-    stream = file or sys.stdout
+    """A Console that does not squeeze tables to 80 columns when the output is a file or a pipe (COLUMNS wins),
+    and that masks the registered secrets in everything it prints."""
+    stream = RedactingStream(file, stderr=bool(kwargs.pop("stderr", False)))
     wide = not stream.isatty() and "COLUMNS" not in os.environ
-    return Console(file=file, width=LOG_WIDTH if wide else None, **kwargs)
+    return Console(file=stream, width=LOG_WIDTH if wide else None, **kwargs)  # type: ignore[arg-type]

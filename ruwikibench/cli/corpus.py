@@ -35,13 +35,25 @@ def import_(
         str, typer.Option(help="'ignore' lists (as the authors) or 'keep' each list as a paragraph")
     ] = "ignore",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar or summary")] = False,
+    rename_duplicates: Annotated[
+        bool,
+        typer.Option(
+            "--rename-duplicates", help="import entries with the same title as 'Title', 'Title (2)', …"
+        ),
+    ] = False,
 ) -> None:
     """Parse every article once, apply the paper's filters, cut snippets and write DIR (JSONL + manifest.json).
 
     Articles that fail (no html, no article body, malformed sources) are reported one line each on stderr;
-    the others are still written and the exit code is 1.
+    the others are still written and the exit code is 1. Two entries with the same title stop the import
+    (exit 2) unless --rename-duplicates.
     """
-    from ruwikibench.corpus_builder.ruwikibench_json import CorpusError, ImportParams, import_ruwikibench_json
+    from ruwikibench.corpus_builder.ruwikibench_json import (
+        CorpusError,
+        DuplicateTitle,
+        ImportParams,
+        import_ruwikibench_json,
+    )
     from ruwikibench.corpus_builder.store import save_dataset
 
     if lists not in ("ignore", "keep"):
@@ -51,9 +63,11 @@ def import_(
     params = ImportParams(min_source_chars=min_source_chars, window=window, overlap=overlap, lists=lists)  # type: ignore[arg-type]
     console = Console(stderr=True, quiet=quiet)
     try:
-        result = import_ruwikibench_json(path, params, progress=None if quiet else _progress(console))
+        result = import_ruwikibench_json(
+            path, params, progress=None if quiet else _progress(console), rename_duplicates=rename_duplicates
+        )
     except CorpusError as exc:
-        raise _fail(str(exc)) from None
+        raise _fail(str(exc), 2 if isinstance(exc, DuplicateTitle) else 1) from None
     save_dataset(
         result.dataset,
         out,

@@ -38,6 +38,10 @@ class CorpusError(Exception):
         super().__init__(where + message)
 
 
+class DuplicateTitle(CorpusError):
+    """Two entries of the file have the same ``article_name`` (imported only with ``rename_duplicates``)."""
+
+
 class ImportParams(BaseModel):
     """Build parameters; stored in the manifest and in ``Dataset.params``."""
 
@@ -176,8 +180,13 @@ def import_records(
     path: str | Path,
     params: ImportParams | None = None,
     progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
+    rename_duplicates: bool = False,
 ) -> ImportResult:
-    """Import parsed JSON records; a bad article is reported in ``errors`` and the others still import."""
+    """Import parsed JSON records; a bad article is reported in ``errors`` and the others still import. Two
+    entries with the same title are a :class:`DuplicateTitle` (nothing imported), unless ``rename_duplicates``:
+    then the later one is named ``Title (2)`` (as is any entry whose file-safe name another already has)."""
+    if not rename_duplicates:
+        check_duplicate_titles(records, path)
     params = params or ImportParams()
     path = Path(path)
     articles: list[Article] = []
@@ -208,13 +217,31 @@ def import_records(
     return ImportResult(dataset=dataset, reports=reports, errors=errors)
 
 
+def check_duplicate_titles(records: list[Any], path: str | Path) -> None:
+    """Raise :class:`DuplicateTitle` (one line) for the first title two entries share."""
+    first: dict[str, int] = {}
+    for position, record in enumerate(records):
+        title = _record_title(record, position)
+        if title.startswith("#"):
+            continue
+        if title in first:
+            raise DuplicateTitle(
+                path,
+                f"entries #{first[title]} and #{position} have this title; remove one, or import with "
+                f"--rename-duplicates (the later one becomes {title + ' (2)'!r})",
+                title,
+            )
+        first[title] = position
+
+
 def import_ruwikibench_json(
     path: str | Path,
     params: ImportParams | None = None,
     progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
+    rename_duplicates: bool = False,
 ) -> ImportResult:
     """Read the published JSON file and import it (file-level problems raise :class:`CorpusError`)."""
-    return import_records(read_records(path), path, params, progress)
+    return import_records(read_records(path), path, params, progress, rename_duplicates)
 
 
 # --------------------------------------------------------------------------- export

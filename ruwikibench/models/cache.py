@@ -1,5 +1,9 @@
 """On-disk caches of the model layer (SQLite, WAL): LLM responses and embedding vectors.
 
+A row that does not read back as what was stored (a vector of the wrong size or with non-finite values, an answer
+that is not a completion) is a miss: logged, computed or asked again, and replaced. A file that is not an SQLite
+database is a :class:`CacheFileError` naming it.
+
 Both are safe to share between processes (SQLite locking, WAL journal) and between threads of one process
 (one connection guarded by a lock). Values are written as soon as they are computed (LLM answers by a writer
 thread, milliseconds later, and all of them when the cache is closed), so an interrupted run keeps everything it
@@ -11,6 +15,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -18,10 +23,21 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydantic import ValidationError
+
+from ruwikibench.config import RunInputError
 from ruwikibench.models.types import Completion, Messages
+from ruwikibench.secrets import redact
 
 if TYPE_CHECKING:  # numpy is imported where it is used: a run loads this module before its first request
     import numpy as np
+
+log = logging.getLogger(__name__)
+
+
+class CacheFileError(RunInputError):
+    """A cache file that cannot be used (not an SQLite database, unreadable); the message names it."""
+
 
 # what a cached answer says about its request: taken from the cache, no retry, no wait, no service time
 CACHED: dict[str, object] = {"cached": True, "retries": 0, "queued_s": 0.0, "service_s": 0.0}
@@ -42,13 +58,27 @@ def request_key(
     )
 
 
-def _connect(path: Path | None) -> sqlite3.Connection:
+def _connect(path: Path | None, schema: str | None = None) -> sqlite3.Connection:
+    """A connection to the cache at ``path`` (in memory for None), ``schema`` created; a file that is not a usable
+    SQLite database is a :class:`CacheFileError` naming it."""
     if path is None:
-        return sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    connection = sqlite3.connect(path, timeout=60.0, check_same_thread=False, isolation_level=None)
-    connection.execute("PRAGMA journal_mode=WAL")
-    connection.execute("PRAGMA synchronous=NORMAL")
+        connection = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(path, timeout=60.0, check_same_thread=False, isolation_level=None)
+    try:
+        if path is not None:
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=NORMAL")
+        if schema is not None:
+            connection.execute(schema)
+    except sqlite3.DatabaseError as exc:
+        connection.close()
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            raise
+        raise CacheFileError(
+            f"{path}: not a usable cache ({exc}); move it away or delete it (it is rebuilt)"
+        ) from None
     return connection
 
 
@@ -64,24 +94,35 @@ class ResponseCache:
     def __init__(self, path: str | Path | None) -> None:
         self.path = Path(path).expanduser() if path is not None else None
         self._lock = threading.Lock()
-        self._db = _connect(self.path)
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT, value TEXT, created REAL)"
+        self._db = _connect(
+            self.path,
+            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT, value TEXT, created REAL)",
         )
         self._writer = _BatchWriter(self.path) if self.path is not None else None
 
     def get(self, key: str) -> Completion | None:
+        """The answer stored under ``key``; None when there is none or the row is not a completion (a miss: the
+        request is sent again and its answer replaces the row)."""
         pending = self._writer.pending(key) if self._writer is not None else None
         if pending is not None:
-            return Completion.model_validate_json(pending[2]).model_copy(update=CACHED)
-        with self._lock:
-            row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
-        if row is None:
+            value = pending[2]
+        else:
+            with self._lock:
+                row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+            if row is None:
+                return None
+            value = row[0]
+        try:
+            return Completion.model_validate_json(value).model_copy(update=CACHED)
+        except (ValidationError, ValueError, TypeError) as exc:
+            log.warning(
+                "%s: unreadable cached answer %s… read as a miss (asked again): %s", self.path, key[:12], exc
+            )
             return None
-        return Completion.model_validate_json(row[0]).model_copy(update=CACHED)
 
     def put(self, key: str, completion: Completion) -> None:
-        row = (key, completion.model, completion.model_dump_json(exclude=set(CACHED)), time.time())
+        value = redact(completion.model_dump_json(exclude=set(CACHED)))  # the endpoint may carry a secret
+        row = (key, completion.model, value, time.time())
         if self._writer is not None:
             self._writer.put(row)
             return
@@ -206,21 +247,27 @@ class EmbeddingCache:
     def __init__(self, path: str | Path | None) -> None:
         self.path = Path(path).expanduser() if path is not None else None
         self._lock = threading.Lock()
-        self._db = _connect(self.path)
-        self._db.execute(
+        self._db = _connect(
+            self.path,
             "CREATE TABLE IF NOT EXISTS vectors (ns TEXT, use TEXT, h TEXT, vec BLOB, "
-            "PRIMARY KEY (ns, use, h)) WITHOUT ROWID"
+            "PRIMARY KEY (ns, use, h)) WITHOUT ROWID",
         )
+        self._db.execute("CREATE TABLE IF NOT EXISTS dims (ns TEXT PRIMARY KEY, dim INTEGER)")
 
     @staticmethod
     def text_hash(text: str) -> str:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
-    def get_many(self, ns: str, use: str, hashes: list[str]) -> dict[str, np.ndarray]:
-        import numpy as np
-
+    def get_many(self, ns: str, use: str, hashes: list[str], dim: int | None = None) -> dict[str, np.ndarray]:
+        """The stored vectors of ``hashes``. A row that is not ``dim`` float32 values (``dim`` None: the size the
+        namespace's vectors were stored with; any equal size in a cache from before sizes were kept), or holds a
+        NaN or an infinity, is left out: a miss, computed again and replaced."""
         found: dict[str, np.ndarray] = {}
+        bad = 0
         with self._lock:
+            if dim is None:
+                row = self._db.execute("SELECT dim FROM dims WHERE ns = ?", (ns,)).fetchone()
+                dim = int(row[0]) if row is not None else None
             for start in range(0, len(hashes), self._CHUNK):
                 chunk = hashes[start : start + self._CHUNK]
                 marks = ",".join("?" * len(chunk))
@@ -229,15 +276,32 @@ class EmbeddingCache:
                     (ns, use, *chunk),
                 ).fetchall()
                 for h, blob in rows:
-                    found[h] = np.frombuffer(blob, dtype=np.float32)
+                    vector = _vector(blob, dim)
+                    if vector is None:
+                        bad += 1
+                    else:
+                        found[h] = vector
+        if dim is None and len({v.size for v in found.values()}) > 1:  # sizes disagree: none can be trusted
+            bad, found = bad + len(found), {}
+        if bad:
+            log.warning(
+                "%s: %d cached vector(s) of %s unreadable (size, dtype or values); computed again",
+                self.path,
+                bad,
+                ns,
+            )
         return found
 
     def put_many(self, ns: str, use: str, items: dict[str, np.ndarray]) -> None:
         import numpy as np
 
-        rows = [(ns, use, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items.items()]
+        vectors = {h: np.asarray(v, dtype=np.float32).ravel() for h, v in items.items()}
+        rows = [(ns, use, h, v.tobytes()) for h, v in vectors.items()]
         with self._lock:
             self._db.execute("BEGIN")
+            if vectors:
+                size = next(iter(vectors.values())).size
+                self._db.execute("INSERT OR REPLACE INTO dims VALUES (?, ?)", (ns, size))
             self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
             self._db.execute("COMMIT")
 
@@ -250,6 +314,16 @@ class EmbeddingCache:
             self._db.close()
 
 
+def _vector(blob: object, dim: int | None) -> np.ndarray | None:
+    """A stored vector, or None when the row is not ``dim`` finite float32 values."""
+    import numpy as np
+
+    if not isinstance(blob, bytes) or not blob or len(blob) % 4 or (dim is not None and len(blob) != 4 * dim):
+        return None
+    vector = np.frombuffer(blob, dtype=np.float32)
+    return vector if bool(np.isfinite(vector).all()) else None
+
+
 class EntityCache:
     """The NER's entities of a text by (model identity, sha256 of the text), as JSON: ``[[type, text, normal], …]``
     (:mod:`ruwikibench.evaluators.entities`). Safe to share between processes and threads, like the others."""
@@ -257,9 +331,9 @@ class EntityCache:
     def __init__(self, path: str | Path | None) -> None:
         self.path = Path(path).expanduser() if path is not None else None
         self._lock = threading.Lock()
-        self._db = _connect(self.path)
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS entities (model TEXT, h TEXT, value TEXT, PRIMARY KEY (model, h)) WITHOUT ROWID"
+        self._db = _connect(
+            self.path,
+            "CREATE TABLE IF NOT EXISTS entities (model TEXT, h TEXT, value TEXT, PRIMARY KEY (model, h)) WITHOUT ROWID",
         )
 
     def get(self, model: str, text_hash: str) -> list[list[str]] | None:
@@ -267,7 +341,16 @@ class EntityCache:
             row = self._db.execute(
                 "SELECT value FROM entities WHERE model = ? AND h = ?", (model, text_hash)
             ).fetchone()
-        return None if row is None else list(json.loads(row[0]))
+        if row is None:
+            return None
+        try:
+            entities = json.loads(row[0])
+        except (TypeError, ValueError):
+            entities = None
+        if not isinstance(entities, list) or not all(isinstance(e, list) for e in entities):
+            log.warning("%s: unreadable cached entities of %s… read as a miss", self.path, text_hash[:12])
+            return None
+        return entities
 
     def put(self, model: str, text_hash: str, entities: list[list[str]]) -> None:
         value = json.dumps(entities, ensure_ascii=False, separators=(",", ":"))

@@ -10,6 +10,7 @@ SDK's own retries are off so every attempt is counted. ``<think>`` blocks are re
 from __future__ import annotations
 
 import asyncio
+import base64
 import functools
 import itertools
 import os
@@ -22,7 +23,7 @@ from ruwikibench.config import ConfigError, ModelConfig
 from ruwikibench.executors import run_cpu
 from ruwikibench.models.retry import LLMRequestError, backoff_delay, is_retryable
 from ruwikibench.models.types import REQUEST_SENT, Completion, Messages, TokenLogprob, TopLogprob
-from ruwikibench.secrets import register
+from ruwikibench.secrets import query_of, register, register_model, without_credentials
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
 
@@ -66,6 +67,7 @@ class OpenAIBackend:
             raise ConfigError(
                 f"model {config.name!r}: environment variable {config.api_key_env} (api_key_env) is not set"
             )
+        register_model(config.endpoints, config.headers)
         self.config = config
         self.connections = max(1, connections)
         self._identity = {**config.identity(), **(identity_extra or {})}
@@ -126,6 +128,7 @@ class OpenAIBackend:
             extra["repetition_penalty"] = cfg.repetition_penalty
         if cfg.disable_thinking:
             extra["chat_template_kwargs"] = {"enable_thinking": False}
+        base_url, headers, query = _connection(base_url, cfg.headers)
         return _chat_openai_class()(
             max_tokens_field=cfg.max_tokens_field,
             model=cfg.name,
@@ -137,7 +140,8 @@ class OpenAIBackend:
             timeout=cfg.timeout,
             max_retries=0,  # retries are ours: counted, with backoff, rotating over replicas
             extra_body=extra or None,
-            default_headers=dict(cfg.headers) or None,
+            default_headers=headers or None,
+            default_query=query or None,
             http_async_client=aiohttp_client(cfg.timeout, self.connections),
         )
 
@@ -185,6 +189,20 @@ class OpenAIBackend:
             endpoint=self.config.endpoints[index],
             retries=retries,
         )
+
+
+def _connection(url: str, headers: dict[str, str]) -> tuple[str, dict[str, str], dict[str, str]]:
+    """An endpoint URL as the client takes it: ``user:pass@`` becomes an ``Authorization: Basic`` header (the
+    HTTP transport refuses both at once), the query string becomes the client's default query (kept on every
+    request's URL rather than glued to the path)."""
+    url, credentials = without_credentials(url)
+    url, query = query_of(url)
+    headers = dict(headers)
+    if credentials is not None:
+        token = base64.b64encode(credentials.encode("utf-8")).decode("ascii")
+        register(token)
+        headers["Authorization"] = f"Basic {token}"
+    return url, headers, query
 
 
 async def _close_when_loop_ends(clients: list[Any]) -> AsyncIterator[None]:

@@ -25,15 +25,73 @@ class LLMRequestError(RuntimeError):
         )
 
 
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the errors it was raised from: ``__cause__`` links, and ``__context__`` where an error names
+    no cause and does not suppress its context; at most 32."""
+    chain = [exc]
+    while len(chain) < 32:
+        last = chain[-1]
+        inner = last.__cause__ or (None if last.__suppress_context__ else last.__context__)
+        if inner is None or inner in chain:
+            break
+        chain.append(inner)
+    return chain
+
+
 def _root_cause(exc: BaseException) -> str:
-    """`` (cause: …)`` naming the first error of the chain when the SDK's own message hides it (the aiohttp
-    transport reports a refused connection as a timeout); empty when there is none."""
-    root = exc
-    while (inner := root.__cause__ or root.__context__) is not None and inner is not root:
-        root = inner
-    if root is exc or str(root) in str(exc):
+    """`` (cause: …)`` saying plainly why a request failed — the HTTP status, ``connection refused``, ``cannot
+    connect``, a timeout (the SDK's own message hides it: the aiohttp transport reports a refused connection as
+    a timeout) — else the deepest error of the chain when its message says more; empty when there is none.
+    Only the request's own errors are read: a ``__context__`` that happened to be handled nearby (a
+    ``RuntimeError: no running event loop`` inside the transport) is never named."""
+    chain = _chain(exc)
+    status = next((code for e in chain if (code := status_of(e)) is not None), None)
+    if status is not None and status_of(exc) is not None:
+        return ""  # the error itself carries the status and the server's message
+    if status is not None:
+        detail = next((str(e) for e in chain if status_of(e) is not None), "")
+        return f" (cause: HTTP {status} from the server: {_short(detail)})"
+    refused = next((e for e in chain if isinstance(e, ConnectionRefusedError)), None)
+    if refused is not None:
+        return f" (cause: connection refused: {_short(str(refused))})"
+    unreachable = next((e for e in chain if _is_connect_error(e)), None)
+    if unreachable is not None:
+        return f" (cause: cannot connect: {_short(str(unreachable))})"
+    timeout = next((e for e in reversed(chain) if _is_timeout(e)), None)
+    if timeout is not None:
+        return f" (cause: timeout, no answer in time: {_short(str(timeout) or type(timeout).__name__)})"
+    root = _chain_of_causes(exc)[-1]
+    if root is exc or str(root) in str(exc) or isinstance(root, RuntimeError):
         return ""
-    return f" (cause: {type(root).__name__}: {root})"
+    return f" (cause: {type(root).__name__}: {_short(str(root))})"
+
+
+def _chain_of_causes(exc: BaseException) -> list[BaseException]:
+    chain = [exc]
+    while (inner := chain[-1].__cause__) is not None and inner not in chain and len(chain) < 32:
+        chain.append(inner)
+    return chain
+
+
+def _short(text: str, limit: int = 200) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _is_connect_error(exc: BaseException) -> bool:
+    """A connection that could not be made (DNS, route, reset while connecting), whatever the HTTP library."""
+    name = type(exc).__name__
+    return isinstance(exc, ConnectionError | httpx.ConnectError) or name in (
+        "ClientConnectorError",
+        "gaierror",
+    )
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    return (
+        isinstance(exc, TimeoutError | asyncio.TimeoutError | httpx.TimeoutException)
+        or "Timeout" in type(exc).__name__
+    )
 
 
 def status_of(exc: BaseException) -> int | None:

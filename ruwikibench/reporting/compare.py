@@ -5,9 +5,12 @@ baselines and paired differences, citation and judge tables), one CSV and one PN
 from __future__ import annotations
 
 import csv
+import io
+import sys
 from pathlib import Path
 from typing import Any
 
+from ruwikibench.durable import write_atomic
 from ruwikibench.reporting.failures import stage_failures
 from ruwikibench.reporting.html import write_html_report
 from ruwikibench.reporting.paired import PairedRow, compare_runs_paired, load_items, paired_table
@@ -38,13 +41,18 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded", 
     """Write report.md, one CSV and one PNG per stage, and report.html comparing the runs; returns report.md.
     ``paper``: the paper's published results as reference rows of each stage table it has a table of
     (:mod:`ruwikibench.reporting.paper`)."""
+    check_report_args(paths, out, view)
     runs = [load_run(p) for p in paths]  # a directory that is not a run stops here, before `out` exists
+    stale = stale_notes(runs)
+    for note in stale:
+        print(f"warning: {note}", file=sys.stderr, flush=True)
     out.mkdir(parents=True, exist_ok=True)
     settings = settings_table(runs)
     _write_csv(out / "settings.csv", settings.csv_rows())
     parts = [
         "# RuWikiBench comparison",
         "",
+        *[line for note in stale for line in (f"> **Stale metrics.** {note}", "")],
         *settings.markdown(),
         (
             "×100, mean [95% CI]. *floor*: the embedding metric of each output against the references of other "
@@ -83,9 +91,40 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded", 
         charts[stage] = out / f"{stage}.png"
     parts += citation_section(runs)
     parts += _judge_sections(runs, out)
-    (out / "report.md").write_text("\n".join(parts) + "\n", encoding="utf-8")
+    write_atomic(out / "report.md", "\n".join(parts) + "\n")  # secrets redacted
     write_html_report(runs, out, view, charts, paired, references)
     return out / "report.md"
+
+
+def check_report_args(paths: list[Path], out: Path, view: str) -> None:
+    """``view`` is one of the metrics' views; ``out`` is neither a run directory nor inside one of ``paths``
+    (its report.md, metrics and files would be overwritten). One :class:`RunInputError` line each."""
+    from ruwikibench.config import RunInputError
+    from ruwikibench.runner.metrics import VIEWS
+
+    if view not in VIEWS:
+        raise RunInputError(f"--view {view}: not a view; the views are {', '.join(VIEWS)}")
+    target = out.resolve()
+    for path in paths:
+        run = Path(path).resolve()
+        if target == run or run in target.parents:
+            raise RunInputError(f"--out {out}: inside the run directory {path}; write the report elsewhere")
+    if (out / "spec.json").exists():
+        raise RunInputError(f"--out {out}: a run directory (it has spec.json); write the report elsewhere")
+
+
+def stale_notes(runs: list[tuple[str, dict[str, Any], RunDir]]) -> list[str]:
+    """One line per run whose metrics.json is not the one of its results (:mod:`ruwikibench.runner.metrics_stamp`)."""
+    from ruwikibench.runner.metrics_stamp import stale_metrics
+
+    notes = []
+    for _, _, rundir in runs:
+        why = stale_metrics(rundir)
+        if why is not None:
+            notes.append(
+                f"{rundir.path}: metrics.json is not current ({why}); rerun the run's command to recompute it"
+            )
+    return notes
 
 
 def paper_blocks(runs: list[tuple[str, dict[str, Any], RunDir]]) -> dict[str, PaperBlock]:
@@ -106,8 +145,9 @@ def with_errors(
 
 
 def _write_csv(path: Path, rows: list[list[str]]) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        csv.writer(handle).writerows(rows)
+    text = io.StringIO(newline="")
+    csv.writer(text).writerows(rows)
+    write_atomic(path, text.getvalue())  # secrets redacted
 
 
 def paired_comparison(runs: list[tuple[str, dict[str, Any], RunDir]]) -> dict[str, list[PairedRow]]:

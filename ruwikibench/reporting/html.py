@@ -16,6 +16,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from ruwikibench.dataset import Dataset
+from ruwikibench.durable import write_atomic
 from ruwikibench.reporting.article_page import article_context
 from ruwikibench.reporting.data import Run, RunData
 from ruwikibench.reporting.failures import short_reason
@@ -70,9 +71,9 @@ def write_html_report(
     (out / ARTICLES_DIR).mkdir(parents=True, exist_ok=True)
     for index, article in enumerate(articles):
         context = article_context(data, stages, article, articles, index, pages)
-        (out / pages[article]).write_text(
-            env.get_template("article.html.j2").render(**context), encoding="utf-8"
-        )
+        write_atomic(out / pages[article], env.get_template("article.html.j2").render(**context))
     context = report_context(data, stages, view, charts, articles, pages, paired or {}, paper or {})
-    (out / "report.html").write_text(env.get_template("report.html.j2").render(**context), encoding="utf-8")
+    write_atomic(
+        out / "report.html", env.get_template("report.html.j2").render(**context)
+    )  # secrets redacted
     return out / "report.html"

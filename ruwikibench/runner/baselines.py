@@ -18,6 +18,7 @@ import hashlib
 import json
 import logging
 import math
+import sqlite3
 from collections import defaultdict
 from typing import Any
 
@@ -61,6 +62,10 @@ def output_digest(output: dict[str, Any]) -> str:
     return stable_hash(output)
 
 
+TRANSIENT: tuple[type[BaseException], ...] = (OSError, sqlite3.OperationalError, MemoryError)
+"""Faults of the machine, not of the baseline (a full disk, an I/O error, a locked or vanished cache): never kept
+as a baseline's result; they propagate, nothing is recorded, and the baseline is scored again on resume."""
+
 BaselineScored = tuple[list[dict[str, Any]], dict[str, Any] | None]
 """One baseline of one unit: its rows, and the output it built (None when it could not build one)."""
 
@@ -69,12 +74,14 @@ def score_baseline(
     stage: Stage[Any], baseline: Baseline, unit: Unit, output: dict[str, Any], context: StageContext
 ) -> BaselineScored:
     """The baseline built for the unit and scored by the stage's ``score()``; a baseline that cannot be built or
-    scored is one row with ``excluded`` set to the reason."""
+    scored is one row with ``excluded`` set to the reason; a :data:`TRANSIENT` fault is raised, never recorded."""
     try:
         made = baseline.build(unit, output, context)
         records = stage.checked_score(unit, made, context).records
     except BaselineSkipped as exc:
         return [_excluded(baseline.name, unit, f"baseline: {exc}")], None
+    except TRANSIENT:
+        raise
     except Exception as exc:  # noqa: BLE001 - one item's baseline must not stop the others
         return [_excluded(baseline.name, unit, f"baseline failed: {type(exc).__name__}: {exc}")], None
     return [

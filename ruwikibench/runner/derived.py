@@ -65,6 +65,7 @@ class Collected:
             str, StageItems | None
         ] = {}  # None: a stage not registered here (its records are skipped)
         self._texts: dict[str, str] = {}
+        self.failed: list[str] = []  # floors not computed: the stamp is not written, the next run tries again
 
     def stage(self, name: str) -> StageItems | None:
         if name not in self.stages:
@@ -103,6 +104,7 @@ class Collected:
                     rows += items.stage.run_floors(rundir, context, per_item=per_item, seed=seed)
             except Exception as exc:  # noqa: BLE001 - the run's scores stand; its tables show no floor
                 log.warning("floor of stage %s not computed: %s: %s", name, type(exc).__name__, exc)
+                self.failed.append(f"floor of stage {name}")
         rows.sort(key=item_key)  # the file reads the same however the units finished
         return rows
 
@@ -120,6 +122,7 @@ class Collected:
                         floors = floors_of_sides(items.stage, sides, context, per_item=per_item, seed=seed)
                 except Exception as exc:  # noqa: BLE001 - the baseline's scores stand without a floor
                     log.warning("floor of baseline %s of stage %s not computed: %s", baseline, name, exc)
+                    self.failed.append(f"floor of baseline {baseline} of stage {name}")
                     continue
                 _attach_floors(baseline, items.rows, floors)
             rows += items.rows
@@ -212,16 +215,25 @@ def _add_baselines(
 
 def compute_floors_and_baselines(rundir: RunDir, context: StageContext) -> None:
     """floors.jsonl, then baselines.jsonl: what a scoring pass writes beside results.jsonl; then the stamp
-    (:data:`STAMP_FILE`) naming the outputs and results they were computed from. A kill anywhere before the stamp
-    leaves the old stamp (or none), so the next run recomputes both."""
-    digest = inputs_digest(rundir)
+    (:data:`STAMP_FILE`) naming the outputs and results they were computed from — only when every floor was
+    computed (else a stamp naming no inputs: the next run tries again). A kill anywhere before the stamp leaves
+    the old stamp (or none), so the next run recomputes both; so does a fault raised here (a full disk)."""
+    digest: str | None = inputs_digest(rundir)
     fault_point("before_floors")
     collected = collect(rundir, context)
     rundir.rewrite(FLOORS_FILE, collected.floor_rows(rundir, context))
     fault_point("before_baselines")
     rundir.rewrite(BASELINES_FILE, collected.baseline_rows(context))
     fault_point("before_stamp")
-    rundir.write_json(STAMP_FILE, {"inputs_sha256": digest, "files": [FLOORS_FILE, BASELINES_FILE]})
+    if collected.failed:
+        log.warning(
+            "%s: not stamped (%s failed); computed again by the next run", STAMP_FILE, collected.failed[0]
+        )
+        digest = None
+    # "metrics": None until metrics.json is written from the same inputs (runner/metrics_stamp.py)
+    rundir.write_json(
+        STAMP_FILE, {"inputs_sha256": digest, "files": [FLOORS_FILE, BASELINES_FILE], "metrics": None}
+    )
 
 
 def compute_floors(

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ruwikibench.context import StageContext
+from ruwikibench.durable import write_atomic
 from ruwikibench.executors import run_on_model_lane
 from ruwikibench.reporting.tables import markdown_table
 from ruwikibench.results import StageMetrics, versioned
@@ -143,10 +144,10 @@ async def judge_batch_citations(context: StageContext, rundir: RunDir) -> None:
         header = list(rows[0])
         path = rundir.file("report.md")
         table = markdown_table([header, *[[r[h] for h in header] for r in rows]])
-        path.write_text(
+        write_atomic(
+            path,
             path.read_text(encoding="utf-8") + "\n## citation faithfulness (judge citations; ×100, "
             "mean [95% CI] over sentences / citations)\n\n" + table + "\n",
-            encoding="utf-8",
         )
 
 

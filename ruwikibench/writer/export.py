@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ruwikibench.durable import write_atomic
 from ruwikibench.nodes.citations import MARKER, Citation, marker_numbers
 from ruwikibench.writer.models import WrittenArticle
 
@@ -228,12 +229,10 @@ def write_exports(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"md": out / f"{stem}.md", "html": out / f"{stem}.html", "json": out / f"{stem}.json"}
-    paths["md"].write_text(to_markdown(article), encoding="utf-8")
-    paths["html"].write_text(to_html(article, snippet_texts), encoding="utf-8")
+    write_atomic(paths["md"], to_markdown(article))  # atomic, secrets redacted
+    write_atomic(paths["html"], to_html(article, snippet_texts))
     payload = to_json(article, trace, extra)
-    paths["json"].write_text(
-        json.dumps(payload, ensure_ascii=False, indent=1, default=_default), encoding="utf-8"
-    )
+    write_atomic(paths["json"], json.dumps(payload, ensure_ascii=False, indent=1, default=_default))
     return paths
 
 

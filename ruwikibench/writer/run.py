@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from ruwikibench.context import StageContext
 from ruwikibench.dataset import safe_name
+from ruwikibench.durable import write_atomic
 from ruwikibench.jsonl import append_jsonl, read_records
 from ruwikibench.rundir import run_lock
 from ruwikibench.runner.capture import NodeCapture
@@ -120,7 +121,8 @@ def read_session(out_dir: Path) -> Session:
 
 
 def write_session(out_dir: Path, session: Session) -> None:
-    (out_dir / SESSION).write_text(session.model_dump_json(indent=1), encoding="utf-8")
+    """Replace session.json atomically (a kill or a full disk mid-write leaves the previous one for --resume)."""
+    write_atomic(out_dir / SESSION, session.model_dump_json(indent=1))
 
 
 def read_trace(out_dir: Path) -> list[dict[str, Any]]:

@@ -214,27 +214,47 @@ def test_yaml_syntax_error_is_one_line_naming_the_place() -> None:
         assert "bad.yaml: invalid YAML:" in result[2] and "line 3" in result[2]
 
 
-def test_unexpected_error_is_one_line_and_debug_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "planted", [RuntimeError("planted\nover two lines"), KeyError("planted"), TypeError("x")]
+)
+def test_an_internal_crash_is_not_an_input_error(monkeypatch: pytest.MonkeyPatch, planted: Exception) -> None:
+    """A loader forced to raise an internal error: not the one line + exit 2 of bad input (so the property tests
+    above fail on it), but a line saying it is a bug and where its traceback is, and exit status 70; --debug
+    prints the traceback instead."""
+
     def boom(*_: object) -> None:
-        raise RuntimeError("planted\nover two lines")
+        raise planted
 
     monkeypatch.setattr("ruwikibench.cli.run._load", boom)
     with workspace() as tmp:
         args = ("run", "all", "--dataset", "data", "--config", "c.yaml")
-        code, _, err, _ = invoke(*args)
-        assert (
-            code == 2
-            and err
-            == "error: RuntimeError: planted over two lines (--debug or RUWIKIBENCH_DEBUG=1 "
-            "shows the traceback)\n"
-        )
+        result = invoke(*args)
+        with pytest.raises(AssertionError):
+            assert_one_line(tmp, result)  # what every property test above asserts
+        code, _, err, _ = result
+        name = type(planted).__name__
+        prefix = f"error: internal error (a bug of ruwikibench): {name}: "
+        assert code == 70 and err.count("\n") == 1 and err.startswith(prefix), err
+        where = Path(err.rstrip().rsplit("traceback in ", 1)[1])
+        assert where.is_relative_to(tmp / "cache" / "crashes")
+        trace = where.read_text(encoding="utf-8")
+        assert "Traceback" in trace and "in boom" in trace and "run all --dataset data" in trace
         code, _, err, _ = invoke("--debug", *args)
-        assert (
-            code == 2
-            and "Traceback" in err
-            and err.splitlines()[-1].startswith("error: RuntimeError: planted")
-        )
+        assert code == 70 and "Traceback" in err and err.splitlines()[-1].startswith(prefix)
         assert not (tmp / "runs").exists()
+
+
+def test_a_known_input_error_stays_one_line_with_status_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ruwikibench.config import ConfigError
+
+    def refuse(*_: object) -> None:
+        raise ConfigError("c.yaml: models.writer: planted")
+
+    monkeypatch.setattr("ruwikibench.cli.run._load", refuse)
+    with workspace() as tmp:
+        result = invoke("run", "all", "--dataset", "data", "--config", "c.yaml")
+        assert_one_line(tmp, result)
+        assert result[2] == "error: c.yaml: models.writer: planted\n"
 
 
 def test_run_id_reused_with_another_config(tmp_path: Path) -> None:

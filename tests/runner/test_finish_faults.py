@@ -130,3 +130,39 @@ def test_kill_before_floors_of_a_resumed_session_leaves_no_stale_floors(job, poi
     resumed = run(out, cache=out)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert (tmp / out / "r" / "metrics.json").read_bytes() == expected
+
+
+def test_report_says_when_metrics_are_stale_for_the_results(job) -> None:  # type: ignore[no-untyped-def]
+    """A resumed session killed just before metrics.json is written leaves the previous session's metrics.json
+    (fewer items) beside the new results: `report` says so (console and report.md) instead of showing it as
+    current; once the run is resumed, it does not."""
+    from tests.cli.test_input_errors import cli
+
+    tmp, run, expected = job
+    out = "stale-metrics"
+    (tmp / "flaky").touch()
+    try:
+        partial = run(out, cache=out)
+    finally:
+        (tmp / "flaky").unlink()
+    assert partial.returncode == 3, partial.stdout + partial.stderr
+    current = cli(tmp, "report", f"{out}/r", "--out", f"{out}-report-partial")
+    assert current.returncode == 0 and "warning" not in current.stderr, current.stderr
+    _killed(run(out, "before_metrics", cache=out))
+    stale = cli(tmp, "report", f"{out}/r", "--out", f"{out}-report")
+    assert stale.returncode == 0, stale.stderr
+    line = (
+        f"warning: {out}/r: metrics.json is not current (the last session stopped before writing metrics.json"
+    )
+    assert stale.stderr.startswith(line), stale.stderr
+    assert "**Stale metrics.**" in (tmp / f"{out}-report" / "report.md").read_text(encoding="utf-8")
+    resumed = run(out, cache=out)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert (tmp / out / "r" / "metrics.json").read_bytes() == expected
+    fresh = cli(tmp, "report", f"{out}/r", "--out", f"{out}-report")
+    assert fresh.returncode == 0 and "warning" not in fresh.stderr, fresh.stderr
+    assert "Stale" not in (tmp / f"{out}-report" / "report.md").read_text(encoding="utf-8")
+    with open(tmp / out / "r" / "results.jsonl", "a", encoding="utf-8") as handle:  # edited after the finish
+        handle.write('{"stage": "outline", "article": "x", "item": "x", "metrics": {}}\n')
+    edited = cli(tmp, "report", f"{out}/r", "--out", f"{out}-report")
+    assert "results.jsonl or outputs.jsonl changed after metrics.json was written" in edited.stderr

@@ -73,3 +73,74 @@ def test_error_lines_and_logs_are_redacted(tmp_path: Path, capsys, caplog) -> No
         logging.getLogger("ruwikibench.test").warning("endpoint %s refused", "http://x/line-secret-0042")
     assert caplog.records[-1].getMessage() == f"endpoint http://x/{MASK} refused"
     assert redact("no secret here") == "no secret here"
+
+
+USER_PASS, QUERY_KEY = "pw-planted-3d8e21", "qk-planted-a04c77"
+LITERAL, GATEWAY_AUTH = "lit-planted-6b1f02", "gw-planted-e9d345"
+
+
+def test_url_credentials_query_keys_and_every_header_value_are_redacted(tmp_path: Path) -> None:
+    """``user:pass@`` and ``?key=`` in the endpoint, a literal header and one filled from a variable whose name
+    does not look secret: the endpoint gets them all (the credentials as a Basic header), and not one reaches
+    the run directory (spec, errors, results), the response cache, the report or the console."""
+    import base64
+
+    from tests.fake_openai import Failure
+
+    save_dataset(make_dataset(), tmp_path / "data")
+    stub = StubServer(answer=lambda body: "Да", synthetic_logprobs=False, failures=[Failure(500)])
+    with serving(stub):
+        url = f"http://bench:{USER_PASS}@127.0.0.1:{stub.port}/v1?key={QUERY_KEY}&mode=fast"
+        model = {
+            "name": "fake",
+            "endpoints": [url],
+            "max_retries": 0,
+            "timeout": 10,
+            "headers": {"X-Org-Secret": LITERAL, "X-Gw": "${RWB_GW_VALUE}"},
+        }
+        config = {
+            "name": "s",
+            "models": {"writer": model},
+            "cache_dir": str(tmp_path / "cache"),
+            "ranking": {"query_mode": "title"},
+        }
+        (tmp_path / "c.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+        env = {"RWB_GW_VALUE": GATEWAY_AUTH}
+        args = ("run", "ranking", "--dataset", "data", "--config", "c.yaml", "--run-id", "r")
+        first = cli(tmp_path, *args, env=env)  # one request fails: its error line names the endpoint
+        assert first.returncode == 0, first.stdout + first.stderr
+        assert "failed 1" in first.stdout
+        second = cli(tmp_path, *args, env=env)  # the same run id resumes
+        assert second.returncode == 0, second.stdout + second.stderr
+        report = cli(tmp_path, "report", "runs/r", "--out", "cmp", env=env)
+        assert report.returncode == 0, report.stderr
+    sent = [{k.lower(): v for k, v in h.items()} for h in stub.headers]
+    basic = "Basic " + base64.b64encode(f"bench:{USER_PASS}".encode()).decode()
+    assert sent and all(h.get("authorization") == basic for h in sent)  # user:pass@ works
+    assert all(h.get("x-org-secret") == LITERAL and h.get("x-gw") == GATEWAY_AUTH for h in sent)
+    assert all(p == f"/v1/chat/completions?key={QUERY_KEY}&mode=fast" for p in stub.paths)
+    files = _files(tmp_path / "runs") | _files(tmp_path / "cmp") | _files(tmp_path / "cache")
+    assert any(p.suffix in (".sqlite", ".db") or "cache" in p.parts for p in files)
+    console = "".join(r.stdout + r.stderr for r in (first, second, report))
+    for secret in (USER_PASS, QUERY_KEY, LITERAL, GATEWAY_AUTH, basic.split()[1]):
+        leaks = [str(p) for p, text in files.items() if secret in text]
+        assert not leaks, (secret, leaks)
+        assert secret not in console, secret
+    named = [p.name for p, text in files.items() if f"127.0.0.1:{stub.port}/v1?key={MASK}" in text]
+    assert named  # the failed request's record names its endpoint, masked
+
+
+def test_url_credentials_with_another_authorization_are_refused(tmp_path: Path) -> None:
+    from ruwikibench.config import ConfigError
+    from ruwikibench.config_loader import config_from_data
+
+    model = {"name": "m", "endpoints": ["http://u:p4ss-word@h/v1"], "api_key_env": "SOME_KEY"}
+    try:
+        config_from_data({"name": "x", "models": {"writer": model}}, "c.yaml")
+    except ConfigError as exc:
+        assert str(exc) == (
+            "c.yaml: models.writer.endpoints.0: credentials in the URL (user:pass@) and api_key_env both set "
+            "the Authorization header; keep one"
+        )
+    else:
+        raise AssertionError("accepted")

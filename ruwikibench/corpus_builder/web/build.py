@@ -67,7 +67,7 @@ def assemble(outcomes: list[ArticleOutcome], settings: BuildSettings, out: Path)
         overlap=settings.overlap,
         lists=settings.lists,
     )
-    imported = import_records([o.record for o in built], out / RECORDS_FILE, params)
+    imported = import_records([o.record for o in built], out / RECORDS_FILE, params, rename_duplicates=True)
     urls = {o.title: o.source_urls for o in built}
     titles = {a.name: a.title for a in imported.dataset.articles}
     sources = [

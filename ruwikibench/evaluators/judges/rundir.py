@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 from ruwikibench import jsonl
 from ruwikibench.config import RunConfig
 from ruwikibench.contract import GeneratedText
+from ruwikibench.durable import write_atomic
 from ruwikibench.prompts.render import cut_text
 from ruwikibench.rundir import RunDir
 from ruwikibench.runspec import InvalidSpec, parse_spec
@@ -130,7 +131,8 @@ class JsonlWriter(jsonl.JsonlAppender):
 
 
 def write_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    """``data`` as indented JSON, atomically, secrets redacted."""
+    write_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
 def clip(text: str, limit: int | None) -> str:
