@@ -112,7 +112,7 @@ def criteria_command(
     _exit_with(_criteria_statuses(run, judge, mode), run.path / "judge_criteria.jsonl")
 
 
-def _criteria_statuses(run, judge: str, mode: str) -> dict[str, int]:  # type: ignore[no-untyped-def]
+def _criteria_statuses(run, judge: str, mode: str) -> dict[str, int]:
     """Status counts of the latest verdicts of this judge and mode on the run's texts."""
     from collections import Counter
 
@@ -224,7 +224,7 @@ def pairwise_command(
     _exit_with(summary.statuses, target)
 
 
-def _roles(first, second, reference: str | None):  # type: ignore[no-untyped-def]
+def _roles(first, second, reference: str | None):
     """(reference run, candidate run): RUN_A is the reference unless --reference names RUN_B."""
     from ruwikibench.evaluators.judges.rundir import RunError
 
@@ -322,7 +322,7 @@ def citations_command(
     _exit_with(summary["statuses"], run_dir / "citations.jsonl")
 
 
-def _citations_config(run_dir: Path, judge_config: Path | None):  # type: ignore[no-untyped-def]
+def _citations_config(run_dir: Path, judge_config: Path | None):
     """The config naming the support model: --judge-config, else the run's spec.json, else the article's."""
     import json
 
@@ -344,7 +344,7 @@ def _citations_config(run_dir: Path, judge_config: Path | None):  # type: ignore
     raise RunError(f"{run_dir}: no config recorded (spec.json or article.json); pass --judge-config CONFIG")
 
 
-def _dataset(spec: str | None):  # type: ignore[no-untyped-def]
+def _dataset(spec: str | None):
     if spec is None:
         return None
     from ruwikibench.dataset_files import resolve_dataset
@@ -352,7 +352,7 @@ def _dataset(spec: str | None):  # type: ignore[no-untyped-def]
     return resolve_dataset(spec)[0]
 
 
-async def _judge_citations(run_dir: Path, config, dataset):  # type: ignore[no-untyped-def]
+async def _judge_citations(run_dir: Path, config, dataset):
     from ruwikibench.evaluators.judges.citations import support_llm
     from ruwikibench.progress import progress_bar
     from ruwikibench.prompts import PromptLibrary
@@ -443,7 +443,7 @@ def citations_meta_command(
         console.print(f"written: {out}")
 
 
-def _measure_llm(labelled, config):  # type: ignore[no-untyped-def]
+def _measure_llm(labelled, config):
     from ruwikibench.evaluators.judges.citations import support_llm
     from ruwikibench.evaluators.judges.citations_meta import agreement, llm_probabilities
     from ruwikibench.prompts import PromptLibrary
@@ -460,7 +460,7 @@ def _measure_llm(labelled, config):  # type: ignore[no-untyped-def]
     return agreement(f"LLM {name}", labelled, probabilities, options.threshold)
 
 
-def _measure_cosine(labelled, embedder_config, cache, threshold):  # type: ignore[no-untyped-def]
+def _measure_cosine(labelled, embedder_config, cache, threshold):
     from ruwikibench.evaluators.judges.citations_meta import agreement, cosine_probabilities
     from ruwikibench.models.embeddings import make_embedder
 
