@@ -245,7 +245,7 @@ def check_prompt_fields(config: RunConfig, origin: str | Path) -> None:
             extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
             if "prompt_fields" not in extra:
                 continue
-            given = set(extra["prompt_fields"])  # type: ignore[arg-type]
+            given = set(extra["prompt_fields"])
             key, value = f"{block_name}.{name}", getattr(block, name)
             try:
                 path = library.resolve(value)

@@ -246,13 +246,3 @@ def gc_paused_for_startup() -> Iterator[None]:
         yield
     finally:
         resume_gc()
-
-
-def shutdown() -> None:
-    """Stop both executors (tests; a process exits without this)."""
-    global _CPU, _LANE
-    with _LOCK:
-        for pool in (_CPU, _LANE):
-            if pool is not None:
-                pool.shutdown(wait=True)
-        _CPU = _LANE = None

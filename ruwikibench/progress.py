@@ -1,6 +1,6 @@
 """One progress bar for every long job (rich, on stderr): ``with progress_bar(total, "what") as advance: advance()``.
 
-The runner's multi-bar display (`runner/execute.py`) and the corpus builder's use rich's Progress directly;
+The runner's multi-bar display (`runner/lifecycle.py`) and the corpus builder's use rich's Progress directly;
 everything with a single bar uses this.
 """
 

@@ -112,7 +112,7 @@ def criteria_command(
     _exit_with(_criteria_statuses(run, judge, mode), run.path / "judge_criteria.jsonl")
 
 
-def _criteria_statuses(run, judge: str, mode: str) -> dict[str, int]:  # type: ignore[no-untyped-def]
+def _criteria_statuses(run, judge: str, mode: str) -> dict[str, int]:
     """Status counts of the latest verdicts of this judge and mode on the run's texts."""
     from collections import Counter
 
@@ -224,7 +224,7 @@ def pairwise_command(
     _exit_with(summary.statuses, target)
 
 
-def _roles(first, second, reference: str | None):  # type: ignore[no-untyped-def]
+def _roles(first, second, reference: str | None):
     """(reference run, candidate run): RUN_A is the reference unless --reference names RUN_B."""
     from ruwikibench.evaluators.judges.rundir import RunError
 
@@ -299,20 +299,21 @@ def citations_command(
     ] = None,
 ) -> None:
     """Citation faithfulness: is each cited sentence supported by the snippets it cites (ALCE-style)?"""
+    from ruwikibench.cli.judge_citations import citations_config, dataset_of, judge_citations
     from ruwikibench.dataset_files import DatasetError
     from ruwikibench.evaluators.judges.citations import summarize_citations
     from ruwikibench.evaluators.judges.rundir import RunError
 
     try:
-        config = _citations_config(run_dir, judge_config)
-        loaded = _dataset(dataset)
+        config = citations_config(run_dir, judge_config)
+        loaded = dataset_of(dataset)
     except (RunError, DatasetError, ValueError) as exc:
         _fail(str(exc))
         return
     if threshold is not None:
         config.citations.threshold = threshold
     try:
-        summary = asyncio.run(_judge_citations(run_dir, config, loaded))
+        summary = asyncio.run(judge_citations(run_dir, config, loaded))
     except RunError as exc:
         _fail(str(exc))
         return
@@ -320,58 +321,6 @@ def citations_command(
     _table(summarize_citations(run_dir), f"citation faithfulness — {run_dir} (×100, mean [95% CI])")
     console.print(f"written: {run_dir / 'citations.json'}")
     _exit_with(summary["statuses"], run_dir / "citations.jsonl")
-
-
-def _citations_config(run_dir: Path, judge_config: Path | None):  # type: ignore[no-untyped-def]
-    """The config naming the support model: --judge-config, else the run's spec.json, else the article's."""
-    import json
-
-    from ruwikibench.config import RunConfig
-    from ruwikibench.config_loader import load_config
-    from ruwikibench.evaluators.judges.rundir import RunError
-    from ruwikibench.runspec import read_spec
-
-    if judge_config is not None:
-        return load_config(judge_config)
-    spec = run_dir / "spec.json"
-    if spec.is_file() and read_spec(spec).config is not None:
-        return read_spec(spec).run_config(spec)
-    article = run_dir / "article.json"
-    if article.is_file():
-        data = json.loads(article.read_text(encoding="utf-8"))
-        if isinstance(data.get("config"), dict):
-            return RunConfig.model_validate(data["config"])
-    raise RunError(f"{run_dir}: no config recorded (spec.json or article.json); pass --judge-config CONFIG")
-
-
-def _dataset(spec: str | None):  # type: ignore[no-untyped-def]
-    if spec is None:
-        return None
-    from ruwikibench.dataset_files import resolve_dataset
-
-    return resolve_dataset(spec)[0]
-
-
-async def _judge_citations(run_dir: Path, config, dataset):  # type: ignore[no-untyped-def]
-    from ruwikibench.evaluators.judges.citations import support_llm
-    from ruwikibench.progress import progress_bar
-    from ruwikibench.prompts import PromptLibrary
-    from ruwikibench.writer.citations import judge_and_mark
-
-    llm, name = support_llm(config)
-    try:
-        with progress_bar(None, "support checks") as advance:
-            return await judge_and_mark(
-                run_dir,
-                llm,
-                judge=name,
-                options=config.citations,
-                prompts=PromptLibrary(config.prompts_dir),
-                dataset=dataset,
-                on_record=lambda _: advance(),
-            )
-    finally:
-        await llm.aclose()
 
 
 @judge_app.command("citations-meta")
@@ -403,6 +352,7 @@ def citations_meta_command(
     """Agreement of the citation support judge with hand-labelled pairs: accuracy, precision, recall, F1, AUC."""
     from collections import Counter
 
+    from ruwikibench.cli.judge_citations import measure_cosine
     from ruwikibench.config import ConfigError, EmbedderConfig
     from ruwikibench.config_loader import load_config
     from ruwikibench.evaluators.judges.citations_meta import (
@@ -425,7 +375,7 @@ def citations_meta_command(
     if baseline:
         embedder = configs[0].embedder if configs else EmbedderConfig()
         cache = configs[0].cache_path if configs else None
-        results.append(_measure_cosine(labelled, embedder, cache, cosine_threshold))
+        results.append(measure_cosine(labelled, embedder, cache, cosine_threshold))
     results = [calibrated(r, labelled) for r in results]
     _table(
         [agreement_row(r) for r in results], "citation support judge vs hand labels (positive = supported)"
@@ -443,7 +393,7 @@ def citations_meta_command(
         console.print(f"written: {out}")
 
 
-def _measure_llm(labelled, config):  # type: ignore[no-untyped-def]
+def _measure_llm(labelled, config):
     from ruwikibench.evaluators.judges.citations import support_llm
     from ruwikibench.evaluators.judges.citations_meta import agreement, llm_probabilities
     from ruwikibench.prompts import PromptLibrary
@@ -458,14 +408,6 @@ def _measure_llm(labelled, config):  # type: ignore[no-untyped-def]
         llm.close()
     console.print(f"{name}: usage {llm.usage.as_dict()}")
     return agreement(f"LLM {name}", labelled, probabilities, options.threshold)
-
-
-def _measure_cosine(labelled, embedder_config, cache, threshold):  # type: ignore[no-untyped-def]
-    from ruwikibench.evaluators.judges.citations_meta import agreement, cosine_probabilities
-    from ruwikibench.models.embeddings import make_embedder
-
-    probabilities = cosine_probabilities(labelled, make_embedder(embedder_config, cache))
-    return agreement(f"cosine {embedder_config.id}", labelled, probabilities, threshold)
 
 
 def pick_config(run: Run, config_path: str | Path | None) -> RunConfig:

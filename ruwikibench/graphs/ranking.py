@@ -81,7 +81,9 @@ def build_ranking_graph() -> StateGraph[RankingState, StageContext, RankingInput
     )
     graph.add_node("expand_query", expand_query)
     graph.add_node("retrieve", retrieve)
-    graph.add_node("rerank", rerank, input_schema=RerankTask)  # type: ignore[arg-type,call-overload]  # stubs: node input = state
+    # the stubs want the node's input to be the state; mypy calls the mismatch arg-type or call-overload depending
+    # on the order it checks the modules in (whole package or this file), hence both codes and unused-ignore
+    graph.add_node("rerank", rerank, input_schema=RerankTask)  # type: ignore[arg-type,call-overload,unused-ignore]
     graph.add_node("rank", rank)
     graph.add_edge(START, "expand_query")
     graph.add_edge("expand_query", "retrieve")

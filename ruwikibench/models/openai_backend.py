@@ -279,7 +279,7 @@ def _chat_openai_class() -> type:
     from langchain_openai import ChatOpenAI
     from pydantic import PrivateAttr
 
-    class CompatChatOpenAI(ChatOpenAI):  # type: ignore[misc]
+    class CompatChatOpenAI(ChatOpenAI):
         max_tokens_field: str = "max_tokens"
         _templates: dict[tuple, dict | None] = PrivateAttr(default_factory=dict)
         _post: Any = PrivateAttr(default=None)  # ChatPost: the SDK's request built once (models/chat_post.py)

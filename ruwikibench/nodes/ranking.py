@@ -159,7 +159,7 @@ def parseable(completion: Completion) -> bool:
 def order_candidates(hits: list[Hit], judgements: list[Judgement]) -> list[Candidate]:
     """Sort by LLM score (descending); ties and unscored candidates keep BM25 order, unscored go last."""
     by_id = {j["snippet_id"]: j for j in judgements}
-    merged = [Candidate(**{**hit, **by_id[hit["snippet_id"]], "rank": 0}) for hit in hits]  # type: ignore[typeddict-item]
+    merged = [Candidate(**{**hit, **by_id[hit["snippet_id"]], "rank": 0}) for hit in hits]
     merged.sort(key=lambda c: (c["llm_score"] is None, -(c["llm_score"] or 0.0), c["bm25_rank"]))
     for rank, candidate in enumerate(merged, start=1):
         candidate["rank"] = rank

@@ -43,7 +43,7 @@ class BM25Index:
 
     @property
     def kind(self) -> NormalizerKind:
-        return self.normalizer.kind  # type: ignore[return-value]
+        return self.normalizer.kind
 
     def __len__(self) -> int:
         return len(self.doc_ids)

@@ -20,7 +20,7 @@ from ruwikibench.jsonl import read_records
 from ruwikibench.rundir import RunDir
 from ruwikibench.runner.baselines import UNIT_BASELINES_FILE
 from ruwikibench.runner.derived import compute_floors_and_baselines
-from ruwikibench.runner.execute import finalize
+from ruwikibench.runner.finalize import finalize
 from ruwikibench.runspec import SPEC_FILE, parse_spec, read_spec
 
 MERGED_FILES = (

@@ -10,7 +10,7 @@ from ruwikibench.results import versioned
 from ruwikibench.rundir import RunDir
 from ruwikibench.runner.baselines import UNIT_BASELINES_FILE, baseline_names, unit_baselines
 from ruwikibench.runner.derived import compute_floors_and_baselines
-from ruwikibench.runner.execute import finalize
+from ruwikibench.runner.finalize import finalize
 
 
 def rescore(rundir: RunDir, context: StageContext) -> dict:

@@ -80,12 +80,12 @@ sys.addaudithook(stop_at_first_request)
 import json
 
 from ruwikibench.models.openai_backend import OpenAIBackend
-from ruwikibench.runner import execute
+from ruwikibench.runner import lifecycle
 
 built = []  # the model config (max_tokens) of each ChatOpenAI client built
 client = OpenAIBackend._client
 OpenAIBackend._client = lambda self, url: built.append(self.config.max_tokens) or client(self, url)
-execute.HEAD_START = execute.FIRST_REQUEST_WAIT = 600.0  # a slow machine: the other units and the warm-up still wait
+lifecycle.HEAD_START = lifecycle.FIRST_REQUEST_WAIT = 600.0  # a slow machine: the other units and the warm-up still wait
 from ruwikibench.cli import main
 
 main()

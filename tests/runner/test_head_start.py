@@ -15,7 +15,7 @@ from rich.progress import Progress
 from ruwikibench.contract import Unit
 from ruwikibench.models.fake import ScriptedChat
 from ruwikibench.models.llm import LLM
-from ruwikibench.runner import execute
+from ruwikibench.runner import lifecycle
 
 
 class Units:
@@ -43,7 +43,7 @@ async def run(first: Callable[[LLM, list[str]], Coroutine[Any, Any, None]], n: i
     context = SimpleNamespace(llm=llm, config=SimpleNamespace(max_concurrency=8))
     units = [Unit(stage="s", article="a", unit_id=str(i), input={}) for i in range(n)]
     with Progress(disable=True) as progress:
-        await asyncio.wait_for(execute._run_units(context, runner, units, progress), 10)  # type: ignore[arg-type]
+        await asyncio.wait_for(lifecycle._run_units(context, runner, units, progress), 10)  # type: ignore[arg-type]
     return runner
 
 
@@ -60,7 +60,7 @@ async def test_the_others_start_once_the_first_request_is_out() -> None:
 
 
 async def test_a_first_unit_without_requests_holds_no_one_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(execute, "HEAD_START", 30.0)
+    monkeypatch.setattr(lifecycle, "HEAD_START", 30.0)
 
     async def first(
         llm: LLM, events: list[str]
@@ -75,7 +75,7 @@ async def test_a_first_unit_without_requests_holds_no_one_back(monkeypatch: pyte
 async def test_a_slow_first_request_holds_the_others_head_start_seconds(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(execute, "HEAD_START", 0.05)
+    monkeypatch.setattr(lifecycle, "HEAD_START", 0.05)
 
     async def first(
         llm: LLM, events: list[str]
@@ -117,10 +117,10 @@ async def test_only_the_first_role_s_clients_are_built_before_the_first_request(
     runner = Units(llm, first)
     runner.events = events
     units = [Unit(stage="s", article="a", unit_id=str(i), input={}) for i in range(3)]
-    await execute._prepare_first_client(context)  # type: ignore[arg-type]
+    await lifecycle._prepare_first_client(context)  # type: ignore[arg-type]
     assert events == ["writer built"]
     with Progress(disable=True) as progress:
-        await asyncio.wait_for(execute._run_units(context, runner, units, progress), 10)  # type: ignore[arg-type]
+        await asyncio.wait_for(lifecycle._run_units(context, runner, units, progress), 10)  # type: ignore[arg-type]
     assert events == [
         "writer built",
         "0 asks",
@@ -135,4 +135,4 @@ async def test_only_the_first_role_s_clients_are_built_before_the_first_request(
 
 async def test_no_backend_to_prepare_is_no_error() -> None:
     llm = LLM({"writer": ScriptedChat(lambda m: "ok")})
-    await execute._prepare_first_client(SimpleNamespace(llm=llm))  # type: ignore[arg-type]
+    await lifecycle._prepare_first_client(SimpleNamespace(llm=llm))  # type: ignore[arg-type]

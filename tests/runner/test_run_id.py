@@ -7,7 +7,8 @@ import pytest
 from ruwikibench.config import RunConfig
 from ruwikibench.dataset import Dataset
 from ruwikibench.rundir import RunDir
-from ruwikibench.runner.execute import RunOptions, _check_same_run, run_id_for
+from ruwikibench.runner.execute import RunOptions, run_id_for
+from ruwikibench.runner.same_run import check_same_run
 
 
 def _config(**model: object) -> RunConfig:
@@ -32,10 +33,10 @@ def test_resume_on_another_port_is_the_same_run(tmp_path) -> None:
     rundir = RunDir(tmp_path)
     rundir.write_json("spec.json", {"config": _config().model_dump(mode="json"), "dataset": {"id": "d"}})
     moved = _config(endpoints=["http://127.0.0.1:9999/v1"])
-    _check_same_run(rundir, {"config": moved.model_dump(mode="json"), "dataset": {"id": "d"}})
+    check_same_run(rundir, {"config": moved.model_dump(mode="json"), "dataset": {"id": "d"}})
     other = _config(temperature=0.7)
     try:
-        _check_same_run(rundir, {"config": other.model_dump(mode="json"), "dataset": {"id": "d"}})
+        check_same_run(rundir, {"config": other.model_dump(mode="json"), "dataset": {"id": "d"}})
     except ValueError as exc:
         assert "another config" in str(exc)
     else:
@@ -168,13 +169,13 @@ def test_a_named_run_does_not_resume_with_other_reference_queries(tmp_path) -> N
     config = _config().model_dump(mode="json")
     stored = {"path": "q.json", "sha256": "a" * 64, "model": "m"}
     rundir.write_json("spec.json", {"config": config, "dataset": {"id": "d"}, "reference_queries": stored})
-    _check_same_run(rundir, {"config": config, "dataset": {"id": "d"}, "reference_queries": stored})
+    check_same_run(rundir, {"config": config, "dataset": {"id": "d"}, "reference_queries": stored})
     missing_before = {
         "config": config,
         "dataset": {"id": "d"},
         "reference_queries": {**stored, "sha256": None},
     }
-    _check_same_run(rundir, missing_before)  # the file appeared: the failed ranking units are rerun
+    check_same_run(rundir, missing_before)  # the file appeared: the failed ranking units are rerun
     changed = {"config": config, "dataset": {"id": "d"}, "reference_queries": {**stored, "sha256": "b" * 64}}
     with pytest.raises(ValueError, match="other stored reference queries"):
-        _check_same_run(rundir, changed)
+        check_same_run(rundir, changed)

@@ -10,7 +10,7 @@ import pytest
 
 from ruwikibench.models.fake import ScriptedChat
 from ruwikibench.models.llm import LLM
-from ruwikibench.runner import execute
+from ruwikibench.runner import lifecycle
 
 
 async def test_first_request_sent_is_set_by_the_first_send() -> None:
@@ -29,13 +29,13 @@ def _runner(stages: list[str]) -> SimpleNamespace:
 
 async def test_warm_up_waits_for_the_first_request(monkeypatch: pytest.MonkeyPatch) -> None:
     events: list[str] = []
-    monkeypatch.setattr(execute, "resume_gc", lambda: events.append("gc on"))
-    monkeypatch.setattr(execute, "warm_up", lambda stages, config, scoring: events.append(f"warm {stages}"))
-    monkeypatch.setattr(execute, "freeze_heap", lambda: events.append("freeze"))
-    monkeypatch.setattr(execute, "FIRST_REQUEST_WAIT", 30.0)
+    monkeypatch.setattr(lifecycle, "resume_gc", lambda: events.append("gc on"))
+    monkeypatch.setattr(lifecycle, "warm_up", lambda stages, config, scoring: events.append(f"warm {stages}"))
+    monkeypatch.setattr(lifecycle, "freeze_heap", lambda: events.append("freeze"))
+    monkeypatch.setattr(lifecycle, "FIRST_REQUEST_WAIT", 30.0)
     llm = LLM({"writer": ScriptedChat(lambda m: "ok")})
     context = SimpleNamespace(llm=llm, config=None)
-    warming = asyncio.create_task(execute._warm_up_after_first_request(context, _runner(["outline"])))  # type: ignore[arg-type]
+    warming = asyncio.create_task(lifecycle._warm_up_after_first_request(context, _runner(["outline"])))  # type: ignore[arg-type]
     await asyncio.sleep(0.05)
     assert events == []
     await llm.complete("writer", "привет")
@@ -49,9 +49,9 @@ async def test_warm_up_waits_for_the_first_request(monkeypatch: pytest.MonkeyPat
 
 async def test_warm_up_runs_anyway_when_nothing_is_sent(monkeypatch: pytest.MonkeyPatch) -> None:
     events: list[str] = []
-    monkeypatch.setattr(execute, "warm_up", lambda stages, config, scoring: events.append("warm"))
-    monkeypatch.setattr(execute, "freeze_heap", lambda: events.append("freeze"))
-    monkeypatch.setattr(execute, "FIRST_REQUEST_WAIT", 0.05)
+    monkeypatch.setattr(lifecycle, "warm_up", lambda stages, config, scoring: events.append("warm"))
+    monkeypatch.setattr(lifecycle, "freeze_heap", lambda: events.append("freeze"))
+    monkeypatch.setattr(lifecycle, "FIRST_REQUEST_WAIT", 0.05)
     context = SimpleNamespace(llm=LLM({"writer": ScriptedChat(lambda m: "ok")}), config=None)
-    await asyncio.wait_for(execute._warm_up_after_first_request(context, _runner([])), 5)  # type: ignore[arg-type]
+    await asyncio.wait_for(lifecycle._warm_up_after_first_request(context, _runner([])), 5)  # type: ignore[arg-type]
     assert events == ["warm", "freeze"]

@@ -186,7 +186,7 @@ class CorpusBuilder:
         self.progress.source_done()
         return found, entries
 
-    def _extract(self, result: FetchResult):  # type: ignore[no-untyped-def]
+    def _extract(self, result: FetchResult):
         html = decode_html(result.body, result.charset)
         return extract_text(
             html, result.final_url or result.url, self.settings.extractors, self.settings.min_source_chars

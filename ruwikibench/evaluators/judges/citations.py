@@ -228,7 +228,7 @@ async def judge_texts(
     prompts: PromptLibrary,
     known: list[CheckRecord],
     on_record=None,
-) -> list[CheckRecord]:  # type: ignore[no-untyped-def]
+) -> list[CheckRecord]:
     """Ask every check the texts still need, round by round (union, then singles, then leave-one-out), with
     ``known`` records reused; every new record is passed to ``on_record`` as it arrives. Returns the new ones."""
     new: list[CheckRecord] = []

@@ -12,7 +12,7 @@ from ruwikibench.evaluators.stats import Estimate
 
 def _bars(
     ax, labels: list[str], estimates: list[Estimate], reference: str, hatched: int | None = None
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """Horizontal bars (mean delta) with CI whiskers and the reference at 0 (bar ``hatched`` drawn hatched)."""
     positions = list(range(len(labels)))[::-1]
     colors = ["#4c72b0" if e.n == 0 or e.mean >= 0 else "#dd8452" for e in estimates]
