@@ -71,8 +71,11 @@ def counting_proxy() -> Iterator[tuple[str, list[str]]]:
 
 
 # Chromium's own services, which call out whatever page is open, even with background networking disabled
-# (network time, the on-demand component updater, account sign-in): not requests of the page.
-BROWSER_SERVICES = frozenset({"clients2.google.com", "update.googleapis.com", "accounts.google.com"})
+# (network time, the on-demand component updater, account sign-in; Debian's Chromium 150 also opens
+# www.google.com five times for about:blank): not requests of the page.
+BROWSER_SERVICES = frozenset(
+    {"clients2.google.com", "update.googleapis.com", "accounts.google.com", "www.google.com"}
+)
 
 
 def page_requests(seen: list[str]) -> list[str]:
