@@ -64,7 +64,7 @@ def test_two_shards_merge_into_the_unsharded_run(tmp_path, monkeypatch) -> None:
         assert f"run directory: {merged}" in output
         metrics = json.loads((merged / "metrics.json").read_text(encoding="utf-8"))
         assert metrics == json.loads((whole / "metrics.json").read_text(encoding="utf-8"))
-        assert set(metrics) == {"ranking", "outline", "sections"}
+        assert set(metrics) == {"format_version", "ranking", "outline", "sections"}
         for name in ("outputs.jsonl", "results.jsonl", "generated.jsonl", "floors.jsonl", "baselines.jsonl"):
             assert _sorted(merged, name) == _sorted(whole, name), name
         assert sorted(map(unit_key, RunDir(merged).outputs())) == sorted(

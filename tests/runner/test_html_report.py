@@ -14,16 +14,17 @@ from ruwikibench.reporting.data import RunData
 from ruwikibench.reporting.html import environment
 from ruwikibench.reporting.jsonl_index import JsonlIndex
 from ruwikibench.reporting.page import delta_block
+from ruwikibench.results import ResultRow, StageMetrics
 from ruwikibench.rundir import RunDir
 
 PAGES = {name: f"articles/a{i:04d}.html" for i, name in enumerate(["A", "B", "C", "D", "E"], 1)}
 
 
 def _run(name: str, f1: dict[str, list[float]]) -> RunData:
-    data = RunData(name, {"outline": {"metrics": {}}}, RunDir(Path("/nonexistent") / name), {})
+    data = RunData(name, {"outline": StageMetrics()}, RunDir(Path("/nonexistent") / name), {})
     for article, values in f1.items():
         data.results[("outline", article)] = [
-            {"stage": "outline", "article": article, "item": f"s{i}", "metrics": {"f1": v}}
+            ResultRow(stage="outline", article=article, item=f"s{i}", metrics={"f1": v})
             for i, v in enumerate(values)
         ]
     return data
@@ -59,11 +60,12 @@ def test_timeline_puts_overlapping_nodes_on_separate_lanes() -> None:
 
 
 def test_item_scores_scale_fractions_not_counts() -> None:
+    scored = {"f1": 0.8569, "gen_headings": 9.0, "gen_max_depth": 1.0}
     results = [
-        {"item": "article", "metrics": {"f1": 0.8569, "gen_headings": 9.0, "gen_max_depth": 1.0}},
-        {"item": "other", "metrics": {}, "excluded": "reference outline has no sections"},
+        ResultRow(stage="outline", article="A", item="article", metrics=scored),
+        ResultRow(stage="outline", article="A", item="other", excluded="reference outline has no sections"),
     ]
-    table = item_scores("outline", {"metrics": {}}, results)
+    table = item_scores("outline", StageMetrics(), results)
     row = dict(zip(table["header"], table["rows"][0]["cells"], strict=True))
     assert row["Mean F1"] == pytest.approx(85.69) and row["Headings"] == 9.0 and row["Max depth"] == 1.0
     assert table["rows"][1]["excluded"] == "reference outline has no sections"

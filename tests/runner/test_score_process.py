@@ -86,7 +86,7 @@ async def test_the_process_scores_what_the_thread_scores(
         assert _records(by_thread, name), name
     metrics = [json.loads((d / "metrics.json").read_text(encoding="utf-8")) for d in (by_thread, by_process)]
     assert metrics[0] == metrics[1]
-    assert set(metrics[0]) == {"ranking", "outline", "sections"}
+    assert set(metrics[0]) == {"format_version", "ranking", "outline", "sections"}
 
 
 def test_auto_scores_in_a_process_only_when_it_pays(monkeypatch: pytest.MonkeyPatch) -> None:
