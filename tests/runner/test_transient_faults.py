@@ -43,7 +43,9 @@ def test_a_transient_fault_is_raised_and_any_other_failure_is_an_excluded_row() 
     assert made is None and rows[0]["excluded"] == "baseline failed: ValueError: no heading"
 
 
-async def test_faults_in_the_finish_leave_no_result_and_the_next_finish_recomputes(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+async def test_faults_in_the_finish_leave_no_result_and_the_next_finish_recomputes(
+    tmp_path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     rundir = await run_sample(tmp_path, monkeypatch)
     context = _context(rundir)
     clean = {name: rundir.file(name).read_bytes() for name in (BASELINES_FILE, "floors.jsonl")}
