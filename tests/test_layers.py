@@ -34,6 +34,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "durable",
             "faults",
             "secrets",
+            "stamps",
             "version",
             "runspec",
             "stage_renames",
