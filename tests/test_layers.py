@@ -36,6 +36,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "durable",
             "faults",
             "secrets",
+            "stamps",
             "version",
             "runspec",
             "stage_renames",

@@ -96,11 +96,16 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded", 
     return out / "report.md"
 
 
+VIEWS = (
+    "failures_excluded",
+    "failures_as_zero",
+)  # the views of metrics.json (ruwikibench.runner.metrics.VIEWS)
+
+
 def check_report_args(paths: list[Path], out: Path, view: str) -> None:
     """``view`` is one of the metrics' views; ``out`` is neither a run directory nor inside one of ``paths``
     (its report.md, metrics and files would be overwritten). One :class:`RunInputError` line each."""
     from ruwikibench.config import RunInputError
-    from ruwikibench.runner.metrics import VIEWS
 
     if view not in VIEWS:
         raise RunInputError(f"--view {view}: not a view; the views are {', '.join(VIEWS)}")
@@ -114,8 +119,8 @@ def check_report_args(paths: list[Path], out: Path, view: str) -> None:
 
 
 def stale_notes(runs: list[tuple[str, dict[str, Any], RunDir]]) -> list[str]:
-    """One line per run whose metrics.json is not the one of its results (:mod:`ruwikibench.runner.metrics_stamp`)."""
-    from ruwikibench.runner.metrics_stamp import stale_metrics
+    """One line per run whose metrics.json is not the one of its results (:mod:`ruwikibench.stamps`)."""
+    from ruwikibench.stamps import stale_metrics
 
     notes = []
     for _, _, rundir in runs:

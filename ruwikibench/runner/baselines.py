@@ -14,7 +14,6 @@ CPU-bound (embedding): call it from a worker thread, never on the event loop.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -30,13 +29,12 @@ from ruwikibench.models.cache import stable_hash
 from ruwikibench.registry import get_stage
 from ruwikibench.results import versioned
 from ruwikibench.rundir import FLOORS_FILE, RunDir
+from ruwikibench.stamps import INPUT_FILES, STAMP_FILE, inputs_digest  # noqa: F401 - named here by the runner
 
 log = logging.getLogger(__name__)
 
 BASELINES_FILE = "baselines.jsonl"
 UNIT_BASELINES_FILE = "baseline_scores.jsonl"  # per unit, written when it is scored: see runner/derived.py
-STAMP_FILE = "derived.json"  # the outputs and results floors.jsonl and baselines.jsonl were computed from
-INPUT_FILES = ("outputs.jsonl", "results.jsonl")
 
 
 def _excluded(baseline: str, unit: Unit, reason: str) -> dict[str, Any]:
@@ -142,20 +140,6 @@ def current_record(
     if record is None or record.get("baselines") != baseline_names(stage):
         return None
     return record if record.get("output_sha256") == output_digest(output) else None
-
-
-def inputs_digest(rundir: RunDir) -> str:
-    """sha256 over the bytes of outputs.jsonl and results.jsonl: what floors and baselines are computed from."""
-    digest = hashlib.sha256()
-    for name in INPUT_FILES:
-        path = rundir.file(name)
-        digest.update(name.encode() + b"\0")
-        if path.exists():
-            with open(path, "rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
-        digest.update(b"\0")
-    return digest.hexdigest()
 
 
 def derived_current(rundir: RunDir) -> bool:

@@ -230,7 +230,7 @@ def compute_floors_and_baselines(rundir: RunDir, context: StageContext) -> None:
             "%s: not stamped (%s failed); computed again by the next run", STAMP_FILE, collected.failed[0]
         )
         digest = None
-    # "metrics": None until metrics.json is written from the same inputs (runner/metrics_stamp.py)
+    # "metrics": None until metrics.json is written from the same inputs (ruwikibench/stamps.py)
     rundir.write_json(
         STAMP_FILE, {"inputs_sha256": digest, "files": [FLOORS_FILE, BASELINES_FILE], "metrics": None}
     )

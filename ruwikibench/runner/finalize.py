@@ -16,7 +16,7 @@ def finalize(rundir: RunDir) -> dict[str, Any]:
     """Recompute metrics.json/.csv and report.md from the latest score records and the errors still open."""
     from ruwikibench.reporting.run_report import write_run_report
     from ruwikibench.results import METRICS_FILE, metrics_json, parse_metrics
-    from ruwikibench.runner.metrics_stamp import stamp_metrics
+    from ruwikibench.stamps import stamp_metrics
 
     errors = rundir.open_errors()
     results, floors = rundir.results(), list(rundir.read(FLOORS_FILE))
@@ -24,7 +24,7 @@ def finalize(rundir: RunDir) -> dict[str, Any]:
     add_baselines(metrics, results, floors, list(rundir.read(BASELINES_FILE)))
     fault_point("before_metrics")
     rundir.write_json(METRICS_FILE, metrics_json(metrics))
-    stamp_metrics(rundir)  # report tells a stale metrics.json from a current one (runner/metrics_stamp.py)
+    stamp_metrics(rundir)  # report tells a stale metrics.json from a current one (ruwikibench/stamps.py)
     fault_point("before_csv")
     _write_csv(rundir.file("metrics.csv"), metrics_rows(rundir.path.name, metrics))
     fault_point("before_report")

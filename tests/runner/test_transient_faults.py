@@ -52,18 +52,14 @@ async def test_faults_in_the_finish_leave_no_result_and_the_next_finish_recomput
     assert derived_current(rundir)
 
     rundir.file(UNIT_BASELINES_FILE).unlink()  # every unit's baselines scored by the finish
-    from ruwikibench.baselines import registry
-
-    real = registry.baselines_of
-    monkeypatch.setattr(
-        "ruwikibench.runner.baselines.baselines_of",
-        lambda stage: [Failing(sqlite3.OperationalError("disk I/O error")), *real(stage)],
-    )
+    outline = type(get_stage("outline"))  # each stage declares its baselines (Stage.baselines)
+    real = outline.baselines
+    monkeypatch.setattr(outline, "baselines", (Failing(sqlite3.OperationalError("disk I/O error")), *real))
     with pytest.raises(sqlite3.OperationalError):
         derived.compute_floors_and_baselines(rundir, context)
     stored = rundir.file(UNIT_BASELINES_FILE)
     assert not stored.exists() or "OperationalError" not in stored.read_text(encoding="utf-8")
-    monkeypatch.setattr("ruwikibench.runner.baselines.baselines_of", real)
+    monkeypatch.setattr(outline, "baselines", real)
 
     def floors_fail(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
         raise OSError(28, "No space left on device")

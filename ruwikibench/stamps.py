@@ -1,7 +1,9 @@
-"""Is a run's metrics.json the one of the results on disk? Its finish stamps it in ``derived.json`` (beside the
-floors' and baselines' stamp): the sha256 of the outputs and results it was computed from and of metrics.json
-itself. ``report`` reads the stamp and says when the metrics are stale (a session killed after its units were
-scored but before metrics.json was rewritten; a file edited since) instead of printing them as current."""
+"""The stamps of what a run's derived files were computed from (``derived.json``): floors.jsonl and baselines.jsonl
+(stamped by :mod:`ruwikibench.runner.derived`), and metrics.json. Is a run's metrics.json the one of the results on
+disk? Its finish stamps it beside the floors' and baselines' stamp: the sha256 of the outputs and results it was
+computed from and of metrics.json itself. ``report`` reads the stamp and says when the metrics are stale (a session
+killed after its units were scored but before metrics.json was rewritten; a file edited since) instead of
+printing them as current."""
 
 from __future__ import annotations
 
@@ -10,9 +12,24 @@ import json
 from typing import Any
 
 from ruwikibench.rundir import RunDir
-from ruwikibench.runner.baselines import STAMP_FILE, inputs_digest
 
+STAMP_FILE = "derived.json"  # the outputs and results floors.jsonl and baselines.jsonl were computed from
+INPUT_FILES = ("outputs.jsonl", "results.jsonl")
 METRICS_KEY = "metrics"  # derived.json's entry: None while the metrics of its inputs are not yet written
+
+
+def inputs_digest(rundir: RunDir) -> str:
+    """sha256 over the bytes of outputs.jsonl and results.jsonl: what floors and baselines are computed from."""
+    digest = hashlib.sha256()
+    for name in INPUT_FILES:
+        path = rundir.file(name)
+        digest.update(name.encode() + b"\0")
+        if path.exists():
+            with open(path, "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+        digest.update(b"\0")
+    return digest.hexdigest()
 
 
 def _stamp(rundir: RunDir) -> dict[str, Any] | None:
