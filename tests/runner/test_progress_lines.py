@@ -13,7 +13,7 @@ from rich.progress import Progress
 from ruwikibench.contract import Unit
 from ruwikibench.models.fake import ScriptedChat
 from ruwikibench.models.llm import LLM
-from ruwikibench.runner import execute
+from ruwikibench.runner import lifecycle
 from ruwikibench.runner.capture import NodeCapture
 from ruwikibench.runner.progress_lines import PlainProgress, run_progress
 
@@ -39,7 +39,7 @@ async def _run(progress: Progress | PlainProgress) -> None:
     context = SimpleNamespace(llm=llm, config=SimpleNamespace(max_concurrency=4))
     units = [Unit(stage=s, article="a", unit_id=str(i), input={}) for s in CALLS for i in range(2)]
     with progress:
-        await asyncio.wait_for(execute._run_units(context, Units(llm), units, progress), 10)  # type: ignore[arg-type]
+        await asyncio.wait_for(lifecycle._run_units(context, Units(llm), units, progress), 10)  # type: ignore[arg-type]
 
 
 async def test_each_stage_shows_its_own_calls_in_plain_lines() -> None:
