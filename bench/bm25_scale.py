@@ -30,7 +30,7 @@ WORD = re.compile(r"\w+")
 
 
 def vocabulary(dataset_spec: str) -> tuple[list[str], list[int]]:
-    from ruwikibench.dataset_files import resolve_dataset
+    from ruwikibench.corpus_builder.dataset_files import resolve_dataset
 
     dataset, _ = resolve_dataset(dataset_spec)
     counts = collections.Counter(w for s in dataset.sources for w in WORD.findall(s.text))

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from embedders import sample_file
 
-from ruwikibench.config import EmbedderConfig
+from ruwikibench.conf.config import EmbedderConfig
 from ruwikibench.corpus_builder.ruwikibench_json import import_ruwikibench_json
 from ruwikibench.models.embeddings import make_embedder
 

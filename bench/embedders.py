@@ -9,7 +9,8 @@ DeterministicFakeEmbedding, random vectors by a hash of the text, the control th
 
 * cost: ``--snippets`` real source snippets (≈600 words, the paper's size) embedded as passages with no cache —
   wall and CPU seconds, scaled to 1000 snippets;
-* metrics: the validity ladder of ``ruwikibench check-metrics`` (:mod:`ruwikibench.runner.check`) on the real
+* metrics: the validity ladder of ``ruwikibench check-metrics`` (:mod:`ruwikibench.validity.check`) on the
+real
   sample: per embedding metric the permutation floor, each rung's rescaled mean [95% CI], the paired differences
   of adjacent decisive rungs and the verdict (×100), as Markdown tables.
 
@@ -28,12 +29,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ruwikibench.config import EmbedderConfig, RunConfig
-from ruwikibench.context import StageContext
+from ruwikibench.conf.config import EmbedderConfig, RunConfig
 from ruwikibench.corpus_builder.ruwikibench_json import import_ruwikibench_json
 from ruwikibench.models.embeddings import make_embedder
 from ruwikibench.prompts import PromptLibrary
-from ruwikibench.runner.check import check_rows, check_stage, ladder_items, step_rows
+from ruwikibench.stage.context import StageContext
+from ruwikibench.validity.check import check_rows, check_stage, ladder_items, step_rows
 
 
 def sample_file() -> Path:

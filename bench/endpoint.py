@@ -206,7 +206,7 @@ async def serve(dataset: Dataset, latency: float, port: int, ready: Any = None) 
 
 
 def main() -> None:
-    from ruwikibench.dataset_files import resolve_dataset
+    from ruwikibench.corpus_builder.dataset_files import resolve_dataset
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", required=True)

@@ -37,8 +37,8 @@ def _rss_mb() -> float:
 
 
 def _context(rundir: Path, dataset: str | None) -> Any:
-    from ruwikibench.config import RunConfig
-    from ruwikibench.dataset_files import resolve_dataset
+    from ruwikibench.conf.config import RunConfig
+    from ruwikibench.corpus_builder.dataset_files import resolve_dataset
     from ruwikibench.runner.setup import build_context
 
     spec = json.loads((rundir / "spec.json").read_text(encoding="utf-8"))
@@ -51,11 +51,11 @@ def _steps() -> list[tuple[str, Any]]:
     from ruwikibench.runner.execute import finalize
 
     try:
-        from ruwikibench.runner.derived import compute_floors_and_baselines
+        from ruwikibench.aggregation.derived import compute_floors_and_baselines
     except (
         ImportError
-    ):  # the code before runner/derived.py (measuring the earlier finish from an export of it)
-        from ruwikibench.runner.baselines import compute_floors_and_baselines  # type: ignore[attr-defined,no-redef]
+    ):  # the code before aggregation/derived.py (measuring the earlier finish from an export of it)
+        from ruwikibench.aggregation.baselines import compute_floors_and_baselines  # type: ignore[attr-defined,no-redef]
 
     return [
         ("floors and baselines", compute_floors_and_baselines),
@@ -67,7 +67,7 @@ def _steps() -> list[tuple[str, Any]]:
 def measure(rundir: Path, dataset: str | None, profile: str | None) -> dict[str, Any]:
     """The finish's steps on ``rundir`` in this process: {step: [wall s, CPU s, peak RSS MB after it]}."""
     from ruwikibench.evaluators import entities
-    from ruwikibench.rundir import RunDir
+    from ruwikibench.storage.rundir import RunDir
 
     figures: dict[str, Any] = {}
     mark = (time.perf_counter(), _cpu())

@@ -25,8 +25,7 @@ from pathlib import Path
 
 from bs4 import BeautifulSoup
 
-from ruwikibench.config import RunConfig
-from ruwikibench.contract import GeneratedText
+from ruwikibench.conf.config import RunConfig
 from ruwikibench.evaluators.judges.common import judge_llm
 from ruwikibench.evaluators.judges.criteria import CriteriaOptions, judge_run
 from ruwikibench.evaluators.judges.criteria_set import load_criteria
@@ -34,6 +33,7 @@ from ruwikibench.evaluators.judges.criteria_summary import summarize_judgements
 from ruwikibench.evaluators.judges.pairwise import PairwiseOptions, judge_runs
 from ruwikibench.evaluators.judges.pairwise_summary import summarize_pairwise
 from ruwikibench.evaluators.judges.rundir import clip, load_run
+from ruwikibench.stage.contract import GeneratedText
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -52,7 +52,7 @@ def sender(kind: str, url: str, concurrency: int) -> Send:
     if kind == "llm":
         import tempfile
 
-        from ruwikibench.config import ModelConfig
+        from ruwikibench.conf.config import ModelConfig
         from ruwikibench.models.cache import ResponseCache
         from ruwikibench.models.llm import LLM
         from ruwikibench.models.openai_backend import OpenAIBackend
@@ -65,7 +65,7 @@ def sender(kind: str, url: str, concurrency: int) -> Send:
         # every request its own prompt, as on the benchmark (a repeated one would be answered by the cache)
         return lambda i: llm.complete("judge", f"{i} {PROMPT[0]['content']}", max_tokens=5)
     if kind == "backend":
-        from ruwikibench.config import ModelConfig
+        from ruwikibench.conf.config import ModelConfig
         from ruwikibench.models.openai_backend import OpenAIBackend
 
         backend = OpenAIBackend(

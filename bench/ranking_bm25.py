@@ -21,9 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ruwikibench.builtin_options import RankingConfig
-from ruwikibench.config import ModelConfig, RunConfig
-from ruwikibench.context import StageContext
+from ruwikibench.conf.builtin_options import RankingConfig
+from ruwikibench.conf.config import ModelConfig, RunConfig
 from ruwikibench.corpus_builder import import_ruwikibench_json, load_dataset, save_dataset
 from ruwikibench.dataset import Dataset
 from ruwikibench.evaluators.ranking import ranking_metrics
@@ -37,6 +36,7 @@ from ruwikibench.nodes.queries import (
 )
 from ruwikibench.prompts import PromptLibrary
 from ruwikibench.retrieval.bm25 import BM25Index
+from ruwikibench.stage.context import StageContext
 
 
 def summarize(records: list[dict[str, float]], **bootstrap: object) -> dict[str, Estimate]:

@@ -19,10 +19,10 @@ from pathlib import Path
 
 from ruwikibench.corpus_builder.store import save_dataset
 from ruwikibench.dataset import Article, Dataset, Paragraph, Section, Snippet, Source
-from ruwikibench.jsonl import dumps
 from ruwikibench.reporting.browser import dump_dom
-from ruwikibench.rundir import RunDir
 from ruwikibench.runner.execute import finalize
+from ruwikibench.storage.jsonl import dumps
+from ruwikibench.storage.rundir import RunDir
 
 SECTIONS, SOURCES, SNIPPETS_PER_SOURCE, POOL = 6, 8, 5, 36
 WORDS = [

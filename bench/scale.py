@@ -293,7 +293,7 @@ def measure_one(
     requests = stats(url)["requests"] - before["requests"]
     endpoint_cpu = process_cpu_seconds(endpoint.pid)
     endpoint.terminate()
-    from ruwikibench.builtin_options import SectionsConfig
+    from ruwikibench.conf.builtin_options import SectionsConfig
 
     levels, _ = call_levels(rundir, SectionsConfig().chunk_size)
     memory.stop()
@@ -332,8 +332,8 @@ def measure_one(
 
 def prepare(real_path: str, n: int, work: Path, concurrency: int) -> Path:
     """The synthetic dataset of N articles saved in ``work/data``, embedded and indexed into ``work/cache``."""
+    from ruwikibench.corpus_builder.dataset_files import resolve_dataset
     from ruwikibench.corpus_builder.store import save_dataset
-    from ruwikibench.dataset_files import resolve_dataset
 
     real, _ = resolve_dataset(real_path)
     data = work / "data"

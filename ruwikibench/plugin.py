@@ -46,20 +46,8 @@ What ``score()`` uses: the evaluators' pure functions (:func:`rouge_l`, :func:`s
 
 from __future__ import annotations
 
-from ruwikibench.builtin_options import OutlineConfig, RankingConfig, SectionsConfig, WriterConfig
-from ruwikibench.config import ModelRole, RunConfig, prompt_slot
-from ruwikibench.context import StageContext
-from ruwikibench.contract import (
-    Baseline,
-    BaselineSkipped,
-    GeneratedText,
-    ScoreRecord,
-    Stage,
-    StageOutputError,
-    StageReturnError,
-    StageScore,
-    Unit,
-)
+from ruwikibench.conf.builtin_options import OutlineConfig, RankingConfig, SectionsConfig, WriterConfig
+from ruwikibench.conf.config import ModelRole, RunConfig, prompt_slot
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.evaluators.entities import entity_scores
 from ruwikibench.evaluators.floor import FloorSide
@@ -68,7 +56,6 @@ from ruwikibench.evaluators.outline import structure_stats
 from ruwikibench.evaluators.ranking import ndcg, r_precision, ranking_metrics
 from ruwikibench.evaluators.similarity import sentence_prf
 from ruwikibench.evaluators.text_scores import text_scores
-from ruwikibench.metric import Metric
 from ruwikibench.nodes.answers import ask, clean_answer
 from ruwikibench.nodes.outline import OutlineInput, OutlineOutput, OutlineSnippet, OutlineState
 from ruwikibench.nodes.outline_parser import Heading, parse_outline
@@ -83,7 +70,20 @@ from ruwikibench.nodes.ranking import (
 )
 from ruwikibench.nodes.sections import SectionsInput, SectionsOutput, SectionsOutputModel, SectionsState
 from ruwikibench.prompts.render import cut_text, numbered_texts
-from ruwikibench.registry import get_stage, register_stage, stage_options, stage_roles
+from ruwikibench.stage.context import StageContext
+from ruwikibench.stage.contract import (
+    Baseline,
+    BaselineSkipped,
+    GeneratedText,
+    ScoreRecord,
+    Stage,
+    StageOutputError,
+    StageReturnError,
+    StageScore,
+    Unit,
+)
+from ruwikibench.stage.metric import Metric
+from ruwikibench.stage.registry import get_stage, register_stage, stage_options, stage_roles
 
 __all__ = [
     "Article",

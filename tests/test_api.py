@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 import ruwikibench
-from ruwikibench.config import ConfigError, RunInputError
+from ruwikibench.conf.config import ConfigError, RunInputError
 from tests.cli.small_runs import fake_setup, runner
 
 STAGES = ["ranking", "outline"]

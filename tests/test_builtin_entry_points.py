@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from ruwikibench import registry
-from ruwikibench.config import RunConfig
-from ruwikibench.context import StageContext
+from ruwikibench.conf.config import RunConfig
 from ruwikibench.models.fake import ScriptedChat
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
 from ruwikibench.runner.execute import RunOptions, execute
+from ruwikibench.stage import registry
+from ruwikibench.stage.context import StageContext
 from tests.cli.small_runs import BenchModel
 from tests.graphs.writer_fixture import HashEmbedder, make_dataset
 

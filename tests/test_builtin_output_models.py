@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from ruwikibench.contract import StageOutputError
 from ruwikibench.nodes.ranking import RankingOutputModel
 from ruwikibench.nodes.sections import SectionsOutputModel
 from ruwikibench.nodes.writer import WriterOutputModel
-from ruwikibench.registry import get_stage
+from ruwikibench.stage.contract import StageOutputError
+from ruwikibench.stage.registry import get_stage
 
 
 @pytest.mark.parametrize(

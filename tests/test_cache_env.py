@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ruwikibench.config import RunConfig
-from ruwikibench.dataset_files import cache_root as datasets_root
+from ruwikibench.conf.config import RunConfig
+from ruwikibench.corpus_builder.dataset_files import cache_root as datasets_root
 from ruwikibench.evaluators import entities
 from ruwikibench.models.asset_files import cache_root
 from ruwikibench.retrieval.bm25 import index_dir

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ruwikibench.config import ConfigError
-from ruwikibench.config_loader import MAX_VALUES, load_config
+from ruwikibench.conf.config import ConfigError
+from ruwikibench.conf.loader import MAX_VALUES, load_config
 from tests.cli.test_input_errors import cli
 
 

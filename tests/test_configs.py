@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from ruwikibench.builtin_options import OutlineConfig, RankingConfig, SectionsConfig, WriterConfig
-from ruwikibench.config_loader import load_config
+from ruwikibench.conf.builtin_options import OutlineConfig, RankingConfig, SectionsConfig, WriterConfig
+from ruwikibench.conf.loader import load_config
 from ruwikibench.prompts import PromptLibrary
 
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"))
@@ -45,7 +45,7 @@ def test_ablation_configs_are_local_yaml_but_for_what_they_change() -> None:
 
 
 def test_base_chain_merges_mappings_resolves_prompts_dir_per_file_and_names_errors(tmp_path: Path) -> None:
-    from ruwikibench.config import ConfigError
+    from ruwikibench.conf.config import ConfigError
 
     (tmp_path / "base").mkdir()
     (tmp_path / "base" / "root.yaml").write_text(
@@ -76,7 +76,7 @@ def test_base_chain_merges_mappings_resolves_prompts_dir_per_file_and_names_erro
 
 
 def test_a_prompt_with_an_unknown_field_fails_when_the_config_loads(tmp_path: Path) -> None:
-    from ruwikibench.config import ConfigError
+    from ruwikibench.conf.config import ConfigError
 
     (tmp_path / "prompts").mkdir()
     (tmp_path / "prompts" / "typo.txt").write_text("Статья «{titel}»: {texts}", encoding="utf-8")
@@ -109,8 +109,8 @@ def test_a_prompt_with_an_unknown_field_fails_when_the_config_loads(tmp_path: Pa
 
 
 def test_every_shipped_prompt_slot_declares_the_fields_its_default_file_uses() -> None:
-    from ruwikibench.config import ModelConfig, RunConfig
-    from ruwikibench.config_loader import prompt_blocks
+    from ruwikibench.conf.config import ModelConfig, RunConfig
+    from ruwikibench.conf.loader import prompt_blocks
     from ruwikibench.prompts import placeholders
 
     config = RunConfig(models={"writer": ModelConfig(name="w")})

@@ -14,16 +14,16 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, ConfigDict, Field
 
-from ruwikibench.config import ConfigError, RunConfig, prompt_slot
-from ruwikibench.config_loader import load_config
-from ruwikibench.context import StageContext
-from ruwikibench.contract import GeneratedText, ScoreRecord, Unit
+from ruwikibench.conf.config import ConfigError, RunConfig, prompt_slot
+from ruwikibench.conf.loader import load_config
 from ruwikibench.dataset import Article, Dataset, Section
 from ruwikibench.models.fake import ScriptedChat
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
-from ruwikibench.registry import register_stage, stage_options, unregister_stage
 from ruwikibench.runner.execute import RunOptions, build_spec, execute, run_id_for
+from ruwikibench.stage.context import StageContext
+from ruwikibench.stage.contract import GeneratedText, ScoreRecord, Unit
+from ruwikibench.stage.registry import register_stage, stage_options, unregister_stage
 
 NAME = "opt_stage"
 

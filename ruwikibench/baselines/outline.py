@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ruwikibench.context import StageContext
-from ruwikibench.contract import Baseline, BaselineSkipped, Unit
 from ruwikibench.nodes.outline import OutlineOutput
 from ruwikibench.nodes.outline_parser import Heading
+from ruwikibench.stage.context import StageContext
+from ruwikibench.stage.contract import Baseline, BaselineSkipped, Unit
 
 TEMPLATE = ("Определение", "История", "Описание", "Применение", "Критика", "Значение")
 TITLE_TEMPLATE = (

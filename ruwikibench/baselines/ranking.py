@@ -8,8 +8,8 @@ import random
 from typing import Any
 
 from ruwikibench.baselines.seed import stable_seed
-from ruwikibench.context import StageContext
-from ruwikibench.contract import Baseline, BaselineSkipped, Unit
+from ruwikibench.stage.context import StageContext
+from ruwikibench.stage.contract import Baseline, BaselineSkipped, Unit
 
 
 def _reordered(output: dict[str, Any], candidates: list[dict[str, Any]]) -> dict[str, Any]:

@@ -16,9 +16,9 @@ from itertools import zip_longest
 from typing import Any
 
 from ruwikibench.baselines.seed import stable_seed
-from ruwikibench.context import StageContext
-from ruwikibench.contract import Baseline, Unit
 from ruwikibench.evaluators.similarity import split_sentences
+from ruwikibench.stage.context import StageContext
+from ruwikibench.stage.contract import Baseline, Unit
 
 
 def _snippet_sentences(spec: dict[str, Any]) -> list[list[str]]:

@@ -49,8 +49,8 @@ def graph(
     """Print a stage graph as a Mermaid flowchart, drawn from the compiled graph (with a config's overrides)."""
     from pathlib import Path
 
-    from ruwikibench.runner.pictures import mermaid
-    from ruwikibench.runner.pictures import update_docs as rewrite
+    from ruwikibench.cli.pictures import mermaid
+    from ruwikibench.cli.pictures import update_docs as rewrite
 
     if update_docs:
         changed = rewrite(Path(docs))
@@ -58,7 +58,7 @@ def graph(
         return
     if stage is None:
         raise typer.BadParameter("name a stage (ruwikibench stages lists them), or pass --update-docs")
-    from ruwikibench.registry import StageRegistryError
+    from ruwikibench.stage.registry import StageRegistryError
 
     try:
         typer.echo(mermaid(stage, xray, _config_overrides(config)))
@@ -71,8 +71,8 @@ def _config_overrides(path: str | None) -> dict[str, Any]:
     """The checked overrides of a run config (none without one); a bad config is one line, exit status 2."""
     if path is None:
         return {}
-    from ruwikibench.config import RunInputError
-    from ruwikibench.config_loader import load_config
+    from ruwikibench.conf.config import RunInputError
+    from ruwikibench.conf.loader import load_config
     from ruwikibench.runner.overrides import check_overrides
 
     try:
@@ -122,7 +122,7 @@ def main() -> None:
     import os
     import sys
 
-    from ruwikibench.secrets import install_log_redaction
+    from ruwikibench.conf.secrets import install_log_redaction
 
     install_log_redaction()
     debug = "--debug" in sys.argv[1:] or os.environ.get(DEBUG_ENV, "") not in ("", "0")
@@ -161,7 +161,7 @@ def _error_status(exc: BaseException, debug: bool) -> int:
         message = input_error_line(exc)
     else:
         message, status = internal_error_line(exc, debug), INTERNAL_ERROR
-    from ruwikibench.secrets import redact
+    from ruwikibench.conf.secrets import redact
 
     print(redact("error: " + " ".join(message.split())), file=sys.stderr, flush=True)
     return status

@@ -28,8 +28,8 @@ def check_metrics(
     """The validity ladder: planted outputs of known order (restated reference; 25/50/75 % replaced by other
     articles; wrong article; plus the reference itself, a title template and word salad, reported) scored with
     the config's embedder. Exits 1 when a headline metric (outline f1, sections f1) fails the ladder."""
-    from ruwikibench.runner.check import check_rows, check_stage, failed_headlines, ladder_items, step_rows
     from ruwikibench.runner.setup import build_context
+    from ruwikibench.validity.check import check_rows, check_stage, failed_headlines, ladder_items, step_rows
 
     stages = stage or ["outline", "sections"]
     unknown = [s for s in stages if s not in ("outline", "sections")]

@@ -13,13 +13,13 @@ LOG_WIDTH = 200
 
 def print_error(message: object) -> None:
     """``error: MESSAGE`` on stderr as plain text: user text (paths, titles) never goes through rich markup."""
-    from ruwikibench.secrets import redact
+    from ruwikibench.conf.secrets import redact
 
     print(redact(f"error: {message}"), file=sys.stderr, flush=True)
 
 
 class RedactingStream:
-    """A text stream whose every write has the registered secrets masked (:mod:`ruwikibench.secrets`);
+    """A text stream whose every write has the registered secrets masked (:mod:`ruwikibench.conf.secrets`);
     ``None`` stands for the current ``sys.stdout`` or ``sys.stderr`` (looked up at each write, as rich does)."""
 
     def __init__(self, file: TextIO | None, stderr: bool = False) -> None:
@@ -31,7 +31,7 @@ class RedactingStream:
         return self._file or (sys.stderr if self._stderr else sys.stdout)
 
     def write(self, text: str) -> int:
-        from ruwikibench.secrets import redact
+        from ruwikibench.conf.secrets import redact
 
         return self.stream.write(redact(text))
 

@@ -206,10 +206,10 @@ def embed(
         TimeRemainingColumn,
     )
 
-    from ruwikibench.builtin_options import RankingConfig
-    from ruwikibench.config import ConfigError
-    from ruwikibench.config_loader import load_config
-    from ruwikibench.dataset_files import DatasetError, resolve_dataset
+    from ruwikibench.conf.builtin_options import RankingConfig
+    from ruwikibench.conf.config import ConfigError
+    from ruwikibench.conf.loader import load_config
+    from ruwikibench.corpus_builder.dataset_files import DatasetError, resolve_dataset
     from ruwikibench.models.embeddings import make_embedder
     from ruwikibench.runner.precompute import build_bm25, embed_snippets, snippets_to_embed
 

@@ -20,19 +20,19 @@ DEBUG_ENV = "RUWIKIBENCH_DEBUG"
 
 def input_error_types() -> tuple[type[BaseException], ...]:
     """The exception types that are bad input (or a machine fault), never a bug of the package."""
-    from ruwikibench.config import RunInputError
-    from ruwikibench.contract import StageOutputError, StageReturnError
+    from ruwikibench.conf.config import RunInputError
     from ruwikibench.corpus_builder.ruwikibench_json import CorpusError
     from ruwikibench.corpus_builder.store import DatasetStoreError
     from ruwikibench.evaluators.judges.rundir import RunError
     from ruwikibench.external.formats import ExternalFormatError
-    from ruwikibench.jsonl import JsonlError
     from ruwikibench.models.asset_files import LocalAssetError
     from ruwikibench.models.local_server import LocalServerError
     from ruwikibench.nodes.outline_file import OutlineFileError
-    from ruwikibench.registry import StageRegistryError
     from ruwikibench.reporting.paper import PaperResultsError
-    from ruwikibench.runlock import RunDirLocked
+    from ruwikibench.stage.contract import StageOutputError, StageReturnError
+    from ruwikibench.stage.registry import StageRegistryError
+    from ruwikibench.storage.jsonl import JsonlError
+    from ruwikibench.storage.runlock import RunDirLocked
     from ruwikibench.writer.run import WriteError
 
     return (
@@ -59,7 +59,7 @@ def is_input_error(exc: BaseException) -> bool:
     try:
         known = input_error_types()
     except Exception:  # noqa: BLE001 - a module that cannot be imported: only the config's own errors are known
-        from ruwikibench.config import RunInputError
+        from ruwikibench.conf.config import RunInputError
 
         known = (RunInputError, OSError)
     return isinstance(exc, known)
@@ -85,8 +85,8 @@ def internal_error_line(exc: BaseException, debug: bool) -> str:
 
 def write_traceback(exc: BaseException) -> Path | None:
     """The traceback (and the command line) in ``<cache>/crashes/``; None when it cannot be written."""
-    from ruwikibench.dataset_files import cache_root
-    from ruwikibench.secrets import redact
+    from ruwikibench.conf.secrets import redact
+    from ruwikibench.corpus_builder.dataset_files import cache_root
 
     path = cache_root() / "crashes" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
     text = "ruwikibench " + " ".join(sys.argv[1:]) + "\n\n" + "".join(traceback.format_exception(exc))

@@ -16,7 +16,7 @@ console = make_console()
 
 def _current_stage(name: str) -> str:
     """--stage article (the writer's earlier name) still works."""
-    from ruwikibench.contract import current_stage_name
+    from ruwikibench.stage.contract import current_stage_name
 
     return current_stage_name(name)
 
@@ -35,9 +35,9 @@ def _fail(exc: Exception) -> typer.Exit:
 
 
 def _load(dataset_spec: str, config_path: Path | None) -> tuple[Any, Any, Path]:
-    from ruwikibench.config import ConfigError, RunConfig
-    from ruwikibench.config_loader import load_config
-    from ruwikibench.dataset_files import DatasetError, resolve_dataset
+    from ruwikibench.conf.config import ConfigError, RunConfig
+    from ruwikibench.conf.loader import load_config
+    from ruwikibench.corpus_builder.dataset_files import DatasetError, resolve_dataset
 
     try:
         config = load_config(config_path) if config_path else RunConfig(name="external", models={})
@@ -119,7 +119,7 @@ def score_outputs(
     _show(rundir, ["outline", "sections"] if stage == "writer" else [stage])
     if stage == "writer":
         from ruwikibench.cli.run import print_table
-        from ruwikibench.results import read_metrics
+        from ruwikibench.storage.results import read_metrics
         from ruwikibench.writer.batch import article_table
 
         rows = article_table(rundir.path.name, read_metrics(rundir).stages)
@@ -129,8 +129,8 @@ def score_outputs(
 
 def _score_exit(rundir: Any) -> None:
     """Exit 0 when every unit was scored, 1 when none was, 3 when some were; one line naming the first failure."""
-    from ruwikibench.rundir import scored_units
     from ruwikibench.runner.status import exit_status
+    from ruwikibench.storage.rundir import scored_units
 
     errors = rundir.open_errors()
     status = exit_status(len(errors), len(scored_units(rundir.results())))

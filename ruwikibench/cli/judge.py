@@ -14,7 +14,7 @@ from ruwikibench.cli import EXIT_CODES
 from ruwikibench.cli.console import make_console, print_error
 
 if TYPE_CHECKING:
-    from ruwikibench.config import RunConfig
+    from ruwikibench.conf.config import RunConfig
     from ruwikibench.evaluators.judges.rundir import Run
 
 judge_app = typer.Typer(
@@ -300,7 +300,7 @@ def citations_command(
 ) -> None:
     """Citation faithfulness: is each cited sentence supported by the snippets it cites (ALCE-style)?"""
     from ruwikibench.cli.judge_citations import citations_config, dataset_of, judge_citations
-    from ruwikibench.dataset_files import DatasetError
+    from ruwikibench.corpus_builder.dataset_files import DatasetError
     from ruwikibench.evaluators.judges.citations import summarize_citations
     from ruwikibench.evaluators.judges.rundir import RunError
 
@@ -353,8 +353,8 @@ def citations_meta_command(
     from collections import Counter
 
     from ruwikibench.cli.judge_citations import measure_cosine
-    from ruwikibench.config import ConfigError, EmbedderConfig
-    from ruwikibench.config_loader import load_config
+    from ruwikibench.conf.config import ConfigError, EmbedderConfig
+    from ruwikibench.conf.loader import load_config
     from ruwikibench.evaluators.judges.citations_meta import (
         FixtureError,
         agreement_row,
@@ -412,7 +412,7 @@ def _measure_llm(labelled, config):
 
 def pick_config(run: Run, config_path: str | Path | None) -> RunConfig:
     """The run config that names the judge: ``--judge-config`` if given, else the run's own config."""
-    from ruwikibench.config_loader import load_config
+    from ruwikibench.conf.loader import load_config
     from ruwikibench.evaluators.judges.rundir import RunError
 
     if config_path is not None:

@@ -10,10 +10,10 @@ def citations_config(run_dir: Path, judge_config: Path | None):
     """The config naming the support model: --judge-config, else the run's spec.json, else the article's."""
     import json
 
-    from ruwikibench.config import RunConfig
-    from ruwikibench.config_loader import load_config
+    from ruwikibench.conf.config import RunConfig
+    from ruwikibench.conf.loader import load_config
     from ruwikibench.evaluators.judges.rundir import RunError
-    from ruwikibench.runspec import read_spec
+    from ruwikibench.storage.runspec import read_spec
 
     if judge_config is not None:
         return load_config(judge_config)
@@ -31,15 +31,15 @@ def citations_config(run_dir: Path, judge_config: Path | None):
 def dataset_of(spec: str | None):
     if spec is None:
         return None
-    from ruwikibench.dataset_files import resolve_dataset
+    from ruwikibench.corpus_builder.dataset_files import resolve_dataset
 
     return resolve_dataset(spec)[0]
 
 
 async def judge_citations(run_dir: Path, config, dataset):
     from ruwikibench.evaluators.judges.citations import support_llm
-    from ruwikibench.progress import progress_bar
     from ruwikibench.prompts import PromptLibrary
+    from ruwikibench.runtime.progress import progress_bar
     from ruwikibench.writer.citations import judge_and_mark
 
     llm, name = support_llm(config)

@@ -59,7 +59,7 @@ def _load(config_path: Path, dataset_spec: str) -> tuple[Any, Any, Path]:
     Articles of a RuWikiBench JSON that failed to import are reported one line each, as `corpus import` reports
     them."""
     from ruwikibench.api import load_inputs
-    from ruwikibench.config import RunInputError
+    from ruwikibench.conf.config import RunInputError
 
     try:
         return load_inputs(config_path, dataset_spec, lambda line: typer.echo(f"error: {line}", err=True))
@@ -73,8 +73,8 @@ def with_overrides(config: Any, overrides: dict[str, dict[str, Any]], origin: st
     like the YAML (ConfigError)."""
     from pydantic import ValidationError
 
-    from ruwikibench.config import ConfigError, RunConfig
-    from ruwikibench.config_loader import error_fields
+    from ruwikibench.conf.config import ConfigError, RunConfig
+    from ruwikibench.conf.loader import error_fields
 
     data = config.model_dump()
     for stage, values in overrides.items():
@@ -110,7 +110,7 @@ def print_glossary(stage: str) -> None:
 
 def _show(rundir: Any, stages: list[str]) -> None:
     from ruwikibench.reporting.tables import judgements_line, stage_table, table_title
-    from ruwikibench.results import read_metrics
+    from ruwikibench.storage.results import read_metrics
 
     metrics = read_metrics(rundir).stages
     for stage in stages:
@@ -139,10 +139,10 @@ def _run(
 ) -> Any:
     """Run (or resume) stages; with ``exit_on_failure`` the command ends with the run's exit status (see
     :mod:`ruwikibench.runner.status`) when units failed. The garbage collector rests until the run's first request
-    is out (:func:`ruwikibench.executors.pause_gc`)."""
-    from ruwikibench.config import RunInputError
-    from ruwikibench.executors import gc_paused_for_startup
+    is out (:func:`ruwikibench.runtime.executors.pause_gc`)."""
+    from ruwikibench.conf.config import RunInputError
     from ruwikibench.runner.shard import Shard
+    from ruwikibench.runtime.executors import gc_paused_for_startup
 
     try:
         share = Shard.parse(shard) if shard is not None else None
@@ -178,7 +178,7 @@ def _failures(rundir: Any) -> int:
     """One line on stderr when units failed; the run's exit status (0, 1: nothing that needed the endpoint
     succeeded, 3: a partial run)."""
     from ruwikibench.runner.status import NONE_SUCCEEDED, run_status
-    from ruwikibench.runspec import read_spec
+    from ruwikibench.storage.runspec import read_spec
 
     errors = rundir.open_errors()
     if not errors:
@@ -266,7 +266,7 @@ def run_outline(
 ) -> None:
     """Stage 2: cluster -> describe -> mini-outline -> merge (paper Table 5); `--mode all` runs the three modes."""
     from ruwikibench.reporting.tables import cell, stage_columns
-    from ruwikibench.results import StageMetrics, read_metrics
+    from ruwikibench.storage.results import StageMetrics, read_metrics
 
     modes = list(OUTLINE_MODES) if mode == "all" else [mode]
     if any(m not in OUTLINE_MODES for m in modes):
@@ -345,7 +345,7 @@ def run_stage(
     score_in: ScoreInOpt = "auto",
 ) -> None:
     """One stage by its registered name: a built-in one or a stage from an installed plug-in package."""
-    from ruwikibench.registry import StageRegistryError, get_stage
+    from ruwikibench.stage.registry import StageRegistryError, get_stage
 
     try:
         name = get_stage(name).name  # "article", the writer's earlier name, runs the writer stage
@@ -358,8 +358,8 @@ def run_stage(
 @app.command("stages")
 def stages() -> None:
     """The registered stages (built in, and from installed packages' `ruwikibench.stages` entry points)."""
-    from ruwikibench.contract import defining_stage
-    from ruwikibench.registry import known_stages, plugin_errors
+    from ruwikibench.stage.contract import defining_stage
+    from ruwikibench.stage.registry import known_stages, plugin_errors
 
     rows = [["stage", "description", "defined in", "columns"]]
     for name, stage in known_stages().items():
@@ -380,7 +380,7 @@ def stages() -> None:
 def score(run_dir: Annotated[Path, typer.Argument(help="a run directory")]) -> None:
     """Re-score a saved run from its captured outputs (no LLM call)."""
     from ruwikibench.api import rescore_run
-    from ruwikibench.runspec import read_spec
+    from ruwikibench.storage.runspec import read_spec
 
     rundir = rescore_run(run_dir)
     _show(rundir, read_spec(rundir.path).stages)
@@ -404,7 +404,7 @@ def merge(
 ) -> None:
     """Join the shard directories of one run into one run directory: floors, baselines, metrics and report
     recomputed for the whole (no LLM call)."""
-    from ruwikibench.config import RunInputError
+    from ruwikibench.conf.config import RunInputError
     from ruwikibench.runner.merge import merge_shards
 
     try:

@@ -99,7 +99,7 @@ def _batch(
     from ruwikibench.cli.run import print_table
     from ruwikibench.evaluators.judges.citations import summarize_citations
     from ruwikibench.reporting.tables import stage_table
-    from ruwikibench.results import read_metrics
+    from ruwikibench.storage.results import read_metrics
     from ruwikibench.writer.batch import BatchOptions, article_table, write_batch
 
     options = BatchOptions(

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ruwikibench.dataset import Article, Dataset, Snippet, Source, TextMayStayOnDisk, TextOnDisk
-from ruwikibench.durable import replace_durably
+from ruwikibench.storage.durable import replace_durably
 
 FORMAT = "ruwikibench-dataset"
 FORMAT_VERSION = 1

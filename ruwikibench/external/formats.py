@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ruwikibench.contract import current_stage_name
+from ruwikibench.stage.contract import current_stage_name
 
 StageName = Literal["ranking", "outline", "sections", "writer"]
 STAGES: tuple[str, ...] = ("ranking", "outline", "sections", "writer")

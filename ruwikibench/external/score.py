@@ -20,9 +20,9 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, Field
 
-from ruwikibench.builtin_options import OutlineConfig
-from ruwikibench.context import StageContext
-from ruwikibench.contract import Unit, current_stage_name, score_failure
+from ruwikibench.aggregation.baselines import BASELINES_FILE, UNIT_BASELINES_FILE
+from ruwikibench.aggregation.derived import compute_floors, compute_floors_and_baselines
+from ruwikibench.conf.builtin_options import OutlineConfig
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.external.formats import (
     ArticleRow,
@@ -39,14 +39,14 @@ from ruwikibench.external.shapes import (
     ranking_output,
     section_result,
 )
-from ruwikibench.registry import get_stage
-from ruwikibench.results import versioned
-from ruwikibench.rundir import FLOORS_FILE, RunDir
-from ruwikibench.runner.baselines import BASELINES_FILE, UNIT_BASELINES_FILE
-from ruwikibench.runner.derived import compute_floors, compute_floors_and_baselines
 from ruwikibench.runner.execute import RunOptions, finalize, new_spec, select_articles
 from ruwikibench.runner.open_run import OpenRun, external_key, open_run, run_id, run_path
-from ruwikibench.runspec import ExternalRecord, InvalidSpec, RunSpec, read_spec
+from ruwikibench.stage.context import StageContext
+from ruwikibench.stage.contract import Unit, current_stage_name, score_failure
+from ruwikibench.stage.registry import get_stage
+from ruwikibench.storage.results import versioned
+from ruwikibench.storage.rundir import FLOORS_FILE, RunDir
+from ruwikibench.storage.runspec import ExternalRecord, InvalidSpec, RunSpec, read_spec
 from ruwikibench.writer.score import WRITER_TABLES
 
 FORMAT_VERSION = 1

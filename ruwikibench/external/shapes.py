@@ -10,8 +10,8 @@ from ruwikibench.dataset import Article
 from ruwikibench.external.formats import ExternalFormatError, RankingRow
 
 if TYPE_CHECKING:
-    from ruwikibench.contract import ScoreRecord
     from ruwikibench.external.article import SourceMatch
+    from ruwikibench.stage.contract import ScoreRecord
 
 
 def add_source_info(

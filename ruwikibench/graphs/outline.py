@@ -15,10 +15,8 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 
 from ruwikibench.baselines.outline import OUTLINE_BASELINES
-from ruwikibench.builtin_options import OutlineConfig
-from ruwikibench.config import ModelRole, RunConfig
-from ruwikibench.context import StageContext
-from ruwikibench.contract import GeneratedText, ScoreRecord, Stage, StageScore, Unit
+from ruwikibench.conf.builtin_options import OutlineConfig
+from ruwikibench.conf.config import ModelRole, RunConfig
 from ruwikibench.dataset import Article, Dataset, Section
 from ruwikibench.evaluators.entities import warm_entities
 from ruwikibench.evaluators.floor import FloorSide
@@ -29,7 +27,6 @@ from ruwikibench.evaluators.outline import (
     score_outline,
 )
 from ruwikibench.graphs.views import headings_view
-from ruwikibench.metric import Metric
 from ruwikibench.nodes.outline import (
     OutlineInput,
     OutlineOutput,
@@ -43,6 +40,9 @@ from ruwikibench.nodes.outline import (
     parse,
     select,
 )
+from ruwikibench.stage.context import StageContext
+from ruwikibench.stage.contract import GeneratedText, ScoreRecord, Stage, StageScore, Unit
+from ruwikibench.stage.metric import Metric
 
 NAME = "outline"
 
@@ -181,7 +181,7 @@ METRICS = (
 
 
 class OutlineStage(Stage[OutlineOutput]):
-    """The benchmark contract of :mod:`ruwikibench.contract` for stage 2."""
+    """The benchmark contract of :mod:`ruwikibench.stage.contract` for stage 2."""
 
     name = NAME
     description = "outline: cluster the snippets -> mini-outlines -> merge"

@@ -15,14 +15,11 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 
 from ruwikibench.baselines.ranking import RANKING_BASELINES
-from ruwikibench.builtin_options import RankingConfig
-from ruwikibench.config import ModelRole, RunConfig
-from ruwikibench.context import StageContext
-from ruwikibench.contract import ScoreRecord, Stage, StageScore, Unit
+from ruwikibench.conf.builtin_options import RankingConfig
+from ruwikibench.conf.config import ModelRole, RunConfig
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.evaluators.ranking import ranking_metrics
 from ruwikibench.graphs.views import pool_view
-from ruwikibench.metric import Metric
 from ruwikibench.nodes.ranking import (
     RankingInput,
     RankingOutput,
@@ -36,6 +33,9 @@ from ruwikibench.nodes.ranking import (
     retrieve,
     route_candidates,
 )
+from ruwikibench.stage.context import StageContext
+from ruwikibench.stage.contract import ScoreRecord, Stage, StageScore, Unit
+from ruwikibench.stage.metric import Metric
 
 METRICS = (
     Metric(
@@ -109,7 +109,7 @@ def _judgement_counts(candidates: list[dict[str, Any]]) -> dict[str, int]:
 
 
 class RankingStage(Stage[RankingOutputModel]):
-    """The stage contract of :mod:`ruwikibench.contract` for source ranking."""
+    """The stage contract of :mod:`ruwikibench.stage.contract` for source ranking."""
 
     name = "ranking"
     description = "source selection: query -> BM25 -> LLM rerank"

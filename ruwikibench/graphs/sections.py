@@ -1,4 +1,5 @@
-"""Stage 3 (section generation) as LangGraph graphs, and its benchmark ``STAGE`` (see ruwikibench/contract.py).
+"""Stage 3 (section generation) as LangGraph graphs, and its benchmark ``STAGE`` (see
+ruwikibench/stage/contract.py).
 
 ``build_section_graph()`` writes one section: collect → group → compress (``Send`` per group) → write.
 ``build_sections_graph()`` takes an article title and its sections, fans them out with ``Send`` to the section
@@ -20,17 +21,14 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 
 from ruwikibench.baselines.sections import SECTIONS_BASELINES
-from ruwikibench.builtin_options import SectionsConfig
-from ruwikibench.config import ModelRole, RunConfig
-from ruwikibench.context import StageContext
-from ruwikibench.contract import GeneratedText, ScoreRecord, Stage, StageScore, Unit
+from ruwikibench.conf.builtin_options import SectionsConfig
+from ruwikibench.conf.config import ModelRole, RunConfig
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.evaluators.entities import entity_scores, prefetch_entities, warm_entities
 from ruwikibench.evaluators.floor import FloorSide
 from ruwikibench.evaluators.similarity import sentence_prf
 from ruwikibench.evaluators.text_scores import text_scores
 from ruwikibench.graphs.views import section_texts_view
-from ruwikibench.metric import Metric
 from ruwikibench.nodes.sections import (
     CompressInput,
     SectionInput,
@@ -51,6 +49,9 @@ from ruwikibench.nodes.sections import (
     route_sections,
     write,
 )
+from ruwikibench.stage.context import StageContext
+from ruwikibench.stage.contract import GeneratedText, ScoreRecord, Stage, StageScore, Unit
+from ruwikibench.stage.metric import Metric
 
 NAME = "sections"
 

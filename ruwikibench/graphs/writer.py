@@ -17,9 +17,9 @@ from functools import partial
 
 from langgraph.graph import END, START, StateGraph
 
-from ruwikibench.context import StageContext
 from ruwikibench.nodes import writer as nodes
 from ruwikibench.nodes.writer import WriterInput, WriterOutput, WriterState
+from ruwikibench.stage.context import StageContext
 
 
 def build_writer_graph(

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from ruwikibench.config import RunInputError
+from ruwikibench.conf.config import RunInputError
+from ruwikibench.conf.secrets import redact
 from ruwikibench.models.types import Completion, Messages
-from ruwikibench.secrets import redact
 
 if TYPE_CHECKING:  # numpy is imported where it is used: a run loads this module before its first request
     import numpy as np

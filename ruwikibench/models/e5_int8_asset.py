@@ -16,7 +16,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from ruwikibench.config import E5_INT8_SHA256
+from ruwikibench.conf.config import E5_INT8_SHA256
 from ruwikibench.models.asset_files import LocalAssetError, cache_root, file_sha256, stamp, stamp_path
 
 FILENAME = "e5-small-int8.onnx"

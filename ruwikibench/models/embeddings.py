@@ -31,9 +31,9 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from ruwikibench.config import EmbedderConfig
-from ruwikibench.executors import call_on_model_lane, run_cpu, run_on_model_lane
+from ruwikibench.conf.config import EmbedderConfig
 from ruwikibench.models.cache import EmbeddingCache, stable_hash
+from ruwikibench.runtime.executors import call_on_model_lane, run_cpu, run_on_model_lane
 
 if TYPE_CHECKING:  # numpy is imported where it is used: a run loads this module before its first request
     import numpy as np

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from ruwikibench.config import RunConfig, role_served_by
+from ruwikibench.conf.config import RunConfig, role_served_by
 from ruwikibench.models.cache import CACHED, ResponseCache, request_key
 from ruwikibench.models.openai_backend import OpenAIBackend
 from ruwikibench.models.priority import Priority, PrioritySemaphore

@@ -22,10 +22,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ruwikibench.durable import replace_durably
 from ruwikibench.models.asset_files import LocalAssetError, cache_root, file_sha256
 from ruwikibench.models.asset_files import stamp as _stamp
 from ruwikibench.models.asset_files import stamp_path as _stamp_path
+from ruwikibench.storage.durable import replace_durably
 
 _CHUNK = 8 << 20
 
@@ -132,7 +132,7 @@ def part_path(spec: LocalModel, index: int) -> Path:
 
 def assemble(spec: LocalModel, target: Path, *, quiet: bool = False) -> None:
     """Join the parts in order into ``target`` (written to a temporary file, renamed after the sha256 check)."""
-    from ruwikibench.progress import progress_bar
+    from ruwikibench.runtime.progress import progress_bar
 
     parts = [part_path(spec, i) for i in range(1, spec.parts + 1)]
     for path in parts:

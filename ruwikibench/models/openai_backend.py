@@ -19,11 +19,11 @@ import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ruwikibench.config import ConfigError, ModelConfig
-from ruwikibench.executors import run_cpu
+from ruwikibench.conf.config import ConfigError, ModelConfig
+from ruwikibench.conf.secrets import query_of, register, register_model, without_credentials
 from ruwikibench.models.retry import LLMRequestError, backoff_delay, is_retryable
 from ruwikibench.models.types import REQUEST_SENT, Completion, Messages, TokenLogprob, TopLogprob
-from ruwikibench.secrets import query_of, register, register_model, without_credentials
+from ruwikibench.runtime.executors import run_cpu
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
 

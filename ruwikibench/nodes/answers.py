@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from ruwikibench.context import StageContext
+from ruwikibench.stage.context import StageContext
 
 _LABEL = re.compile(
     r"^\s*(?:\*\*)?(?:краткое описание|описание|текст раздела|текст|ответ|раздел)(?:\*\*)?\s*:\s*(?:\*\*)?\s*",

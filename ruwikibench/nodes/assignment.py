@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from ruwikibench.builtin_options import RankingConfig, WriterConfig
-from ruwikibench.context import StageContext
+from ruwikibench.conf.builtin_options import RankingConfig, WriterConfig
 from ruwikibench.dataset import Dataset, Snippet
 from ruwikibench.nodes.written import OutlineItem
+from ruwikibench.stage.context import StageContext
 
 if TYPE_CHECKING:  # numpy is imported where it is used: a run loads this module before its first request
     import numpy as np

@@ -21,13 +21,13 @@ from langgraph.types import Command, Send
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from ruwikibench.builtin_options import OutlineConfig
-from ruwikibench.context import StageContext
-from ruwikibench.executors import embed_async, run_cpu
+from ruwikibench.conf.builtin_options import OutlineConfig
 from ruwikibench.nodes.answers import ask
 from ruwikibench.nodes.outline_parser import Heading, parse_outline, to_markdown
 from ruwikibench.prompts import PromptLibrary
 from ruwikibench.prompts.render import numbered_texts
+from ruwikibench.runtime.executors import embed_async, run_cpu
+from ruwikibench.stage.context import StageContext
 
 if TYPE_CHECKING:  # numpy is imported where it is used: a run loads this module before its first request
     import numpy as np

@@ -21,14 +21,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ruwikibench.builtin_options import RankingConfig
-from ruwikibench.config import RunConfig
-from ruwikibench.context import StageContext
+from ruwikibench.conf.builtin_options import RankingConfig
+from ruwikibench.conf.config import RunConfig
 from ruwikibench.dataset import Article
-from ruwikibench.durable import replace_durably
 from ruwikibench.nodes.answers import ask
-from ruwikibench.progress import progress_bar
 from ruwikibench.prompts import PromptLibrary
+from ruwikibench.runtime.progress import progress_bar
+from ruwikibench.stage.context import StageContext
+from ruwikibench.storage.durable import replace_durably
 
 REFERENCE_QUERIES_FILE = "reference_queries.json"
 

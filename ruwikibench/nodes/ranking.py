@@ -13,14 +13,14 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 from pydantic import BaseModel, ConfigDict
 
-from ruwikibench.builtin_options import RankingConfig
-from ruwikibench.context import StageContext
-from ruwikibench.executors import run_cpu
+from ruwikibench.conf.builtin_options import RankingConfig
 from ruwikibench.models.priority import Priority
 from ruwikibench.models.types import Completion
 from ruwikibench.models.yesno import score_yes_no
 from ruwikibench.nodes.answers import ask
 from ruwikibench.nodes.queries import join_query, reference_query
+from ruwikibench.runtime.executors import run_cpu
+from ruwikibench.stage.context import StageContext
 
 JudgementSource = Literal["logprobs", "text", "unparseable", "error"]
 

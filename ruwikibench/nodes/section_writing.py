@@ -9,10 +9,10 @@ import asyncio
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING
 
-from ruwikibench.builtin_options import SectionsConfig
-from ruwikibench.context import StageContext
+from ruwikibench.conf.builtin_options import SectionsConfig
 from ruwikibench.nodes.answers import ask, clean_answer
 from ruwikibench.prompts.render import numbered_texts
+from ruwikibench.stage.context import StageContext
 
 if TYPE_CHECKING:
     from ruwikibench.nodes.section_spec import SectionSpec

@@ -18,13 +18,13 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ruwikibench.builtin_options import SectionsConfig
-from ruwikibench.context import StageContext
+from ruwikibench.conf.builtin_options import SectionsConfig
 from ruwikibench.dataset import Dataset
-from ruwikibench.executors import embed_async, run_cpu
 from ruwikibench.models.embeddings import Embedder, Use
 from ruwikibench.nodes.section_spec import SectionSpec, SnippetText
 from ruwikibench.nodes.section_writing import describe_iterative, describe_tree, write_section
+from ruwikibench.runtime.executors import embed_async, run_cpu
+from ruwikibench.stage.context import StageContext
 
 if TYPE_CHECKING:  # numpy is imported where it is used: a run loads this module before its first request
     import numpy as np

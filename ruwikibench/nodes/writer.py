@@ -10,8 +10,9 @@ writer state into each stage's input schema and its output back (the graphs' own
 their own checkpoint namespace, captured like any node). No gold data is used: the ranking query is generated
 from the title (or is the title), the outline's cluster count is chosen from the data, the sections get the
 snippets ``assign`` retrieved for their headings. The stage configs are in writer mode because the writer runs
-under the config's ``writer`` profile (:meth:`ruwikibench.config.RunConfig.with_profile`: no oracle filter, no
-reference query, data-chosen centroids, the citing write prompt); the nodes read the config, never rewrite it.
+under the config's ``writer`` profile (:meth:`ruwikibench.conf.config.RunConfig.with_profile`: no oracle
+filter, no reference query, data-chosen centroids, the citing write prompt); the nodes read the config, never
+rewrite it.
 """
 
 from __future__ import annotations
@@ -23,10 +24,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict
 
-from ruwikibench.builtin_options import WriterConfig
-from ruwikibench.context import StageContext
+from ruwikibench.conf.builtin_options import WriterConfig
 from ruwikibench.dataset import safe_name
-from ruwikibench.executors import run_on_model_lane
 from ruwikibench.nodes.answers import ask, clean_answer, flatten_headings
 from ruwikibench.nodes.assignment import (
     Assignment,
@@ -50,6 +49,8 @@ from ruwikibench.nodes.citations import (
 from ruwikibench.nodes.outline_file import items_from_headings, outline_markdown, parse_outline_markdown
 from ruwikibench.nodes.written import OutlineItem, WrittenArticle, WrittenSection
 from ruwikibench.prompts.render import cut_text
+from ruwikibench.runtime.executors import run_on_model_lane
+from ruwikibench.stage.context import StageContext
 
 ROLE = "writer"
 

@@ -9,13 +9,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ruwikibench.jsonl import latest, unit_key
-from ruwikibench.metric import is_twin
 from ruwikibench.reporting.article_views import ArticleRecords, article_view
 from ruwikibench.reporting.data import RunData
 from ruwikibench.reporting.failures import short_reason
 from ruwikibench.reporting.tables import count_keys, metric_scale, paper_table, stage_columns
-from ruwikibench.results import ResultRow, StageMetrics
+from ruwikibench.stage.metric import is_twin
+from ruwikibench.storage.jsonl import latest, unit_key
+from ruwikibench.storage.results import ResultRow, StageMetrics
 
 OUTPUT_CHARS = 6000  # a node's output shown on its page; the rest stays in nodes.jsonl
 MIN_BAR = 0.4  # % of the timeline: the narrowest bar drawn (kept inside the track)

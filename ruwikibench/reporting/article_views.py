@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ruwikibench.contract import Stage
 from ruwikibench.dataset import Dataset
 from ruwikibench.graphs.views import segments
-from ruwikibench.registry import StageRegistryError, get_stage
-from ruwikibench.results import ResultRow
+from ruwikibench.stage.contract import Stage
+from ruwikibench.stage.registry import StageRegistryError, get_stage
+from ruwikibench.storage.results import ResultRow
 
 
 @dataclass

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ruwikibench.durable import write_atomic
 from ruwikibench.reporting.failures import stage_failures
 from ruwikibench.reporting.html import write_html_report
 from ruwikibench.reporting.paired import PairedRow, compare_runs_paired, load_items, paired_table
@@ -27,8 +26,9 @@ from ruwikibench.reporting.tables import (
     stage_table,
     table_title,
 )
-from ruwikibench.results import StageMetrics, read_metrics
-from ruwikibench.rundir import RunDir
+from ruwikibench.storage.durable import write_atomic
+from ruwikibench.storage.results import StageMetrics, read_metrics
+from ruwikibench.storage.rundir import RunDir
 
 
 def load_run(path: str | Path) -> tuple[str, dict[str, StageMetrics], RunDir]:
@@ -99,13 +99,13 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded", 
 VIEWS = (
     "failures_excluded",
     "failures_as_zero",
-)  # the views of metrics.json (ruwikibench.runner.metrics.VIEWS)
+)  # the views of metrics.json (ruwikibench.aggregation.metrics.VIEWS)
 
 
 def check_report_args(paths: list[Path], out: Path, view: str) -> None:
     """``view`` is one of the metrics' views; ``out`` is neither a run directory nor inside one of ``paths``
     (its report.md, metrics and files would be overwritten). One :class:`RunInputError` line each."""
-    from ruwikibench.config import RunInputError
+    from ruwikibench.conf.config import RunInputError
 
     if view not in VIEWS:
         raise RunInputError(f"--view {view}: not a view; the views are {', '.join(VIEWS)}")
@@ -119,8 +119,9 @@ def check_report_args(paths: list[Path], out: Path, view: str) -> None:
 
 
 def stale_notes(runs: list[tuple[str, dict[str, Any], RunDir]]) -> list[str]:
-    """One line per run whose metrics.json is not the one of its results (:mod:`ruwikibench.stamps`)."""
-    from ruwikibench.stamps import stale_metrics
+    """One line per run whose metrics.json is not the one of its results
+    (:mod:`ruwikibench.storage.stamps`)."""
+    from ruwikibench.storage.stamps import stale_metrics
 
     notes = []
     for _, _, rundir in runs:

@@ -9,9 +9,9 @@ from typing import Any
 
 from ruwikibench.dataset import Dataset
 from ruwikibench.reporting.jsonl_index import JsonlIndex
-from ruwikibench.results import ResultRow, StageMetrics, result_rows
-from ruwikibench.rundir import RunDir
-from ruwikibench.runspec import spec_record
+from ruwikibench.storage.results import ResultRow, StageMetrics, result_rows
+from ruwikibench.storage.rundir import RunDir
+from ruwikibench.storage.runspec import spec_record
 
 Run = tuple[str, dict[str, StageMetrics], RunDir]
 
@@ -34,7 +34,7 @@ class RunData:
 
     @classmethod
     def load(cls, run: Run, datasets: dict[str, tuple[Dataset | None, str]]) -> RunData:
-        from ruwikibench.rundir import open_errors
+        from ruwikibench.storage.rundir import open_errors
 
         name, metrics, rundir = run
         spec = spec_record(rundir)
@@ -73,7 +73,7 @@ def _dataset_of(
     """The run's dataset (reference outlines, snippet relevance), loaded once per path; a note when unavailable."""
     path = str(spec.get("dataset", {}).get("path") or "")
     if path not in cache:
-        from ruwikibench.dataset_files import resolve_dataset
+        from ruwikibench.corpus_builder.dataset_files import resolve_dataset
 
         try:
             cache[path] = (resolve_dataset(path)[0], "") if path else (None, "the run names no dataset")

@@ -7,7 +7,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from ruwikibench.results import StageMetrics
+from ruwikibench.storage.results import StageMetrics
 
 # an absolute path of three or more parts, not part of a URL ("http://host/v1") nor of a relative path
 PATH = re.compile(r"(?<![\w:/.~-])(?:/[^\s/'\"`,;()\[\]]+){3,}/?")

@@ -16,7 +16,6 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from ruwikibench.dataset import Dataset
-from ruwikibench.durable import write_atomic
 from ruwikibench.reporting.article_page import article_context
 from ruwikibench.reporting.data import Run, RunData
 from ruwikibench.reporting.failures import short_reason
@@ -24,6 +23,7 @@ from ruwikibench.reporting.page import report_context
 from ruwikibench.reporting.paired import PairedRow
 from ruwikibench.reporting.paper import PaperBlock
 from ruwikibench.reporting.tables import report_stages
+from ruwikibench.storage.durable import write_atomic
 
 TEMPLATES = Path(__file__).parent / "templates"
 ARTICLES_DIR = "articles"

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ruwikibench.contract import current_stage_name, with_current_stage
+from ruwikibench.stage.contract import current_stage_name, with_current_stage
 
 # Run files are written with "stage", "article", "unit" first; those are read from the line's head without parsing
 # the whole (possibly long) record, and by a full parse when the head does not match.

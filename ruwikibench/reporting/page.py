@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ruwikibench.metric import FLOOR_SUFFIX, RESCALED_SUFFIX, is_twin
-from ruwikibench.metric import headline as headline_metric
 from ruwikibench.reporting.data import Run, RunData
 from ruwikibench.reporting.failures import short_reason, stage_failures
 from ruwikibench.reporting.paired import PairedRow, paired_table
@@ -34,7 +32,9 @@ from ruwikibench.reporting.tables import (
     stage_metrics,
     stage_table,
 )
-from ruwikibench.results import StageMetrics
+from ruwikibench.stage.metric import FLOOR_SUFFIX, RESCALED_SUFFIX, is_twin
+from ruwikibench.stage.metric import headline as headline_metric
+from ruwikibench.storage.results import StageMetrics
 
 TOP_DELTAS = 10
 

@@ -30,10 +30,10 @@ from ruwikibench.evaluators.stats import (
     paired_randomization,
     randomization_p_value,
 )
-from ruwikibench.jsonl import latest
-from ruwikibench.metric import RESCALED_SUFFIX
-from ruwikibench.results import result_rows
-from ruwikibench.rundir import FLOORS_FILE, RunDir
+from ruwikibench.stage.metric import RESCALED_SUFFIX
+from ruwikibench.storage.jsonl import latest
+from ruwikibench.storage.results import result_rows
+from ruwikibench.storage.rundir import FLOORS_FILE, RunDir
 
 ALPHA = 0.05
 ItemKey = tuple[str, str]

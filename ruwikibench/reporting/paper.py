@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ruwikibench.reporting.settings import read_spec, spec_settings
 from ruwikibench.reporting.tables import stage_columns
-from ruwikibench.results import StageMetrics
-from ruwikibench.rundir import RunDir
+from ruwikibench.storage.results import StageMetrics
+from ruwikibench.storage.rundir import RunDir
 
 PAPER_RESULTS = Path(__file__).with_name("paper_results.yaml")
 ARTICLES = "articles"

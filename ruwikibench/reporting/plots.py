@@ -10,9 +10,9 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from ruwikibench.metric import FLOOR_SUFFIX, RESCALED_SUFFIX, is_twin
 from ruwikibench.reporting.tables import SCALE, count_keys, metric_scale, stage_columns, table_title
-from ruwikibench.results import StageMetrics
+from ruwikibench.stage.metric import FLOOR_SUFFIX, RESCALED_SUFFIX, is_twin
+from ruwikibench.storage.results import StageMetrics
 
 PANELS_PER_ROW = 3
 METRICS_PER_PANEL = 3

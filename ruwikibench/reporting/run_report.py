@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ruwikibench.durable import write_atomic
 from ruwikibench.reporting.tables import (
     baseline_note,
     floor_note,
@@ -16,16 +15,18 @@ from ruwikibench.reporting.tables import (
     stage_table,
     table_title,
 )
-from ruwikibench.results import StageMetrics
-from ruwikibench.rundir import RunDir
-from ruwikibench.runspec import spec_record
+from ruwikibench.storage.durable import write_atomic
+from ruwikibench.storage.results import StageMetrics
+from ruwikibench.storage.rundir import RunDir
+from ruwikibench.storage.runspec import spec_record
 
 
 def write_run_report(
     rundir: RunDir, metrics: dict[str, StageMetrics], errors: list[dict[str, Any]] | None = None
 ) -> None:
-    """report.md of one run (``metrics``: the stages of its metrics.json, :func:`ruwikibench.results.read_metrics`);
-    ``errors``: the failures still open (default: :meth:`RunDir.open_errors`)."""
+    """report.md of one run (``metrics``: the stages of its metrics.json,
+    :func:`ruwikibench.storage.results.read_metrics`); ``errors``: the failures still open (default:
+    :meth:`RunDir.open_errors`)."""
     spec = spec_record(rundir)
     parts = [f"# Run {rundir.path.name}", "", _spec_summary(spec), ""]
     for stage in report_stages([metrics]):

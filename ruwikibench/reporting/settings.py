@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ruwikibench.rundir import RunDir
-from ruwikibench.runspec import spec_record
+from ruwikibench.storage.rundir import RunDir
+from ruwikibench.storage.runspec import spec_record
 
 IGNORED_SETTINGS = ("cache_dir", "options.out", "options.run_id")
 GROUPS = ("models", "stage options", "overrides", "prompts", "other")
@@ -126,7 +126,7 @@ def spec_settings(spec: dict[str, Any]) -> dict[str, Any]:
 
 def _alias_stages() -> list[str]:
     """The stages whose options a config may give at its top level (``options_alias``: the built-in ones)."""
-    from ruwikibench.registry import options_stages
+    from ruwikibench.stage.registry import options_stages
 
     return [stage.name for stage in options_stages() if stage.options_alias]
 

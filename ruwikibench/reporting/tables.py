@@ -7,8 +7,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ruwikibench.contract import Stage
-from ruwikibench.metric import (
+from ruwikibench.reporting.paired import Headline, PairedRow, paired_table
+from ruwikibench.stage.contract import Stage
+from ruwikibench.stage.metric import (
     FLOOR_SUFFIX,
     RESCALED_SUFFIX,
     SCALE_NOTES,
@@ -20,10 +21,9 @@ from ruwikibench.metric import (
     paired_metrics,
     table_metrics,
 )
-from ruwikibench.metric import count_keys as declared_count_keys
-from ruwikibench.registry import get_stage, stage_names
-from ruwikibench.reporting.paired import Headline, PairedRow, paired_table
-from ruwikibench.results import FloorInfo, StageCounts, StageMetrics
+from ruwikibench.stage.metric import count_keys as declared_count_keys
+from ruwikibench.stage.registry import get_stage, stage_names
+from ruwikibench.storage.results import FloorInfo, StageCounts, StageMetrics
 
 SCALE = 100.0
 

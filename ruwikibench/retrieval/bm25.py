@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from ruwikibench.dataset import Dataset
-from ruwikibench.durable import replace_durably
 from ruwikibench.retrieval.normalize import Normalizer, NormalizerKind, stopwords_hash
+from ruwikibench.storage.durable import replace_durably
 
 if TYPE_CHECKING:  # numpy is imported where it is used: a run loads this module before its first request
     import numpy as np
@@ -150,8 +150,8 @@ def get_index(
 
 
 class IndexShelf:
-    """The BM25 indexes one run has loaded (kept on its :class:`~ruwikibench.context.StageContext`): each is
-    loaded or built once, even when many articles ask for it at once from several threads."""
+    """The BM25 indexes one run has loaded (kept on its :class:`~ruwikibench.stage.context.StageContext`):
+    each is loaded or built once, even when many articles ask for it at once from several threads."""
 
     def __init__(self) -> None:
         self._indexes: dict[tuple[str, str, str], BM25Index] = {}

@@ -5,11 +5,11 @@ A ranking unit judges its whole candidate pool at once (one request per candidat
 snippets per article and pool ratio 3), a section unit asks one or two questions at a time. Started as many at
 once as requests may be in flight (256), ranking units put ~32,000 judgements in the LLM client's queue at 285
 articles, each a LangGraph task with its prompt: 4.1 GB (bench/scale.py), for no gain in throughput — a few
-units' judgements keep every request slot busy. Units therefore take :attr:`~ruwikibench.contract.Unit.fan_out`
-slots of a budget (:func:`fan_out_budget`: 8 × ``max_concurrency``, at least 4,096; a unit larger than the budget
-takes all of it), first come, first served. The floor keeps small runs as they were (the sample's eight ranking
-units of up to ~600 candidates all start at once at ``max_concurrency`` 64): a unit that waits holds up every
-unit behind it.
+units' judgements keep every request slot busy. Units therefore take
+:attr:`~ruwikibench.stage.contract.Unit.fan_out` slots of a budget (:func:`fan_out_budget`: 8 ×
+``max_concurrency``, at least 4,096; a unit larger than the budget takes all of it), first come, first served.
+The floor keeps small runs as they were (the sample's eight ranking units of up to ~600 candidates all start
+at once at ``max_concurrency`` 64): a unit that waits holds up every unit behind it.
 """
 
 from __future__ import annotations

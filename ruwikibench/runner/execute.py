@@ -18,12 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ruwikibench.context import StageContext
-from ruwikibench.contract import Unit
 from ruwikibench.dataset import Dataset
-from ruwikibench.executors import run_cpu
-from ruwikibench.faults import fault_point
-from ruwikibench.rundir import RunDir
 from ruwikibench.runner.finalize import finalize
 from ruwikibench.runner.lifecycle import RunLifecycle
 from ruwikibench.runner.open_run import OpenRun, open_run, run_path
@@ -32,7 +27,12 @@ from ruwikibench.runner.reference_queries import session_record, write_missing_q
 from ruwikibench.runner.run_spec import build_spec, new_spec, run_id_for, run_inputs, run_key
 from ruwikibench.runner.same_run import check_same_specs
 from ruwikibench.runner.unit_runner import Runner
-from ruwikibench.runspec import RunSpec, ShardRecord, UnitCounts
+from ruwikibench.runtime.executors import run_cpu
+from ruwikibench.runtime.faults import fault_point
+from ruwikibench.stage.context import StageContext
+from ruwikibench.stage.contract import Unit
+from ruwikibench.storage.rundir import RunDir
+from ruwikibench.storage.runspec import RunSpec, ShardRecord, UnitCounts
 
 __all__ = [
     "RunOptions",

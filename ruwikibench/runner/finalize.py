@@ -5,18 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ruwikibench.durable import write_atomic
-from ruwikibench.faults import fault_point
-from ruwikibench.rundir import FLOORS_FILE, RunDir
-from ruwikibench.runner.baselines import BASELINES_FILE, add_baselines
-from ruwikibench.runner.metrics import aggregate, metrics_rows
+from ruwikibench.aggregation.baselines import BASELINES_FILE, add_baselines
+from ruwikibench.aggregation.metrics import aggregate, metrics_rows
+from ruwikibench.runtime.faults import fault_point
+from ruwikibench.storage.durable import write_atomic
+from ruwikibench.storage.rundir import FLOORS_FILE, RunDir
 
 
 def finalize(rundir: RunDir) -> dict[str, Any]:
     """Recompute metrics.json/.csv and report.md from the latest score records and the errors still open."""
     from ruwikibench.reporting.run_report import write_run_report
-    from ruwikibench.results import METRICS_FILE, metrics_json, parse_metrics
-    from ruwikibench.stamps import stamp_metrics
+    from ruwikibench.storage.results import METRICS_FILE, metrics_json, parse_metrics
+    from ruwikibench.storage.stamps import stamp_metrics
 
     errors = rundir.open_errors()
     results, floors = rundir.results(), list(rundir.read(FLOORS_FILE))
@@ -24,7 +24,9 @@ def finalize(rundir: RunDir) -> dict[str, Any]:
     add_baselines(metrics, results, floors, list(rundir.read(BASELINES_FILE)))
     fault_point("before_metrics")
     rundir.write_json(METRICS_FILE, metrics_json(metrics))
-    stamp_metrics(rundir)  # report tells a stale metrics.json from a current one (ruwikibench/stamps.py)
+    stamp_metrics(
+        rundir
+    )  # report tells a stale metrics.json from a current one (ruwikibench/storage/stamps.py)
     fault_point("before_csv")
     _write_csv(rundir.file("metrics.csv"), metrics_rows(rundir.path.name, metrics))
     fault_point("before_report")

@@ -21,10 +21,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ruwikibench.config import RunConfig
-from ruwikibench.contract import Stage, defining_stage
+from ruwikibench.conf.config import RunConfig
 from ruwikibench.prompts import PromptLibrary
-from ruwikibench.registry import stage_options
+from ruwikibench.stage.contract import Stage, defining_stage
+from ruwikibench.stage.registry import stage_options
 
 BUILTIN_PREFIX = "ruwikibench."
 
@@ -46,7 +46,8 @@ class CodeIdentity:
 
 def defining_object(obj: Any) -> Any:
     """The function or class whose source defines ``obj``: decorators unwrapped, an instance's class (for an
-    older plug-in stage seen through :class:`~ruwikibench.contract.AdaptedStage`, the plug-in's class)."""
+    older plug-in stage seen through :class:`~ruwikibench.stage.contract.AdaptedStage`, the plug-in's
+    class)."""
     if isinstance(obj, Stage):
         obj = defining_stage(obj)
     if inspect.isfunction(obj) or inspect.ismethod(obj) or inspect.isclass(obj) or inspect.ismodule(obj):
@@ -118,7 +119,8 @@ def is_builtin(obj: Any) -> bool:
 
 
 def prompt_fields(model: type[BaseModel]) -> list[str]:
-    """The fields of an options model naming prompt files (declared with :func:`ruwikibench.config.prompt_slot`)."""
+    """The fields of an options model naming prompt files (declared with
+    :func:`ruwikibench.conf.config.prompt_slot`)."""
     return [
         name
         for name, info in model.model_fields.items()

@@ -29,9 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 from rich.progress import Progress
 
-from ruwikibench.context import StageContext
-from ruwikibench.contract import Unit
-from ruwikibench.executors import (
+from ruwikibench.aggregation.baselines import derived_current
+from ruwikibench.aggregation.derived import compute_floors_and_baselines
+from ruwikibench.runner.admission import FanOutSlots, fan_out_budget
+from ruwikibench.runner.options import RunOptions
+from ruwikibench.runner.progress_lines import PlainProgress, StageUsage, run_progress
+from ruwikibench.runner.score_process import ScoringProcess, WorkerSetup, wanted
+from ruwikibench.runner.warmup import warm_up
+from ruwikibench.runtime.executors import (
     freeze_heap,
     give_back_free_memory,
     resume_gc,
@@ -40,13 +45,8 @@ from ruwikibench.executors import (
     run_io,
     run_on_model_lane,
 )
-from ruwikibench.runner.admission import FanOutSlots, fan_out_budget
-from ruwikibench.runner.baselines import derived_current
-from ruwikibench.runner.derived import compute_floors_and_baselines
-from ruwikibench.runner.options import RunOptions
-from ruwikibench.runner.progress_lines import PlainProgress, StageUsage, run_progress
-from ruwikibench.runner.score_process import ScoringProcess, WorkerSetup, wanted
-from ruwikibench.runner.warmup import warm_up
+from ruwikibench.stage.context import StageContext
+from ruwikibench.stage.contract import Unit
 
 if TYPE_CHECKING:
     from ruwikibench.runner.unit_runner import Runner
@@ -103,8 +103,8 @@ class RunLifecycle:
         return started
 
     async def floors_and_baselines(self) -> None:
-        """The run's floors and baselines (runner/derived.py) unless they are current: in the scoring process when
-        it can build every stage, else on the model lane."""
+        """The run's floors and baselines (aggregation/derived.py) unless they are current: in the scoring
+        process when it can build every stage, else on the model lane."""
         runner, rundir = self.runner, self.runner.rundir
         # not current when a unit ran or was scored, or a kill cut the last finish
         if not await run_cpu(derived_current, rundir):
@@ -198,7 +198,8 @@ async def _warm_up_after_first_request(context: StageContext, runner: Runner) ->
     """The stages' lazy imports (sklearn, scipy, the NER model, …) and the heap freeze, once the first request is
     out (or after :data:`FIRST_REQUEST_WAIT` seconds, when every answer is cached): a run sends its first request
     a second or two sooner, and they load while the first answers are on their way, not mid-run. The garbage
-    collector paused for the start-up (:func:`~ruwikibench.executors.pause_gc`) is on again from here."""
+    collector paused for the start-up (:func:`~ruwikibench.runtime.executors.pause_gc`) is on again from
+    here."""
     first = asyncio.ensure_future(context.llm.first_request_sent())
     await asyncio.wait({first}, timeout=FIRST_REQUEST_WAIT)
     first.cancel()

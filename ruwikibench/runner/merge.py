@@ -1,11 +1,11 @@
 """Join the shard directories of one run (``run … --shard I/N`` on N machines) into one run directory.
 
 The shards must share one run id and one shard count and hold every share 1…N exactly once, with no article in
-two shards; anything else is a :class:`~ruwikibench.config.RunInputError` naming the missing share, the share
-given twice or the directory of another run. Their records (outputs, node traces, scores, generated texts,
-errors) are concatenated into ``<into>/<run id>``; floors and baselines are computed again over the whole (a
-permutation floor depends on every item of the run), then metrics.json/.csv and report.md — so the merged
-directory's metrics equal those of the same run made on one machine. No LLM call is made.
+two shards; anything else is a :class:`~ruwikibench.conf.config.RunInputError` naming the missing share, the
+share given twice or the directory of another run. Their records (outputs, node traces, scores, generated
+texts, errors) are concatenated into ``<into>/<run id>``; floors and baselines are computed again over the
+whole (a permutation floor depends on every item of the run), then metrics.json/.csv and report.md — so the
+merged directory's metrics equal those of the same run made on one machine. No LLM call is made.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ruwikibench.config import RunConfig, RunInputError
-from ruwikibench.jsonl import read_records
-from ruwikibench.rundir import RunDir
-from ruwikibench.runner.baselines import UNIT_BASELINES_FILE
-from ruwikibench.runner.derived import compute_floors_and_baselines
+from ruwikibench.aggregation.baselines import UNIT_BASELINES_FILE
+from ruwikibench.aggregation.derived import compute_floors_and_baselines
+from ruwikibench.conf.config import RunConfig, RunInputError
 from ruwikibench.runner.finalize import finalize
-from ruwikibench.runspec import SPEC_FILE, parse_spec, read_spec
+from ruwikibench.storage.jsonl import read_records
+from ruwikibench.storage.rundir import RunDir
+from ruwikibench.storage.runspec import SPEC_FILE, parse_spec, read_spec
 
 MERGED_FILES = (
     "outputs.jsonl",
@@ -165,7 +165,7 @@ def merge_shards(paths: Sequence[str | Path], into: Path | None = None, dataset:
 
 def _context(spec: dict[str, Any], dataset: str | None) -> tuple[Any, str]:
     """A scoring context (no LLM) for the run's config and dataset; the dataset must be the shards' (same id)."""
-    from ruwikibench.dataset_files import resolve_dataset
+    from ruwikibench.corpus_builder.dataset_files import resolve_dataset
     from ruwikibench.runner.setup import build_context
 
     config = RunConfig.model_validate(spec["config"])

@@ -1,7 +1,8 @@
 """Opening a run directory, the one path of ``run``, ``write --batch`` and ``score-outputs`` (and of the Python
 API, which runs through them): the run id (:func:`run_id`, from a :class:`RunKey`), the directory created or
-reopened, its lock (``run.lock``) taken, the spec.json already there read (:func:`ruwikibench.runspec.read_spec`,
-old formats upgraded) and checked against the new one, and the new :class:`~ruwikibench.runspec.RunSpec` written.
+reopened, its lock (``run.lock``) taken, the spec.json already there read
+(:func:`ruwikibench.storage.runspec.read_spec`, old formats upgraded) and checked against the new one, and the
+new :class:`~ruwikibench.storage.runspec.RunSpec` written.
 
 A directory this command created that holds nothing but its lock when the command stops (bad input, a refused
 resume) is removed again.
@@ -18,12 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ruwikibench.config import RunConfig
+from ruwikibench.conf.config import RunConfig
 from ruwikibench.dataset import Dataset
-from ruwikibench.rundir import RunDir
 from ruwikibench.runner.identity import identity_key
 from ruwikibench.runner.overrides import check_overrides, fingerprint
-from ruwikibench.runspec import SPEC_FILE, RunSpec, read_spec_if_any
+from ruwikibench.storage.rundir import RunDir
+from ruwikibench.storage.runspec import SPEC_FILE, RunSpec, read_spec_if_any
 
 SpecCheck = Callable[[RunDir, RunSpec, RunSpec], None]
 """(run directory, the spec found there, the spec of this command): raises when the command must not resume it."""

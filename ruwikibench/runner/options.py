@@ -7,12 +7,12 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, Field
 
-from ruwikibench.config import RunInputError
-from ruwikibench.contract import current_stage_name
+from ruwikibench.conf.config import RunInputError
 from ruwikibench.dataset import Article, Dataset
-from ruwikibench.registry import default_stage_names
 from ruwikibench.runner.score_process import ScoreIn
 from ruwikibench.runner.shard import Shard
+from ruwikibench.stage.contract import current_stage_name
+from ruwikibench.stage.registry import default_stage_names
 
 
 class RunOptions(BaseModel):

@@ -32,10 +32,10 @@ from typing import Any
 from langgraph.graph import StateGraph
 from pydantic import BaseModel
 
-from ruwikibench.config import ConfigError, RunConfig
-from ruwikibench.contract import Stage
-from ruwikibench.registry import StageRegistryError, get_stage
+from ruwikibench.conf.config import ConfigError, RunConfig
 from ruwikibench.runner.identity import CodeIdentity, code_identity, file_sha256
+from ruwikibench.stage.contract import Stage
+from ruwikibench.stage.registry import StageRegistryError, get_stage
 
 INJECTED = frozenset("runtime config writer store".split())  # noqa: SIM905 - parameter names, no stage among them
 """The parameters LangGraph fills in for a node (``writer`` is its StreamWriter, not the writer stage)."""

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ruwikibench.builtin_options import RankingConfig
-from ruwikibench.config import RunConfig
+from ruwikibench.conf.builtin_options import RankingConfig
+from ruwikibench.conf.config import RunConfig
 from ruwikibench.dataset import Dataset, Snippet
 from ruwikibench.models.embeddings import Embedder
 

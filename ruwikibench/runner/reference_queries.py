@@ -14,11 +14,11 @@ from typing import Any
 
 from rich.console import Console
 
-from ruwikibench.config import RunConfig
-from ruwikibench.context import StageContext
+from ruwikibench.conf.config import RunConfig
 from ruwikibench.dataset import Article
 from ruwikibench.nodes.queries import QueriesWritten, write_missing_reference_queries
-from ruwikibench.registry import get_stage
+from ruwikibench.stage.context import StageContext
+from ruwikibench.stage.registry import get_stage
 
 
 def reads_reference_queries(config: RunConfig, stages: list[str]) -> bool:

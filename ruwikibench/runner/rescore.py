@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from ruwikibench.context import StageContext
-from ruwikibench.contract import Unit, score_failure
-from ruwikibench.jsonl import JsonlRewriter
-from ruwikibench.registry import get_stage
-from ruwikibench.results import versioned
-from ruwikibench.rundir import RunDir
-from ruwikibench.runner.baselines import UNIT_BASELINES_FILE, baseline_names, unit_baselines
-from ruwikibench.runner.derived import compute_floors_and_baselines
+from ruwikibench.aggregation.baselines import UNIT_BASELINES_FILE, baseline_names, unit_baselines
+from ruwikibench.aggregation.derived import compute_floors_and_baselines
 from ruwikibench.runner.finalize import finalize
+from ruwikibench.stage.context import StageContext
+from ruwikibench.stage.contract import Unit, score_failure
+from ruwikibench.stage.registry import get_stage
+from ruwikibench.storage.jsonl import JsonlRewriter
+from ruwikibench.storage.results import versioned
+from ruwikibench.storage.rundir import RunDir
 
 
 def rescore(rundir: RunDir, context: StageContext) -> dict:

@@ -7,17 +7,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ruwikibench.config import RunConfig
+from ruwikibench.conf.config import RunConfig
+from ruwikibench.conf.secrets import redact_data
 from ruwikibench.dataset import Dataset
 from ruwikibench.nodes.queries import reference_queries_identity
-from ruwikibench.registry import get_stage
 from ruwikibench.runner.identity import stages_identity
 from ruwikibench.runner.open_run import RunKey, benchmark_key, run_id
 from ruwikibench.runner.options import RunOptions
 from ruwikibench.runner.overrides import check_overrides, spec_records
 from ruwikibench.runner.reference_queries import reads_reference_queries
-from ruwikibench.runspec import FORMAT_VERSION, RunMode, RunSpec
-from ruwikibench.secrets import redact_data
+from ruwikibench.stage.registry import get_stage
+from ruwikibench.storage.runspec import FORMAT_VERSION, RunMode, RunSpec
 from ruwikibench.version import __version__
 
 
@@ -93,7 +93,7 @@ def new_spec(
     mode: RunMode = "benchmark",
 ) -> RunSpec:
     """The :class:`RunSpec` of a run: versions, dataset, models, config, options, and the ``inputs``
-    (:func:`run_inputs`) it read; secrets redacted (:mod:`ruwikibench.secrets`)."""
+    (:func:`run_inputs`) it read; secrets redacted (:mod:`ruwikibench.conf.secrets`)."""
     return RunSpec.model_validate(
         redact_data(
             {

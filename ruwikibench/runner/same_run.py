@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ruwikibench.config import RunConfig, RunInputError
-from ruwikibench.rundir import RunDir
-from ruwikibench.runspec import RunSpec, parse_spec, read_spec
+from ruwikibench.conf.config import RunConfig, RunInputError
+from ruwikibench.storage.rundir import RunDir
+from ruwikibench.storage.runspec import RunSpec, parse_spec, read_spec
 
 
 def check_same_run(rundir: RunDir, spec: RunSpec | dict[str, Any]) -> None:

@@ -7,9 +7,9 @@ process they share one GIL: at 64 articles scoring and baselines took ~45 % of t
 articles the scores of the last units were still being computed minutes after the last answer. Here they run in a
 child process (``spawn``: nothing of the parent's threads or locks is inherited) that builds its own services from
 the run's config and dataset — the same :func:`~ruwikibench.runner.setup.build_context` without an LLM, the same
-registered stages — and returns each unit's :class:`~ruwikibench.contract.StageScore` and baseline record; the
-parent writes them, so the run directory has one writer. Vectors and entities are shared through the on-disk
-caches (SQLite, WAL).
+registered stages — and returns each unit's :class:`~ruwikibench.stage.contract.StageScore` and baseline
+record; the parent writes them, so the run directory has one writer. Vectors and entities are shared through
+the on-disk caches (SQLite, WAL).
 
 While the units run, the child is idle much of the time (at 64 articles, the first minute: no section has been
 written yet), and at the end the units finish together: the scores of the last ones were ~15 s of the finish at 285
@@ -17,8 +17,8 @@ articles, half of them their baselines. So when the child has nothing queued it 
 the baselines of the units still to score that never read the run's output (``Baseline.reads_output=False``: the
 sections' lead and random sentences, the outline templates), keeps them in a temporary file (not in memory: a
 whole run's are ~50 MB at 285 articles), and the unit's scoring takes them as they are
-(:func:`~ruwikibench.runner.baselines.unit_baselines`). The child runs at a lower CPU priority than the run
-(``nice`` +:data:`CHILD_NICENESS`): on a busy machine the requests go first.
+(:func:`~ruwikibench.aggregation.baselines.unit_baselines`). The child runs at a lower CPU priority than the
+run (``nice`` +:data:`CHILD_NICENESS`): on a busy machine the requests go first.
 
 The process is used when :func:`wanted` says so (``--score-in auto``: at least two cores and
 :data:`AUTO_MIN_UNITS` units to run). A stage the child cannot build (a plug-in registered at run time, not by
@@ -42,8 +42,8 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Literal
 
-from ruwikibench.config import RunConfig
-from ruwikibench.contract import Stage, StageScore, Unit, score_failure
+from ruwikibench.conf.config import RunConfig
+from ruwikibench.stage.contract import Stage, StageScore, Unit, score_failure
 
 log = logging.getLogger(__name__)
 
@@ -110,9 +110,9 @@ def _start_worker(setup: WorkerSetup) -> None:
         os.nice(CHILD_NICENESS)
     except (AttributeError, OSError):  # not POSIX, or not allowed: the same priority
         pass
-    from ruwikibench.dataset_files import resolve_dataset
-    from ruwikibench.registry import StageRegistryError, get_stage
+    from ruwikibench.corpus_builder.dataset_files import resolve_dataset
     from ruwikibench.runner.setup import build_context
+    from ruwikibench.stage.registry import StageRegistryError, get_stage
 
     _leave_a_core_to_the_run()
     try:
@@ -173,7 +173,7 @@ def score_unit_baselines(
 ) -> UnitScored:
     """The unit's baseline record, or why it failed: a failure costs nothing but time, the finish scores the
     baselines of a unit that has no record. ``ahead``: those scored before the unit ended (see the module)."""
-    from ruwikibench.runner.baselines import unit_baselines
+    from ruwikibench.aggregation.baselines import unit_baselines
 
     try:
         return UnitScored(baselines=unit_baselines(stage, unit, output, context, ahead))
@@ -203,7 +203,7 @@ def _input_digest(unit: Unit) -> str:
 
 
 def _score_ahead_in_child(stage_name: str, unit: Unit) -> None:
-    from ruwikibench.runner.baselines import baselines_ahead
+    from ruwikibench.aggregation.baselines import baselines_ahead
 
     stage = _worker.stages.get(stage_name)
     if stage is None:
@@ -229,9 +229,9 @@ def _taken_ahead(unit: Unit) -> dict[str, Any] | None:
 def _compute_floors(rundir_path: str) -> bool:
     """The child's last job: the floors and baselines; then it lets go of its services and memory, so that its
     exit, beside the run's metrics, is quick and holds little (0.75 GB at 285 articles)."""
-    from ruwikibench.executors import give_back_free_memory
-    from ruwikibench.rundir import RunDir
-    from ruwikibench.runner.derived import compute_floors_and_baselines
+    from ruwikibench.aggregation.derived import compute_floors_and_baselines
+    from ruwikibench.runtime.executors import give_back_free_memory
+    from ruwikibench.storage.rundir import RunDir
 
     try:
         compute_floors_and_baselines(RunDir(Path(rundir_path)), _worker.context)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ruwikibench.config import RunConfig
-from ruwikibench.context import StageContext
+from ruwikibench.conf.config import RunConfig
 from ruwikibench.dataset import Dataset
 from ruwikibench.models.embeddings import make_embedder
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
+from ruwikibench.stage.context import StageContext
 
 
 def build_context(

@@ -14,7 +14,7 @@ import re
 
 from pydantic import BaseModel, Field, model_validator
 
-from ruwikibench.config import RunInputError
+from ruwikibench.conf.config import RunInputError
 
 _SPEC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ruwikibench.jsonl import unit_key
-from ruwikibench.rundir import RunDir
+from ruwikibench.storage.jsonl import unit_key
+from ruwikibench.storage.rundir import RunDir
 
 OK, NONE_SUCCEEDED, BAD_INPUT, PARTIAL = 0, 1, 2, 3
 

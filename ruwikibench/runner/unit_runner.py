@@ -10,21 +10,21 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ruwikibench.context import StageContext
-from ruwikibench.contract import Stage, StageScore, Unit
+from ruwikibench.aggregation.baselines import UNIT_BASELINES_FILE, baseline_names
 from ruwikibench.dataset import Article
-from ruwikibench.executors import run_io, run_on_model_lane
-from ruwikibench.faults import fault_point
-from ruwikibench.jsonl import unit_key
 from ruwikibench.models.local_server import LocalServerDied
-from ruwikibench.registry import get_stage
-from ruwikibench.results import versioned
-from ruwikibench.rundir import RunDir, scored_units
-from ruwikibench.runner.baselines import UNIT_BASELINES_FILE, baseline_names
 from ruwikibench.runner.capture import NodeCapture
 from ruwikibench.runner.options import RunOptions
 from ruwikibench.runner.overrides import check_overrides, stage_graph
 from ruwikibench.runner.score_process import ScoringProcess, UnitScored, score_unit, score_unit_baselines
+from ruwikibench.runtime.executors import run_io, run_on_model_lane
+from ruwikibench.runtime.faults import fault_point
+from ruwikibench.stage.context import StageContext
+from ruwikibench.stage.contract import Stage, StageScore, Unit
+from ruwikibench.stage.registry import get_stage
+from ruwikibench.storage.jsonl import unit_key
+from ruwikibench.storage.results import versioned
+from ruwikibench.storage.rundir import RunDir, scored_units
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ruwikibench.config import RunConfig
-from ruwikibench.contract import Stage
-from ruwikibench.registry import StageRegistryError, get_stage
+from ruwikibench.conf.config import RunConfig
+from ruwikibench.stage.contract import Stage
+from ruwikibench.stage.registry import StageRegistryError, get_stage
 
 COMMON = ("httpx", "openai", "langchain_openai", "numpy")
 

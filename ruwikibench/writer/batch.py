@@ -17,15 +17,15 @@ from typing import Any
 from pydantic import BaseModel, Field
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ruwikibench.context import StageContext
-from ruwikibench.durable import write_atomic
-from ruwikibench.executors import run_on_model_lane
+from ruwikibench.aggregation.derived import compute_floors
 from ruwikibench.reporting.tables import markdown_table
-from ruwikibench.results import StageMetrics, versioned
-from ruwikibench.rundir import RunDir
-from ruwikibench.runner.derived import compute_floors
 from ruwikibench.runner.execute import RunOptions, finalize, new_spec, select_articles
 from ruwikibench.runner.open_run import OpenRun, open_run, run_id, run_path, writer_key
+from ruwikibench.runtime.executors import run_on_model_lane
+from ruwikibench.stage.context import StageContext
+from ruwikibench.storage.durable import write_atomic
+from ruwikibench.storage.results import StageMetrics, versioned
+from ruwikibench.storage.rundir import RunDir
 from ruwikibench.writer.score import ARTICLE_METRICS, WRITER_TABLES, generated_texts, score_written
 
 

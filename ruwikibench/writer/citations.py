@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ruwikibench.config import CitationsConfig
+from ruwikibench.conf.config import CitationsConfig
 from ruwikibench.dataset import Dataset
 from ruwikibench.evaluators.judges.citations import CheckRecord, TextScore
 from ruwikibench.evaluators.judges.citations_run import CitedArticle, judge_run_citations

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ruwikibench.durable import write_atomic
 from ruwikibench.nodes.citations import MARKER, Citation, marker_numbers
+from ruwikibench.storage.durable import write_atomic
 from ruwikibench.writer.models import WrittenArticle
 
 REFERENCES_HEADING = "Источники"

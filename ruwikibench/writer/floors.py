@@ -1,7 +1,7 @@
 """The permutation floor of a written article's outline and section metrics (writer runs, scored STORM output).
 
 The writer's records land in the ``outline`` and ``sections`` tables (:mod:`ruwikibench.writer.score`); their
-floors are measured as the stages measure theirs (:mod:`ruwikibench.runner.floors`), with the stages' own
+floors are measured as the stages measure theirs (:mod:`ruwikibench.aggregation.floors`), with the stages' own
 ``cross_score``: the written outline's headings against the outlines of other articles, each scored section
 text against the reference texts of other articles' sections. The sides are read from ``generated.jsonl`` (the
 texts the records were scored on), so the floor is the same for batch runs, ``run stage writer`` and external
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ruwikibench.context import StageContext
+from ruwikibench.aggregation.floors import PER_ITEM, SEED, floors_of_sides
 from ruwikibench.evaluators.floor import FloorSide
-from ruwikibench.registry import get_stage
-from ruwikibench.rundir import RunDir
-from ruwikibench.runner.floors import PER_ITEM, SEED, floors_of_sides
+from ruwikibench.stage.context import StageContext
+from ruwikibench.stage.registry import get_stage
+from ruwikibench.storage.rundir import RunDir
 
 FLOORED = ("outline", "sections")
 

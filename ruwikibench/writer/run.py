@@ -19,13 +19,13 @@ from typing import Any, Literal
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
-from ruwikibench.context import StageContext
 from ruwikibench.dataset import safe_name
-from ruwikibench.durable import write_atomic
-from ruwikibench.jsonl import append_jsonl, read_records
-from ruwikibench.rundir import run_lock
 from ruwikibench.runner.capture import NodeCapture
 from ruwikibench.runner.overrides import check_overrides, spec_records
+from ruwikibench.stage.context import StageContext
+from ruwikibench.storage.durable import write_atomic
+from ruwikibench.storage.jsonl import append_jsonl, read_records
+from ruwikibench.storage.rundir import run_lock
 from ruwikibench.writer.export import write_exports
 from ruwikibench.writer.models import OutlineItem, WrittenArticle
 
@@ -198,8 +198,8 @@ async def write_article(
 async def _write_article(context: StageContext, request: _WriteRequest) -> WriteResult:
     from langgraph.types import Command
 
-    from ruwikibench.registry import get_stage
     from ruwikibench.runner.overrides import stage_graph
+    from ruwikibench.stage.registry import get_stage
     from ruwikibench.writer.outline_file import outline_markdown, read_outline_file
 
     title, out = request.title, request.out

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ruwikibench.builtin_options import OutlineConfig, SectionsConfig
-from ruwikibench.context import StageContext
-from ruwikibench.contract import GeneratedText, ScoreRecord
+from ruwikibench.conf.builtin_options import OutlineConfig, SectionsConfig
 from ruwikibench.dataset import Article, Dataset
-from ruwikibench.metric import Metric
+from ruwikibench.stage.context import StageContext
+from ruwikibench.stage.contract import GeneratedText, ScoreRecord
+from ruwikibench.stage.metric import Metric
 from ruwikibench.writer.models import WrittenArticle
 
 WRITER_TABLES = ("outline", "sections", "writer")  # the stages whose tables a written article's records fill

@@ -14,14 +14,14 @@ from typing import Any, TypeVar
 from langgraph.graph import StateGraph
 from pydantic import BaseModel
 
-from ruwikibench.builtin_options import OutlineConfig, RankingConfig, SectionsConfig, WriterConfig
-from ruwikibench.config import ModelRole, RunConfig
-from ruwikibench.context import StageContext
-from ruwikibench.contract import Stage, StageScore, Unit
+from ruwikibench.conf.builtin_options import OutlineConfig, RankingConfig, SectionsConfig, WriterConfig
+from ruwikibench.conf.config import ModelRole, RunConfig
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.evaluators.entities import warm_entities
 from ruwikibench.nodes.writer import WriterOutputModel
-from ruwikibench.rundir import RunDir
+from ruwikibench.stage.context import StageContext
+from ruwikibench.stage.contract import Stage, StageScore, Unit
+from ruwikibench.storage.rundir import RunDir
 from ruwikibench.writer.score import ARTICLE_METRICS, generated_texts, score_written
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)

@@ -11,9 +11,9 @@ from ruwikibench.baselines import BaselineSkipped
 from ruwikibench.baselines.outline import TEMPLATE, frequent_headings, template, title_template
 from ruwikibench.baselines.ranking import bm25_order, random_order
 from ruwikibench.baselines.sections import lead_text, random_text
-from ruwikibench.config import ModelConfig, RunConfig
-from ruwikibench.contract import Unit
+from ruwikibench.conf.config import ModelConfig, RunConfig
 from ruwikibench.runner.stage import get_stage
+from ruwikibench.stage.contract import Unit
 from tests.graphs.writer_fixture import make_dataset
 
 
@@ -154,9 +154,9 @@ def test_ranking_baselines_reorder_the_runs_own_pool() -> None:
 
 def test_bm25_baseline_scores_as_the_runs_bm25_columns() -> None:
     """Cross-check: the bm25 baseline, scored as a rerank, gets the run's own BM25 figures."""
-    from ruwikibench.config import RunConfig
-    from ruwikibench.context import StageContext
+    from ruwikibench.conf.config import RunConfig
     from ruwikibench.prompts import PromptLibrary
+    from ruwikibench.stage.context import StageContext
 
     dataset = make_dataset()
     relevant = [s.id for s in dataset.snippets_of("Python")]
@@ -176,7 +176,7 @@ def test_bm25_baseline_scores_as_the_runs_bm25_columns() -> None:
 
 def test_a_failed_baseline_comparison_is_said_in_the_report() -> None:
     from ruwikibench.reporting.tables import baseline_note
-    from ruwikibench.results import StageMetrics
+    from ruwikibench.storage.results import StageMetrics
 
     failed = StageMetrics(vs_baseline_error="ValueError: boom")
     note = baseline_note("sections", failed, "run A")

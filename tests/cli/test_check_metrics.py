@@ -1,6 +1,6 @@
 """`ruwikibench check-metrics` through the CLI on the real sample: exit 0 when the headline metrics pass the
 ladder, 1 when one fails (random vectors through the config; a bag-of-words embedder on the outline), 2 on
-unusable options. Cheap embedders only: the ladder with real encoders is tests/runner/test_check.py."""
+unusable options. Cheap embedders only: the ladder with real encoders is tests/validity/test_check.py."""
 
 from __future__ import annotations
 

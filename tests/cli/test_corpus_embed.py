@@ -10,7 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from ruwikibench.cli import app
-from ruwikibench.config import EmbedderConfig
+from ruwikibench.conf.config import EmbedderConfig
 from ruwikibench.corpus_builder.store import save_dataset
 from ruwikibench.models.embeddings import make_embedder
 from tests.graphs.writer_fixture import HashEmbedder, make_dataset

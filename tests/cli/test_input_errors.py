@@ -205,7 +205,7 @@ def test_judge_meta_with_non_utf8_csv(tmp: Path) -> None:
 
 
 def test_run_directory_in_use(tmp: Path) -> None:
-    from ruwikibench.runlock import run_lock
+    from ruwikibench.storage.runlock import run_lock
 
     with run_lock(tmp / "runs" / "r"):
         result = run_ranking(tmp, str(tmp / "data"), "--run-id", "r", "--out", str(tmp / "runs"))

@@ -93,7 +93,7 @@ def test_a_run_on_a_json_with_duplicate_titles_stops_in_one_line(tmp_path: Path)
 
 
 def test_the_reports_views_are_the_metrics_views() -> None:
+    from ruwikibench.aggregation.metrics import VIEWS
     from ruwikibench.reporting.compare import VIEWS as REPORT_VIEWS
-    from ruwikibench.runner.metrics import VIEWS
 
     assert REPORT_VIEWS == VIEWS

@@ -245,7 +245,7 @@ def test_an_internal_crash_is_not_an_input_error(monkeypatch: pytest.MonkeyPatch
 
 
 def test_a_known_input_error_stays_one_line_with_status_2(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ruwikibench.config import ConfigError
+    from ruwikibench.conf.config import ConfigError
 
     def refuse(*_: object) -> None:
         raise ConfigError("c.yaml: models.writer: planted")

@@ -30,7 +30,7 @@ from ruwikibench.plugin import (
     Unit,
     register_stage,
 )
-from ruwikibench.registry import unregister_stage
+from ruwikibench.stage.registry import unregister_stage
 from tests.cli.test_input_errors import refused_url, write_config
 from tests.graphs.writer_fixture import HashEmbedder, make_dataset
 
@@ -211,7 +211,7 @@ def test_wrong_returns_name_the_stage_and_the_method(returned: object, expected:
         def score(self, unit: Unit, output: dict[str, Any], context: StageContext) -> Any:
             return returned
 
-    from ruwikibench.contract import as_stage
+    from ruwikibench.stage.contract import as_stage
 
     unit = Unit(stage="old_echo", article="a", unit_id="article", input={})
     with pytest.raises(StageReturnError) as error:
@@ -224,7 +224,7 @@ def test_old_style_texts_of_the_wrong_type_are_named_too() -> None:
         def texts(self, unit: Unit, output: dict[str, Any]) -> Any:
             return ["a text"]
 
-    from ruwikibench.contract import as_stage
+    from ruwikibench.stage.contract import as_stage
 
     unit = Unit(stage="old_echo", article="a", unit_id="article", input={})
     with pytest.raises(StageReturnError, match=r"stage 'old_echo': texts\(\) returned str in its list"):

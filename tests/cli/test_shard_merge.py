@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from ruwikibench.config import RunInputError
-from ruwikibench.jsonl import unit_key
-from ruwikibench.rundir import RunDir
+from ruwikibench.conf.config import RunInputError
 from ruwikibench.runner.shard import Shard, share_of
+from ruwikibench.storage.jsonl import unit_key
+from ruwikibench.storage.rundir import RunDir
 from tests.cli.small_runs import app, fake_setup, runner
 
 

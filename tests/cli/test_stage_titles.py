@@ -7,8 +7,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from ruwikibench.registry import register_stage, unregister_stage
 from ruwikibench.reporting.tables import table_title
+from ruwikibench.stage.registry import register_stage, unregister_stage
 
 
 class _Described:

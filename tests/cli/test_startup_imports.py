@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ruwikibench.dataset_files import resolve_dataset
+from ruwikibench.corpus_builder.dataset_files import resolve_dataset
 from tests.cli.test_input_errors import _records
 from tests.fake_openai import fake_openai_server
 
@@ -230,7 +230,7 @@ def test_help_loads_no_model_layer() -> None:
             "numpy",
             "yaml",
             "ruwikibench.api",
-            "ruwikibench.config",
+            "ruwikibench.conf.config",
             *HEAVY,
         ),
     )

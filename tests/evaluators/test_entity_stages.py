@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ruwikibench.builtin_options import SectionsConfig
-from ruwikibench.config import ModelConfig, RunConfig
-from ruwikibench.context import StageContext
-from ruwikibench.contract import ScoreRecord, Unit
+from ruwikibench.aggregation.metrics import aggregate
+from ruwikibench.conf.builtin_options import SectionsConfig
+from ruwikibench.conf.config import ModelConfig, RunConfig
 from ruwikibench.dataset import Article, Dataset, Paragraph, Section
 from ruwikibench.evaluators.entities import KEYS, entity_scores
 from ruwikibench.evaluators.outline import score_outline
@@ -17,8 +16,9 @@ from ruwikibench.models.fake import ScriptedChat
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
 from ruwikibench.reporting.tables import stage_table
-from ruwikibench.results import StageMetrics
-from ruwikibench.runner.metrics import aggregate
+from ruwikibench.stage.context import StageContext
+from ruwikibench.stage.contract import ScoreRecord, Unit
+from ruwikibench.storage.results import StageMetrics
 from ruwikibench.writer.score import score_written
 from tests.evaluators.test_entities import _article_text
 from tests.graphs.writer_fixture import HashEmbedder

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ruwikibench.config_loader import load_config
+from ruwikibench.conf.loader import load_config
 from ruwikibench.corpus_builder.store import save_dataset
 from ruwikibench.runner.overrides import check_overrides
 from tests.fake_openai import fake_openai_server

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from ruwikibench.config import RunConfig
-from ruwikibench.context import StageContext
+from ruwikibench.conf.config import RunConfig
 from ruwikibench.dataset import Dataset
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
+from ruwikibench.stage.context import StageContext
 from tests.graphs.writer_fixture import HashEmbedder, make_dataset
 
 

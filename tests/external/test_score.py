@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ruwikibench.builtin_options import SectionsConfig
+from ruwikibench.conf.builtin_options import SectionsConfig
 from ruwikibench.external.article import url_key
 from ruwikibench.external.formats import ExternalFormatError
 from ruwikibench.external.score import ExternalOptions, score_outputs

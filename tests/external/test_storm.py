@@ -38,10 +38,10 @@ def test_rows_from_storm_folders(tmp_path) -> None:
 
 
 def test_storm_scored_unknown_urls_counted(tmp_path) -> None:
-    from ruwikibench.config import RunConfig
-    from ruwikibench.context import StageContext
+    from ruwikibench.conf.config import RunConfig
     from ruwikibench.models.llm import LLM
     from ruwikibench.prompts import PromptLibrary
+    from ruwikibench.stage.context import StageContext
     from tests.graphs.writer_fixture import HashEmbedder
 
     dataset = storm_dataset()

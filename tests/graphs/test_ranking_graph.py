@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from ruwikibench.builtin_options import RankingConfig
+from ruwikibench.conf.builtin_options import RankingConfig
 from ruwikibench.evaluators.ranking import ndcg, r_precision
 from ruwikibench.graphs.ranking import STAGE, build_ranking_graph
 from ruwikibench.models.fake import ScriptedChat, yes_no_completion

@@ -5,17 +5,17 @@ import re
 import numpy as np
 import pytest
 
-from ruwikibench.builtin_options import SectionsConfig
-from ruwikibench.config import ModelConfig, RunConfig
-from ruwikibench.context import StageContext
+from ruwikibench.aggregation.metrics import aggregate
+from ruwikibench.conf.builtin_options import SectionsConfig
+from ruwikibench.conf.config import ModelConfig, RunConfig
 from ruwikibench.dataset import Article, Dataset, Paragraph, Section, Snippet, Source
 from ruwikibench.graphs.sections import STAGE, SectionsStage, build_section_graph, build_sections_graph
 from ruwikibench.models.embeddings import normalize
 from ruwikibench.models.fake import ScriptedChat
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
-from ruwikibench.runner.metrics import aggregate
 from ruwikibench.runner.stage import Unit, get_stage
+from ruwikibench.stage.context import StageContext
 
 
 class HashEmbedder:

@@ -7,13 +7,13 @@ import re
 import numpy as np
 import pytest
 
-from ruwikibench.config import ModelConfig, RunConfig
-from ruwikibench.context import StageContext
+from ruwikibench.conf.config import ModelConfig, RunConfig
 from ruwikibench.graphs.sections import STAGE
 from ruwikibench.models.embeddings import normalize
 from ruwikibench.models.fake import ScriptedChat
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
+from ruwikibench.stage.context import StageContext
 from tests.sample import sample_dataset_or_skip
 
 

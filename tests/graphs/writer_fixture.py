@@ -14,14 +14,14 @@ import re
 
 import numpy as np
 
-from ruwikibench.builtin_options import RankingConfig, SectionsConfig
-from ruwikibench.config import ModelConfig, RunConfig
-from ruwikibench.context import StageContext
+from ruwikibench.conf.builtin_options import RankingConfig, SectionsConfig
+from ruwikibench.conf.config import ModelConfig, RunConfig
 from ruwikibench.dataset import Article, Dataset, Paragraph, Reference, Section, Snippet, Source
 from ruwikibench.models.embeddings import normalize
 from ruwikibench.models.fake import ScriptedChat, yes_no_completion
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
+from ruwikibench.stage.context import StageContext
 
 TITLE = "Москва"
 TAG = re.compile(r"тег\d+_\d+_\d+")

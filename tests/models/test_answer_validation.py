@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ruwikibench.config import ModelConfig
+from ruwikibench.conf.config import ModelConfig
 from ruwikibench.models.cache import ResponseCache
 from ruwikibench.models.fake import ScriptedChat, yes_no_completion
 from ruwikibench.models.llm import LLM, EmptyAnswer

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ruwikibench.config import ModelConfig
+from ruwikibench.conf.config import ModelConfig
 from ruwikibench.models import openai_backend
 from ruwikibench.models.llm import LLM
 from ruwikibench.models.openai_backend import OpenAIBackend, tracing_enabled

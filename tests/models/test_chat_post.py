@@ -10,7 +10,7 @@ from typing import Any
 import openai
 import pytest
 
-from ruwikibench.config import ModelConfig
+from ruwikibench.conf.config import ModelConfig
 from ruwikibench.models.chat_post import ChatPost
 from ruwikibench.models.llm import LLM
 from ruwikibench.models.openai_backend import OpenAIBackend

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ruwikibench.config import EmbedderConfig, RunConfig
+from ruwikibench.conf.config import EmbedderConfig, RunConfig
 from ruwikibench.models.e5_int8_asset import MODEL_SHA256, source_path
 from ruwikibench.models.e5_tokenizer import E5Tokenizer
 from ruwikibench.models.e5_weights import E5Weights, dequantize_q4, read_e5_file

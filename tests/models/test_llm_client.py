@@ -153,7 +153,7 @@ def test_request_key_changes_with_every_part() -> None:
 
 
 def test_identity_has_generation_parameters_but_no_transport_or_secrets() -> None:
-    from ruwikibench.config import ModelConfig
+    from ruwikibench.conf.config import ModelConfig
 
     identity = ModelConfig(
         name="m", endpoints=["http://h/v1"], api_key_env="KEY", local="qwen2.5-0.5b"
@@ -165,7 +165,7 @@ def test_identity_has_generation_parameters_but_no_transport_or_secrets() -> Non
 
 
 def test_from_config_starts_one_local_server_per_model_and_releases_it(monkeypatch, tmp_path) -> None:
-    from ruwikibench.config import RunConfig
+    from ruwikibench.conf.config import RunConfig
     from ruwikibench.models import local_server
 
     started: list[str] = []

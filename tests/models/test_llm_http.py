@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from ruwikibench.config import ModelConfig, RunConfig
+from ruwikibench.conf.config import ModelConfig, RunConfig
 from ruwikibench.models.cache import ResponseCache
 from ruwikibench.models.llm import LLM
 from ruwikibench.models.openai_backend import OpenAIBackend

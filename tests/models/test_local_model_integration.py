@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from ruwikibench.config import RunConfig
+from ruwikibench.conf.config import RunConfig
 from ruwikibench.models.llm import LLM
 from ruwikibench.models.local_assets import is_verified, model_path
 from ruwikibench.models.local_server import llama_cpp_available

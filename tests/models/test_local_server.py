@@ -215,7 +215,7 @@ def test_a_server_that_never_answers_a_completion_fails_fast(tmp_path: Path) -> 
 
 async def test_a_server_dying_during_the_run_fails_the_request_at_once(tmp_path: Path) -> None:
     """Not 5 attempts against a dead port blamed on a timeout: one LocalServerDied naming signal and log."""
-    from ruwikibench.config import ModelConfig
+    from ruwikibench.conf.config import ModelConfig
     from ruwikibench.models.llm import LLM
     from ruwikibench.models.openai_backend import OpenAIBackend
 
@@ -244,7 +244,7 @@ async def test_a_server_dying_during_the_run_fails_the_request_at_once(tmp_path:
 
 KILLED_RUN = r"""
 import json, sys
-from ruwikibench.config import RunConfig
+from ruwikibench.conf.config import RunConfig
 from ruwikibench.models.llm import LLM
 config = RunConfig.model_validate({
     "models": {"writer": {"name": "q", "local": "qwen2.5-0.5b"}},

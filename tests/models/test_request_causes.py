@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ruwikibench.config import ModelConfig
+from ruwikibench.conf.config import ModelConfig
 from ruwikibench.corpus_builder.store import save_dataset
 from ruwikibench.models.llm import LLM
 from ruwikibench.models.openai_backend import OpenAIBackend

@@ -1,11 +1,11 @@
 """Cleaning prose answers and the shared ask helper (a scripted model)."""
 
-from ruwikibench.config import ModelConfig, RunConfig
-from ruwikibench.context import StageContext
+from ruwikibench.conf.config import ModelConfig, RunConfig
 from ruwikibench.models.fake import ScriptedChat
 from ruwikibench.models.llm import LLM
 from ruwikibench.nodes.answers import ask, clean_answer, flatten_headings
 from ruwikibench.prompts import PromptLibrary
+from ruwikibench.stage.context import StageContext
 
 
 def test_clean_answer_strips_wrappers_title_and_label() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ruwikibench.builtin_options import OutlineConfig
+from ruwikibench.conf.builtin_options import OutlineConfig
 from ruwikibench.nodes.outline import (
     Cluster,
     ClusterResult,

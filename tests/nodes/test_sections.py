@@ -5,8 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from ruwikibench.config import ModelConfig, RunConfig
-from ruwikibench.context import StageContext
+from ruwikibench.conf.config import ModelConfig, RunConfig
 from ruwikibench.dataset import Dataset, Snippet
 from ruwikibench.models.fake import ScriptedChat
 from ruwikibench.models.llm import LLM
@@ -19,6 +18,7 @@ from ruwikibench.nodes.sections import (
     similarity_groups,
 )
 from ruwikibench.prompts import PromptLibrary
+from ruwikibench.stage.context import StageContext
 
 
 def unit(*parts: float) -> np.ndarray:

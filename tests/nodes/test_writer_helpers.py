@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ruwikibench.builtin_options import OutlineConfig, RankingConfig, SectionsConfig, WriterConfig
-from ruwikibench.config import ModelConfig, RunConfig
+from ruwikibench.conf.builtin_options import OutlineConfig, RankingConfig, SectionsConfig, WriterConfig
+from ruwikibench.conf.config import ModelConfig, RunConfig
 from ruwikibench.nodes.assignment import (
     choose_sources,
     fuse,
@@ -150,7 +150,7 @@ def test_the_writer_profile_sets_writer_mode_and_nodes_only_read_it() -> None:
         )
     )
 
-    from ruwikibench.context import StageContext
+    from ruwikibench.stage.context import StageContext
 
     context = StageContext(config=config, llm=None, embedder=None, prompts=None)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="runs under the 'writer' profile"):

@@ -161,12 +161,12 @@ def article_of_prompt(dataset: Dataset, prompt: str) -> tuple[str, str]:
 
 def make_context(dataset: Dataset, responders: dict, tmp_path, **ranking):  # -> StageContext
     """A StageContext with scripted fake models per role and a ranking config built from ``ranking``."""
-    from ruwikibench.builtin_options import RankingConfig
-    from ruwikibench.config import ModelConfig, RunConfig
-    from ruwikibench.context import StageContext
+    from ruwikibench.conf.builtin_options import RankingConfig
+    from ruwikibench.conf.config import ModelConfig, RunConfig
     from ruwikibench.models.fake import ScriptedChat
     from ruwikibench.models.llm import LLM
     from ruwikibench.prompts import PromptLibrary
+    from ruwikibench.stage.context import StageContext
 
     models = {role: ModelConfig(name=f"fake-{role}") for role in responders}
     config = RunConfig(models=models, ranking=RankingConfig(**ranking), cache_dir=str(tmp_path / "cache"))

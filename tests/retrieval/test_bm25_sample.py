@@ -2,7 +2,7 @@
 
 import pytest
 
-from ruwikibench.config import RunConfig
+from ruwikibench.conf.config import RunConfig
 from ruwikibench.evaluators.ranking import ranking_metrics
 from ruwikibench.graphs.ranking import pool_size
 from ruwikibench.retrieval import BM25Index

@@ -8,12 +8,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from ruwikibench.config import RunConfig
-from ruwikibench.context import StageContext
+from ruwikibench.conf.config import RunConfig
 from ruwikibench.dataset import Article, Dataset, Section
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
 from ruwikibench.runner.execute import RunOptions, execute
+from ruwikibench.stage.context import StageContext
 from tests.runner.toy_stage import install
 
 TITLES = [f"Статья номер {i}" for i in range(6)]

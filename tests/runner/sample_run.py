@@ -11,10 +11,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ruwikibench.config import RunConfig
-from ruwikibench.rundir import RunDir
+from ruwikibench.conf.config import RunConfig
 from ruwikibench.runner.execute import RunOptions, execute
 from ruwikibench.runner.setup import build_context
+from ruwikibench.storage.rundir import RunDir
 from tests.cli.small_runs import BenchModel
 from tests.fake_openai import fake_openai_server
 from tests.graphs.writer_fixture import HashEmbedder, make_dataset

@@ -8,17 +8,17 @@ from typing import Any
 
 import pytest
 
+from ruwikibench.aggregation.baselines import BASELINES_FILE
 from ruwikibench.baselines.outline import outline_output
 from ruwikibench.baselines.sections import lead_text
-from ruwikibench.config import EmbedderConfig, RunConfig
-from ruwikibench.context import StageContext
+from ruwikibench.conf.config import EmbedderConfig, RunConfig
 from ruwikibench.dataset import Dataset
 from ruwikibench.prompts import PromptLibrary
-from ruwikibench.results import read_metrics, stage_dicts
-from ruwikibench.rundir import RunDir
-from ruwikibench.runner.baselines import BASELINES_FILE
 from ruwikibench.runner.rescore import rescore
 from ruwikibench.runner.stage import get_stage
+from ruwikibench.stage.context import StageContext
+from ruwikibench.storage.results import read_metrics, stage_dicts
+from ruwikibench.storage.rundir import RunDir
 from tests.runner.sample_run import run_sample
 from tests.sample import sample_dataset_or_skip
 

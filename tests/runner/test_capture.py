@@ -12,12 +12,12 @@ from typing import Annotated, Any, TypedDict
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from ruwikibench.config import RunConfig
-from ruwikibench.context import StageContext
+from ruwikibench.conf.config import RunConfig
 from ruwikibench.models.fake import ScriptedChat
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
 from ruwikibench.runner.capture import PROMPT_HASH_CHARS, NodeCapture
+from ruwikibench.stage.context import StageContext
 
 
 class State(TypedDict, total=False):

@@ -14,16 +14,16 @@ from types import ModuleType
 
 import pytest
 
-from ruwikibench.config import RunConfig
-from ruwikibench.context import StageContext
+from ruwikibench.conf.config import RunConfig
 from ruwikibench.dataset import Article, Dataset, Section
 from ruwikibench.models.fake import ScriptedChat
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
-from ruwikibench.registry import get_stage, register_stage, stage_names, unregister_stage
 from ruwikibench.runner.execute import RunOptions, build_spec, execute, run_id_for
 from ruwikibench.runner.identity import code_identity, is_builtin, stages_identity
 from ruwikibench.runner.overrides import check_overrides
+from ruwikibench.stage.context import StageContext
+from ruwikibench.stage.registry import get_stage, register_stage, stage_names, unregister_stage
 
 STAGE_SOURCE = """
 from typing import Any, ClassVar, TypedDict
@@ -31,8 +31,8 @@ from typing import Any, ClassVar, TypedDict
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from ruwikibench.context import StageContext
-from ruwikibench.contract import GeneratedText, ScoreRecord, Unit
+from ruwikibench.stage.context import StageContext
+from ruwikibench.stage.contract import GeneratedText, ScoreRecord, Unit
 
 VERSION = "v1"
 
@@ -122,7 +122,7 @@ def test_an_older_plugin_stage_seen_through_the_adapter_keeps_its_own_code_ident
 ) -> None:
     """A plug-in object without the Stage base class is registered wrapped in AdaptedStage: its identity is still
     the plug-in's class and file, never the adapter's (which would make it look built in)."""
-    from ruwikibench.contract import AdaptedStage
+    from ruwikibench.stage.contract import AdaptedStage
 
     _, source, _ = plugin
     stage = get_stage("echo_plugin")

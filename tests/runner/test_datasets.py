@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ruwikibench.dataset_files import DatasetError, resolve_dataset
+from ruwikibench.corpus_builder.dataset_files import DatasetError, resolve_dataset
 from tests.corpus_builder.test_ruwikibench_json import record
 
 PAYLOAD = json.dumps([record("Первая"), record("Вторая")], ensure_ascii=False).encode()

@@ -1,15 +1,15 @@
 import json
 from pathlib import Path
 
-from ruwikibench.config import RunConfig
-from ruwikibench.context import StageContext
+from ruwikibench.conf.config import RunConfig
 from ruwikibench.dataset import Article, Dataset, Section
 from ruwikibench.models.fake import ScriptedChat
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
-from ruwikibench.rundir import RunDir
 from ruwikibench.runner.execute import RunOptions, execute
 from ruwikibench.runner.rescore import rescore
+from ruwikibench.stage.context import StageContext
+from ruwikibench.storage.rundir import RunDir
 
 from .toy_stage import install  # type: ignore[import-not-found]
 

@@ -70,7 +70,7 @@ async def test_failed_judgements_counted_then_retried_on_resume(tmp_path: Path) 
 def test_intervals_do_not_depend_on_the_order_units_finished() -> None:
     import random
 
-    from ruwikibench.runner.metrics import aggregate
+    from ruwikibench.aggregation.metrics import aggregate
 
     rng = random.Random(3)
     results = [

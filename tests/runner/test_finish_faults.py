@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from ruwikibench.corpus_builder.store import save_dataset
-from ruwikibench.faults import FAULT_ENV
+from ruwikibench.runtime.faults import FAULT_ENV
 from tests.cli.small_runs import BenchModel
 from tests.fake_openai import StubServer, serving
 from tests.graphs.writer_fixture import make_dataset

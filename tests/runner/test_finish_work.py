@@ -9,18 +9,23 @@ from typing import Any
 
 import pytest
 
-from ruwikibench.config import RunConfig
-from ruwikibench.context import StageContext
+from ruwikibench.aggregation import derived
+from ruwikibench.aggregation.baselines import (
+    BASELINES_FILE,
+    UNIT_BASELINES_FILE,
+    baseline_names,
+    output_digest,
+)
+from ruwikibench.aggregation.derived import compute_floors_and_baselines
+from ruwikibench.conf.config import RunConfig
 from ruwikibench.evaluators import entities
-from ruwikibench.jsonl import unit_key
 from ruwikibench.prompts import PromptLibrary
-from ruwikibench.registry import get_stage
-from ruwikibench.rundir import FLOORS_FILE, RunDir
-from ruwikibench.runner import derived
-from ruwikibench.runner.baselines import BASELINES_FILE, UNIT_BASELINES_FILE, baseline_names, output_digest
-from ruwikibench.runner.derived import compute_floors_and_baselines
 from ruwikibench.runner.execute import finalize
 from ruwikibench.runner.rescore import rescore
+from ruwikibench.stage.context import StageContext
+from ruwikibench.stage.registry import get_stage
+from ruwikibench.storage.jsonl import unit_key
+from ruwikibench.storage.rundir import FLOORS_FILE, RunDir
 from tests.graphs.writer_fixture import HashEmbedder, make_dataset
 from tests.runner.sample_run import run_sample
 
@@ -110,9 +115,9 @@ async def test_scoring_a_run_again_reads_no_text_with_the_ner(tmp_path, monkeypa
 def test_one_blas_thread_gives_the_same_products_to_float32_rounding() -> None:
     import numpy as np
 
+    from ruwikibench.aggregation.derived import one_blas_thread
     from ruwikibench.evaluators.outline import soft_cardinality
     from ruwikibench.evaluators.similarity import greedy_prf
-    from ruwikibench.runner.derived import one_blas_thread
 
     rng = np.random.default_rng(0)
     generated, reference = (rng.normal(size=(n, 384)).astype(np.float32) for n in (90, 120))  # threaded sizes

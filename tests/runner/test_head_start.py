@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from rich.progress import Progress
 
-from ruwikibench.contract import Unit
 from ruwikibench.models.fake import ScriptedChat
 from ruwikibench.models.llm import LLM
 from ruwikibench.runner import lifecycle
+from ruwikibench.stage.contract import Unit
 
 
 class Units:

@@ -14,8 +14,8 @@ from ruwikibench.reporting.data import RunData
 from ruwikibench.reporting.html import environment
 from ruwikibench.reporting.jsonl_index import JsonlIndex
 from ruwikibench.reporting.page import delta_block
-from ruwikibench.results import ResultRow, StageMetrics
-from ruwikibench.rundir import RunDir
+from ruwikibench.storage.results import ResultRow, StageMetrics
+from ruwikibench.storage.rundir import RunDir
 
 PAGES = {name: f"articles/a{i:04d}.html" for i, name in enumerate(["A", "B", "C", "D", "E"], 1)}
 
@@ -125,7 +125,7 @@ def test_page_template_loads_nothing_from_outside() -> None:
 
 def test_headline_is_the_declared_key_else_the_first_column() -> None:
     from ruwikibench.reporting.page import headline
-    from ruwikibench.results import StageMetrics
+    from ruwikibench.storage.results import StageMetrics
 
     assert headline("ranking", None) == ("Rerank NDCG", "rerank_ndcg")
     assert headline("outline", None) == ("Mean F1", "f1")
@@ -247,7 +247,7 @@ def test_chart_panels_group_each_metric_with_its_floor_and_mark_failed_runs(tmp_
     from ruwikibench.reporting.failures import stage_failures
     from ruwikibench.reporting.plots import chart_description, metric_groups, plot_stage
     from ruwikibench.reporting.tables import stage_columns
-    from ruwikibench.results import StageMetrics
+    from ruwikibench.storage.results import StageMetrics
 
     groups = metric_groups("outline", stage_columns("outline"))
     assert [g[0][0] for g in groups[:3]] == ["Mean F1", "F1 (authors)", "Soft recall"]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ruwikibench.rundir import LOCK, RunDir, RunDirLocked, run_lock
 from ruwikibench.runner.execute import RunOptions, execute
+from ruwikibench.storage.rundir import LOCK, RunDir, RunDirLocked, run_lock
 
 from .test_execute import _answer, _context, _dataset  # type: ignore[import-not-found]
 
@@ -104,7 +104,7 @@ async def test_report_lists_only_errors_a_resume_did_not_fix(tmp_path: Path) -> 
 
 HOLD = """
 import sys, time
-from ruwikibench.rundir import run_lock
+from ruwikibench.storage.rundir import run_lock
 with run_lock(sys.argv[1]):
     print("held", flush=True)
     time.sleep(60)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ruwikibench.config import RunInputError
+from ruwikibench.conf.config import RunInputError
 from ruwikibench.runner.merge import ShardDir, check_shards, merge_shards
 
 

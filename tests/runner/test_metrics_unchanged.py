@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ruwikibench.results import METRICS_FORMAT_VERSION, read_metrics, stage_dicts
+from ruwikibench.storage.results import METRICS_FORMAT_VERSION, read_metrics, stage_dicts
 from tests.runner.sample_run import run_sample
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "runner" / "sample_metrics.json"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ruwikibench.rundir import RunDir, RunDirLocked, run_lock
 from ruwikibench.runner.open_run import RunKey, open_run, run_id, run_path
-from ruwikibench.runspec import RunSpec, read_spec
+from ruwikibench.storage.rundir import RunDir, RunDirLocked, run_lock
+from ruwikibench.storage.runspec import RunSpec, read_spec
 
 
 def test_run_id_is_the_prefix_and_the_hash_of_the_parts() -> None:

@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from ruwikibench.config import RunConfig
-from ruwikibench.context import StageContext
+from ruwikibench.conf.config import RunConfig
 from ruwikibench.dataset import Article, Dataset, Section
 from ruwikibench.models.fake import ScriptedChat
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
 from ruwikibench.reporting.settings import settings_table
-from ruwikibench.rundir import RunDir
 from ruwikibench.runner.execute import RunOptions, execute
 from ruwikibench.runner.overrides import OverrideError, check_overrides, resolve_overrides
+from ruwikibench.stage.context import StageContext
+from ruwikibench.storage.rundir import RunDir
 
 from .toy_stage import install  # type: ignore[import-not-found]
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from ruwikibench.aggregation.metrics import aggregate
 from ruwikibench.evaluators.stats import paired_randomization, randomization_p_value
 from ruwikibench.reporting.compare import compare_runs, paired_comparison
 from ruwikibench.reporting.paired import (
@@ -21,8 +22,7 @@ from ruwikibench.reporting.paired import (
     stage_items,
 )
 from ruwikibench.reporting.tables import stage_headlines
-from ruwikibench.rundir import RunDir
-from ruwikibench.runner.metrics import aggregate
+from ruwikibench.storage.rundir import RunDir
 
 F1 = [Headline("Mean F1", "f1", 100.0, floor=True)]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ruwikibench import api
-from ruwikibench.config_loader import load_config
+from ruwikibench.conf.loader import load_config
 from ruwikibench.reporting.paper import (
     PaperResultsError,
     load_paper_results,
@@ -18,7 +18,7 @@ from ruwikibench.reporting.paper import (
     paper_results,
     stage_variants,
 )
-from ruwikibench.rundir import RunDir
+from ruwikibench.storage.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parents[2]
 STAGES = (("ranking", "rerank_ndcg"), ("outline", "f1_authors"), ("sections", "f1"))

@@ -10,12 +10,12 @@ from types import SimpleNamespace
 from rich.console import Console
 from rich.progress import Progress
 
-from ruwikibench.contract import Unit
 from ruwikibench.models.fake import ScriptedChat
 from ruwikibench.models.llm import LLM
 from ruwikibench.runner import lifecycle
 from ruwikibench.runner.capture import NodeCapture
 from ruwikibench.runner.progress_lines import PlainProgress, run_progress
+from ruwikibench.stage.contract import Unit
 
 CALLS = {"ranking": 3, "outline": 1}
 

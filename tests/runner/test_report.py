@@ -1,7 +1,7 @@
 """Report tables: fractions are shown ×100 with their CI, counts (headings, depth) as they are."""
 
 from ruwikibench.reporting.tables import count_keys, stage_table
-from ruwikibench.results import StageMetrics
+from ruwikibench.storage.results import StageMetrics
 
 
 def _estimate(mean: float, low: float, high: float) -> dict:

@@ -10,7 +10,7 @@ from typing import Any
 
 from ruwikibench.reporting.compare import compare_runs
 from ruwikibench.reporting.settings import SHORT_VALUE, settings_table
-from ruwikibench.rundir import RunDir
+from ruwikibench.storage.rundir import RunDir
 
 LONG = "ru/" + "очень_длинный_путь_" * 4 + ".txt"
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from ruwikibench.config import RunConfig
+from ruwikibench.conf.config import RunConfig
 from ruwikibench.dataset import Dataset
-from ruwikibench.rundir import RunDir
 from ruwikibench.runner.execute import RunOptions, run_id_for
 from ruwikibench.runner.same_run import check_same_run
+from ruwikibench.storage.rundir import RunDir
 
 
 def _config(**model: object) -> RunConfig:

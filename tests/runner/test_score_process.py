@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from ruwikibench.config import RunConfig
-from ruwikibench.contract import Stage, Unit
+from ruwikibench.conf.config import RunConfig
 from ruwikibench.corpus_builder.store import save_dataset
 from ruwikibench.runner import score_process
 from ruwikibench.runner.execute import RunOptions, execute
 from ruwikibench.runner.score_process import ScoringProcess, WorkerSetup, wanted
 from ruwikibench.runner.setup import build_context
+from ruwikibench.stage.contract import Stage, Unit
 from tests.graphs.writer_fixture import make_dataset
 from tests.runner.sample_run import fake_server_process, sample_config
 
@@ -30,7 +30,7 @@ def _config(url: str, cache: Path) -> RunConfig:
 
 
 async def _run(url: str, folder: Path, data: Path, score_in: str) -> Path:
-    from ruwikibench.dataset_files import resolve_dataset
+    from ruwikibench.corpus_builder.dataset_files import resolve_dataset
 
     dataset, path = resolve_dataset(str(data), source_texts=False)
     context = build_context(_config(url, folder / "cache"), dataset, path)
@@ -159,7 +159,7 @@ def test_the_cli_names_a_bad_score_in_in_one_line(tmp_path: Path) -> None:
 
 def test_the_python_api_names_a_bad_score_in(tmp_path: Path) -> None:
     from ruwikibench import api
-    from ruwikibench.config import RunInputError
+    from ruwikibench.conf.config import RunInputError
 
     with pytest.raises(RunInputError, match="score_in 'gpu': one of auto, thread, process"):
         api.run(str(tmp_path / "c.yaml"), tmp_path, score_in="gpu")
@@ -170,9 +170,9 @@ async def test_baselines_that_need_no_output_are_scored_ahead_and_taken_as_they_
     and the unit's scoring takes them — the same record as scoring them with the unit (here, without the child)."""
     import asyncio
 
-    from ruwikibench.dataset_files import resolve_dataset
-    from ruwikibench.registry import get_stage
-    from ruwikibench.runner.baselines import unit_baselines
+    from ruwikibench.aggregation.baselines import unit_baselines
+    from ruwikibench.corpus_builder.dataset_files import resolve_dataset
+    from ruwikibench.stage.registry import get_stage
 
     setup = _setup(tmp_path, ["sections"])
     dataset, path = resolve_dataset(setup.dataset_dir, source_texts=False)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
+from ruwikibench.conf.secrets import MASK, install_log_redaction, looks_secret, redact, register
 from ruwikibench.corpus_builder.store import save_dataset
-from ruwikibench.secrets import MASK, install_log_redaction, looks_secret, redact, register
 from tests.cli.test_input_errors import cli
 from tests.fake_openai import StubServer, serving
 from tests.graphs.writer_fixture import make_dataset
@@ -131,8 +131,8 @@ def test_url_credentials_query_keys_and_every_header_value_are_redacted(tmp_path
 
 
 def test_url_credentials_with_another_authorization_are_refused(tmp_path: Path) -> None:
-    from ruwikibench.config import ConfigError
-    from ruwikibench.config_loader import config_from_data
+    from ruwikibench.conf.config import ConfigError
+    from ruwikibench.conf.loader import config_from_data
 
     model = {"name": "m", "endpoints": ["http://u:p4ss-word@h/v1"], "api_key_env": "SOME_KEY"}
     try:

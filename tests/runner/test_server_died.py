@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from ruwikibench.contract import Unit
 from ruwikibench.models.local_server import LocalServerDied
 from ruwikibench.runner import execute
+from ruwikibench.stage.contract import Unit
 
 UNIT = Unit(stage="ranking", article="Python", unit_id="0", input={})
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ruwikibench.rundir import RunDir
 from ruwikibench.runner.status import combined, exit_status, run_status
+from ruwikibench.storage.rundir import RunDir
 
 
 def test_exit_status_and_combined() -> None:

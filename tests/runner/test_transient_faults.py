@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 
-from ruwikibench.contract import Unit
-from ruwikibench.runner import derived
-from ruwikibench.runner.baselines import (
+from ruwikibench.aggregation import derived
+from ruwikibench.aggregation.baselines import (
     BASELINES_FILE,
     STAMP_FILE,
     UNIT_BASELINES_FILE,
@@ -20,6 +19,7 @@ from ruwikibench.runner.baselines import (
     score_baseline,
 )
 from ruwikibench.runner.stage import get_stage
+from ruwikibench.stage.contract import Unit
 from tests.runner.sample_run import run_sample
 from tests.runner.test_baselines_run import _context
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ruwikibench.rundir import RunDir
 from ruwikibench.runner.execute import Runner, RunOptions
 from ruwikibench.runner.setup import build_context
+from ruwikibench.storage.rundir import RunDir
 from tests.graphs.writer_fixture import make_dataset
 from tests.runner.sample_run import sample_config
 

@@ -7,9 +7,9 @@ from typing import Any, ClassVar, TypedDict
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from ruwikibench.context import StageContext
-from ruwikibench.contract import GeneratedText, ScoreRecord, Unit
-from ruwikibench.registry import register_stage
+from ruwikibench.stage.context import StageContext
+from ruwikibench.stage.contract import GeneratedText, ScoreRecord, Unit
+from ruwikibench.stage.registry import register_stage
 
 
 class ToyIn(TypedDict):

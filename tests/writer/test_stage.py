@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from ruwikibench.config import ConfigError
-from ruwikibench.config_loader import load_config
-from ruwikibench.registry import get_stage
+from ruwikibench.conf.config import ConfigError
+from ruwikibench.conf.loader import load_config
 from ruwikibench.reporting.jsonl_index import JsonlIndex
-from ruwikibench.rundir import RunDir
 from ruwikibench.runner.execute import RunOptions, execute, finalize
+from ruwikibench.stage.registry import get_stage
+from ruwikibench.storage.rundir import RunDir
 from tests.graphs.writer_fixture import TITLE, make_context
 
 

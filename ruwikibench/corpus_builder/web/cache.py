@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ruwikibench.corpus_builder.web.safety import STRICT
 from ruwikibench.corpus_builder.web.types import FetchResult
-from ruwikibench.durable import replace_durably
+from ruwikibench.storage.durable import replace_durably
 
 
 def url_key(url: str) -> str:

@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ruwikibench.config import CitationsConfig, RunConfig
+from ruwikibench.conf.config import CitationsConfig, RunConfig
 from ruwikibench.evaluators.citations import (
     Check,
     CitationScores,

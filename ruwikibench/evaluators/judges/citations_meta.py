@@ -24,7 +24,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
-from ruwikibench.config import CitationsConfig
+from ruwikibench.conf.config import CitationsConfig
 from ruwikibench.evaluators.judges.citations import ask_support, support_prompt
 from ruwikibench.models.embeddings import Embedder
 from ruwikibench.models.llm import LLM

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ruwikibench.config import CitationsConfig
+from ruwikibench.conf.config import CitationsConfig
 from ruwikibench.dataset import Dataset
 from ruwikibench.evaluators.citations import CitationScores, combine
 from ruwikibench.evaluators.judges.citations import (

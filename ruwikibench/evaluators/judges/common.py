@@ -6,11 +6,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ruwikibench.config import RunConfig
-from ruwikibench.contract import GeneratedText
+from ruwikibench.conf.config import RunConfig
 from ruwikibench.evaluators.judges.rundir import clip
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
+from ruwikibench.stage.contract import GeneratedText
 
 Mode = Literal["free", "guided"]
 """``free``: reference-free (the judge sees the task, the text and, where a criterion needs them, the sources);

@@ -13,7 +13,6 @@ import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 
-from ruwikibench.contract import GeneratedText
 from ruwikibench.evaluators.judges.common import JudgeOptions, format_sources, task_instruction
 from ruwikibench.evaluators.judges.criteria_records import (
     RESULTS_JSON,
@@ -28,7 +27,8 @@ from ruwikibench.evaluators.judges.parsing import parse_criterion_verdict
 from ruwikibench.evaluators.judges.rundir import Run, clip, latest_verdicts, text_sha, write_json
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
-from ruwikibench.runlock import run_lock
+from ruwikibench.stage.contract import GeneratedText
+from ruwikibench.storage.runlock import run_lock
 
 
 class CriteriaOptions(JudgeOptions):

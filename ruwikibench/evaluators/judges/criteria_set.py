@@ -12,8 +12,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from ruwikibench.contract import GeneratedText
 from ruwikibench.evaluators.judges.common import Group, Mode
+from ruwikibench.stage.contract import GeneratedText
 
 CRITERIA_DIR = Path(__file__).parent / "criteria"
 DEFAULT_CRITERIA = CRITERIA_DIR / "default_ru.yaml"

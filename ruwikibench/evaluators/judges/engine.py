@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ruwikibench.evaluators.judges.rundir import JsonlWriter
-from ruwikibench.progress import progress_bar
+from ruwikibench.runtime.progress import progress_bar
 
 
 async def judge_pending(

@@ -13,7 +13,6 @@ import hashlib
 import random
 from pathlib import Path
 
-from ruwikibench.contract import GeneratedText
 from ruwikibench.evaluators.judges.common import (
     ShownOrder,
     task_instruction,
@@ -37,7 +36,8 @@ from ruwikibench.evaluators.judges.rundir import (
 )
 from ruwikibench.models.llm import LLM
 from ruwikibench.prompts import PromptLibrary
-from ruwikibench.runlock import run_lock
+from ruwikibench.stage.contract import GeneratedText
+from ruwikibench.storage.runlock import run_lock
 
 
 def file_stem(reference_run: str, candidate_run: str) -> str:

@@ -11,13 +11,13 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ruwikibench import jsonl
-from ruwikibench.config import RunConfig
-from ruwikibench.contract import GeneratedText
-from ruwikibench.durable import write_atomic
+from ruwikibench.conf.config import RunConfig
 from ruwikibench.prompts.render import cut_text
-from ruwikibench.rundir import RunDir
-from ruwikibench.runspec import InvalidSpec, parse_spec
+from ruwikibench.stage.contract import GeneratedText
+from ruwikibench.storage import jsonl
+from ruwikibench.storage.durable import write_atomic
+from ruwikibench.storage.rundir import RunDir
+from ruwikibench.storage.runspec import InvalidSpec, parse_spec
 
 SPEC = "spec.json"
 GENERATED = "generated.jsonl"
@@ -101,8 +101,8 @@ def _read_texts(path: Path) -> Iterator[GeneratedText]:
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-empty line (:func:`ruwikibench.jsonl.read_jsonl`: a torn last line is
-    skipped); a bad line is a :class:`RunError` naming the file and the line."""
+    """(line number, object) for each non-empty line (:func:`ruwikibench.storage.jsonl.read_jsonl`: a torn
+    last line is skipped); a bad line is a :class:`RunError` naming the file and the line."""
     try:
         yield from jsonl.read_jsonl(path)
     except jsonl.JsonlError as exc:

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from ruwikibench.config import CitationsConfig, RunConfig
+from ruwikibench.conf.config import CitationsConfig, RunConfig
 from ruwikibench.evaluators.judges.citations import (
     CitedText,
     judge_texts,
