@@ -22,11 +22,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from langgraph.graph import StateGraph
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ruwikibench.conf.config import ModelRole, RunConfig
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.stage.metric import LEGACY_ATTRIBUTES, Metric, legacy_metrics
+from ruwikibench.stage.records import (
+    GeneratedText,
+    ScoreRecord,
+    StageOutputError,
+    StageReturnError,
+    StageScore,
+    Unit,
+)
 from ruwikibench.storage.stage_renames import RENAMED_STAGES, current_stage_name, with_current_stage
 
 AnyGraph = StateGraph[Any, Any, Any, Any]
@@ -36,43 +44,6 @@ if TYPE_CHECKING:
     from ruwikibench.evaluators.floor import FloorSide
     from ruwikibench.stage.context import StageContext
     from ruwikibench.storage.rundir import RunDir
-
-
-class Unit(BaseModel):
-    stage: str
-    article: str = Field(description="Article.name")
-    unit_id: str = Field(description="unique within (stage, article), e.g. 'article' or a section id")
-    input: dict[str, Any] = Field(description="the graph input state, JSON-able")
-    fan_out: int = Field(
-        default=1,
-        ge=1,
-        description="LLM requests the unit may have waiting at once (its "
-        "widest fan-out); the runner starts units while their fan-outs fit its budget",
-    )
-
-
-class ScoreRecord(BaseModel):
-    """One scored item: an article (ranking, outline) or a section (sections)."""
-
-    stage: str
-    article: str
-    item: str
-    metrics: dict[str, float] = Field(default_factory=dict)
-    excluded: str | None = Field(default=None, description="paper exclusion reason; metrics then empty")
-    info: dict[str, Any] = Field(default_factory=dict)
-
-
-class GeneratedText(BaseModel):
-    """A generated text with what it should be judged against (written by runs to generated.jsonl)."""
-
-    stage: str
-    article: str
-    item: str
-    title: str
-    text: str
-    reference: str = ""
-    sources: list[str] = Field(default_factory=list)
-    category: str | None = None
 
 
 class BaselineSkipped(Exception):
@@ -90,21 +61,6 @@ class Baseline:
     description: str
     build: Callable[[Unit, dict[str, Any], StageContext], dict[str, Any]]
     reads_output: bool = True
-
-
-class StageScore(BaseModel):
-    """What ``score()`` returns: the unit's score records and its generated texts (for judges and reports)."""
-
-    records: list[ScoreRecord]
-    texts: list[GeneratedText] = Field(default_factory=list)
-
-
-class StageReturnError(TypeError):
-    """A stage method returned something the contract does not allow (one line naming the stage and the method)."""
-
-
-class StageOutputError(ValueError):
-    """A captured output that does not fit the stage's ``output_model``."""
 
 
 OutputT = TypeVar("OutputT")
