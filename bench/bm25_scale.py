@@ -1,11 +1,12 @@
 """BM25 index build, save, load and query time and memory at 10k / 100k / 1M synthetic Russian snippets.
 
 Each synthetic snippet has 600 words drawn from the word frequencies of the real dataset's sources (so the
-vocabulary and its Zipf tail are Russian text's). The index is the project's own (``bm25_build.build_retriever``,
-what ``BM25Index.build`` calls: folded tokens, stopwords removed, pymorphy3 lemmas — each distinct word
-lemmatised once; worker processes from 40k snippets). The texts are generated in blocks while the index is
-built (``build_s`` includes generating them; ``generate_s`` is the generation alone), so 1M texts never sit in
-memory at once. Every size runs in its own process so the peak memory is that size's.
+vocabulary and its Zipf tail are Russian text's). The index is the project's own
+(``bm25_build.build_retriever``, what ``BM25Index.build`` calls: folded tokens, stopwords removed, pymorphy3
+lemmas — each distinct word lemmatised once; worker processes from 40k snippets). The texts are generated in
+blocks while the index is built (``build_s`` includes generating them; ``generate_s`` is the generation
+alone), so 1M texts never sit in memory at once. Every size runs in its own process so the peak memory is that
+size's.
 
     python bench/bm25_scale.py --dataset ../shared/data/ruwiki/ruwikibench_articles.json --sizes 10000 100000
 """
@@ -126,7 +127,8 @@ def main() -> None:
         )
         if out.returncode != 0:
             print(
-                f"{size}: failed: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}"
+                f"{size}: "
+                f"failed: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}"
             )
             continue
         print(out.stdout.strip().splitlines()[-1], flush=True)

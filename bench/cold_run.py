@@ -1,16 +1,16 @@
-"""A first run as a user sees it: ``ruwikibench run all`` in a new process, nothing embedded, against an endpoint
-of known latency — wall time and the time from process start to the endpoint's first request.
+"""A first run as a user sees it: ``ruwikibench run all`` in a new process, nothing embedded, against an
+endpoint of known latency — wall time and the time from process start to the endpoint's first request.
 
     python bench/cold_run.py --dataset ../shared/data/ruwiki/ruwikibench_articles.json \\
         --article Python --article "Квантовый компьютер" --latency 0.5 --embedder e5-int8:512
 
-Starts ``bench/endpoint.py`` (see bench/pipeline.py), writes the bench config (paper settings, generated queries,
-the given embedder: ``kind`` or ``e5-int8:<max tokens>``) with a fresh cache folder, then runs the CLI as a
-subprocess three times and prints, per run, the wall time (process start to exit), the first request (process
-start to the endpoint receiving it) and the CPU time the process had used by then (all threads, sampled from
-/proc every 3 ms in 10 ms steps: less sensitive to other load than the wall time), and the run's whole CPU time
-(user + system, its scoring process included), with the CPU model and the load average before and after
-(``--port``: the fake endpoint's port, default a free one):
+Starts ``bench/endpoint.py`` (see bench/pipeline.py), writes the bench config (paper settings, generated
+queries, the given embedder: ``kind`` or ``e5-int8:<max tokens>``) with a fresh cache folder, then runs the
+CLI as a subprocess three times and prints, per run, the wall time (process start to exit), the first request
+(process start to the endpoint receiving it) and the CPU time the process had used by then (all threads,
+sampled from /proc every 3 ms in 10 ms steps: less sensitive to other load than the wall time), and the run's
+whole CPU time (user + system, its scoring process included), with the CPU model and the load average before
+and after (``--port``: the fake endpoint's port, default a free one):
 
 * **cold** — nothing embedded or indexed: the run embeds and indexes what it needs (a first run on new data);
 * **embeddings cached, new model name** — the same data with another model name: every LLM call is new, the
@@ -19,8 +19,8 @@ start to the endpoint receiving it) and the CPU time the process had used by the
 
 ``--repeat N`` runs the second case N times (another model name each: every LLM call new), for several
 first-request figures. The package's modules are compiled to bytecode first, as an installed package has them
-(``--no-compile``: as the environment has them — this workplace sets ``PYTHONDONTWRITEBYTECODE``, so without it
-every run compiles the project's modules from source, ~0.1–0.2 s more before the first request).
+(``--no-compile``: as the environment has them — this workplace sets ``PYTHONDONTWRITEBYTECODE``, so without
+it every run compiles the project's modules from source, ~0.1–0.2 s more before the first request).
 """
 
 from __future__ import annotations
@@ -104,14 +104,18 @@ def run_cli(args: list[str], url: str) -> tuple[float, float, float | None, floa
 
 
 def bytecode_note(compile_package: bool) -> str:
-    """Compile the package's modules to bytecode (``python -m compileall``), as an installed package has them; a
-    line saying what the runs load. Without it, where ``PYTHONDONTWRITEBYTECODE`` is set (this workplace sets it)
-    no ``__pycache__`` is ever written for the package: every run compiles the ~90 modules it imports from source."""
+    """Compile the package's modules to bytecode (``python -m compileall``), as an installed package has them;
+    a line saying what the runs load. Without it, where ``PYTHONDONTWRITEBYTECODE`` is set (this workplace
+    sets it) no ``__pycache__`` is ever written for the package: every run compiles the ~90 modules it imports
+    from source."""
     if compile_package:
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "ruwikibench")], check=True)
         return "the package's modules compiled beforehand (python -m compileall), as pip installs them"
     if os.environ.get("PYTHONDONTWRITEBYTECODE"):
-        return "as the environment has it: PYTHONDONTWRITEBYTECODE is set, modules without bytecode compile each run"
+        return (
+            "as the environment has it: PYTHONDONTWRITEBYTECODE is set, "
+            "modules without bytecode compile each run"
+        )
     return "as the environment has it (bytecode written on first import)"
 
 
@@ -178,14 +182,15 @@ def main() -> None:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     print(
-        f"embedder {args.embedder} · {len(articles) // 2} articles · latency {args.latency} s · endpoint {url}"
+        f"embedder {args.embedder} · {len(articles) // 2} "
+        f"articles · latency {args.latency} s · endpoint {url}"
     )
     print(f"before: {machine_before}")
     print(f"after:  {machine_line()}")
     print(f"bytecode: {bytecode}")
     print(
-        "| run | wall | CPU (user + system, all its processes) | CPU / wall | first request (from process start) "
-        "| CPU time by then |\n|---|---|---|---|---|---|"
+        "| run | wall | CPU (user + system, all its processes) | CPU / wall | first request (from process "
+        "start) | CPU time by then |\n|---|---|---|---|---|---|"
     )
     for label, wall, cpu, first, cpu_first in rows:
         print(

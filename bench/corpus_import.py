@@ -44,7 +44,8 @@ def main() -> None:
     print(f"load + verify    {t5 - t4:6.2f} s  equal={loaded == result.dataset}")
     ds = result.dataset
     print(
-        f"articles={len(ds.articles)} sources={len(ds.sources)} snippets={len(ds.snippets)} id={ds.dataset_id}"
+        f"articles={len(ds.articles)} sources={len(ds.sources)} "
+        f"snippets={len(ds.snippets)} id={ds.dataset_id}"
     )
 
 

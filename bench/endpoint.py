@@ -3,16 +3,17 @@
 Every request is answered after ``--latency`` seconds (asyncio, so thousands can wait at once). Answers follow
 the prompt files the pipeline sends:
 
-* relevance prompts (``ru/relevance.txt``) answer «Да» or «Нет» from the dataset's ground truth — «Да» when the
-  snippet quoted in the prompt comes from the sources of the article named in it — with first-token logprobs,
-  so rankings are meaningful (relevant first);
+* relevance prompts (``ru/relevance.txt``) answer «Да» or «Нет» from the dataset's ground truth — «Да» when
+  the snippet quoted in the prompt comes from the sources of the article named in it — with first-token
+  logprobs, so rankings are meaningful (relevant first);
 * query descriptions answer the title followed by the article's H2 headings (a usable BM25 query);
 * outline prompts answer a few markdown headings, and ``**END**`` for the merge;
 * everything else answers a short paragraph built from words of the prompt.
 
 ``GET /stats`` returns the request count, the distinct prompts and each request's arrival time.
 
-    python bench/endpoint.py --dataset ../shared/data/ruwiki/ruwikibench_articles.json --latency 0.5 --port 8500
+    python bench/endpoint.py --dataset ../shared/data/ruwiki/ruwikibench_articles.json \\
+        --latency 0.5 --port 8500
 """
 
 from __future__ import annotations

@@ -136,7 +136,8 @@ def main() -> None:
         if args.per_page:
             for p in r["per_page"]:  # type: ignore[union-attr]
                 print(
-                    f"    {p['file']:48} with {p['with']:>5} without {p['without']:>5} chars {p['chars']:>6} {p['extractor']}"
+                    f"    {p['file']:48} with {p['with']:>5} without "
+                    f"{p['without']:>5} chars {p['chars']:>6} {p['extractor']}"
                 )
     if args.json:
         args.json.write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")

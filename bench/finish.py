@@ -1,10 +1,11 @@
 """The finish of a run on its own: what ``run`` does after the last LLM answer, timed step by step.
 
 Copies a finished run directory (``bench/scale.py --work DIR`` keeps them) and, in a fresh process with a
-scoring context (no LLM) built from the run's spec, runs the steps the end of ``run`` runs — floors, baselines,
-metrics and report — printing per step the wall and CPU seconds, the peak RSS of the process, and how many texts
-the NER model read. ``--profile FILE`` writes a cProfile of the whole finish (``python -m pstats FILE``);
-``--runs 2`` runs it twice, in two processes, on the same copy (the second sees the first's disk caches).
+scoring context (no LLM) built from the run's spec, runs the steps the end of ``run`` runs — floors,
+baselines, metrics and report — printing per step the wall and CPU seconds, the peak RSS of the process, and
+how many texts the NER model read. ``--profile FILE`` writes a cProfile of the whole finish
+(``python -m pstats FILE``); ``--runs 2`` runs it twice, in two processes, on the same copy (the second sees
+the first's disk caches).
 
     python bench/finish.py RUNDIR [--dataset DATA] [--profile finish.prof] [--runs 2]
 """
@@ -47,7 +48,8 @@ def _context(rundir: Path, dataset: str | None) -> Any:
 
 
 def _steps() -> list[tuple[str, Any]]:
-    """The finish of ``run`` after the last unit (runner/execute.py), and the exit status the command reads."""
+    """The finish of ``run`` after the last unit (runner/execute.py), and the exit status the command
+    reads."""
     from ruwikibench.runner.execute import finalize
 
     try:
@@ -129,7 +131,8 @@ def main() -> None:
                 raise SystemExit(f"finish failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
             figures = json.loads(lines[-1].removeprefix("FIGURES "))
             print(
-                f"run {run} (load average {os.getloadavg()[0]:.1f}): NER read {figures.pop('ner_texts')} texts"
+                f"run {run} (load average {os.getloadavg()[0]:.1f}): "
+                f"NER read {figures.pop('ner_texts')} texts"
             )
             print("| step | wall | CPU | peak RSS after |\n|---|---|---|---|")
             for name, (wall, cpu, rss) in figures.items():

@@ -1,15 +1,16 @@
-"""What a run's first request waits for: ``ruwikibench run all`` in a new process, stopped when it connects to the
-endpoint to send its first request, with ``python -X importtime``.
+"""What a run's first request waits for: ``ruwikibench run all`` in a new process, stopped when it connects to
+the endpoint to send its first request, with ``python -X importtime``.
 
     python bench/first_request.py --dataset ../shared/data/ruwiki/ruwikibench_articles.json \\
         --article Python --article "Квантовый компьютер" --runs 5
 
-Starts ``bench/endpoint.py``, writes the bench config of ``bench/pipeline.py`` (e5-int8, 512 tokens, a new model
-name per run: nothing answered from the cache) and runs the CLI ``--runs`` times, as ``python -m ruwikibench`` does,
-with an audit hook that ends the process at its first connection to the endpoint. Prints, per run but the last,
-the wall time from process start and the CPU time of the process (all threads) at that moment, and for the last
-run, made with ``-X importtime``, the import time up to then by top-level package (``-X importtime``'s own times: inflated by its bookkeeping, and by the load
-of a shared machine — compare packages, not absolute figures). The package is compiled to bytecode first, as in
+Starts ``bench/endpoint.py``, writes the bench config of ``bench/pipeline.py`` (e5-int8, 512 tokens, a new
+model name per run: nothing answered from the cache) and runs the CLI ``--runs`` times, as
+``python -m ruwikibench`` does, with an audit hook that ends the process at its first connection to the
+endpoint. Prints, per run but the last, the wall time from process start and the CPU time of the process (all
+threads) at that moment, and for the last run, made with ``-X importtime``, the import time up to then by
+top-level package (``-X importtime``'s own times: inflated by its bookkeeping, and by the load of a shared
+machine — compare packages, not absolute figures). The package is compiled to bytecode first, as in
 ``bench/cold_run.py``.
 """
 
@@ -41,7 +42,8 @@ PORT = int(os.environ["PROBE_PORT"])
 def first_request(event, args):
     if event == "socket.connect" and isinstance(args[1], tuple) and args[1][1:2] == (PORT,):
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        print(f"FIRST {time.time() - float(os.environ['PROBE_START']):.3f} {usage.ru_utime + usage.ru_stime:.3f} "
+        print(f"FIRST {time.time() - float(os.environ['PROBE_START']):.3f} {usage.ru_utime + \
+usage.ru_stime:.3f} "
               f"{len(sys.modules)}", file=sys.stderr, flush=True)
         os._exit(0)
 
@@ -118,11 +120,13 @@ def main() -> None:
     for wall, cpu, modules, _ in timed:
         print(f"first request {wall:.2f} s after process start, {cpu:.2f} CPU-s, {modules} modules loaded")
     print(
-        f"median: {statistics.median(r[0] for r in timed):.2f} s, {statistics.median(r[1] for r in timed):.2f} CPU-s"
+        f"median: {statistics.median(r[0] for r in timed):.2f} "
+        f"s, {statistics.median(r[1] for r in timed):.2f} CPU-s"
     )
     packages = by_package(rows[-1][3])
     print(
-        f"import time before the first request (-X importtime, last run): {sum(packages.values()) / 1e6:.2f} s"
+        "import time before the first request (-X importtime, "
+        f"last run): {sum(packages.values()) / 1e6:.2f} s"
     )
     for name, micros in packages.most_common(args.top):
         print(f"  {micros / 1000:7.1f} ms  {name}")

@@ -2,8 +2,8 @@
 
 Serves a gzip body on 127.0.0.1 and fetches it twice: with httpx's own decoding (``aiter_bytes``, what the
 fetcher did before: every network chunk inflated whole before the cap was checked) and with the fetcher
-(:class:`ruwikibench.corpus_builder.web.decode.CappedDecoder`: inflated under the cap). Prints compressed size,
-bytes decoded and peak Python memory (tracemalloc) of each.
+(:class:`ruwikibench.corpus_builder.web.decode.CappedDecoder`: inflated under the cap). Prints compressed
+size, bytes decoded and peak Python memory (tracemalloc) of each.
 
     python bench/gzip_bomb.py [--inflated-mb 200] [--cap-mb 5]
 """

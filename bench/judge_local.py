@@ -1,9 +1,9 @@
 """Judge a few real sections with a local OpenAI-compatible model and print the figures.
 
-Two tiny ablation runs are written from the sample data (../shared/data/ruwiki): for N sections the model writes
-the section text (a) from the section's cited sources ("grounded") and (b) from the title only ("closed"); the
-human-written section is the reference. Then both runs are judged on a few default criteria (reference-guided)
-and compared pairwise in both orders (grounded = reference run A at 0, closed = B).
+Two tiny ablation runs are written from the sample data (../shared/data/ruwiki): for N sections the model
+writes the section text (a) from the section's cited sources ("grounded") and (b) from the title only
+("closed"); the human-written section is the reference. Then both runs are judged on a few default criteria
+(reference-guided) and compared pairwise in both orders (grounded = reference run A at 0, closed = B).
 
     flock /tmp/llm.lock python bench/judge_local.py --step generate
     flock /tmp/llm.lock python bench/judge_local.py --step criteria
@@ -50,13 +50,14 @@ def _sample_dir() -> Path:
 
 SAMPLE = _sample_dir()
 GROUNDED = (
-    "Напиши текст раздела «{section}» энциклопедической статьи «{article}» в стиле Википедии по источникам ниже: "
-    "4–6 предложений связного текста по-русски, только факты из источников, нейтральный тон, без заголовков и "
-    "списков. Напиши только текст раздела.\n\nИсточники:\n{sources}"
+    "Напиши текст раздела «{section}» энциклопедической статьи «{article}» в стиле Википедии по источникам "
+    "ниже: 4–6 предложений связного текста по-русски, только факты из источников, нейтральный тон, без "
+    "заголовков и списков. Напиши только текст раздела.\n\nИсточники:\n{sources}"
 )
 CLOSED = (
-    "Напиши текст раздела «{section}» энциклопедической статьи «{article}» в стиле Википедии: 4–6 предложений "
-    "связного текста по-русски, нейтральный тон, без заголовков и списков. Напиши только текст раздела."
+    "Напиши текст раздела «{section}» энциклопедической статьи «{article}» в стиле Википедии: 4–6 "
+    "предложений связного текста по-русски, нейтральный тон, без заголовков и списков. Напиши только текст "
+    "раздела."
 )
 _MARK = re.compile(r"\[(?:\d+|[А-ЯA-Z]\s*\d+|прим\.\s*\d+)\]")
 
@@ -210,7 +211,8 @@ def main() -> None:
                     "name": args.model,
                     "endpoints": [args.endpoint],
                     "max_tokens": args.max_tokens,
-                    # a shared CPU server can take minutes per call: wait instead of re-sending (retries queue up)
+                    # a shared CPU server can take minutes per call: wait instead of re-sending (retries queue
+                    # up)
                     "timeout": 900,
                     "max_retries": 0,
                 }

@@ -1,13 +1,15 @@
-"""CPU per chat request of the HTTP client stack, at many requests in flight (the event loop's cost per request).
+"""CPU per chat request of the HTTP client stack, at many requests in flight (the event loop's cost per
+request).
 
-Sends ``--requests`` chat requests, ``--concurrency`` at a time, to bench/endpoint.py (``--latency`` seconds per
-answer) through one client stack and prints the process's CPU milliseconds per request:
+Sends ``--requests`` chat requests, ``--concurrency`` at a time, to bench/endpoint.py (``--latency`` seconds
+per answer) through one client stack and prints the process's CPU milliseconds per request:
 
-* ``llm``: the project's :class:`~ruwikibench.models.llm.LLM` over that backend, with its response cache on disk
-  (what a node's request costs: cache lookup and store, the in-flight limit, usage);
-* ``backend``: the project's :class:`~ruwikibench.models.openai_backend.OpenAIBackend` (ChatOpenAI on the openai
-  SDK's aiohttp transport);
-* ``chatopenai-httpx``: ChatOpenAI on httpx clients of 32 connections each (the backend before it moved to aiohttp);
+* ``llm``: the project's :class:`~ruwikibench.models.llm.LLM` over that backend, with its response cache on
+  disk (what a node's request costs: cache lookup and store, the in-flight limit, usage);
+* ``backend``: the project's :class:`~ruwikibench.models.openai_backend.OpenAIBackend` (ChatOpenAI on the
+  openai SDK's aiohttp transport);
+* ``chatopenai-httpx``: ChatOpenAI on httpx clients of 32 connections each (the backend before it moved to
+  aiohttp);
 * ``openai-aiohttp``, ``openai-httpx``: the openai SDK alone on either transport;
 * ``httpx``, ``aiohttp``: a bare POST and JSON parse.
 

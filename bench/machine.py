@@ -31,6 +31,7 @@ def machine_line() -> str:
 
 
 def children_cpu_seconds() -> float:
-    """User + system CPU seconds of this process's children that have ended and been waited for (with theirs)."""
+    """User + system CPU seconds of this process's children that have ended and been waited for (with
+    theirs)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime

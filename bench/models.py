@@ -4,8 +4,9 @@
 
 Without ``--base-url`` it starts the bundled llama.cpp server (ruwikibench.models.local_server) on a free port
 and stops it at the end. Snippets are 600-word windows (the paper's snippet size) of real source texts from
-RuWikiBench (``$RUWIKIBENCH_SAMPLE``, else shared/data/ruwiki beside the checkout or one of its parents); every request uses a
-different source (no two opening alike) so llama.cpp's prompt-prefix reuse does not flatter prefill.
+RuWikiBench (``$RUWIKIBENCH_SAMPLE``, else shared/data/ruwiki beside the checkout or one of its parents);
+every request uses a different source (no two opening alike) so llama.cpp's prompt-prefix reuse does not
+flatter prefill.
 
 * prefill: a 600-word prompt with max_tokens=1 — prompt tokens / wall time;
 * decode: a short prompt streamed with max_tokens=N — (chunks − 1) / (time of last chunk − first chunk);
@@ -119,8 +120,8 @@ def run(base_url: str, model: str, repeats: int, decode_tokens: int) -> None:
         chunks, span = decode(base_url, model, decode_tokens, nonce)
         speeds.append((chunks - 1) / span)
     print(
-        f"decode:  {statistics.mean(speeds):6.1f} tokens/s  ({decode_tokens} tokens streamed, {repeats} runs, "
-        f"min {min(speeds):.1f}, max {max(speeds):.1f})"
+        f"decode:  {statistics.mean(speeds):6.1f} tokens/s  ({decode_tokens} tokens streamed, {repeats} "
+        f"runs, min {min(speeds):.1f}, max {max(speeds):.1f})"
     )
     backend = OpenAIBackend(ModelConfig(name=model, endpoints=[base_url]))
     llm = LLM({"ranking": backend}, max_concurrency=1)

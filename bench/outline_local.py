@@ -1,13 +1,13 @@
 """Stage 2 on real articles with a real chat model: F1, depth statistics, wall time and LLM calls per mode.
 
     python bench/outline_local.py --sample ../shared/data/ruwiki/ruwikibench_articles.json \
-        --endpoint http://127.0.0.1:8081/v1 --articles Python "Квантовый компьютер" --modes direct description \
-        --save /tmp/outline_raw
+        --endpoint http://127.0.0.1:8081/v1 --articles Python "Квантовый компьютер" \
+        --modes direct description --save /tmp/outline_raw
 
-Snippet embeddings are computed first (outside the model lock); the graph runs then hold ``--lock`` (the shared
-``/tmp/llm.lock``) so measured runs on a shared local server do not overlap. ``--save DIR`` keeps every run's full output
-(raw mini-outlines, descriptions, merged answer), wall time and token usage as ``DIR/<mode>__<article>.json``;
-a rerun re-scores saved runs instead of calling the model again.
+Snippet embeddings are computed first (outside the model lock); the graph runs then hold ``--lock`` (the
+shared ``/tmp/llm.lock``) so measured runs on a shared local server do not overlap. ``--save DIR`` keeps every
+run's full output (raw mini-outlines, descriptions, merged answer), wall time and token usage as
+``DIR/<mode>__<article>.json``; a rerun re-scores saved runs instead of calling the model again.
 """
 
 from __future__ import annotations
@@ -168,7 +168,8 @@ def print_row(
         f"tok={usage.get('prompt_tokens', 0)}+{usage.get('completion_tokens', 0)} wall={wall:6.1f}s "
         f"F1={m['f1']:.4f} F1auth={m['f1_authors']:.4f} softR={m['soft_recall']:.3f} "
         f"gen={m['gen_headings']:.0f}/{m['gen_max_depth']:.0f}/{m['gen_deep_share']:.2f} "
-        f"ref={m['ref_headings']:.0f}/{m['ref_max_depth']:.0f}/{m['ref_deep_share']:.2f} ended={output.get('ended')}",
+        f"ref={m['ref_headings']:.0f}/{m['ref_max_depth']:.0f}/{m['ref_deep_share']:.2f} "
+        f"ended={output.get('ended')}",
         flush=True,
     )
 
@@ -182,9 +183,9 @@ def print_summary(rows: list[tuple]) -> None:
             return float(np.mean([r[4][key] for r in sel]))
 
         print(
-            f"{mode:12s} {len(sel):9d} {sum(r[3].get('calls', 0) for r in sel):6d} {sum(r[2] for r in sel):8.0f} "
-            f"{mean('f1'):8.4f} {mean('f1_authors'):17.4f} {mean('gen_headings'):9.1f} "
-            f"{mean('gen_max_depth'):10.2f} {mean('gen_deep_share'):8.2f}"
+            f"{mode:12s} {len(sel):9d} {sum(r[3].get('calls', 0) for r in sel):6d} "
+            f"{sum(r[2] for r in sel):8.0f} {mean('f1'):8.4f} {mean('f1_authors'):17.4f} "
+            f"{mean('gen_headings'):9.1f} {mean('gen_max_depth'):10.2f} {mean('gen_deep_share'):8.2f}"
         )
 
 

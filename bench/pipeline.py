@@ -1,8 +1,8 @@
 """The pipeline's speed against an endpoint of known latency: how far the wall time is from the ideal.
 
-Starts ``bench/endpoint.py`` (fixed latency, relevance answered from ground truth) in a child process, embeds the
-articles' snippets ahead of time (``ruwikibench corpus embed``, not timed), then runs ``ruwikibench run all``
-in this process and prints:
+Starts ``bench/endpoint.py`` (fixed latency, relevance answered from ground truth) in a child process, embeds
+the articles' snippets ahead of time (``ruwikibench corpus embed``, not timed), then runs
+``ruwikibench run all`` in this process and prints:
 
 * wall time, requests, distinct prompts;
 * the CPU time of the run (all threads), and per request;
@@ -57,7 +57,8 @@ def _serve(dataset: str, latency: float, port: int) -> None:
 def start_endpoint(
     dataset: str, latency: float, port: int | None = None
 ) -> tuple[multiprocessing.Process, str]:
-    """``bench/endpoint.py`` on 127.0.0.1, on ``port`` (default: a free one); the process and its ``…/v1`` URL."""
+    """``bench/endpoint.py`` on 127.0.0.1, on ``port`` (default: a free one); the process and its ``…/v1``
+    URL."""
     port = port or free_port()
     process = multiprocessing.get_context("spawn").Process(
         target=_serve, args=(dataset, latency, port), daemon=True
@@ -195,7 +196,8 @@ def _rounds(n: int, chunk: int) -> int:
 
 
 def unit_levels(stage: str, out: dict[str, Any], chunk: int) -> list[int]:
-    """The level of every LLM call of one unit: how many of its calls must be answered before it can be sent."""
+    """The level of every LLM call of one unit: how many of its calls must be answered before it can be
+    sent."""
     if stage == "ranking":
         query = 2 if out.get("query_mode") == "generated" else 0  # the Russian and the English description
         return [0] * query + [1 if query else 0] * len(out.get("candidates") or [])
@@ -220,9 +222,9 @@ def unit_levels(stage: str, out: dict[str, Any], chunk: int) -> list[int]:
 
 
 def call_levels(rundir: Path, chunk: int) -> tuple[list[int], str]:
-    """Levels of every call of the run (all units start at once) and where the deepest chain is. The outputs are
-    read a line at a time: read whole (500 MB at 285 articles, three copies: bytes, text, lines) they were the
-    measured process's lifetime peak (2.8 GB), after the run it measures."""
+    """Levels of every call of the run (all units start at once) and where the deepest chain is. The outputs
+    are read a line at a time: read whole (500 MB at 285 articles, three copies: bytes, text, lines) they were
+    the measured process's lifetime peak (2.8 GB), after the run it measures."""
     levels: list[int] = []
     deepest, where = -1, ""
     with open(rundir / "outputs.jsonl", encoding="utf-8") as lines:
@@ -236,12 +238,13 @@ def call_levels(rundir: Path, chunk: int) -> tuple[list[int], str]:
 
 
 def level_bound(levels: list[int], requests: int, concurrency: int) -> int:
-    """A lower bound, in latencies, on any schedule: calls of level ≥ k cannot start before k latencies and need
-    ⌈n / concurrency⌉ latencies more, so the run takes at least max over k of k + ⌈n(≥k) / concurrency⌉.
+    """A lower bound, in latencies, on any schedule: calls of level ≥ k cannot start before k latencies and
+    need ⌈n / concurrency⌉ latencies more, so the run takes at least max over k of k + ⌈n(≥k) / concurrency⌉.
 
-    Calls counted twice in the outputs (identical prompts, sent once: ``requests`` < ``len(levels)``) are taken
-    off the deepest levels first, which can only lower the bound — but never the last call of a level: the
-    deepest chain was sent, one call per level, so the bound never drops below the chain (deepest level + 1)."""
+    Calls counted twice in the outputs (identical prompts, sent once: ``requests`` < ``len(levels)``) are
+    taken off the deepest levels first, which can only lower the bound — but never the last call of a level:
+    the deepest chain was sent, one call per level, so the bound never drops below the chain (deepest level +
+    1)."""
     counts = Counter(levels)
     excess = max(0, len(levels) - max(requests, 0))
     for keep in (1, 0):  # first down to one call per level; only then (fewer requests than levels) to none
@@ -258,8 +261,9 @@ def level_bound(levels: list[int], requests: int, concurrency: int) -> int:
 
 
 def _phases(start: float, end: float, spans: list[tuple[float, float]]) -> dict[str, float]:
-    """The wall time cut in three: before the first request is sent (config, dataset, graphs, warm-up), from it to
-    the last answer handled (the part the critical-path ideal describes), and after it (floors, metrics, report)."""
+    """The wall time cut in three: before the first request is sent (config, dataset, graphs, warm-up), from
+    it to the last answer handled (the part the critical-path ideal describes), and after it (floors, metrics,
+    report)."""
     if not spans:
         return {"whole": end - start}
     first = min(s for s, _ in spans)
@@ -384,14 +388,16 @@ def main() -> None:
         "phases: "
         + " · ".join(f"{name} {seconds:.2f} s" for name, seconds in phases.items())
         + (
-            f" · LLM phase / ideal {phases['LLM phase'] / ideal:.2f}, / bound {phases['LLM phase'] / bound:.2f}"
+            f" · LLM phase / ideal {phases['LLM phase'] / ideal:.2f}, "
+            f"/ bound {phases['LLM phase'] / bound:.2f}"
             if bound and spans
             else ""
         )
     )
     print(
-        f"CPU time of the run (all threads of this process): {cpu:.1f} s = {1000 * cpu / max(requests, 1):.0f} ms "
-        f"per request (less sensitive to other load than the wall time)"
+        f"CPU time of the run (all threads of this process): {cpu:.1f} s = "
+        f"{1000 * cpu / max(requests, 1):.0f} ms per request (less sensitive to other load than the wall "
+        "time)"
     )
     ordered = sorted(waits)
     p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))] if ordered else 0.0

@@ -1,9 +1,10 @@
 """Stage-1 figures on the real sample: the BM25 baseline (lemmas vs stems, title vs reference queries) and a
 capped end-to-end rerank with a live OpenAI-compatible model.
 
-    python bench/ranking_bm25.py baseline                          # title (+ reference if stored) × lemma/stem
+    python bench/ranking_bm25.py baseline  # title (+ reference if stored) × lemma/stem
     python bench/ranking_bm25.py reference --endpoint http://127.0.0.1:8081/v1 --model qwen
-    python bench/ranking_bm25.py rerank --endpoint http://127.0.0.1:8081/v1 --model qwen --articles 2 --max-candidates 20
+    python bench/ranking_bm25.py rerank --endpoint http://127.0.0.1:8081/v1 --model qwen --articles 2 \\
+        --max-candidates 20
 
 The sample (../shared/data/ruwiki/ruwikibench_articles.json, or $RUWIKIBENCH_SAMPLE) is imported once into
 --work (default ~/.cache/ruwikibench/sample-dataset); reference queries are stored there.
@@ -107,7 +108,10 @@ def baseline(args: argparse.Namespace) -> None:
         f"pool k = 3 × the article's snippets, clamped to the corpus"
     )
     config = RunConfig(models={})
-    header = f"{'query':<10} {'norm':<6} {'NDCG':>18} {'NDCG@10':>18} {'R-Pr':>18} {'pool recall':>18} {'build s':>8}"
+    header = (
+        f"{'query':<10} {'norm':<6} {'NDCG':>18} {'NDCG@10':>18} "
+        f"{'R-Pr':>18} {'pool recall':>18} {'build s':>8}"
+    )
     print(header)
     print("-" * len(header))
     for kind in ("lemma", "stem"):
@@ -169,8 +173,9 @@ async def rerank(args: argparse.Namespace) -> None:
         print(
             f"{article.name[:40]:<40} {time.perf_counter() - t0:6.0f} s  pool {record.info['candidates']:>3} "
             f"rel {record.info['relevant_in_pool']:>3}  BM25 ndcg {m['bm25_ndcg']:.3f} rpr "
-            f"{m['bm25_r_precision']:.3f}  rerank ndcg {m['rerank_ndcg']:.3f} rpr {m['rerank_r_precision']:.3f}  "
-            f"judged {[record.info[k] for k in record.info if k.startswith('judged_')]}"
+            f"{m['bm25_r_precision']:.3f}  rerank ndcg {m['rerank_ndcg']:.3f} rpr "
+            f"{m['rerank_r_precision']:.3f}  judged "
+            f"{[record.info[k] for k in record.info if k.startswith('judged_')]}"
         )
     s = summarize(records)
     print(f"mean over {len(records)}: " + "  ".join(f"{k} {v.mean:.3f}" for k, v in s.items()))

@@ -1,7 +1,7 @@
-"""The HTML report at the paper's scale: two synthetic runs of 285 articles (all three stages, a node trace per
-unit shaped like the real graphs'), then `ruwikibench report A B` in a child process (wall time, peak memory)
-and the index and an article page opened in headless Chromium (time until the page's last script ran, and the
-browser's wall time, both against an empty page).
+"""The HTML report at the paper's scale: two synthetic runs of 285 articles (all three stages, a node trace
+per unit shaped like the real graphs'), then `ruwikibench report A B` in a child process (wall time, peak
+memory) and the index and an article page opened in headless Chromium (time until the page's last script ran,
+and the browser's wall time, both against an empty page).
 
     python bench/report_scale.py [--articles 285] [--work /tmp/report-scale]
 """
@@ -121,7 +121,8 @@ def node(
 
 
 class Lines:
-    """Buffered JSONL writing for synthetic files (no fsync per record: nothing here needs to survive a kill)."""
+    """Buffered JSONL writing for synthetic files (no fsync per record: nothing here needs to survive a
+    kill)."""
 
     def __init__(self, path: Path) -> None:
         self.handle = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
@@ -423,7 +424,8 @@ def main() -> None:
     size = (out / "report.html").stat().st_size / 1e6
     print(
         f"report of 2 runs × {args.articles} articles: {seconds:.1f} s, peak memory {peak_gb:.2f} GB; "
-        f"report.html {size:.2f} MB, {len(pages)} article pages of {sum(p.stat().st_size for p in pages) / len(pages) / 1e3:.0f} kB mean"
+        f"report.html {size:.2f} MB, {len(pages)} article pages of "
+        f"{sum(p.stat().st_size for p in pages) / len(pages) / 1e3:.0f} kB mean"
     )
     empty = out / "empty.html"
     empty.write_text("<!doctype html><html><body><p>empty</p></body></html>", encoding="utf-8")

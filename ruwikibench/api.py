@@ -1,6 +1,6 @@
 """The Python API, for notebooks and scripts: :func:`run`, :func:`score` and :func:`report` do what
-``ruwikibench run``, ``ruwikibench score`` and ``ruwikibench report`` do (the CLI calls the same helpers below) and
-return a :class:`Run` instead of printing tables.
+``ruwikibench run``, ``ruwikibench score`` and ``ruwikibench report`` do (the CLI calls the same helpers
+below) and return a :class:`Run` instead of printing tables.
 
 Bad input raises :class:`~ruwikibench.conf.config.RunInputError` (a
 :class:`~ruwikibench.conf.config.ConfigError` for the config) with the one-line message the CLI prints. Called
@@ -36,7 +36,8 @@ class Run:
     path: Path
     metrics: dict[str, Any]
     exit_status: int = 0
-    """0: no unit failed; 1: nothing that needed the endpoint succeeded; 3: a partial run (runner/status.py)."""
+    """0: no unit failed; 1: nothing that needed the endpoint succeeded; 3: a partial run
+    (runner/status.py)."""
 
     @property
     def run_id(self) -> str:
@@ -54,7 +55,8 @@ class Run:
         return cls(path=rundir.path, metrics=metrics, exit_status=_status(rundir))
 
     def rows(self) -> list[dict[str, Any]]:
-        """The rows of metrics.csv: run, stage, metric, view, mean, low, high, n (``pandas.DataFrame(run.rows())``)."""
+        """The rows of metrics.csv: run, stage, metric, view, mean, low, high, n
+        (``pandas.DataFrame(run.rows())``)."""
         from ruwikibench.aggregation.metrics import metrics_rows
 
         return metrics_rows(self.run_id, self.metrics)
@@ -103,13 +105,14 @@ def run(
     shard: str | None = None,
     score_in: str = "auto",
 ) -> Run:
-    """Run (or resume) ``stages`` (default: the config's) on ``dataset``, as ``ruwikibench run all`` does: the same
-    run directory under ``out`` and the same run id for the same inputs.
+    """Run (or resume) ``stages`` (default: the config's) on ``dataset``, as ``ruwikibench run all`` does: the
+    same run directory under ``out`` and the same run id for the same inputs.
 
-    ``config``: a YAML path, a dict of settings or a :class:`RunConfig`; ``dataset``: a processed dataset directory,
-    a RuWikiBench JSON file or ``hf://OWNER/NAME[/FILE]``; ``articles``: the first N; ``article_names``: by name;
-    ``shard``: ``"I/N"``, share I of N of the articles (one machine each; :func:`merge` joins the shards);
-    ``score_in``: ``"auto"``, ``"process"`` or ``"thread"``, where units are scored (``--score-in``).
+    ``config``: a YAML path, a dict of settings or a :class:`RunConfig`; ``dataset``: a processed dataset
+    directory, a RuWikiBench JSON file or ``hf://OWNER/NAME[/FILE]``; ``articles``: the first N;
+    ``article_names``: by name; ``shard``: ``"I/N"``, share I of N of the articles (one machine each;
+    :func:`merge` joins the shards); ``score_in``: ``"auto"``, ``"process"`` or ``"thread"``, where units are
+    scored (``--score-in``).
     """
     from ruwikibench.runner.shard import Shard
 
@@ -126,8 +129,8 @@ def run(
 def merge(
     shard_dirs: Iterable[str | Path | Run], into: str | Path | None = None, dataset: str | Path | None = None
 ) -> Run:
-    """Join the shard directories of one run, as ``ruwikibench merge`` does: ``<into>/<run id>`` (default ``into``:
-    the first shard's folder) with floors, baselines, metrics and report of the whole."""
+    """Join the shard directories of one run, as ``ruwikibench merge`` does: ``<into>/<run id>`` (default
+    ``into``: the first shard's folder) with floors, baselines, metrics and report of the whole."""
     from ruwikibench.runner.merge import merge_shards
 
     merged = merge_shards(
@@ -150,13 +153,14 @@ def report(
     paper: bool = False,
 ) -> Path:
     """Compare runs as ``ruwikibench report`` does: report.md, report.html, CSV and PNG per stage in ``out``;
-    returns the path of report.md. ``paper``: the paper's published results as reference rows (``--paper``)."""
+    returns the path of report.md. ``paper``: the paper's published results as reference rows
+    (``--paper``)."""
     from ruwikibench.reporting.compare import compare_runs
 
     return compare_runs([_path(r) for r in run_dirs], Path(out), view, paper)
 
 
-# The helpers the CLI shares -------------------------------------------------------------------------------------
+# The helpers the CLI shares ---------------------------------------------------------------------------------
 
 
 def load_inputs(
@@ -182,7 +186,8 @@ def load_inputs(
 
 
 def load_any_config(config: ConfigLike) -> tuple[RunConfig, str | Path]:
-    """A config from a YAML path, a dict or a RunConfig (checked as a config file is), and the name errors use."""
+    """A config from a YAML path, a dict or a RunConfig (checked as a config file is), and the name errors
+    use."""
     from ruwikibench.conf.loader import config_from_data, load_config
 
     if isinstance(config, RunConfig):
@@ -269,8 +274,8 @@ def rescore_run(run_dir: Path) -> RunDir:
 
 
 def run_coroutine(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """``asyncio.run`` of a fresh coroutine; where an event loop already runs in this thread (a notebook), in a
-    worker thread with its own loop, this thread waiting for it."""
+    """``asyncio.run`` of a fresh coroutine; where an event loop already runs in this thread (a notebook), in
+    a worker thread with its own loop, this thread waiting for it."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:

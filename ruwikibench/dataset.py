@@ -20,7 +20,8 @@ _UNSAFE = re.compile(r'[<>:"/\\|?*\x00-\x1f]')
 
 
 def safe_name(title: str) -> str:
-    """File-safe article name: the characters ``<>:"/\\|?*`` removed, as RuWikiBench's ``article_cleared_name``."""
+    """File-safe article name: the characters ``<>:"/\\|?*`` removed, as RuWikiBench's
+    ``article_cleared_name``."""
     name = _UNSAFE.sub("", title).strip().rstrip(".")
     return name or "untitled"
 
@@ -77,8 +78,8 @@ class Reference(BaseModel):
     other_links: list[str] = Field(
         default_factory=list,
         exclude=True,
-        description="links with a scheme other than http(s) (file:, ftp:, gopher: …), never fetched; seen by the "
-        "corpus builder (which records them as refused) and not saved with the dataset",
+        description="links with a scheme other than http(s) (file:, ftp:, gopher: …), never fetched; seen by "
+        "the corpus builder (which records them as refused) and not saved with the dataset",
     )
 
 
@@ -107,9 +108,9 @@ class Article(BaseModel):
 
 
 class TextOnDisk:
-    """Where an item's text is kept when a dataset is loaded without it (``load_dataset(…, source_texts=False)``
-    for the sources, ``snippet_texts=False`` for the snippets): its line in the dataset file, read again each time
-    the text is asked for."""
+    """Where an item's text is kept when a dataset is loaded without it
+    (``load_dataset(…, source_texts=False)`` for the sources, ``snippet_texts=False`` for the snippets): its
+    line in the dataset file, read again each time the text is asked for."""
 
     __slots__ = ("offset", "path")
 
@@ -134,9 +135,9 @@ class TextOnDisk:
 
 
 class TextMayStayOnDisk(BaseModel):
-    """An item (source or snippet) whose ``text`` may be left on disk (:class:`TextOnDisk`): ``text`` then reads its
-    line when asked for, and dumping, comparing or copying the item loads it for good first, so every use sees the
-    same item either way."""
+    """An item (source or snippet) whose ``text`` may be left on disk (:class:`TextOnDisk`): ``text`` then
+    reads its line when asked for, and dumping, comparing or copying the item loads it for good first, so
+    every use sees the same item either way."""
 
     id: str
     text: str
@@ -182,8 +183,8 @@ class TextMayStayOnDisk(BaseModel):
 class Source(TextMayStayOnDisk):
     """A downloaded text cited by an article. Several sources may share one footnote id.
 
-    A run never reads the sources' texts (its stages work on the snippets), ~a quarter GB at the paper's size: a
-    dataset loaded for a run leaves them on disk (:class:`TextOnDisk`)."""
+    A run never reads the sources' texts (its stages work on the snippets), ~a quarter GB at the paper's size:
+    a dataset loaded for a run leaves them on disk (:class:`TextOnDisk`)."""
 
     id: str = Field(description="'<article name>/<file stem>', unique in the dataset")
     article: str = Field(description="Article.name")
@@ -232,8 +233,8 @@ class Dataset(BaseModel):
         return self._by_id
 
     def load_source_texts(self) -> Dataset:
-        """Every source's and snippet's text in memory (those a load left on disk: :class:`TextOnDisk`); returns
-        the dataset."""
+        """Every source's and snippet's text in memory (those a load left on disk: :class:`TextOnDisk`);
+        returns the dataset."""
         for item in (*self.sources, *self.snippets):
             item.load_text()
         return self
@@ -272,7 +273,8 @@ class Dataset(BaseModel):
 
     def _grouped(self) -> dict[str, dict[str, list[Any]]]:
         """Sources and snippets grouped by article and by source, in dataset order, built on first use: each
-        lookup was a scan of the whole dataset, made per unit and per section (quadratic in the dataset's size)."""
+        lookup was a scan of the whole dataset, made per unit and per section (quadratic in the dataset's
+        size)."""
         if self._groups is None:
             groups: dict[str, defaultdict[str, list[Any]]] = {
                 "sources": defaultdict(list),
@@ -297,7 +299,8 @@ class Dataset(BaseModel):
         return list(self._grouped()["by_source"].get(source_id, ()))
 
     def section_snippets(self, article: Article, section: Section) -> list[Snippet]:
-        """Snippets of every kept source cited by the section's own paragraphs (benchmark-mode stage 3 input)."""
+        """Snippets of every kept source cited by the section's own paragraphs (benchmark-mode stage 3
+        input)."""
         cited = set(section.cited_footnotes())
         source_ids = {s.id for s in self.sources_of(article.name) if s.footnote_id in cited}
         return [s for s in self.snippets_of(article.name) if s.source_id in source_ids]

@@ -1,7 +1,7 @@
 """Everything a plug-in author imports: ``from ruwikibench.plugin import ...``.
 
-A new stage is a subclass of :class:`Stage` registered with :func:`register_stage` (in a package installed next
-to ruwikibench: the ``ruwikibench.stages`` entry point names the class)::
+A new stage is a subclass of :class:`Stage` registered with :func:`register_stage` (in a package installed
+next to ruwikibench: the ``ruwikibench.stages`` entry point names the class)::
 
     class MyOutput(BaseModel):
         text: str
@@ -14,7 +14,7 @@ to ruwikibench: the ``ruwikibench.stages`` entry point names the class)::
         options_model = MyOptions            # optional: ``stage_options.my_stage`` in a run config
         roles = ("my_role",)                 # optional: ``models.my_role`` (else the writer's model answers)
 
-        def build_graph(self) -> StateGraph: ...              # input/output schemas, context_schema=StageContext
+        def build_graph(self) -> StateGraph: ...  # input/output schemas, context_schema=StageContext
         def units(self, dataset, article, config) -> list[Unit]: ...   # graph inputs from gold data
         def score(self, unit, output: MyOutput, context) -> StageScore:
             return StageScore(records=[ScoreRecord(...)], texts=[GeneratedText(...)])
@@ -22,9 +22,9 @@ to ruwikibench: the ``ruwikibench.stages`` entry point names the class)::
 A :class:`Metric` says everything the reports need of a metric: its direction (↑/↓), scale (×100, count,
 seconds), kind, whether it has a permutation floor and a rescaled twin (``floor=True``, then ``floor_sides()``
 and ``cross_score()``), whether it is compared with the baselines, in paired comparisons, and the headline.
-Every other member (``order``, ``retry_reason()``, ``failure_keys()``, …) has a documented default on :class:`Stage`. A ``score()`` returning anything but a
-:class:`StageScore` (or a list of :class:`ScoreRecord`) fails the unit with one error naming the stage and the
-method; the run lists it and exits non-zero.
+Every other member (``order``, ``retry_reason()``, ``failure_keys()``, …) has a documented default on
+:class:`Stage`. A ``score()`` returning anything but a :class:`StageScore` (or a list of :class:`ScoreRecord`)
+fails the unit with one error naming the stage and the method; the run lists it and exits non-zero.
 
 What nodes use:
 
@@ -40,8 +40,9 @@ What nodes use:
   overrides that must fit them, and :func:`parse_outline` for outline answers.
 
 What ``score()`` uses: the evaluators' pure functions (:func:`rouge_l`, :func:`sentence_bleu`,
-:func:`lexical_scores`, :func:`sentence_prf`, :func:`text_scores`, :func:`entity_scores`, :func:`ranking_metrics`,
-:func:`ndcg`, :func:`r_precision`, :func:`structure_stats`) and :class:`FloorSide` for ``floor_sides()``.
+:func:`lexical_scores`, :func:`sentence_prf`, :func:`text_scores`, :func:`entity_scores`,
+:func:`ranking_metrics`, :func:`ndcg`, :func:`r_precision`, :func:`structure_stats`) and :class:`FloorSide`
+for ``floor_sides()``.
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@
 :class:`~ruwikibench.models.types.Completion` whose logprobs are returned when the client asks for logprobs —
 after serving its scripted ``failures`` (status, headers, delay) first, and with a 500 every request that
 ``fail_if(body)`` picks (partial runs: one article's or one text's requests fail); it records every request
-body, its headers and arrival time. With ``synthetic_logprobs`` a text answer gets made-up logprobs (its words at
-p = 0.8) when logprobs are asked for. :func:`fake_openai_server` is the short form for CLI tests: a responder
-of the messages, the base URL yielded.
+body, its headers and arrival time. With ``synthetic_logprobs`` a text answer gets made-up logprobs (its words
+at p = 0.8) when logprobs are asked for. :func:`fake_openai_server` is the short form for CLI tests: a
+responder of the messages, the base URL yielded.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ def answer_of(body: dict) -> str:
 
 @dataclass
 class StubServer:
-    """Counts every chat request it receives (failed ones too) and answers per ``failures`` then ``answer``."""
+    """Counts every chat request it receives (failed ones too) and answers per ``failures`` then
+    ``answer``."""
 
     failures: list[Failure] = field(default_factory=list)
     answer: Callable[[dict], Answer] = answer_of

@@ -1,7 +1,7 @@
 """The Python API (ruwikibench.run / score / report -> Run) on the writer fixture's corpus against the fake
 OpenAI-compatible server on 127.0.0.1 (tests/cli/small_runs.py): the same run directory, run id and metrics as
-the CLI, flat rows, baselines, re-scoring, a report of two runs, a call inside a running event loop, and bad input
-raised as the CLI's one-line errors."""
+the CLI, flat rows, baselines, re-scoring, a report of two runs, a call inside a running event loop, and bad
+input raised as the CLI's one-line errors."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ STAGES = ["ranking", "outline"]
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """The API run (config as a dict), the CLI run of the same config file (another --out), both over two stages;
-    the fake endpoint stays up while the module's tests run."""
+    """The API run (config as a dict), the CLI run of the same config file (another --out), both over two
+    stages; the fake endpoint stays up while the module's tests run."""
     from ruwikibench.cli import app
 
     tmp = tmp_path_factory.mktemp("api")

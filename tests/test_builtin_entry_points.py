@@ -25,7 +25,8 @@ BUILTINS = ("ranking", "outline", "sections", "writer")
 
 
 def _fresh_registry(monkeypatch, found: list[EntryPoint]) -> list[EntryPoint]:
-    """An empty registry whose discovery sees only ``found`` as the entry points; returns the ones it loaded."""
+    """An empty registry whose discovery sees only ``found`` as the entry points; returns the ones it
+    loaded."""
     loaded: list[EntryPoint] = []
 
     class Recorded(EntryPoint):

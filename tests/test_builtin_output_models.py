@@ -1,5 +1,6 @@
-"""Every built-in stage declares the model its score() receives: a stored output that does not fit it is one error
-naming the stage, before any scoring; a fitting one arrives validated, with the keys the model does not name kept."""
+"""Every built-in stage declares the model its score() receives: a stored output that does not fit it is one
+error naming the stage, before any scoring; a fitting one arrives validated, with the keys the model does not
+name kept."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""RUWIKIBENCH_CACHE moves every cache: models/, datasets/, logs/ and — for a config that leaves cache_dir at its
-default — the response, embedding and entity caches and bm25/."""
+"""RUWIKIBENCH_CACHE moves every cache: models/, datasets/, logs/ and — for a config that leaves cache_dir at
+its default — the response, embedding and entity caches and bm25/."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """A YAML alias bomb (9 levels of 9 aliases: ~387M strings once expanded) or an alias inside itself stops
-`run -c`, `graph -c`, `write` and `judge --judge-config` in one line within seconds, before anything expands it."""
+`run -c`, `graph -c`, `write` and `judge --judge-config` in one line within seconds, before anything expands
+it."""
 
 from __future__ import annotations
 

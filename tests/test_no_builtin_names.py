@@ -1,6 +1,6 @@
-"""The built-in stages come through the plug-in door, so the orchestration, the reports and the run config name
-none of them: every stage-specific choice there is an attribute or method the stage declares (issue: "the grep
-returns nothing"). ``"writer"`` as a role or a profile lives where roles and profiles are declared."""
+"""The built-in stages come through the plug-in door, so the orchestration, the reports and the run config
+name none of them: every stage-specific choice there is an attribute or method the stage declares (issue: "the
+grep returns nothing"). ``"writer"`` as a role or a profile lives where roles and profiles are declared."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""README = CI: `.ci/run` installs exactly what the README's first command installs (the same CMAKE_ARGS, the same
-extras), and those extras hold what the README's test command needs."""
+"""README = CI: `.ci/run` installs exactly what the README's first command installs (the same CMAKE_ARGS, the
+same extras), and those extras hold what the README's test command needs."""
 
 from __future__ import annotations
 

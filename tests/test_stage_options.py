@@ -1,6 +1,6 @@
-"""Stage-owned options and model roles: a stage declares an ``options_model`` and ``roles``; ``stage_options`` in
-the run config is validated by the model when the config loads, recorded in spec.json, part of the run id and
-read by the stage at run time; its roles are configurable under ``models:`` with the usual fallback."""
+"""Stage-owned options and model roles: a stage declares an ``options_model`` and ``roles``; ``stage_options``
+in the run config is validated by the model when the config loads, recorded in spec.json, part of the run id
+and read by the stage at run time; its roles are configurable under ``models:`` with the usual fallback."""
 
 from __future__ import annotations
 

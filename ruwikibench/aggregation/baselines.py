@@ -5,11 +5,11 @@ output from the unit's gold input (and, for ranking, the run's own candidate poo
 scores it and its permutation floor is measured as the run's is. One row per (baseline, item): a score record
 with ``baseline`` and, for embedding metrics, ``floor`` (the item's floor metrics).
 
-A unit's baselines are scored when the unit is (:func:`unit_baselines`, by the runner as each unit finishes, by
-``score`` for every unit) and kept per unit in ``baseline_scores.jsonl``; the finish of a run, ``score``,
-``score-outputs`` and ``merge`` gather them, scoring those of units that have none (a run from before that file),
-add the floors and write baselines.jsonl (:mod:`ruwikibench.aggregation.derived`), so old runs get them by
-``score``. CPU-bound (embedding): call it from a worker thread, never on the event loop.
+A unit's baselines are scored when the unit is (:func:`unit_baselines`, by the runner as each unit finishes,
+by ``score`` for every unit) and kept per unit in ``baseline_scores.jsonl``; the finish of a run, ``score``,
+``score-outputs`` and ``merge`` gather them, scoring those of units that have none (a run from before that
+file), add the floors and write baselines.jsonl (:mod:`ruwikibench.aggregation.derived`), so old runs get them
+by ``score``. CPU-bound (embedding): call it from a worker thread, never on the event loop.
 """
 
 from __future__ import annotations
@@ -63,8 +63,9 @@ def output_digest(output: dict[str, Any]) -> str:
 
 
 TRANSIENT: tuple[type[BaseException], ...] = (OSError, sqlite3.OperationalError, MemoryError)
-"""Faults of the machine, not of the baseline (a full disk, an I/O error, a locked or vanished cache): never kept
-as a baseline's result; they propagate, nothing is recorded, and the baseline is scored again on resume."""
+"""Faults of the machine, not of the baseline (a full disk, an I/O error, a locked or vanished cache): never
+kept as a baseline's result; they propagate, nothing is recorded, and the baseline is scored again on
+resume."""
 
 BaselineScored = tuple[list[dict[str, Any]], dict[str, Any] | None]
 """One baseline of one unit: its rows, and the output it built (None when it could not build one)."""
@@ -73,8 +74,9 @@ BaselineScored = tuple[list[dict[str, Any]], dict[str, Any] | None]
 def score_baseline(
     stage: Stage[Any], baseline: Baseline, unit: Unit, output: dict[str, Any], context: StageContext
 ) -> BaselineScored:
-    """The baseline built for the unit and scored by the stage's ``score()``; a baseline that cannot be built or
-    scored is one row with ``excluded`` set to the reason; a :data:`TRANSIENT` fault is raised, never recorded."""
+    """The baseline built for the unit and scored by the stage's ``score()``; a baseline that cannot be built
+    or scored is one row with ``excluded`` set to the reason; a :data:`TRANSIENT` fault is raised, never
+    recorded."""
     try:
         made = baseline.build(unit, output, context)
         records = stage.checked_score(unit, made, context).records
@@ -93,8 +95,8 @@ def score_baseline(
 
 
 def baselines_ahead(stage: Stage[Any], unit: Unit, context: StageContext) -> dict[str, BaselineScored]:
-    """The unit's baselines that never read the run's output (``reads_output=False``), scored before the unit has
-    one: :func:`unit_baselines` takes them as they are."""
+    """The unit's baselines that never read the run's output (``reads_output=False``), scored before the unit
+    has one: :func:`unit_baselines` takes them as they are."""
     return {
         baseline.name: score_baseline(stage, baseline, unit, {}, context)
         for baseline in stage.baselines
@@ -109,11 +111,11 @@ def unit_baselines(
     context: StageContext,
     ahead: dict[str, BaselineScored] | None = None,
 ) -> dict[str, Any]:
-    """The unit's record of ``baseline_scores.jsonl``: every baseline of ``stage`` built from the unit (and, for
-    ranking, its output's pool) and scored by the stage's ``score()`` — its rows ({baseline, unit, stage, article,
-    item, metrics, …}; an item a baseline cannot be built for is a row with ``excluded`` set to the reason) — and,
-    when the stage has a floor, the baseline outputs the floor reads. ``ahead``: baselines already scored by
-    :func:`baselines_ahead` for this unit. CPU-bound (scoring embeds): a worker thread."""
+    """The unit's record of ``baseline_scores.jsonl``: every baseline of ``stage`` built from the unit (and,
+    for ranking, its output's pool) and scored by the stage's ``score()`` — its rows ({baseline, unit, stage,
+    article, item, metrics, …}; an item a baseline cannot be built for is a row with ``excluded`` set to the
+    reason) — and, when the stage has a floor, the baseline outputs the floor reads. ``ahead``: baselines
+    already scored by :func:`baselines_ahead` for this unit. CPU-bound (scoring embeds): a worker thread."""
     rows: list[dict[str, Any]] = []
     outputs: dict[str, Any] = {}
     for baseline in stage.baselines:
@@ -138,7 +140,8 @@ def unit_baselines(
 def current_record(
     record: dict[str, Any] | None, stage: Stage[Any], output: dict[str, Any]
 ) -> dict[str, Any] | None:
-    """``record`` when it was built from ``output`` by the stage's baselines of now; else None (score them again)."""
+    """``record`` when it was built from ``output`` by the stage's baselines of now; else None (score them
+    again)."""
     if record is None or record.get("baselines") != baseline_names(stage):
         return None
     return record if record.get("output_sha256") == output_digest(output) else None
@@ -161,8 +164,8 @@ def derived_current(rundir: RunDir) -> bool:
 
 
 def headline_keys(stage: str, metrics: dict[str, Any]) -> list[str]:
-    """The metrics compared with the baselines: those the stage declares ``vs_baselines`` (else its paired ones),
-    each embedding metric followed by its rescaled key; only those the run has."""
+    """The metrics compared with the baselines: those the stage declares ``vs_baselines`` (else its paired
+    ones), each embedding metric followed by its rescaled key; only those the run has."""
     from ruwikibench.reporting.tables import stage_headlines
     from ruwikibench.stage.metric import RESCALED_SUFFIX
     from ruwikibench.storage.results import StageMetrics
@@ -196,9 +199,9 @@ def versus_baselines(
     floors: list[dict[str, Any]],
     baselines: dict[str, list[dict[str, Any]]],
 ) -> dict[str, Any]:
-    """Per compared metric: the best baseline (highest mean) and the paired difference run − that baseline over
-    the items both scored (:mod:`ruwikibench.reporting.paired`: bootstrap CI, approximate-randomization p, for a
-    rescaled metric each item's score and floor kept together), with a verdict."""
+    """Per compared metric: the best baseline (highest mean) and the paired difference run − that baseline
+    over the items both scored (:mod:`ruwikibench.reporting.paired`: bootstrap CI, approximate-randomization
+    p, for a rescaled metric each item's score and floor kept together), with a verdict."""
     from ruwikibench.reporting.paired import align, compare_metric, compare_rescaled, stage_items
     from ruwikibench.stage.metric import RESCALED_SUFFIX
 

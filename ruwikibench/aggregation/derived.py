@@ -1,14 +1,14 @@
 """floors.jsonl and baselines.jsonl of a run, computed from its files in one streamed pass.
 
-What a run's finish needs from its outputs is small: each scored item's floor sides (its generated side and its
-reference) and, for each baseline, the unit's baseline score rows and floor sides. The outputs themselves
+What a run's finish needs from its outputs is small: each scored item's floor sides (its generated side and
+its reference) and, for each baseline, the unit's baseline score rows and floor sides. The outputs themselves
 (snippets, candidate pools, descriptions: hundreds of MB at the paper's size) are read one unit at a time
 (:meth:`RunDir.iter_outputs`) and dropped.
 
-The baselines of a unit are scored when the unit is scored (:meth:`Runner.score_output`, off the event loop) and
-kept in ``baseline_scores.jsonl`` (:func:`ruwikibench.aggregation.baselines.unit_baselines`): one record per
-unit with its rows, the baseline outputs a floor reads, and the digest of the output they were built from. A
-unit whose record is missing or was built from another output or another set of baselines (a run from before
+The baselines of a unit are scored when the unit is scored (:meth:`Runner.score_output`, off the event loop)
+and kept in ``baseline_scores.jsonl`` (:func:`ruwikibench.aggregation.baselines.unit_baselines`): one record
+per unit with its rows, the baseline outputs a floor reads, and the digest of the output they were built from.
+A unit whose record is missing or was built from another output or another set of baselines (a run from before
 this file, a kill between the two writes, a resumed unit) gets it here, appended, so the next pass finds it.
 Floors stay here: an item's floor draws from every item of the run.
 
@@ -58,7 +58,8 @@ class StageItems:
 
 
 class Collected:
-    """The run's floor sides and baseline rows by stage (:func:`collect`), and the floors and rows made of them."""
+    """The run's floor sides and baseline rows by stage (:func:`collect`), and the floors and rows made of
+    them."""
 
     def __init__(self) -> None:
         self.stages: dict[
@@ -111,7 +112,8 @@ class Collected:
     def baseline_rows(
         self, context: StageContext, *, per_item: int = PER_ITEM, seed: int = SEED
     ) -> list[dict[str, Any]]:
-        """baselines.jsonl's rows: every baseline row of every unit, with its item's floor where it has one."""
+        """baselines.jsonl's rows: every baseline row of every unit, with its item's floor where it has
+        one."""
         rows: list[dict[str, Any]] = []
         for name, items in self.stages.items():
             if items is None:
@@ -134,12 +136,12 @@ class Collected:
 def one_blas_thread() -> Iterator[None]:
     """BLAS on one thread while floors are computed: their tens of thousands of matrix products are small
     (a section's sentences against another's, an outline's headings), and OpenBLAS wakes a second thread for
-    each one above ~260k multiply-adds — ~1 ms per product on a busy machine, 3× the floors' time at 64 articles.
-    The numbers agree with threaded BLAS to float32 rounding; whether they agree to the bit depends on the BLAS
-    build and the CPU (OpenBLAS's Haswell kernels on an AMD EPYC differ in the last bits: its single-thread path
-    sums in another order). Floors are computed under one thread wherever they run (here or in the scoring
-    process), so a run's floors never depend on it. Process-wide: the finish is the only work then (every unit
-    done)."""
+    each one above ~260k multiply-adds — ~1 ms per product on a busy machine, 3× the floors' time at 64
+    articles. The numbers agree with threaded BLAS to float32 rounding; whether they agree to the bit depends
+    on the BLAS build and the CPU (OpenBLAS's Haswell kernels on an AMD EPYC differ in the last bits: its
+    single-thread path sums in another order). Floors are computed under one thread wherever they run (here or
+    in the scoring process), so a run's floors never depend on it. Process-wide: the finish is the only work
+    then (every unit done)."""
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:  # scikit-learn's dependency; without it, BLAS keeps its threads
@@ -174,8 +176,8 @@ def _stored_baselines(rundir: RunDir) -> dict[tuple[str, str, str], dict[str, An
 
 
 def collect(rundir: RunDir, context: StageContext, *, baselines: bool = True) -> Collected:
-    """One pass over the run's outputs: floor sides of every scored item and (``baselines``) every unit's baseline
-    rows and floor sides, scoring the baselines of units that have no current record (appended to
+    """One pass over the run's outputs: floor sides of every scored item and (``baselines``) every unit's
+    baseline rows and floor sides, scoring the baselines of units that have no current record (appended to
     ``baseline_scores.jsonl``)."""
     collected = Collected()
     stored = _stored_baselines(rundir) if baselines else {}
@@ -216,8 +218,9 @@ def _add_baselines(
 def compute_floors_and_baselines(rundir: RunDir, context: StageContext) -> None:
     """floors.jsonl, then baselines.jsonl: what a scoring pass writes beside results.jsonl; then the stamp
     (:data:`STAMP_FILE`) naming the outputs and results they were computed from — only when every floor was
-    computed (else a stamp naming no inputs: the next run tries again). A kill anywhere before the stamp leaves
-    the old stamp (or none), so the next run recomputes both; so does a fault raised here (a full disk)."""
+    computed (else a stamp naming no inputs: the next run tries again). A kill anywhere before the stamp
+    leaves the old stamp (or none), so the next run recomputes both; so does a fault raised here (a full
+    disk)."""
     digest: str | None = inputs_digest(rundir)
     fault_point("before_floors")
     collected = collect(rundir, context)

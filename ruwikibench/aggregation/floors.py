@@ -1,12 +1,12 @@
-"""The permutation floor of a run's embedding metrics (see :mod:`ruwikibench.evaluators.floor`); floors.jsonl is
-written by :mod:`ruwikibench.aggregation.derived`.
+"""The permutation floor of a run's embedding metrics (see :mod:`ruwikibench.evaluators.floor`); floors.jsonl
+is written by :mod:`ruwikibench.aggregation.derived`.
 
-A stage takes part by declaring metrics with ``floor=True`` (its embedding metrics), ``floor_sides(unit, output,
-context)`` (each scored item's generated side and reference side) and ``cross_score(generated, reference,
-context)`` (the metric of any generated side against any reference side — the stage scores its own pairs with
-the same code). The pool of references is the run's own scored items; a stage may offer
-``reference_pool(context)`` (the outline stage: every dataset article's outline) to draw from instead when the
-run holds no more than ``per_item`` articles.
+A stage takes part by declaring metrics with ``floor=True`` (its embedding metrics),
+``floor_sides(unit, output, context)`` (each scored item's generated side and reference side) and
+``cross_score(generated, reference, context)`` (the metric of any generated side against any reference side —
+the stage scores its own pairs with the same code). The pool of references is the run's own scored items; a
+stage may offer ``reference_pool(context)`` (the outline stage: every dataset article's outline) to draw from
+instead when the run holds no more than ``per_item`` articles.
 
 The pairs reuse the texts the metric already embedded (the context's embedder caches vectors by text), so the
 floor costs lookups and small matrix products, plus the few reference texts of a pool outside the run.

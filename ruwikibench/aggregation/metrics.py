@@ -1,7 +1,7 @@
 """Aggregate per-item scores into run metrics: means with bootstrap 95% CIs, two views of failures.
 
-View ``failures_excluded``: failed items are left out. View ``failures_as_zero``: every failed unit counts as one
-item scoring 0 on each metric that its failure took away — every metric of its stage, unless the stage's
+View ``failures_excluded``: failed items are left out. View ``failures_as_zero``: every failed unit counts as
+one item scoring 0 on each metric that its failure took away — every metric of its stage, unless the stage's
 ``failure_keys(reason, keys)`` narrows it (a failed rerank leaves the BM25 baseline and the pool recall
 standing: only the rerank metrics are zeroed). Paper exclusions (e.g. a section with no source snippet) are
 excluded in both views and counted by reason. Nothing is dropped silently: counts say what happened to every
@@ -12,8 +12,8 @@ per-item values give the same means and intervals whatever order the units finis
 
 Embedding metrics with a permutation floor (rows of floors.jsonl, see :mod:`ruwikibench.aggregation.floors`)
 get two more keys: ``<key>_floor`` (mean of the item floors, bootstrap CI) and ``<key>_rescaled``
-((mean − floor) / (1 − floor), bootstrap CI resampling items with their (score, floor) pairs; failures count as
-raw 0 with no floor).
+((mean − floor) / (1 − floor), bootstrap CI resampling items with their (score, floor) pairs; failures count
+as raw 0 with no floor).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ VIEWS = ("failures_excluded", "failures_as_zero")
 def aggregate(
     results: list[dict[str, Any]], errors: list[dict[str, Any]], floors: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
-    """``results``: ScoreRecord dicts; ``errors``: unit failures ({stage, article, unit, reason}); ``floors``: rows
-    of floors.jsonl ({stage, article, item, metrics, against}) -> metrics dict."""
+    """``results``: ScoreRecord dicts; ``errors``: unit failures ({stage, article, unit, reason}); ``floors``:
+    rows of floors.jsonl ({stage, article, item, metrics, against}) -> metrics dict."""
     by_stage: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for record in sorted(
         results, key=item_key
@@ -54,9 +54,9 @@ def aggregate(
 def floor_metrics(
     key: str, scored: list[dict[str, Any]], zeros: int, floors: list[dict[str, Any]]
 ) -> dict[str, dict[str, Any]]:
-    """``<key>_floor`` (mean of the item floors) and ``<key>_rescaled`` in both views, the rescaled CI resampling
-    items with their (score, floor) pairs: a scored item without a floor row (an empty output) and a failure
-    counted as 0 have a score and no floor. Nothing when no item has a floor for ``key``."""
+    """``<key>_floor`` (mean of the item floors) and ``<key>_rescaled`` in both views, the rescaled CI
+    resampling items with their (score, floor) pairs: a scored item without a floor row (an empty output) and
+    a failure counted as 0 have a score and no floor. Nothing when no item has a floor for ``key``."""
     by_item = {item_key(row): row["metrics"][key] for row in floors if key in row["metrics"]}
     if not by_item:
         return {}
@@ -136,9 +136,9 @@ FAILED_JUDGEMENTS = ("error", "unparseable")
 
 
 def judgement_counts(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """LLM judgements made inside the stage's units (e.g. ranking's relevance calls, ``info['judged_<source>']``):
-    ``judgements`` (all), ``failed_judgements`` (request error or unparseable answer), ``judgement_sources``;
-    empty for stages that make none."""
+    """LLM judgements made inside the stage's units (e.g. ranking's relevance calls,
+    ``info['judged_<source>']``): ``judgements`` (all), ``failed_judgements`` (request error or unparseable
+    answer), ``judgement_sources``; empty for stages that make none."""
     by_source: Counter[str] = Counter()
     for record in records:
         for key, value in (record.get("info") or {}).items():

@@ -8,8 +8,8 @@ outlines, from the first sentences of the snippets, from a random order — with
 :mod:`ruwikibench.aggregation.metrics` puts them beside the run, with the paired difference run − best
 baseline.
 
-A stage declares its baselines itself (``Stage.baselines``, a tuple of :class:`Baseline`), built-in or plug-in:
-the modules here define the built-in stages' (``RANKING_BASELINES``, ``OUTLINE_BASELINES``,
+A stage declares its baselines itself (``Stage.baselines``, a tuple of :class:`Baseline`), built-in or
+plug-in: the modules here define the built-in stages' (``RANKING_BASELINES``, ``OUTLINE_BASELINES``,
 ``SECTIONS_BASELINES``), which those stages name.
 """
 

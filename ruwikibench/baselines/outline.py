@@ -49,7 +49,8 @@ def _normalized(title: str) -> str:
 
 
 def frequent_headings(unit: Unit, output: dict[str, Any], context: StageContext) -> dict[str, Any]:
-    """The reference H2 headings of the other articles, most frequent first (ties: alphabetical), k of them."""
+    """The reference H2 headings of the other articles, most frequent first (ties: alphabetical), k of
+    them."""
     if context.dataset is None:
         raise BaselineSkipped("no dataset in the context")
     counts: Counter[str] = Counter()
@@ -68,7 +69,8 @@ def frequent_headings(unit: Unit, output: dict[str, Any], context: StageContext)
     return outline_output([spelling[t] for t in ranked], "baseline: frequent headings")
 
 
-# built from the unit's input and the dataset alone: scored ahead, before the unit runs (runner/score_process.py)
+# built from the unit's input and the dataset alone: scored ahead, before the unit runs
+# (runner/score_process.py)
 OUTLINE_BASELINES = (
     Baseline("template", "generic encyclopedia headings, no title", template, reads_output=False),
     Baseline("title template", "generic headings with the title", title_template, reads_output=False),

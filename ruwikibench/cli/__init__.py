@@ -7,9 +7,9 @@ from typing import Any
 import typer
 
 EXIT_CODES = (  # ruwikibench.runner.status computes them
-    "Exit status: 0 no unit failed; 1 units failed and none that needed the endpoint succeeded (endpoint down, "
-    "every request failing); 2 bad input (one 'error:' line naming the file, field or option; nothing run); "
-    "3 some units failed, others succeeded (a partial run: the same command resumes it); "
+    "Exit status: 0 no unit failed; 1 units failed and none that needed the endpoint succeeded (endpoint "
+    "down, every request failing); 2 bad input (one 'error:' line naming the file, field or option; nothing "
+    "run); 3 some units failed, others succeeded (a partial run: the same command resumes it); "
     "70 an internal error (a bug: its traceback is written to a file named on stderr; "
     "--debug or RUWIKIBENCH_DEBUG=1 prints it)."
 )
@@ -46,7 +46,8 @@ def graph(
         None, "--config", "-c", help="a run config: draw the graph with its overrides"
     ),
 ) -> None:
-    """Print a stage graph as a Mermaid flowchart, drawn from the compiled graph (with a config's overrides)."""
+    """Print a stage graph as a Mermaid flowchart, drawn from the compiled graph (with a config's
+    overrides)."""
     from pathlib import Path
 
     from ruwikibench.cli.pictures import mermaid
@@ -114,11 +115,12 @@ DEBUG_ENV = "RUWIKIBENCH_DEBUG"
 
 def main() -> None:
     """The `ruwikibench` entry point. Bad input (a file, field, option or article), a run directory in use, an
-    unreadable JSONL line, a usage error, a machine fault (``OSError``) end the command with one ``error:`` line
-    on stderr and exit status 2, never a traceback. Any other exception is a bug (:mod:`ruwikibench.cli.errors`):
-    one ``error: internal error …`` line naming the file its traceback was written to, exit status 70;
-    ``--debug`` (anywhere on the command line) or ``RUWIKIBENCH_DEBUG=1`` prints the traceback instead. A
-    command's own status (0, 1, 3: :mod:`ruwikibench.runner.status`) is the process's."""
+    unreadable JSONL line, a usage error, a machine fault (``OSError``) end the command with one ``error:``
+    line on stderr and exit status 2, never a traceback. Any other exception is a bug
+    (:mod:`ruwikibench.cli.errors`): one ``error: internal error …`` line naming the file its traceback was
+    written to, exit status 70; ``--debug`` (anywhere on the command line) or ``RUWIKIBENCH_DEBUG=1`` prints
+    the traceback instead. A command's own status (0, 1, 3: :mod:`ruwikibench.runner.status`) is the
+    process's."""
     import os
     import sys
 

@@ -66,8 +66,8 @@ def check_metrics(
     )
     failed = failed_headlines(checks)
     console.print(
-        "PASS = the decisive rungs' means go down (restated > 25% > 50% > 75% > wrong article) and every paired "
-        "difference has its CI above 0; * = headline metric. "
+        "PASS = the decisive rungs' means go down (restated > 25% > 50% > 75% > wrong article) and every "
+        "paired difference has its CI above 0; * = headline metric. "
         + (f"Headline metrics failing: {', '.join(failed)}" if failed else "Every headline metric passes.")
     )
     if failed:

@@ -42,7 +42,8 @@ def import_(
         ),
     ] = False,
 ) -> None:
-    """Parse every article once, apply the paper's filters, cut snippets and write DIR (JSONL + manifest.json).
+    """Parse every article once, apply the paper's filters, cut snippets and write DIR (JSONL +
+    manifest.json).
 
     Articles that fail (no html, no article body, malformed sources) are reported one line each on stderr;
     the others are still written and the exit code is 1. Two entries with the same title stop the import
@@ -119,7 +120,8 @@ def stats(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the statistics as JSON")] = False,
 ) -> None:
-    """Print the paper's Table 1 rows for a processed dataset (articles, sources, snippets, outline and section size)."""
+    """Print the paper's Table 1 rows for a processed dataset (articles, sources, snippets, outline and
+    section size)."""
     from ruwikibench.corpus_builder.stats import dataset_stats
     from ruwikibench.corpus_builder.store import DatasetStoreError, load_dataset
 
@@ -170,7 +172,8 @@ def export(
         Path, typer.Option("--out", "-o", help="JSON file to write in the published RuWikiBench layout")
     ],
 ) -> None:
-    """Write a processed dataset back in the published RuWikiBench JSON layout (HTML rendered from the outline)."""
+    """Write a processed dataset back in the published RuWikiBench JSON layout (HTML rendered from the
+    outline)."""
     from ruwikibench.corpus_builder.ruwikibench_json import export_ruwikibench_json
     from ruwikibench.corpus_builder.store import DatasetStoreError, load_dataset
 
@@ -240,5 +243,6 @@ def embed(
     if bm25:
         documents = build_bm25(data, cfg)
         console.print(
-            f"BM25 index ({cfg.options(RankingConfig).normalizer}): {documents} snippets, in {cfg.cache_path / 'bm25'}"
+            f"BM25 index ({cfg.options(RankingConfig).normalizer}): "
+            f"{documents} snippets, in {cfg.cache_path / 'bm25'}"
         )

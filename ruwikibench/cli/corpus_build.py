@@ -1,4 +1,5 @@
-"""`ruwikibench corpus build` — build a dataset from article titles by downloading the pages and their sources."""
+"""`ruwikibench corpus build` — build a dataset from article titles by downloading the pages and their
+sources."""
 
 from __future__ import annotations
 

@@ -1,10 +1,11 @@
-"""How the command line ends on an error: bad input is one ``error:`` line and exit status 2; anything else is a
-bug — a short line saying so and where its traceback was written, exit status :data:`INTERNAL_ERROR`.
+"""How the command line ends on an error: bad input is one ``error:`` line and exit status 2; anything else is
+a bug — a short line saying so and where its traceback was written, exit status :data:`INTERNAL_ERROR`.
 
 Bad input is an exception of a known input-error type (:func:`input_error_types`): the package's own (a config
-field, a dataset, a run directory, a corpus file, an outline file, a judge file, …, each one line naming the file,
-field or article) and the machine's (``OSError``: a missing file, a permission, a full disk). Every other exception
-(``KeyError``, ``TypeError``, an ``AttributeError`` …) escaped a loader that should have named the problem."""
+field, a dataset, a run directory, a corpus file, an outline file, a judge file, …, each one line naming the
+file, field or article) and the machine's (``OSError``: a missing file, a permission, a full disk). Every
+other exception (``KeyError``, ``TypeError``, an ``AttributeError`` …) escaped a loader that should have named
+the problem."""
 
 from __future__ import annotations
 
@@ -66,7 +67,8 @@ def is_input_error(exc: BaseException) -> bool:
 
 
 def input_error_line(exc: BaseException) -> str:
-    """The one line of a known input error: its message (``OSError``: with its type, as ``FileNotFoundError: …``)."""
+    """The one line of a known input error: its message (``OSError``: with its type, as
+    ``FileNotFoundError: …``)."""
     text = str(exc)
     if isinstance(exc, OSError) or not text:
         text = f"{type(exc).__name__}: {text}"
@@ -74,7 +76,8 @@ def input_error_line(exc: BaseException) -> str:
 
 
 def internal_error_line(exc: BaseException, debug: bool) -> str:
-    """Print the traceback under ``debug``, else write it to a file; the line saying what happened and where."""
+    """Print the traceback under ``debug``, else write it to a file; the line saying what happened and
+    where."""
     if debug:
         traceback.print_exception(exc)
         return f"internal error (a bug of ruwikibench): {type(exc).__name__}: {exc}"

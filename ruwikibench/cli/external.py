@@ -77,7 +77,8 @@ def score_outputs(
         str | None, typer.Option("--system", help="what produced the outputs (recorded in spec.json)")
     ] = None,
 ) -> None:
-    """Score outputs of another system (or STORM folders) into a run directory beside native runs; no LLM call."""
+    """Score outputs of another system (or STORM folders) into a run directory beside native runs; no LLM
+    call."""
     from ruwikibench.cli.run import _show
     from ruwikibench.external.formats import STAGES, ExternalFormatError
     from ruwikibench.external.score import ExternalOptions
@@ -128,7 +129,8 @@ def score_outputs(
 
 
 def _score_exit(rundir: Any) -> None:
-    """Exit 0 when every unit was scored, 1 when none was, 3 when some were; one line naming the first failure."""
+    """Exit 0 when every unit was scored, 1 when none was, 3 when some were; one line naming the first
+    failure."""
     from ruwikibench.runner.status import exit_status
     from ruwikibench.storage.rundir import scored_units
 

@@ -349,7 +349,8 @@ def citations_meta_command(
         Path | None, typer.Option("--out", help="write the figures and probabilities as JSON")
     ] = None,
 ) -> None:
-    """Agreement of the citation support judge with hand-labelled pairs: accuracy, precision, recall, F1, AUC."""
+    """Agreement of the citation support judge with hand-labelled pairs: accuracy, precision, recall, F1,
+    AUC."""
     from collections import Counter
 
     from ruwikibench.cli.judge_citations import measure_cosine

@@ -1,5 +1,5 @@
-"""The helpers of `ruwikibench judge citations` and `judge citations-meta` (cli/judge.py): the config naming the
-support model, the dataset, the support checks of one run directory, the cosine measure."""
+"""The helpers of `ruwikibench judge citations` and `judge citations-meta` (cli/judge.py): the config naming
+the support model, the dataset, the support checks of one run directory, the cosine measure."""
 
 from __future__ import annotations
 

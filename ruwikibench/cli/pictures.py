@@ -1,8 +1,8 @@
 """Pictures of the stage graphs drawn from the code (Mermaid), and the docs blocks that show them.
 
 Each stage page under ``docs/`` holds its graph between ``<!-- graph:NAME -->`` and ``<!-- /graph:NAME -->``;
-``ruwikibench graph --update-docs`` rewrites those blocks from the compiled graphs, and a test fails when a block
-is not what the code draws, so the pictures cannot drift from the graphs.
+``ruwikibench graph --update-docs`` rewrites those blocks from the compiled graphs, and a test fails when a
+block is not what the code draws, so the pictures cannot drift from the graphs.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ def doc_pages() -> dict[str, str]:
 
 
 def mermaid(stage: str, xray: int = 1, overrides: dict[str, Override] | None = None) -> str:
-    """The Mermaid flowchart of a registered stage's compiled graph (subgraphs drawn ``xray`` levels deep), with
-    ``overrides`` (:func:`ruwikibench.runner.overrides.check_overrides` of a run config) applied."""
+    """The Mermaid flowchart of a registered stage's compiled graph (subgraphs drawn ``xray`` levels deep),
+    with ``overrides`` (:func:`ruwikibench.runner.overrides.check_overrides` of a run config) applied."""
     graph = stage_graph(get_stage(stage), overrides or {}).compile()
     return graph.get_graph(xray=xray).draw_mermaid().strip()
 

@@ -25,10 +25,11 @@ def reference_queries(
         bool, typer.Option(help="regenerate all (needed to switch the reference model)")
     ] = False,
 ) -> None:
-    """Write the reference-mode queries (title + H2 headings -> description) with the config's `reference` model.
+    """Write the reference-mode queries (title + H2 headings -> description) with the config's `reference`
+    model.
 
-    Stored beside the dataset (or at `ranking.reference_queries`) so every evaluated model ranks the same pool;
-    resumable: articles already stored are kept.
+    Stored beside the dataset (or at `ranking.reference_queries`) so every evaluated model ranks the same
+    pool; resumable: articles already stored are kept.
     """
     from ruwikibench.models.retry import LLMRequestError
     from ruwikibench.nodes.queries import (

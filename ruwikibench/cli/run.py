@@ -51,9 +51,9 @@ SCORE_IN = ("auto", "thread", "process")
 
 
 def _load(config_path: Path, dataset_spec: str) -> tuple[Any, Any, Path]:
-    """Config and dataset (:func:`ruwikibench.api.load_inputs`); bad input is one line on stderr and exit status 2.
-    Articles of a RuWikiBench JSON that failed to import are reported one line each, as `corpus import` reports
-    them."""
+    """Config and dataset (:func:`ruwikibench.api.load_inputs`); bad input is one line on stderr and exit
+    status 2. Articles of a RuWikiBench JSON that failed to import are reported one line each, as `corpus
+    import` reports them."""
     from ruwikibench.api import load_inputs
     from ruwikibench.conf.config import RunInputError
 
@@ -65,8 +65,8 @@ def _load(config_path: Path, dataset_spec: str) -> tuple[Any, Any, Path]:
 
 
 def with_overrides(config: Any, overrides: dict[str, dict[str, Any]], origin: str) -> Any:
-    """The config with CLI options applied to its stages' options (``stage_options.<stage>``), validated exactly
-    like the YAML (ConfigError)."""
+    """The config with CLI options applied to its stages' options (``stage_options.<stage>``), validated
+    exactly like the YAML (ConfigError)."""
     from pydantic import ValidationError
 
     from ruwikibench.conf.config import ConfigError, RunConfig
@@ -101,8 +101,8 @@ def _run(
     score_in: str = "auto",
 ) -> Any:
     """Run (or resume) stages; with ``exit_on_failure`` the command ends with the run's exit status (see
-    :mod:`ruwikibench.runner.status`) when units failed. The garbage collector rests until the run's first request
-    is out (:func:`ruwikibench.runtime.executors.pause_gc`)."""
+    :mod:`ruwikibench.runner.status`) when units failed. The garbage collector rests until the run's first
+    request is out (:func:`ruwikibench.runtime.executors.pause_gc`)."""
     from ruwikibench.conf.config import RunInputError
     from ruwikibench.runner.shard import Shard
     from ruwikibench.runtime.executors import gc_paused_for_startup
@@ -204,7 +204,8 @@ def run_outline(
     score_in: ScoreInOpt = "auto",
     mode: Annotated[str, typer.Option(help="direct | neighbors | description | all")] = "all",
 ) -> None:
-    """Stage 2: cluster -> describe -> mini-outline -> merge (paper Table 5); `--mode all` runs the three modes."""
+    """Stage 2: cluster -> describe -> mini-outline -> merge (paper Table 5); `--mode all` runs the three
+    modes."""
     from ruwikibench.reporting.tables import cell, stage_columns
     from ruwikibench.storage.results import StageMetrics, read_metrics
 
@@ -375,7 +376,8 @@ def report(
         ),
     ] = False,
 ) -> None:
-    """Compare runs in the paper's table layouts: Markdown, CSV, PNG charts with CIs, report.html + article pages."""
+    """Compare runs in the paper's table layouts: Markdown, CSV, PNG charts with CIs, report.html + article
+    pages."""
     from ruwikibench.reporting.compare import compare_runs, load_run, paper_blocks
     from ruwikibench.reporting.tables import report_stages, stage_table, table_title
 

@@ -133,8 +133,8 @@ def _batch(
 
 
 def _batch_exit(rundir: Any) -> None:
-    """Exit 0 when every article was written and scored, 1 when none was (the endpoint down), 3 when some were;
-    one line on stderr naming the first failure."""
+    """Exit 0 when every article was written and scored, 1 when none was (the endpoint down), 3 when some
+    were; one line on stderr naming the first failure."""
     from ruwikibench.runner.status import exit_status
 
     failed = sorted({e["article"] for e in rundir.open_errors()})

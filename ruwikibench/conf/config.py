@@ -70,9 +70,9 @@ def general_fallback() -> list[str]:
 
 
 def role_served_by(role: str, configured: Container[str]) -> str | None:
-    """The configured role that serves ``role``: itself, else its own fallbacks (``support`` -> ``judge``), else
-    the general fallback (writer, outline, ranking, query); None when none is configured. The one rule for
-    configs and LLM clients."""
+    """The configured role that serves ``role``: itself, else its own fallbacks (``support`` -> ``judge``),
+    else the general fallback (writer, outline, ranking, query); None when none is configured. The one rule
+    for configs and LLM clients."""
     if role in configured:
         return role
     declared = declared_roles().get(role)
@@ -85,8 +85,8 @@ def role_served_by(role: str, configured: Container[str]) -> str | None:
 
 DEFAULT_CACHE_DIR = "~/.cache/ruwikibench"
 CACHE_ENV = "RUWIKIBENCH_CACHE"
-"""Moves every cache: models/, datasets/ and logs/ (:func:`ruwikibench.models.asset_files.cache_root`) and, for a
-config that leaves ``cache_dir`` at its default, the response, embedding and entity caches and bm25/."""
+"""Moves every cache: models/, datasets/ and logs/ (:func:`ruwikibench.models.asset_files.cache_root`) and,
+for a config that leaves ``cache_dir`` at its default, the response, embedding and entity caches and bm25/."""
 
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
@@ -106,7 +106,8 @@ class RunConfig(BaseModel):
     profile: str = Field(
         default=BENCHMARK_PROFILE,
         description="benchmark: every stage on gold inputs, as in the paper; a profile a stage declares (the "
-        "writer's: no gold data) has that stage rewrite the stages' options for it, see RunConfig.with_profile",
+        "writer's: no gold data) has that stage rewrite the "
+        "stages' options for it, see RunConfig.with_profile",
     )
     models: dict[str, ModelConfig] = Field(
         description="a model per role: the judges' roles and the roles the registered stages declare"
@@ -127,8 +128,8 @@ class RunConfig(BaseModel):
     )
     stage_options: dict[str, Any] = Field(
         default_factory=dict,
-        description="each stage's options (its `options_model`), by stage name: validated when the config is, "
-        "recorded in spec.json and in the run id (a built-in stage's under its top-level key, as before)",
+        description="each stage's options (its `options_model`), by stage name: validated when the config "
+        "is, recorded in spec.json and in the run id (a built-in stage's under its top-level key, as before)",
     )
     max_concurrency: int = Field(default=4, ge=1, description="global limit on in-flight LLM requests")
     local_server: LocalServerConfig = Field(default_factory=LocalServerConfig)
@@ -144,7 +145,8 @@ class RunConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _options_aliases(cls, data: Any) -> Any:
-        """A top-level key named like a stage that declares ``options_alias`` is its ``stage_options`` block."""
+        """A top-level key named like a stage that declares ``options_alias`` is its ``stage_options``
+        block."""
         if not isinstance(data, dict):
             return data
         aliased = [s.name for s in _registry().options_stages() if s.options_alias and s.name in data]
@@ -162,8 +164,8 @@ class RunConfig(BaseModel):
 
     @model_validator(mode="after")
     def _validated_options(self) -> RunConfig:
-        """Every registered stage's options validated by its model (defaults for a stage with an alias when the
-        config is silent), then rewritten for the profile by the stages that declare one."""
+        """Every registered stage's options validated by its model (defaults for a stage with an alias when
+        the config is silent), then rewritten for the profile by the stages that declare one."""
         if self.profile not in (profiles := _registry().profile_names(BENCHMARK_PROFILE)):
             raise ValueError(f"profile: {self.profile!r} is not a profile; known: {', '.join(profiles)}")
         options: dict[str, BaseModel] = {}
@@ -176,8 +178,8 @@ class RunConfig(BaseModel):
         return self
 
     def options(self, model: type[OptionsT]) -> OptionsT:
-        """The validated options of the stage whose ``options_model`` is ``model``: ``config.options(OutlineConfig)``
-        (a block assigned as a plain dict since is validated here)."""
+        """The validated options of the stage whose ``options_model`` is ``model``:
+        ``config.options(OutlineConfig)`` (a block assigned as a plain dict since is validated here)."""
         name = _registry().stage_of_options(model).name
         value = self.stage_options.get(name)
         if not isinstance(value, model):
@@ -199,9 +201,9 @@ class RunConfig(BaseModel):
         return self.model_copy(update={"stage_options": {**self.stage_options, name: options}})
 
     def with_profile(self, profile: str) -> RunConfig:
-        """This config under ``profile`` (a new object; the same one if it already is). A profile other than the
-        benchmark's has its stage rewrite the stages' options; such a config does not go back (load the YAML
-        again for a benchmark run)."""
+        """This config under ``profile`` (a new object; the same one if it already is). A profile other than
+        the benchmark's has its stage rewrite the stages' options; such a config does not go back (load the
+        YAML again for a benchmark run)."""
         if profile == self.profile:
             return self
         if profile == BENCHMARK_PROFILE:
@@ -212,8 +214,8 @@ class RunConfig(BaseModel):
         return RunConfig.model_validate({**self.model_dump(), "profile": profile})
 
     def model_for(self, role: str) -> ModelConfig:
-        """The model of a role; roles not named fall back to their own fallbacks (``support`` -> ``judge``), then to
-        the general fallback roles, then to any configured model."""
+        """The model of a role; roles not named fall back to their own fallbacks (``support`` -> ``judge``),
+        then to the general fallback roles, then to any configured model."""
         served_by = role_served_by(role, self.models)
         if served_by is None:
             raise KeyError(f"config names no model for role {role!r}")
@@ -221,8 +223,8 @@ class RunConfig(BaseModel):
 
     @property
     def cache_path(self) -> Path:
-        """``cache_dir``; a config that leaves it at its default follows ``$RUWIKIBENCH_CACHE`` when set, so one
-        variable moves every cache (a ``cache_dir`` a config names is kept)."""
+        """``cache_dir``; a config that leaves it at its default follows ``$RUWIKIBENCH_CACHE`` when set, so
+        one variable moves every cache (a ``cache_dir`` a config names is kept)."""
         if self.cache_dir == DEFAULT_CACHE_DIR and os.environ.get(CACHE_ENV):
             return Path(os.environ[CACHE_ENV]).expanduser()
         return Path(self.cache_dir).expanduser()
@@ -231,9 +233,9 @@ class RunConfig(BaseModel):
         """What changes a run's answers or scores: the run id hashes this. Where and how fast the models are
         reached (endpoints, timeouts, retries, concurrency, cache folder) is left out, so the same run on
         another endpoint or port resumes the same run directory and reuses its cached answers. The judges'
-        settings are left out too: they judge a finished run, they do not change it. The options of a stage with
-        ``options_alias`` are hashed under its top-level key, where they were before ``stage_options`` existed;
-        other stages' options enter the run id through the stages that read them
+        settings are left out too: they judge a finished run, they do not change it. The options of a stage
+        with ``options_alias`` are hashed under its top-level key, where they were before ``stage_options``
+        existed; other stages' options enter the run id through the stages that read them
         (:mod:`ruwikibench.runner.identity`), so a config without them keeps its id."""
         data = self.model_dump(
             mode="json", exclude={"max_concurrency", "local_server", "cache_dir", "judges", "stage_options"}
@@ -254,7 +256,8 @@ def _registry() -> Any:
 
 
 def _validated(model: type[BaseModel] | None, name: str, given: dict[str, Any]) -> BaseModel:
-    """``stage_options.<name>`` validated by ``model``; an error names the field (``stage_options.<name>.<field>``)."""
+    """``stage_options.<name>`` validated by ``model``; an error names the field
+    (``stage_options.<name>.<field>``)."""
     assert model is not None
     try:
         return model.model_validate(given.get(name) or {})
@@ -266,8 +269,8 @@ def _validated(model: type[BaseModel] | None, name: str, given: dict[str, Any]) 
 
 
 class RunInputError(ValueError):
-    """Bad user input (a file, a field, an option, an article name): the message is one line naming it. The CLI
-    prints it as it is (never as markup) and exits with status 2, without a traceback."""
+    """Bad user input (a file, a field, an option, an article name): the message is one line naming it. The
+    CLI prints it as it is (never as markup) and exits with status 2, without a traceback."""
 
 
 class ConfigError(RunInputError):

@@ -1,5 +1,5 @@
-"""Reading a run config from YAML: ``${VAR}`` expansion, the ``base:`` chain, stage names and prompt fields checked,
-errors that name the file and the field."""
+"""Reading a run config from YAML: ``${VAR}`` expansion, the ``base:`` chain, stage names and prompt fields
+checked, errors that name the file and the field."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ from ruwikibench.conf.secrets import looks_secret, register, register_env, regis
 from ruwikibench.prompts import PromptLibrary, placeholders
 
 MAX_VALUES = 100_000
-"""A config expands to at most this many values (strings, numbers, mappings, lists; YAML aliases counted each time
-they are used): the paper's config has ~200. Beyond is an alias bomb (9 levels of 9 aliases: 387M strings)."""
+"""A config expands to at most this many values (strings, numbers, mappings, lists; YAML aliases counted each
+time they are used): the paper's config has ~200. Beyond is an alias bomb (9 levels of 9 aliases: 387M
+strings)."""
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -45,8 +46,9 @@ def expand_env(value: object, path: Path) -> object:
 
 
 def check_size(data: object, path: Path) -> None:
-    """Stop a config whose aliases would expand to more than :data:`MAX_VALUES` values, or that contains itself,
-    before anything expands it (counted once per distinct object: a bomb is counted in microseconds)."""
+    """Stop a config whose aliases would expand to more than :data:`MAX_VALUES` values, or that contains
+    itself, before anything expands it (counted once per distinct object: a bomb is counted in
+    microseconds)."""
     sizes: dict[int, int] = {}
     open_ids: set[int] = set()
 
@@ -76,8 +78,8 @@ def check_size(data: object, path: Path) -> None:
 
 
 def check_stages(config: RunConfig, path: str | Path) -> None:
-    """Every name in ``stages`` is a registered stage (built in, or from an installed plug-in package); a renamed
-    stage's earlier name is replaced by its name now."""
+    """Every name in ``stages`` is a registered stage (built in, or from an installed plug-in package); a
+    renamed stage's earlier name is replaced by its name now."""
     from ruwikibench.stage.registry import StageRegistryError, get_stage
 
     for index, name in enumerate(config.stages):
@@ -183,8 +185,8 @@ def check_model_secrets(config: RunConfig, origin: str | Path) -> None:
         own = own or next((f"headers.{h}" for h in model.headers if h.lower() == "authorization"), None)
         if with_credentials and own:
             raise ConfigError(
-                f"{origin}: models.{role}.endpoints.{with_credentials[0]}: credentials in the URL (user:pass@) "
-                f"and {own} both set the Authorization header; keep one"
+                f"{origin}: models.{role}.endpoints.{with_credentials[0]}: credentials in the URL "
+                f"(user:pass@) and {own} both set the Authorization header; keep one"
             )
 
 
@@ -258,6 +260,7 @@ def check_prompt_fields(config: RunConfig, origin: str | Path) -> None:
             unknown = sorted(used - given)
             if unknown:
                 raise ConfigError(
-                    f"{origin}: {key} ({path}): unknown field(s) {', '.join('{' + u + '}' for u in unknown)}; "
-                    f"this prompt is given {', '.join('{' + g + '}' for g in sorted(given))}"
+                    f"{origin}: {key} ({path}): unknown field(s) "
+                    f"{', '.join('{' + u + '}' for u in unknown)}; this prompt is given "
+                    f"{', '.join('{' + g + '}' for g in sorted(given))}"
                 )

@@ -2,11 +2,11 @@
 
 A value is secret when the config expanded it from an environment variable whose name looks like one
 (``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*AUTH*``, ``*CREDENTIAL*``, any case), when a model's
-``api_key_env`` names its variable, when it is a model's header value (every one, literal or ``${VAR}``-filled),
-or when it is an endpoint URL's credentials (``user:pass@``) or a secret-looking query parameter's value
-(``?key=``, ``?token=``, ``?sig=`` …): :func:`register_model` registers all of a model's. Everything the package
-writes (JSONL lines, JSON and text files, response-cache rows, ``error:`` lines, log records) passes through
-:func:`redact`, which replaces each by ``***``.
+``api_key_env`` names its variable, when it is a model's header value (every one, literal or
+``${VAR}``-filled), or when it is an endpoint URL's credentials (``user:pass@``) or a secret-looking query
+parameter's value (``?key=``, ``?token=``, ``?sig=`` …): :func:`register_model` registers all of a model's.
+Everything the package writes (JSONL lines, JSON and text files, response-cache rows, ``error:`` lines, log
+records) passes through :func:`redact`, which replaces each by ``***``.
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def register_url(url: str) -> None:
 
 
 def register_headers(headers: dict[str, str]) -> None:
-    """Redact every header value, and the credential of an ``Authorization``-style ``scheme credential`` value."""
+    """Redact every header value, and the credential of an ``Authorization``-style ``scheme credential``
+    value."""
     for value in headers.values():
         register(value)
         scheme, _, credential = value.strip().partition(" ")

@@ -1,8 +1,9 @@
-"""corpus_builder: saved article HTML -> Article, RuWikiBench JSON import/export, filters, snippets, store, stats.
+"""corpus_builder: saved article HTML -> Article, RuWikiBench JSON import/export, filters, snippets, store,
+stats.
 
 The names below are imported from their modules on first use (PEP 562): reading a processed dataset
-(:mod:`~ruwikibench.corpus_builder.store`, what every run does before its first request) loads neither lxml nor the
-import and statistics code.
+(:mod:`~ruwikibench.corpus_builder.store`, what every run does before its first request) loads neither lxml
+nor the import and statistics code.
 """
 
 from __future__ import annotations

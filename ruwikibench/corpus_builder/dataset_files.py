@@ -1,4 +1,5 @@
-"""Resolve the --dataset option: a processed directory, a RuWikiBench JSON file, or the published dataset on the hub."""
+"""Resolve the --dataset option: a processed directory, a RuWikiBench JSON file, or the published dataset on
+the hub."""
 
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ def resolve_dataset(
 ) -> tuple[Dataset, Path]:
     """Load a dataset from ``spec``; a JSON file is imported once into a cache directory keyed by its hash.
     Anything unusable raises :class:`DatasetError` naming the file (articles that failed to import: see
-    :func:`import_errors`). ``source_texts=False``, ``snippet_texts=False``: the sources', the snippets' texts stay
-    on disk until asked for (:func:`~ruwikibench.corpus_builder.store.load_dataset`)."""
+    :func:`import_errors`). ``source_texts=False``, ``snippet_texts=False``: the sources', the snippets' texts
+    stay on disk until asked for (:func:`~ruwikibench.corpus_builder.store.load_dataset`)."""
     from ruwikibench.corpus_builder.store import DatasetStoreError, load_dataset
 
     if spec.startswith(HUB_PREFIX):
@@ -76,8 +77,8 @@ def import_errors(path: Path) -> list[str]:
 
 
 def _import_json(path: Path, source_texts: bool = True, snippet_texts: bool = True) -> tuple[Dataset, Path]:
-    """The processed dataset of a RuWikiBench JSON file: imported once (the import code, lxml among it, is loaded
-    only then)."""
+    """The processed dataset of a RuWikiBench JSON file: imported once (the import code, lxml among it, is
+    loaded only then)."""
     from ruwikibench.corpus_builder.store import load_dataset, save_dataset
 
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
@@ -102,7 +103,8 @@ def hub_endpoint() -> str:
 
 
 def download_from_hub(repo_and_file: str, timeout: float = 60.0) -> Path:
-    """Fetch ``REPO[/FILE]`` (a Hugging Face dataset repository) into the cache; clear error when unreachable."""
+    """Fetch ``REPO[/FILE]`` (a Hugging Face dataset repository) into the cache; clear error when
+    unreachable."""
     import httpx
 
     parts = repo_and_file.strip("/").split("/")
@@ -123,12 +125,12 @@ def download_from_hub(repo_and_file: str, timeout: float = 60.0) -> Path:
             replace_durably(tmp, target)
     except httpx.HTTPStatusError as exc:
         raise DatasetError(
-            f"cannot download {url}: the hub answered HTTP {exc.response.status_code}; check OWNER/NAME and the "
-            "file name, or download the file elsewhere and pass its path with --dataset"
+            f"cannot download {url}: the hub answered HTTP {exc.response.status_code}; check OWNER/NAME and "
+            "the file name, or download the file elsewhere and pass its path with --dataset"
         ) from exc
     except httpx.HTTPError as exc:
         raise DatasetError(
-            f"cannot download {url}: {type(exc).__name__}: {exc}. The hub is unreachable from here: download the "
-            "file elsewhere and pass its path with --dataset"
+            f"cannot download {url}: {type(exc).__name__}: {exc}. The hub is unreachable from here: download "
+            "the file elsewhere and pass its path with --dataset"
         ) from exc
     return target

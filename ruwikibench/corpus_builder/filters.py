@@ -21,7 +21,8 @@ class FilterReport(BaseModel):
 
 
 def source_is_long_enough(source: Source, min_chars: int = MIN_SOURCE_CHARS) -> bool:
-    """The paper keeps sources whose text has at least ``min_chars`` characters (surrounding blanks not counted)."""
+    """The paper keeps sources whose text has at least ``min_chars`` characters (surrounding blanks not
+    counted)."""
     return len(source.text.strip()) >= min_chars
 
 

@@ -14,7 +14,8 @@ What is read (see docs/corpus.md for the reasons):
   whose label is not a plain number (``[прим. 1]``, ``[К 1]``, ``[комм. 2]``, ``[a]``) is an explanatory
   note and goes to ``Paragraph.notes``, not to ``citations``;
 * the reference list is every ``li[id]`` of ``div.mw-references-wrap`` / ``ol.references``; URLs come from the
-  links of ``span.reference-text``; Ruwiki ``external-gateway`` links (``href="#<prefix><base64>"``) are decoded;
+  links of ``span.reference-text``; Ruwiki ``external-gateway`` links (``href="#<prefix><base64>"``) are
+  decoded;
 * service sections (Примечания, Литература, Ссылки, См. также, Комментарии, Notes, References, See also, …)
   and everything nested under them are left out of the outline.
 """
@@ -97,7 +98,8 @@ def decode_gateway_href(href: str, prefix: str | None = None) -> str | None:
     """Decode Ruwiki's ``external-gateway`` link ``#<prefix><base64(urlencoded URL)>`` to the target URL.
 
     ``prefix`` is the page's ``gatewayHashPrefix`` (``HeGW`` on ru.ruwiki.ru); when unknown, prefixes of
-    0–8 characters are tried and the first that decodes to an http(s) URL wins. Returns None if nothing decodes.
+    0–8 characters are tried and the first that decodes to an http(s) URL wins. Returns None if nothing
+    decodes.
     """
     payload = href.removeprefix("#")
     candidates = [len(prefix)] if prefix and payload.startswith(prefix) else range(9)
@@ -366,10 +368,11 @@ def find_body(doc: etree._Element) -> etree._Element:
 def parse_article_html(
     html: str, title: str | None = None, *, name: str | None = None, lists: ListMode = "ignore"
 ) -> Article:
-    """Parse a saved article page once into an Article (outline tree, paragraphs with footnote ids, references).
+    """Parse a saved article page once into an Article (outline tree, paragraphs with footnote ids,
+    references).
 
-    ``title`` defaults to the page's ``h1#firstHeading``; ``name`` (file-safe) defaults to ``safe_name(title)``.
-    Raises :class:`NoArticleBody` when the page has no ``div.mw-parser-output``.
+    ``title`` defaults to the page's ``h1#firstHeading``; ``name`` (file-safe) defaults to
+    ``safe_name(title)``. Raises :class:`NoArticleBody` when the page has no ``div.mw-parser-output``.
     """
     if not html or not html.strip():
         raise NoArticleBody("empty HTML")

@@ -1,9 +1,10 @@
 """Import and export of the published RuWikiBench JSON layout.
 
-The file is a JSON list of ``{article_name, article_cleared_name, html, sources: [{source_id, source_text, file}]}``.
-``source_id`` is the id of the footnote ``<li>`` that cites the text; several texts may share one footnote; an id
-that no footnote of the page carries (e.g. ``unmapped-source_3``) marks a source of the article that no paragraph
-cites. Import parses each page once, applies the paper's filters in order and cuts the kept sources into snippets.
+The file is a JSON list of ``{article_name, article_cleared_name, html, sources: [{source_id, source_text,
+file}]}``. ``source_id`` is the id of the footnote ``<li>`` that cites the text; several texts may share one
+footnote; an id that no footnote of the page carries (e.g. ``unmapped-source_3``) marks a source of the
+article that no paragraph cites. Import parses each page once, applies the paper's filters in order and cuts
+the kept sources into snippets.
 """
 
 from __future__ import annotations
@@ -183,8 +184,9 @@ def import_records(
     rename_duplicates: bool = False,
 ) -> ImportResult:
     """Import parsed JSON records; a bad article is reported in ``errors`` and the others still import. Two
-    entries with the same title are a :class:`DuplicateTitle` (nothing imported), unless ``rename_duplicates``:
-    then the later one is named ``Title (2)`` (as is any entry whose file-safe name another already has)."""
+    entries with the same title are a :class:`DuplicateTitle` (nothing imported), unless
+    ``rename_duplicates``: then the later one is named ``Title (2)`` (as is any entry whose file-safe name
+    another already has)."""
     if not rename_duplicates:
         check_duplicate_titles(records, path)
     params = params or ImportParams()

@@ -1,4 +1,5 @@
-"""A processed dataset directory: ``articles.jsonl``, ``sources.jsonl``, ``snippets.jsonl`` and ``manifest.json``.
+"""A processed dataset directory: ``articles.jsonl``, ``sources.jsonl``, ``snippets.jsonl`` and
+``manifest.json``.
 
 One JSON object per line (the pydantic models' JSON). The manifest holds the format version, the dataset id
 (content hash), counts, build parameters, the import's per-article errors and each file's sha256.
@@ -52,7 +53,8 @@ def save_dataset(
 ) -> Path:
     """Write the dataset into ``directory`` (created if needed); returns the manifest path.
 
-    ``errors`` (articles that failed to import) and ``extra`` (e.g. per-article filter reports) go to the manifest.
+    ``errors`` (articles that failed to import) and ``extra`` (e.g. per-article filter reports) go to the
+    manifest.
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -110,14 +112,16 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
 
 
 def _read_jsonl(path: Path, model: type[M], lazy_texts: bool = False) -> tuple[list[M], str]:
-    """The file's items and the sha256 of its bytes, read a line at a time: the file is never held whole beside its
-    items (at the paper's size the snippets and sources are ~240 MB each, a transient quarter GB at start-up).
-    ``lazy_texts`` (sources, snippets): each text is left on disk, at its line (:class:`~ruwikibench.dataset.TextOnDisk`).
+    """The file's items and the sha256 of its bytes, read a line at a time: the file is never held whole
+    beside its items (at the paper's size the snippets and sources are ~240 MB each, a transient quarter GB at
+    start-up). ``lazy_texts`` (sources, snippets): each text is left on disk, at its line
+    (:class:`~ruwikibench.dataset.TextOnDisk`).
 
-    Each line's bytes are validated as they are (pydantic decodes them as it parses): decoding to text first, which
-    pydantic then encodes back to UTF-8, was 40 % of the time on the 10 MB sample, before a run's first request. A
-    line that does not validate so — or is blank as text only — is read as text (:func:`_text_items`), for the same
-    items or the same error as reading the file as text gave (its lines numbered as text lines: ``\r`` ends one)."""
+    Each line's bytes are validated as they are (pydantic decodes them as it parses): decoding to text first,
+    which pydantic then encodes back to UTF-8, was 40 % of the time on the 10 MB sample, before a run's first
+    request. A line that does not validate so — or is blank as text only — is read as text
+    (:func:`_text_items`), for the same items or the same error as reading the file as text gave (its lines
+    numbered as text lines: ``\r`` ends one)."""
     if not path.is_file():
         raise DatasetStoreError(f"{path}: missing")
     digest = hashlib.sha256()
@@ -149,8 +153,8 @@ def _text_lines(raw: bytes) -> list[str]:
 
 
 def _text_items(path: Path, number: int, raw: bytes, model: type[M]) -> list[M]:
-    """The items of ``raw`` read as text lines numbered from ``number``: a line blank as text skipped, a bad one an
-    error naming it (a :class:`DatasetStoreError`)."""
+    """The items of ``raw`` read as text lines numbered from ``number``: a line blank as text skipped, a bad
+    one an error naming it (a :class:`DatasetStoreError`)."""
     items = []
     for lineno, line in enumerate(_text_lines(raw), number):
         if not line.strip():
@@ -167,16 +171,16 @@ def _text_items(path: Path, number: int, raw: bytes, model: type[M]) -> list[M]:
 def load_dataset(
     directory: str | Path, *, verify: bool = True, source_texts: bool = True, snippet_texts: bool = True
 ) -> Dataset:
-    """Read a directory written by :func:`save_dataset`; with ``verify`` the content hash must match the manifest.
-    ``source_texts=False`` leaves the sources' texts on disk, each read from its line when asked for
-    (:class:`~ruwikibench.dataset.Source`): what a run loads, it never reads them (a file not as written has its id
-    recomputed over every item, which loads them); ``snippet_texts=False`` does the same for the snippets (the
-    scoring process).
+    """Read a directory written by :func:`save_dataset`; with ``verify`` the content hash must match the
+    manifest. ``source_texts=False`` leaves the sources' texts on disk, each read from its line when asked for
+    (:class:`~ruwikibench.dataset.Source`): what a run loads, it never reads them (a file not as written has
+    its id recomputed over every item, which loads them); ``snippet_texts=False`` does the same for the
+    snippets (the scoring process).
 
-    Files byte for byte as written (their sha256 in the manifest) hold the content the manifest's dataset id was
-    computed from: the id is taken from there instead of recomputed over every item (~60 ms on the 10 MB sample,
-    before a run's first request). Any other file — edited, or written elsewhere with other line ends — is
-    checked by recomputing the id, as before."""
+    Files byte for byte as written (their sha256 in the manifest) hold the content the manifest's dataset id
+    was computed from: the id is taken from there instead of recomputed over every item (~60 ms on the 10 MB
+    sample, before a run's first request). Any other file — edited, or written elsewhere with other line ends
+    — is checked by recomputing the id, as before."""
     directory = Path(directory)
     manifest = read_manifest(directory)
     on_disk = {"sources": not source_texts, "snippets": not snippet_texts}
@@ -194,7 +198,7 @@ def load_dataset(
         dataset.__dict__["dataset_id"] = manifest["dataset_id"]  # Dataset.dataset_id's cached value
     elif verify and dataset.dataset_id != manifest.get("dataset_id"):
         raise DatasetStoreError(
-            f"{directory / MANIFEST}: dataset_id {manifest.get('dataset_id')!r} does not match the files' content "
-            f"({dataset.dataset_id}); the files were changed after import"
+            f"{directory / MANIFEST}: dataset_id {manifest.get('dataset_id')!r} does not match the files' "
+            f"content ({dataset.dataset_id}); the files were changed after import"
         )
     return dataset

@@ -1,4 +1,5 @@
-"""Bars with 95% CI whiskers: the one drawing rule of the run report's stage charts and the pairwise judge's."""
+"""Bars with 95% CI whiskers: the one drawing rule of the run report's stage charts and the pairwise
+judge's."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from ruwikibench.evaluators.stats import Estimate
 def whiskers(
     estimates: Sequence[Estimate | None], scale: float = 1.0, missing: float = np.nan
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Bar heights and (below, above) whisker lengths, all × ``scale``; a missing or empty estimate is a bar of
-    height ``missing`` without whiskers (NaN: matplotlib leaves it out)."""
+    """Bar heights and (below, above) whisker lengths, all × ``scale``; a missing or empty estimate is a bar
+    of height ``missing`` without whiskers (NaN: matplotlib leaves it out)."""
     means = np.full(len(estimates), missing, dtype=float)
     errors = np.zeros((2, len(estimates)))
     for index, estimate in enumerate(estimates):
@@ -38,7 +39,8 @@ def ci_bars(
     horizontal: bool = False,
     **style: Any,
 ) -> Any:
-    """Draw one bar per estimate at ``positions`` with its CI as whiskers (``style``: matplotlib bar options)."""
+    """Draw one bar per estimate at ``positions`` with its CI as whiskers (``style``: matplotlib bar
+    options)."""
     means, errors = whiskers(estimates, scale, missing)
     if horizontal:
         return ax.barh(positions, means, xerr=errors, **style)

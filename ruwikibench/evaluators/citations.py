@@ -9,12 +9,12 @@ names and hands the verdicts back.
 - **Citation recall** (per cited sentence): 1 if the union of the snippets it cites supports the claim.
   A marker pointing at a source that does not exist adds nothing to the union (ALCE instead zeroes the
   sentence); a sentence whose markers all dangle is unsupported without a check.
-- **Citation precision** (per citation): 1 if the sentence is supported and the snippet is needed — it supports
-  the claim alone, or removing it from the union breaks support (ALCE's conditions A and B); 0 otherwise, and
-  always 0 for a dangling marker.
-- **Unsupported claims**: sentences with no marker that state checkable facts (a number, a name — a capitalised
-  word after the first, or a Latin-script word — and at least ``min_words`` words); counted apart, the lead
-  included.
+- **Citation precision** (per citation): 1 if the sentence is supported and the snippet is needed — it
+  supports the claim alone, or removing it from the union breaks support (ALCE's conditions A and B); 0
+  otherwise, and always 0 for a dangling marker.
+- **Unsupported claims**: sentences with no marker that state checkable facts (a number, a name — a
+  capitalised word after the first, or a Latin-script word — and at least ``min_words`` words); counted apart,
+  the lead included.
 - A check whose verdict is unparseable makes its sentence *unjudged*: counted, never guessed, left out of
   recall and precision.
 - **Long snippets**: each snippet is judged through its best-matching window for the claim
@@ -183,8 +183,8 @@ def claim_text(sentence: str) -> str:
 
 
 def is_checkable(claim: str, min_words: int = 4) -> bool:
-    """Does an uncited sentence state a checkable fact: a number, or a name (a capitalised word after the first,
-    or a Latin-script word), in a sentence of at least ``min_words`` words."""
+    """Does an uncited sentence state a checkable fact: a number, or a name (a capitalised word after the
+    first, or a Latin-script word), in a sentence of at least ``min_words`` words."""
     words = [t.text for t in tokenize(claim) if any(c.isalnum() for c in t.text)]
     if len(words) < min_words:
         return False

@@ -1,25 +1,28 @@
 """Named-entity recall and precision of a generated text against its reference (STORM reports entity recall).
 
 The NER is slovnet's Russian news NER (PER / LOC / ORG) over navec embeddings, the models that the ``natasha``
-wheel ships under ``natasha/data`` (no hub). Only the files are used: ``natasha`` itself is never imported (its
-package imports pymorphy2, which may not run on Python 3.11). The model is loaded lazily, once per process,
-under a lock.
+wheel ships under ``natasha/data`` (no hub). Only the files are used: ``natasha`` itself is never imported
+(its package imports pymorphy2, which may not run on Python 3.11). The model is loaded lazily, once per
+process, under a lock.
 
-The NER reads a text once: :func:`extract_entities` keeps its result in memory, and on disk when a run has set a
-cache folder (:func:`use_cache_dir`; ``build_context`` sets the config's ``cache_dir``): ``<cache_dir>/entities.sqlite``
-keyed by :func:`model_identity` and the sha256 of the text. So a text's entities are computed once per cache
-folder — by the unit's scoring, its baselines, floors, ``score``, ``merge`` and later runs, in any process — and
-the model is not even loaded when every text is found there. Another model or normalization (other files, other
-package versions, :data:`NORMALIZATION_VERSION`) is another identity: nothing stored under the old one is read.
+The NER reads a text once: :func:`extract_entities` keeps its result in memory, and on disk when a run has set
+a cache folder (:func:`use_cache_dir`; ``build_context`` sets the config's ``cache_dir``):
+``<cache_dir>/entities.sqlite`` keyed by :func:`model_identity` and the sha256 of the text. So a text's
+entities are computed once per cache folder — by the unit's scoring, its baselines, floors, ``score``,
+``merge`` and later runs, in any process — and the model is not even loaded when every text is found there.
+Another model or normalization (other files, other package versions, :data:`NORMALIZATION_VERSION`) is another
+identity: nothing stored under the old one is read.
 
-An entity's normalized form is the pymorphy3 lemma (a proper-name reading preferred) of each of its word tokens, lowercased, ё folded to е,
-joined by spaces: «Москве» and «Москву» → «москва», «Петра Первого» → «петр первый». Matching compares
-normalized forms only, not types (the NER may call a country LOC in one sentence and ORG in another).
+An entity's normalized form is the pymorphy3 lemma (a proper-name reading preferred) of each of its word
+tokens, lowercased, ё folded to е, joined by spaces: «Москве» and «Москву» → «москва», «Петра Первого» → «петр
+первый». Matching compares normalized forms only, not types (the NER may call a country LOC in one sentence
+and ORG in another).
 
 :func:`entity_scores` compares the SETS of normalized forms (R = reference, G = generated):
 
 - ``entity_recall`` = |R ∩ G| / |R|; ``entity_precision`` = |R ∩ G| / |G|;
-  ``entity_f1`` = 2 |R ∩ G| / (|R| + |G|) (the harmonic mean of P and R when both are defined; 0 when G is empty);
+  ``entity_f1`` = 2 |R ∩ G| / (|R| + |G|) (the harmonic mean of P and R when both are defined; 0 when G is
+  empty);
 - no entity in the reference: recall is undefined and the item gets NO entity key (it is not averaged);
 - no entity in the generated text (the reference has some): recall 0, f1 0, ``entity_precision`` absent.
 
@@ -119,8 +122,8 @@ def model_identity() -> str:
 
 
 def use_cache_dir(cache_dir: str | Path | None) -> None:
-    """Keep the entities of every text read from now on in ``<cache_dir>/entities.sqlite`` too (shared with other
-    processes); ``None``: in memory only. One folder per process at a time (the last call wins)."""
+    """Keep the entities of every text read from now on in ``<cache_dir>/entities.sqlite`` too (shared with
+    other processes); ``None``: in memory only. One folder per process at a time (the last call wins)."""
     global _store
     if cache_dir is None:
         _store = None
@@ -133,7 +136,8 @@ def use_cache_dir(cache_dir: str | Path | None) -> None:
 
 
 def forget_in_memory() -> None:
-    """Drop the entities kept in this process's memory (the disk cache stays): as a new process would start."""
+    """Drop the entities kept in this process's memory (the disk cache stays): as a new process would
+    start."""
     with _known_lock:
         _known.clear()
 
@@ -192,7 +196,8 @@ def _extract(text: str) -> tuple[Entity, ...]:
 def prefetch_entities(texts: Sequence[str]) -> None:
     """Read the entities of those ``texts`` not known yet in one pass of the NER over all of them (slovnet's
     batches, by length: ~40 % less CPU per text than one text at a time, and the same spans), so the look-ups
-    that follow find them in memory. A scorer calls it with the texts of a unit before scoring them one by one."""
+    that follow find them in memory. A scorer calls it with the texts of a unit before scoring them one by
+    one."""
     todo: dict[str, str] = {}  # text -> its disk cache key
     for text in dict.fromkeys(t for t in texts if t.strip()):
         if _in_memory(text) is not None:
@@ -245,9 +250,10 @@ def _store_put(key: str, found: tuple[Entity, ...]) -> None:
 
 
 def _run_model(texts: list[str]) -> list[tuple[Entity, ...]]:
-    """The entities of each of ``texts`` (none blank), in one pass of the NER over all of them, shortest first:
-    slovnet pads each batch of 8 to its longest text, so texts of mixed lengths in arrival order cost 40 % more
-    than one at a time, and sorted by length 40 % less (80 section-like texts of 150–5,000 characters)."""
+    """The entities of each of ``texts`` (none blank), in one pass of the NER over all of them, shortest
+    first: slovnet pads each batch of 8 to its longest text, so texts of mixed lengths in arrival order cost
+    40 % more than one at a time, and sorted by length 40 % less (80 section-like texts of 150–5,000
+    characters)."""
     model = ner_model()
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     with _lock:  # one inference at a time: the model object is shared between scoring threads
@@ -294,13 +300,14 @@ def set_scores(generated: set[str], reference: set[str]) -> dict[str, float]:
 
 
 def headings_text(headings: Sequence[str]) -> str:
-    """Headings as one text for the NER, each a sentence of its own («Ранние годы. Москва.»): joined by newlines
-    alone, the NER reads a run of capitalized headings as one long name."""
+    """Headings as one text for the NER, each a sentence of its own («Ранние годы. Москва.»): joined by
+    newlines alone, the NER reads a run of capitalized headings as one long name."""
     return " ".join(f"{h.strip().rstrip('.')}." for h in headings if h.strip())
 
 
 def entity_scores(generated_text: str, reference_text: str) -> dict[str, float]:
-    """Entity recall, precision and F1 of ``generated_text`` against ``reference_text`` (see module docstring)."""
+    """Entity recall, precision and F1 of ``generated_text`` against ``reference_text`` (see module
+    docstring)."""
     reference = entity_set(reference_text)
     if not reference:
         return {}
@@ -309,8 +316,9 @@ def entity_scores(generated_text: str, reference_text: str) -> dict[str, float]:
 
 def warm_entities() -> None:
     """The NER model of the entity metrics (about a second of CPU to load, most of it holding the GIL), loaded
-    even when the warm-up text's entities are on disk already (the run's new texts will need it), and the model's
-    identity (its files hashed: the key of the entities on disk); nothing when the model cannot load."""
+    even when the warm-up text's entities are on disk already (the run's new texts will need it), and the
+    model's identity (its files hashed: the key of the entities on disk); nothing when the model cannot
+    load."""
     try:
         ner_model()
         model_identity()

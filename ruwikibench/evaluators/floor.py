@@ -6,8 +6,8 @@ against references it has nothing to do with:
 
 - for every scored item ``i`` (an article's outline, a section), up to ``per_item`` references of OTHER items
   are drawn — items of other articles first, other items of the same article only when no other article is
-  there — by bottom-k sampling on a hash of (seed, item key, candidate key): the order in which units finished,
-  or the order of the pool, changes nothing;
+  there — by bottom-k sampling on a hash of (seed, item key, candidate key): the order in which units
+  finished, or the order of the pool, changes nothing;
 - the item's floor is the mean metric of its generated output against those references;
 - the run's floor ``b`` is the mean of the item floors;
 - rescaled = (x − b) / (1 − b), BERTScore's ``rescale_with_baseline``: 0 = chance level, 1 = a perfect match,
@@ -57,10 +57,10 @@ def draw_others(
     """For each (article, item) of ``items``: indices into ``pool`` of up to ``per_item`` references of other
     articles (or, when the pool holds no other article, of other items of the same article), in key order.
 
-    The draw is bottom-k sampling by a hash of (seed, item, other): each candidate's rank depends on the two keys
-    alone, so the order of the pool or of ``items`` changes nothing, and an item's references change when the
-    pool grows only where a new candidate ranks among its ``per_item`` lowest (consistent sampling). Each item
-    costs a few numpy passes over the pool (thousands of items against thousands at the paper's size)."""
+    The draw is bottom-k sampling by a hash of (seed, item, other): each candidate's rank depends on the two
+    keys alone, so the order of the pool or of ``items`` changes nothing, and an item's references change when
+    the pool grows only where a new candidate ranks among its ``per_item`` lowest (consistent sampling). Each
+    item costs a few numpy passes over the pool (thousands of items against thousands at the paper's size)."""
     import numpy as np
 
     keys = [(str(a), str(i)) for a, i in pool]
@@ -99,8 +99,9 @@ def rescale(value: float, floor: float) -> float:
 
 
 def rescaled_means(values: np.ndarray, floors: np.ndarray) -> np.ndarray:
-    """Per row (one bootstrap resample each): (mean value − mean floor) / (1 − mean floor), NaN entries left out of
-    either mean (an item without a floor still counts in the value mean); NaN when the floor is 1 or more."""
+    """Per row (one bootstrap resample each): (mean value − mean floor) / (1 − mean floor), NaN entries left
+    out of either mean (an item without a floor still counts in the value mean); NaN when the floor is 1 or
+    more."""
     import numpy as np
 
     floor = np.nanmean(floors, axis=1)
@@ -116,8 +117,8 @@ def rescaled_estimate(
     seed: int = 0,
 ) -> Estimate:
     """Mean of ``values`` rescaled by the mean of ``floors``: (mean − floor) / (1 − floor), with a percentile
-    bootstrap CI that resamples ITEMS, each keeping its (score, floor) pair. ``floors[i]`` is item i's floor, NaN
-    where it has none (an empty output or a failure counted as 0: its score counts, it adds nothing to the
+    bootstrap CI that resamples ITEMS, each keeping its (score, floor) pair. ``floors[i]`` is item i's floor,
+    NaN where it has none (an empty output or a failure counted as 0: its score counts, it adds nothing to the
     floor). ``n`` is the number of values."""
     import numpy as np
 

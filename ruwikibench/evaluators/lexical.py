@@ -1,15 +1,17 @@
-"""Lexical overlap of a generated text with its reference: ROUGE-L that keeps Cyrillic, and BLEU via sacrebleu.
+"""Lexical overlap of a generated text with its reference: ROUGE-L that keeps Cyrillic, and BLEU via
+sacrebleu.
 
 ROUGE-L is rouge-score's LCS F-measure (``rougeL``, the whole text as one sequence) with our tokenizer:
-razdel word tokens, lowercased, punctuation dropped, optionally pymorphy3 lemmas. rouge-score's default tokenizer
-keeps only ``[a-z0-9]`` and scores every Russian pair 0. The LCS is computed here (:func:`lcs_length`, the same
-length rouge-score's table gives, tested against it), not by rouge-score: its pure-Python table was a third of
-a section's scoring time, and its import pulls in nltk (seconds of CPU).
+razdel word tokens, lowercased, punctuation dropped, optionally pymorphy3 lemmas. rouge-score's default
+tokenizer keeps only ``[a-z0-9]`` and scores every Russian pair 0. The LCS is computed here
+(:func:`lcs_length`, the same length rouge-score's table gives, tested against it), not by rouge-score: its
+pure-Python table was a third of a section's scoring time, and its import pulls in nltk (seconds of CPU).
 
 BLEU is sacrebleu's (0–100 from ``sentence_bleu``/``corpus_bleu``; 0–1 in :func:`lexical_scores`, the record
-metric, because the runner prints every metric ×100) with the ``intl`` tokenizer by default (splits Unicode punctuation such as «» and —,
-which ``13a`` leaves glued to Russian words); sentence BLEU uses sacrebleu's defaults for single segments
-(``exp`` smoothing, effective order), corpus BLEU pools n-gram counts over all segments.
+metric, because the runner prints every metric ×100) with the ``intl`` tokenizer by default (splits Unicode
+punctuation such as «» and —, which ``13a`` leaves glued to Russian words); sentence BLEU uses sacrebleu's
+defaults for single segments (``exp`` smoothing, effective order), corpus BLEU pools n-gram counts over all
+segments.
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ class RussianTokenizer:
 
 @lru_cache(maxsize=1024)  # ~30 kB of token strings per section text
 def _tokens(text: str, lemmatize: bool) -> tuple[str, ...]:
-    """The tokens of a text, kept per text: a reference is tokenized once for its item and all its baselines."""
+    """The tokens of a text, kept per text: a reference is tokenized once for its item and all its
+    baselines."""
     # not at the top: the stage modules import this module before a run's first request
     from razdel import tokenize as razdel_tokenize
 
@@ -56,9 +59,9 @@ def _tokens(text: str, lemmatize: bool) -> tuple[str, ...]:
 
 
 def lcs_length(reference: Sequence[str], generated: Sequence[str]) -> int:
-    """Length of the longest common subsequence of two token lists: what rouge-score's ``_lcs_table`` leaves in
-    its last cell, computed bit-parallel (Hyyrö 2004: one bit per reference token, a few integer operations per
-    generated token) instead of filling the whole table in Python (~15 ms for two 500-word sections)."""
+    """Length of the longest common subsequence of two token lists: what rouge-score's ``_lcs_table`` leaves
+    in its last cell, computed bit-parallel (Hyyrö 2004: one bit per reference token, a few integer operations
+    per generated token) instead of filling the whole table in Python (~15 ms for two 500-word sections)."""
     masks: dict[str, int] = {}
     for position, token in enumerate(reference):
         masks[token] = masks.get(token, 0) | (1 << position)
@@ -71,9 +74,9 @@ def lcs_length(reference: Sequence[str], generated: Sequence[str]) -> int:
 
 
 def rouge_l(generated: str, reference: str, *, lemmatize: bool = False) -> dict[str, float]:
-    """ROUGE-L precision / recall / F-measure (0–1) of ``generated`` against ``reference``: rouge-score's ``rougeL``
-    (``RougeScorer(["rougeL"], tokenizer=RussianTokenizer(lemmatize)).score(reference, generated)``, the same
-    numbers, tested) with :func:`lcs_length`."""
+    """ROUGE-L precision / recall / F-measure (0–1) of ``generated`` against ``reference``: rouge-score's
+    ``rougeL`` (``RougeScorer(["rougeL"], tokenizer=RussianTokenizer(lemmatize)).score(reference,
+    generated)``, the same numbers, tested) with :func:`lcs_length`."""
     target, prediction = _tokens(reference or "", lemmatize), _tokens(generated or "", lemmatize)
     if not target or not prediction:
         return {"p": 0.0, "r": 0.0, "f": 0.0}

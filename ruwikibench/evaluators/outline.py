@@ -7,9 +7,10 @@ Pure functions over heading lists and their embeddings. Which headings take part
   only: the title is an input of the stage, so a generated heading that repeats it would earn a free perfect
   match. The GENERATED side takes every parsed heading, except (default ``drop_title_echo``) a heading that
   merely repeats the article title.
-- ``AUTHORS`` is the authors' variant: every reference heading including the h1 title, every generated heading.
-  With ``authors_prompt`` (``EmbedderConfig.authors_prompt``; the authors' evaluator: ``'Classification'``) its
-  headings are encoded as ``prompt + heading``, no task prefix, as their ``encode(..., prompt=...)`` does.
+- ``AUTHORS`` is the authors' variant: every reference heading including the h1 title, every generated
+  heading. With ``authors_prompt`` (``EmbedderConfig.authors_prompt``; the authors' evaluator:
+  ``'Classification'``) its headings are encoded as ``prompt + heading``, no task prefix, as their
+  ``encode(..., prompt=...)`` does.
 
 Cosines come from L2-normalized vectors (``Embedder.embed`` normalizes); note that e5-family encoders give
 unrelated short texts cosines around 0.7–0.8, so absolute values are compressed towards 1.
@@ -165,8 +166,8 @@ class Similarity(BaseModel):
 def _heading_vectors(
     sides: dict[str, tuple[list[str], list[str]]], embedder: Embedder, authors_prompt: str | None
 ) -> dict[str, dict[str, np.ndarray]]:
-    """Per variant suffix, heading -> vector. Without a prompt one symmetric call serves both variants (as before
-    the prompt existed); with one, the authors' headings are embedded apart as ``prompt + heading``."""
+    """Per variant suffix, heading -> vector. Without a prompt one symmetric call serves both variants (as
+    before the prompt existed); with one, the authors' headings are embedded apart as ``prompt + heading``."""
     import numpy as np
 
     groups: list[tuple[str | None, list[str]]] = (
@@ -226,9 +227,10 @@ def score_outline(
     """Score (level, title) headings against the article's reference outline.
 
     Metrics: ``precision``/``recall``/``f1`` and ``soft_recall`` under ``selection``; ``*_authors`` under
-    the authors' variant (see :func:`outline_similarity`, also for ``authors_prompt``); structure stats ``gen_*``
-    (all generated headings, levels as written) and ``ref_*`` (every reference heading, the title counted as
-    level 1); ``entity_*`` (:func:`heading_entity_scores`, absent when the reference headings name no entity).
+    the authors' variant (see :func:`outline_similarity`, also for ``authors_prompt``); structure stats
+    ``gen_*`` (all generated headings, levels as written) and ``ref_*`` (every reference heading, the title
+    counted as level 1); ``entity_*`` (:func:`heading_entity_scores`, absent when the reference headings name
+    no entity).
     """
     titles = [t for _, t in generated]
     similarity = outline_similarity(titles, article.title, article, embedder, selection, authors_prompt)

@@ -1,8 +1,8 @@
 """Embedding similarity of texts as the paper's "BERTScore": greedy matching of sentence embeddings.
 
-P = mean over generated sentences of the best cosine to a reference sentence, R = mean over reference sentences
-of the best cosine to a generated sentence, F1 = 2PR / (P + R) (paper eqs. 5–7, sentences instead of tokens).
-Sentences come from razdel; vectors must be L2-normalized (every :class:`Embedder` returns them so).
+P = mean over generated sentences of the best cosine to a reference sentence, R = mean over reference
+sentences of the best cosine to a generated sentence, F1 = 2PR / (P + R) (paper eqs. 5–7, sentences instead of
+tokens). Sentences come from razdel; vectors must be L2-normalized (every :class:`Embedder` returns them so).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ def split_sentences(text: str) -> list[str]:
 
 SENTENCE_MEMO = 2_048
 """Texts whose sentences are kept. The memo holds each text (its key) and its sentences: at 16,384 texts, the
-earlier size, it grew to ~280 MB at the paper's 285 articles, filled mostly by the sections baselines' snippet texts;
-at 2,048 the finish's floors take the same time (``bench/finish.py`` at 285: 18.3 s and 17.2 s with 1,024) and the
-scoring of 64 articles' units 10–11 s either way."""
+earlier size, it grew to ~280 MB at the paper's 285 articles, filled mostly by the sections baselines' snippet
+texts; at 2,048 the finish's floors take the same time (``bench/finish.py`` at 285: 18.3 s and 17.2 s with
+1,024) and the scoring of 64 articles' units 10–11 s either way."""
 
 
 @lru_cache(maxsize=SENTENCE_MEMO)

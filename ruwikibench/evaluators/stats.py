@@ -29,8 +29,8 @@ class Estimate(BaseModel):
 
 
 def bootstrap_rows(n: int, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Indices of ``resamples`` bootstrap resamples of ``n`` items (one row each, drawn with replacement): the one
-    resampling every CI of the project uses."""
+    """Indices of ``resamples`` bootstrap resamples of ``n`` items (one row each, drawn with replacement): the
+    one resampling every CI of the project uses."""
     return rng.integers(0, n, size=(resamples, n))
 
 
@@ -40,9 +40,9 @@ ROWS_AT_ONCE = (
 
 
 def bootstrap_row_chunks(n: int, resamples: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
-    """:func:`bootstrap_rows` drawn :data:`ROWS_AT_ONCE` rows at a time: the same indices (the generator fills an
-    array in row order, drawing each value from the stream where the last one left off), but the 2,000 × n index
-    matrix (69 MB at the paper's 4,300 sections, for every CI of the finish) is never whole."""
+    """:func:`bootstrap_rows` drawn :data:`ROWS_AT_ONCE` rows at a time: the same indices (the generator fills
+    an array in row order, drawing each value from the stream where the last one left off), but the 2,000 × n
+    index matrix (69 MB at the paper's 4,300 sections, for every CI of the finish) is never whole."""
     for start in range(0, resamples, ROWS_AT_ONCE):
         yield rng.integers(0, n, size=(min(ROWS_AT_ONCE, resamples - start), n))
 
@@ -53,11 +53,11 @@ _row_memo_lock = threading.Lock()
 
 
 def seeded_row_chunks(n: int, resamples: int, seed: int) -> Iterator[np.ndarray]:
-    """:func:`bootstrap_row_chunks` of ``default_rng(seed)``, drawn once per (n, resamples, seed) and kept (the
-    most recently used first, up to :data:`ROW_MEMO_BYTES`, in the smallest integer type that holds n): every CI
-    of a run resamples with seed 0, and its items come in few counts — at 285 articles the finish's 347 CIs had 8
-    distinct n, and drawing the indices was 3.2 of its 11 s (110 ms at n = 4,140; gathering with a kept draw 38 ms).
-    The indices are the very ones drawn afresh."""
+    """:func:`bootstrap_row_chunks` of ``default_rng(seed)``, drawn once per (n, resamples, seed) and kept
+    (the most recently used first, up to :data:`ROW_MEMO_BYTES`, in the smallest integer type that holds n):
+    every CI of a run resamples with seed 0, and its items come in few counts — at 285 articles the finish's
+    347 CIs had 8 distinct n, and drawing the indices was 3.2 of its 11 s (110 ms at n = 4,140; gathering with
+    a kept draw 38 ms). The indices are the very ones drawn afresh."""
     import numpy as np
 
     key = (n, resamples, seed)
@@ -91,10 +91,10 @@ def by_rows(
     statistic: Callable[..., np.ndarray],
     columns: Sequence[np.ndarray],
 ) -> np.ndarray:
-    """``statistic(*[column[rows] for column in columns])`` computed :data:`ROWS_AT_ONCE` resamples at a time (the
-    statistic is one value per row, so the values are the same): the gathered resamples of every column are never
-    all in memory at once (hundreds of MB at the paper's size, in the finish of a run). ``rows``: the index matrix,
-    or its rows in chunks (:func:`bootstrap_row_chunks`)."""
+    """``statistic(*[column[rows] for column in columns])`` computed :data:`ROWS_AT_ONCE` resamples at a time
+    (the statistic is one value per row, so the values are the same): the gathered resamples of every column
+    are never all in memory at once (hundreds of MB at the paper's size, in the finish of a run). ``rows``:
+    the index matrix, or its rows in chunks (:func:`bootstrap_row_chunks`)."""
     import numpy as np
 
     chunks = (
@@ -152,10 +152,10 @@ def paired_bootstrap(
     resamples: int = 2000,
     seed: int = 0,
 ) -> Estimate:
-    """A statistic of paired columns (one value per item in each; NaN where an item has none) with a percentile
-    bootstrap CI that resamples ITEMS: one index row picks the same items from every column, so the values of one
-    item stay together. ``statistic(*arrays)`` takes 2-D arrays (one resample per row) and returns one value per
-    row; its value on the data itself is the estimate. ``n`` is the number of items."""
+    """A statistic of paired columns (one value per item in each; NaN where an item has none) with a
+    percentile bootstrap CI that resamples ITEMS: one index row picks the same items from every column, so the
+    values of one item stay together. ``statistic(*arrays)`` takes 2-D arrays (one resample per row) and
+    returns one value per row; its value on the data itself is the estimate. ``n`` is the number of items."""
     import numpy as np
 
     data = [np.asarray(column, dtype=float) for column in columns]
@@ -182,8 +182,8 @@ def _mean_difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def paired_difference(
     a: Sequence[float], b: Sequence[float], *, confidence: float = 0.95, resamples: int = 2000, seed: int = 0
 ) -> Estimate:
-    """Mean of a − b over items scored by both (a[i] and b[i] belong to the same item), with a paired percentile
-    bootstrap CI (items resampled, each keeping its pair)."""
+    """Mean of a − b over items scored by both (a[i] and b[i] belong to the same item), with a paired
+    percentile bootstrap CI (items resampled, each keeping its pair)."""
     return paired_bootstrap([a, b], _mean_difference, confidence=confidence, resamples=resamples, seed=seed)
 
 
@@ -192,12 +192,12 @@ def randomization_p_value(
 ) -> float:
     """Two-sided p-value of the mean paired difference a − b by approximate randomization (Noreen 1989; Koehn
     2004 for MT metrics): under the null hypothesis the two values of an item are exchangeable, so each item's
-    pair is swapped at random — its difference d flips sign. All 2^n sign flips are enumerated exactly when there
-    are no more than ``resamples`` (p = the share of flips whose |mean| reaches the observed one); otherwise
-    ``resamples`` random ones, ``batch`` at a time: p = (1 + #{|t*| ≥ |t|}) / (1 + resamples), the draws of
-    :func:`paired_randomization` with the mean difference. scipy's ``permutation_test`` is the independent
-    check in the tests; it spent ~2 s per comparison at the paper's size (random permutations sorted per
-    resample), this ~0.2 s. NaN with no item."""
+    pair is swapped at random — its difference d flips sign. All 2^n sign flips are enumerated exactly when
+    there are no more than ``resamples`` (p = the share of flips whose |mean| reaches the observed one);
+    otherwise ``resamples`` random ones, ``batch`` at a time: p = (1 + #{|t*| ≥ |t|}) / (1 + resamples), the
+    draws of :func:`paired_randomization` with the mean difference. scipy's ``permutation_test`` is the
+    independent check in the tests; it spent ~2 s per comparison at the paper's size (random permutations
+    sorted per resample), this ~0.2 s. NaN with no item."""
     import numpy as np
 
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
@@ -245,10 +245,11 @@ def paired_randomization(
     batch: int = 250,
 ) -> float:
     """Two-sided approximate-randomization p-value of ``statistic(*a_columns, *b_columns)`` (2-D arrays, one
-    resample per row, one value per row) for a statistic of two runs that is not a plain mean difference (e.g. a
-    difference of rescaled means): under the null hypothesis the runs are exchangeable item by item, so each
+    resample per row, one value per row) for a statistic of two runs that is not a plain mean difference (e.g.
+    a difference of rescaled means): under the null hypothesis the runs are exchangeable item by item, so each
     item's A columns and B columns are swapped together at random. p = (1 + #{|t*| ≥ |t|}) / (1 + resamples)
-    (:func:`randomization_p_value` uses it for a mean difference, and enumerates small n exactly). NaN with no item."""
+    (:func:`randomization_p_value` uses it for a mean difference, and enumerates small n exactly). NaN with no
+    item."""
     import numpy as np
 
     a = np.asarray(a_columns, dtype=float)

@@ -1,8 +1,8 @@
 """A generated text against its reference text: sentence-embedding P/R/F1, ROUGE-L and BLEU in one record.
 
 Used for Stage 3 sections and for the writer's sections. An empty generated text scores 0 on every headline
-metric: failing to write is scored, not excluded. With ``authors_prompt`` the sentence P/R/F1 is also reported as
-the authors computed it, every sentence encoded as ``prompt + sentence``: ``p_authors`` / ``r_authors`` /
+metric: failing to write is scored, not excluded. With ``authors_prompt`` the sentence P/R/F1 is also reported
+as the authors computed it, every sentence encoded as ``prompt + sentence``: ``p_authors`` / ``r_authors`` /
 ``f1_authors``.
 """
 

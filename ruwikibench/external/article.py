@@ -1,5 +1,5 @@
-"""A whole external article (Markdown with ``[n]`` markers + a sources map) as the writer's ``WrittenArticle``,
-so the writer's batch scoring (:mod:`ruwikibench.writer.score`) scores it unchanged.
+"""A whole external article (Markdown with ``[n]`` markers + a sources map) as the writer's
+``WrittenArticle``, so the writer's batch scoring (:mod:`ruwikibench.writer.score`) scores it unchanged.
 
 Markdown: an optional ``# Title`` line, the lead (text before the first section heading), then ``##`` sections
 (``###`` … nested). Articles whose sections are ``#`` headings (STORM's plain text) are read too: levels are
@@ -37,7 +37,8 @@ def url_key(url: str) -> str:
 
 
 class SourceMatch(BaseModel):
-    """What one number of the sources map points at in the dataset (``source_id`` None = not in the dataset)."""
+    """What one number of the sources map points at in the dataset (``source_id`` None = not in the
+    dataset)."""
 
     n: int
     given: str
@@ -73,9 +74,10 @@ class SourceIndex:
                 self.by_url.setdefault(url_key(source.url), []).append(source)
 
     def match(self, n: int, given: str, article: Article, snippets: list[str] | None = None) -> SourceMatch:
-        """The dataset source(s) of one number: by snippet id, source id or URL. A URL several sources share is
-        narrowed down by ``snippets`` (the texts the system recorded for it): each goes to the source holding the
-        dataset snippet with most of its words; when none does, the number stands for all of them."""
+        """The dataset source(s) of one number: by snippet id, source id or URL. A URL several sources share
+        is narrowed down by ``snippets`` (the texts the system recorded for it): each goes to the source
+        holding the dataset snippet with most of its words; when none does, the number stands for all of
+        them."""
         value = given.strip()
         try:
             snippet = self.dataset.snippet(value)
@@ -105,7 +107,8 @@ class SourceIndex:
         return SourceMatch(n=n, given=given)
 
     def by_snippets(self, candidates: list[Source], recorded: list[str]) -> list[Source]:
-        """The candidates that best hold at least one recorded snippet (a tie or a weak overlap chooses none)."""
+        """The candidates that best hold at least one recorded snippet (a tie or a weak overlap chooses
+        none)."""
         texts = {s.id: [_words(x.text) for x in self.dataset.snippets_of_source(s.id)] for s in candidates}
         chosen: dict[str, Source] = {}
         for text in recorded:
@@ -226,5 +229,6 @@ def _citation(match: SourceMatch) -> Citation:
 
 
 def selected_snippets(matches: list[SourceMatch]) -> list[str]:
-    """The snippets an external article drew on: every snippet of each matched source (or the cited snippet)."""
+    """The snippets an external article drew on: every snippet of each matched source (or the cited
+    snippet)."""
     return list(dict.fromkeys(s for m in matches for s in m.snippet_ids))

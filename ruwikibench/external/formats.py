@@ -5,7 +5,8 @@ Every row names its article by ``article``: the dataset's article title (or its 
 - ``ranking``:  ``{"article": T, "ranking": [snippet ids, best first], "pool": [the same ids in first-stage
   order] (optional)}``
 - ``outline``:  ``{"article": T, "outline": "# T\\n## Heading\\n### Subheading"}`` (Markdown headings)
-- ``sections``: ``{"article": T, "section": "s3" (section id, or its exact heading when unique), "text": "..."}``
+- ``sections``: ``{"article": T, "section": "s3" (section id, or its exact heading when unique), "text":
+  "..."}``
 - ``writer``:   ``{"article": T, "markdown": "# T\\n\\nLead [1].\\n\\n## Heading\\n\\nText [2]...",
   "sources": {"1": "https://…" | source id | snippet id, …}, "outline": "## …" (optional),
   "source_snippets": {"1": ["text read from that source", …]} (optional)}``

@@ -157,7 +157,8 @@ class ExternalScorer:
             self.rundir.append("generated.jsonl", text)
 
     def units(self, name: str, article: Article) -> list[Unit]:
-        """The stage's units of the article from gold data; bad gold data is a failed unit, as in native runs."""
+        """The stage's units of the article from gold data; bad gold data is a failed unit, as in native
+        runs."""
         try:
             return get_stage(name).units(self.dataset, article, self.context.config)
         except Exception as exc:  # noqa: BLE001 - recorded, the other articles are scored
@@ -179,7 +180,8 @@ class ExternalScorer:
         return by_article
 
     def check(self, stage: str, rows: list[tuple[int, Any]], articles: dict[int, Article]) -> dict[Any, Any]:
-        """Validate every row against the dataset; returns the rows keyed by article (by article and section)."""
+        """Validate every row against the dataset; returns the rows keyed by article (by article and
+        section)."""
         if stage == "sections":
             return self._section_texts(rows, articles)
         by_article = self.one_per_article(rows, articles)
@@ -326,7 +328,8 @@ def external_run_id(stage: str, sha: str, dataset: Dataset, options: ExternalOpt
 def score_outputs(context: StageContext, dataset_path: str, options: ExternalOptions) -> RunDir:
     """Read, check and score an external outputs file; writes the whole run directory and returns it.
 
-    Whole articles are scored as the writer's are, under the config's ``writer`` profile (shown in spec.json)."""
+    Whole articles are scored as the writer's are, under the config's ``writer`` profile (shown in
+    spec.json)."""
     if options.stage == "writer":
         context = context.with_profile("writer")
     dataset = context.dataset
@@ -421,7 +424,8 @@ def rescore_external(rundir: RunDir, context: StageContext, dataset_path: str) -
 
 
 def _prepare(opened: OpenRun, spec: RunSpec) -> None:
-    """A fresh run directory, or the same external run scored again (its files are rewritten, not appended)."""
+    """A fresh run directory, or the same external run scored again (its files are rewritten, not
+    appended)."""
     opened.check_resume(spec, _check_same_outputs)
     for name in RUN_FILES:
         opened.rundir.rewrite(name, [])

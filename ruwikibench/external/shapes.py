@@ -1,5 +1,5 @@
-"""The native graphs' output shapes for external rows (a ranked list, a section text), their checks, and what an
-external article's writer record adds (source counts, how each source was matched)."""
+"""The native graphs' output shapes for external rows (a ranked list, a section text), their checks, and what
+an external article's writer record adds (source counts, how each source was matched)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ def add_source_info(
 
 
 def drop_first_stage_metrics(records: list[dict[str, Any]]) -> None:
-    """Without a ``pool`` order there is no first-stage ranking: its metrics would only copy the final order's."""
+    """Without a ``pool`` order there is no first-stage ranking: its metrics would only copy the final
+    order's."""
     for record in records:
         for key in [k for k in record["metrics"] if k.startswith("bm25_")]:
             del record["metrics"][key]

@@ -1,11 +1,12 @@
 """Read STORM (knowledge-storm, ``STORMWikiRunner``) output folders into the external ``article`` format.
 
-STORM writes one folder per topic under its ``output_dir``, named ``topic.replace(" ", "_").replace("/", "_")``
-cut to 125 characters (``truncate_filename``). Each folder holds (``storm_wiki/engine.py``):
+STORM writes one folder per topic under its ``output_dir``, named ``topic.replace(" ", "_").replace("/",
+"_")`` cut to 125 characters (``truncate_filename``). Each folder holds (``storm_wiki/engine.py``):
 
 - ``storm_gen_outline.txt``: the outline, ``#`` = a top section (the topic itself is not a line; older runs
   may open with ``# topic``);
-- ``storm_gen_article.txt``: the draft, ``# Section`` / ``## Subsection`` headings with texts, ``[n]`` markers;
+- ``storm_gen_article.txt``: the draft, ``# Section`` / ``## Subsection`` headings with texts, ``[n]``
+  markers;
 - ``storm_gen_article_polished.txt``: the same after polishing, opening with ``# summary`` (the lead);
 - ``url_to_info.json``: ``{"url_to_unified_index": {url: n}, "url_to_info": {url: {"url", "title",
   "description", "snippets", "meta", "citation_uuid"}}}`` — the ``[n]`` of the article is
@@ -87,7 +88,8 @@ def read_url_to_info(path: Path) -> dict[str, int]:
 
 
 def storm_outline(title: str, text: str) -> str:
-    """STORM's outline file as Markdown headings one level deeper under '# title' (a leading topic line dropped)."""
+    """STORM's outline file as Markdown headings one level deeper under '# title' (a leading topic line
+    dropped)."""
     _, blocks = split_markdown(text)
     if blocks and blocks[0][0] == 1 and blocks[0][1].replace("_", " ").strip().casefold() == title.casefold():
         blocks = blocks[1:]

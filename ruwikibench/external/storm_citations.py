@@ -1,15 +1,16 @@
 """The citation numbers of STORM's polished article, mapped back to the draft's numbers.
 
 STORM saves ``url_to_info.json`` for the draft (``storm_gen_article.txt``). Polishing then writes a lead
-(``# summary``, its markers in the draft's numbers), puts it in front of the draft's sections (rewritten by the
-LLM when ``remove_duplicate`` is on) and renumbers every marker by first appearance, lead first
+(``# summary``, its markers in the draft's numbers), puts it in front of the draft's sections (rewritten by
+the LLM when ``remove_duplicate`` is on) and renumbers every marker by first appearance, lead first
 (``StormArticle.reorder_reference_index``); the new numbers are never saved. So a polished number is read back
-through the text both files share: each run of adjacent markers is keyed by its section heading and the sentence
-just before it; a run whose key occurs in both files pairs the polished numbers with the draft's, position by
-position. A polished number gets a draft number only when every pairing agrees and no other polished number
-claims that draft number (the renumbering is one-to-one); any other number — e.g. one cited in the lead only — is
-unresolved, never guessed. STORM renumbers single ``[n]`` markers only: a grouped marker (``[1, 2]``, written by
-the lead's model) keeps the draft's numbers, so its numbers are ambiguous and left unresolved too.
+through the text both files share: each run of adjacent markers is keyed by its section heading and the
+sentence just before it; a run whose key occurs in both files pairs the polished numbers with the draft's,
+position by position. A polished number gets a draft number only when every pairing agrees and no other
+polished number claims that draft number (the renumbering is one-to-one); any other number — e.g. one cited in
+the lead only — is unresolved, never guessed. STORM renumbers single ``[n]`` markers only: a grouped marker
+(``[1, 2]``, written by the lead's model) keeps the draft's numbers, so its numbers are ambiguous and left
+unresolved too.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ def _normal(text: str) -> str:
 
 
 def _sections(text: str) -> list[tuple[str, str]]:
-    """(normalized heading, body) of each '#' section of a STORM text; text before any heading has heading ''."""
+    """(normalized heading, body) of each '#' section of a STORM text; text before any heading has heading
+    ''."""
     out: list[tuple[str, list[str]]] = [("", [])]
     for line in text.replace("\r\n", "\n").split("\n"):
         match = re.match(r"^#{1,6}\s+(.+?)\s*#*\s*$", line.strip())

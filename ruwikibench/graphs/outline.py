@@ -69,8 +69,8 @@ def build_outline_graph() -> StateGraph[OutlineState, StageContext, OutlineInput
 def first_cited_snippet(
     dataset: Dataset, article: Article, section: Section, descend: bool = True
 ) -> str | None:
-    """Authors' centroid: the first snippet of the first kept source cited in the block (section + subsections;
-    ``descend=False``: the section's own paragraphs only, as for the lead)."""
+    """Authors' centroid: the first snippet of the first kept source cited in the block (section +
+    subsections; ``descend=False``: the section's own paragraphs only, as for the lead)."""
     sources = dataset.sources_of(article.name)
     for sub in section.walk() if descend else [section]:
         for footnote in sub.cited_footnotes():
@@ -98,8 +98,8 @@ def _heading_prf(suffix: str, f1_label: str, variant: str) -> list[Metric]:
         Metric(
             key=f"{key}{suffix}",
             label=label,
-            description=f"heading {key.replace('f1', 'F1')}: generated and reference headings matched greedily by "
-            f"embedding cosine ({variant})",
+            description=f"heading {key.replace('f1', 'F1')}: generated and reference headings matched "
+            f"greedily by embedding cosine ({variant})",
             kind="embedding",
             floor=True,
             column=key == "f1",
@@ -169,7 +169,8 @@ METRICS = (
     Metric(
         key="soft_recall",
         label="Soft recall",
-        description="STORM's heading soft recall: how much of the reference headings the generated ones cover",
+        description="STORM's heading soft recall: how much of the "
+        "reference headings the generated ones cover",
         kind="embedding",
         floor=True,
     ),
@@ -257,8 +258,8 @@ class OutlineStage(Stage[OutlineOutput]):
         return record.model_copy(update={"metrics": scored.metrics, "info": info})
 
     def floor_sides(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[FloorSide]:
-        """The scored outline (title + generated headings) with its article as reference; none when the article
-        is excluded or the outline is empty (its metrics are 0 by convention, not a similarity)."""
+        """The scored outline (title + generated headings) with its article as reference; none when the
+        article is excluded or the outline is empty (its metrics are 0 by convention, not a similarity)."""
         if context.dataset is None or not unit.input.get("snippets"):
             return []
         article = context.dataset.article(unit.article)
@@ -288,7 +289,8 @@ class OutlineStage(Stage[OutlineOutput]):
     def cross_score(
         self, generated: tuple[str, list[str]], reference: str, context: StageContext
     ) -> dict[str, float]:
-        """The outline metrics of generated headings against the outline of the article named ``reference``."""
+        """The outline metrics of generated headings against the outline of the article named
+        ``reference``."""
         assert context.dataset is not None
         own_title, titles = generated
         return outline_similarity(

@@ -1,6 +1,7 @@
 """Stage 1 as a LangGraph graph, and its benchmark contract (``STAGE``).
 
-expand_query → retrieve → rerank (``Send``, one per candidate) → rank; the picture: ``ruwikibench graph ranking``.
+expand_query → retrieve → rerank (``Send``, one per candidate) → rank; the picture:
+``ruwikibench graph ranking``.
 
 Benchmark mode: one unit per article, pool size k = pool_ratio × R (R = the article's snippet count);
 a snippet is relevant iff it belongs to the article's sources. Scores: NDCG (whole pool, @K), R-Precision
@@ -47,7 +48,8 @@ METRICS = (
     Metric(
         key="bm25_r_precision",
         label="BM25 R-Pr",
-        description="share of the article's own snippets among the first R of the BM25 order (R = their count)",
+        description="share of the article's own snippets among the "
+        "first R of the BM25 order (R = their count)",
         kind="ranking",
     ),
     Metric(
@@ -81,8 +83,9 @@ def build_ranking_graph() -> StateGraph[RankingState, StageContext, RankingInput
     )
     graph.add_node("expand_query", expand_query)
     graph.add_node("retrieve", retrieve)
-    # the stubs want the node's input to be the state; mypy calls the mismatch arg-type or call-overload depending
-    # on the order it checks the modules in (whole package or this file), hence both codes and unused-ignore
+    # the stubs want the node's input to be the state; mypy calls the mismatch arg-type or call-overload
+    # depending on the order it checks the modules in (whole package or this file), hence both codes and
+    # unused-ignore
     graph.add_node("rerank", rerank, input_schema=RerankTask)  # type: ignore[arg-type,call-overload,unused-ignore]
     graph.add_node("rank", rank)
     graph.add_edge(START, "expand_query")
@@ -94,7 +97,8 @@ def build_ranking_graph() -> StateGraph[RankingState, StageContext, RankingInput
 
 
 def pool_size(dataset: Dataset, article: Article, config: RunConfig) -> int:
-    """k = pool_ratio × R, R = the number of the article's snippets (1 relevant : 2 non-relevant at ratio 3)."""
+    """k = pool_ratio × R, R = the number of the article's snippets (1 relevant : 2 non-relevant at ratio
+    3)."""
     return config.options(RankingConfig).pool_ratio * len(dataset.snippets_of(article.name))
 
 
@@ -201,17 +205,18 @@ class RankingStage(Stage[RankingOutputModel]):
         )
 
     def failure_keys(self, reason: str, keys: list[str]) -> list[str]:
-        """What a failed unit takes away in the failures-as-zero view: a failed rerank (every relevance request
-        failed) leaves the query, the BM25 pool and its order standing, so only the rerank metrics are zeroed;
-        any other failure zeroes every metric."""
+        """What a failed unit takes away in the failures-as-zero view: a failed rerank (every relevance
+        request failed) leaves the query, the BM25 pool and its order standing, so only the rerank metrics are
+        zeroed; any other failure zeroes every metric."""
         if reason.startswith(RerankFailed.__name__):
             return [key for key in keys if key.startswith("rerank_")]
         return list(keys)
 
     def retry_reason(self, output: dict[str, Any]) -> str | None:
         """Why a finished unit is run again on resume: relevance judgements that failed (request error or an
-        answer neither yes nor no). The output is scored meanwhile, its failed judgements counted; on the rerun
-        the judgements that succeeded come from the response cache and only the failed ones are asked again."""
+        answer neither yes nor no). The output is scored meanwhile, its failed judgements counted; on the
+        rerun the judgements that succeeded come from the response cache and only the failed ones are asked
+        again."""
         failed = sum(c.get("source") in FAILED_SOURCES for c in output.get("candidates") or [])
         return f"{failed} relevance judgement(s) failed" if failed else None
 

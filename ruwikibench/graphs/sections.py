@@ -74,7 +74,8 @@ def build_section_graph() -> StateGraph[SectionState, StageContext, SectionInput
 
 
 def build_sections_graph() -> StateGraph[SectionsState, StageContext, SectionsInput, SectionsOutput]:
-    """An article's sections, each through the section subgraph (fanned out with Send), results in input order."""
+    """An article's sections, each through the section subgraph (fanned out with Send), results in input
+    order."""
     graph = StateGraph(
         SectionsState, context_schema=StageContext, input_schema=SectionsInput, output_schema=SectionsOutput
     )
@@ -110,7 +111,8 @@ def gold_sections(dataset: Dataset, article: Article) -> list[SectionSpec]:
 
 
 def exclusion(spec: dict[str, Any], result: dict[str, Any]) -> str | None:
-    """The paper's exclusions (no penalty, counted): no gold text, no source snippet, nothing left by the oracle."""
+    """The paper's exclusions (no penalty, counted): no gold text, no source snippet, nothing left by the
+    oracle."""
     if not (spec.get("reference") or "").strip():
         return "no reference text"
     if result["status"] == "no_snippets":
@@ -124,8 +126,8 @@ def score_section(
     unit: Unit, spec: dict[str, Any], result: dict[str, Any], context: StageContext
 ) -> ScoreRecord:
     """Embedding P/R/F1 over sentences, ROUGE-L, BLEU and entity R/P/F1 (absent when the reference names no
-    entity) of one section (+ ``*_authors`` P/R/F1 when ``embedder.authors_prompt`` is set); empty output scores
-    0 (not excluded)."""
+    entity) of one section (+ ``*_authors`` P/R/F1 when ``embedder.authors_prompt`` is set); empty output
+    scores 0 (not excluded)."""
     cfg = context.config.options(SectionsConfig)
     info: dict[str, Any] = {
         "title": result["title"],
@@ -176,7 +178,8 @@ def _sentence_metric(key: str, label: str, what: str, column: bool = True) -> Me
     return Metric(
         key=key,
         label=label,
-        description=f"sentence {what}: generated and reference sentences matched greedily by embedding cosine",
+        description=f"sentence {what}: generated and reference "
+        "sentences matched greedily by embedding cosine",
         kind="embedding",
         floor=True,
         column=column,
@@ -301,7 +304,8 @@ class SectionsStage(Stage[SectionsOutputModel]):
         return StageScore(records=records, texts=self.texts(unit, output))
 
     def floor_sides(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[FloorSide]:
-        """Each scored, non-empty section: its text and its reference text (the floor's pool: the run's sections)."""
+        """Each scored, non-empty section: its text and its reference text (the floor's pool: the run's
+        sections)."""
         return [
             FloorSide(
                 article=unit.article, item=result["id"], generated=result["text"], reference=spec["reference"]

@@ -7,11 +7,12 @@ A view is a plain dict for the article template, told apart by ``kind``:
 - ``pool``: the query and the ranked candidates, each marked relevant (the snippet belongs to the article) or
   not, with its BM25 rank and the judge's answer;
 - ``headings``: the reference outline tree beside the generated one;
-- ``section_texts``: per section, the reference text beside the generated text, the snippets it was written from.
+- ``section_texts``: per section, the reference text beside the generated text, the snippets it was written
+  from.
 
 Generated section text is split into ``segments`` ({text, mark, note}); a score record may carry
-``info["sentences"]`` ([{text, supported, note}], e.g. from a citation check) and the page then marks each sentence
-supported or unsupported. Without it every paragraph is one unmarked segment.
+``info["sentences"]`` ([{text, supported, note}], e.g. from a citation check) and the page then marks each
+sentence supported or unsupported. Without it every paragraph is one unmarked segment.
 """
 
 from __future__ import annotations
@@ -74,7 +75,8 @@ def headings_view(records: Any) -> dict[str, Any]:
 
 
 def segments(text: str, info: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """The generated text as marked sentences (when a check left ``info['sentences']``) or unmarked paragraphs."""
+    """The generated text as marked sentences (when a check left ``info['sentences']``) or unmarked
+    paragraphs."""
     sentences = (info or {}).get("sentences")
     if sentences:
         return [

@@ -1,10 +1,11 @@
 """The STORM-like writer: the three stage graphs composed as subgraphs into one article graph.
 
 ranking* → select_sources → outline* → review_outline → assign → sections* → cite → write_lead → assemble
-(the picture: ``ruwikibench graph article``). ``*`` = a stage graph (:func:`build_ranking_graph`, :func:`build_outline_graph`, :func:`build_sections_graph`),
-compiled once here and run by the node of that name, which maps the writer state into the stage's input
-schema and the stage's output back. Their nodes run unchanged under the node's checkpoint namespace, so a
-checkpointer given to the writer also checkpoints them and ``stream(..., subgraphs=True)`` shows every one.
+(the picture: ``ruwikibench graph article``). ``*`` = a stage graph (:func:`build_ranking_graph`,
+:func:`build_outline_graph`, :func:`build_sections_graph`), compiled once here and run by the node of that
+name, which maps the writer state into the stage's input schema and the stage's output back. Their nodes run
+unchanged under the node's checkpoint namespace, so a checkpointer given to the writer also checkpoints them
+and ``stream(..., subgraphs=True)`` shows every one.
 
 ``review_outline`` calls LangGraph ``interrupt`` when the input asks for review (or ``writer.review_outline``
 is set): compile with a checkpointer and resume with ``Command(resume=edited_outline)``.

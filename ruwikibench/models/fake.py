@@ -23,7 +23,8 @@ def yes_no_completion(p_yes: float, answer: str | None = None) -> Completion:
 
 
 class ScriptedChat:
-    """Calls ``responder(messages)``; a str answer becomes a Completion without logprobs. Records every call."""
+    """Calls ``responder(messages)``; a str answer becomes a Completion without logprobs. Records every
+    call."""
 
     def __init__(self, responder: Responder, name: str = "fake") -> None:
         self.responder = responder

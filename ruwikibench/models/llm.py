@@ -4,22 +4,24 @@ Nodes call ``await llm.complete(role, prompt_or_messages, top_logprobs=…)``. B
 endpoints (:class:`OpenAIBackend`, through langchain-openai's ChatOpenAI) or a scripted fake in tests.
 
 * Retries: :class:`~ruwikibench.models.openai_backend.OpenAIBackend` retries with backoff over replicas.
-* Scheduling: one global in-flight limit per event loop, a :class:`~ruwikibench.models.priority.PrioritySemaphore`
-  (calls that others wait for go before queued leaf calls).
+* Scheduling: one global in-flight limit per event loop, a
+  :class:`~ruwikibench.models.priority.PrioritySemaphore` (calls that others wait for go before queued leaf
+  calls).
 * Cache: with a :class:`ResponseCache`, a request identical to an earlier one (same model identity — name and
   every generation parameter — same messages, max_tokens and top_logprobs) is answered from the cache with
-  ``cached=True``; identical requests in flight at the same time are sent once. The endpoint URL is NOT part of
-  the key: replicas and a restarted server on another port share entries.
+  ``cached=True``; identical requests in flight at the same time are sent once. The endpoint URL is NOT part
+  of the key: replicas and a restarted server on another port share entries.
 * Never cached: an empty answer (HTTP 200 with no text) is retried like a server error and, if it stays empty,
-  raises :class:`EmptyAnswer` (counted as a failure); an answer the caller's ``accept`` rejects (e.g. a relevance
-  judgement that is neither yes nor no) is returned but not stored, and a cached answer it rejects is asked anew,
-  so the next run retries it.
-* Usage per role (:mod:`ruwikibench.models.usage`): calls, tokens of requests actually sent, cache hits, retries,
-  failures, and the seconds calls waited for a slot (``queued_s``) and were then served (``service_s``); each
-  :class:`Completion` carries its own ``queued_s``/``service_s`` (node traces record them per node).
-* Local servers: while a request of a client that started local servers is out, the servers are watched; when one
-  exits, the request is cancelled and :class:`~ruwikibench.models.local_server.LocalServerDied` names its exit code
-  or signal and its log at once — every later request too — instead of retries against a dead port.
+  raises :class:`EmptyAnswer` (counted as a failure); an answer the caller's ``accept`` rejects (e.g. a
+  relevance judgement that is neither yes nor no) is returned but not stored, and a cached answer it rejects
+  is asked anew, so the next run retries it.
+* Usage per role (:mod:`ruwikibench.models.usage`): calls, tokens of requests actually sent, cache hits,
+  retries, failures, and the seconds calls waited for a slot (``queued_s``) and were then served
+  (``service_s``); each :class:`Completion` carries its own ``queued_s``/``service_s`` (node traces record
+  them per node).
+* Local servers: while a request of a client that started local servers is out, the servers are watched; when
+  one exits, the request is cancelled and :class:`~ruwikibench.models.local_server.LocalServerDied` names its
+  exit code or signal and its log at once — every later request too — instead of retries against a dead port.
 """
 
 from __future__ import annotations
@@ -80,7 +82,8 @@ SERVER_POLL_S = 0.25
 
 
 async def _watch_servers(servers: Sequence[LocalServer]) -> str:
-    """Returns the :meth:`~ruwikibench.models.local_server.LocalServer.exit_line` of the first server to exit."""
+    """Returns the :meth:`~ruwikibench.models.local_server.LocalServer.exit_line` of the first server to
+    exit."""
     while True:
         for server in servers:
             line = server.exit_line(" while the run used it")
@@ -128,9 +131,10 @@ class LLM:
 
     @classmethod
     def from_config(cls, config: RunConfig, *, cache: bool = True, start_local: bool = True) -> LLM:
-        """Backends for every role of the config. A model with ``local:`` and no ``endpoints`` gets the bundled
-        llama.cpp server, started here once per local model and shared by the roles that name it (stopped by
-        :meth:`close` or at interpreter exit). ``cache`` puts the response cache at ``<cache_dir>/llm.sqlite``."""
+        """Backends for every role of the config. A model with ``local:`` and no ``endpoints`` gets the
+        bundled llama.cpp server, started here once per local model and shared by the roles that name it
+        (stopped by :meth:`close` or at interpreter exit). ``cache`` puts the response cache at
+        ``<cache_dir>/llm.sqlite``."""
         from ruwikibench.models.local_server import acquire_server, local_identity
 
         servers: dict[str, LocalServer] = {}
@@ -164,8 +168,8 @@ class LLM:
         return self.backends[served_by]
 
     async def prepare(self) -> None:
-        """Build every backend's HTTP clients now (on the CPU pool), so the first requests of a run do not wait
-        for them."""
+        """Build every backend's HTTP clients now (on the CPU pool), so the first requests of a run do not
+        wait for them."""
         await asyncio.gather(
             *(prepare() for b in self.backends.values() if (prepare := getattr(b, "prepare", None)))
         )
@@ -182,10 +186,10 @@ class LLM:
     ) -> Completion:
         """One chat completion for ``role``; from the cache when an identical request was answered before.
 
-        ``accept(completion)`` says whether the answer is usable: only accepted answers are cached (a rejected one
-        is still returned). An empty answer raises :class:`EmptyAnswer`. ``priority``: when every slot is taken,
-        waiting requests with a smaller number are sent first (:class:`Priority`: leaf calls nothing waits for
-        pass ``Priority.LEAF``)."""
+        ``accept(completion)`` says whether the answer is usable: only accepted answers are cached (a rejected
+        one is still returned). An empty answer raises :class:`EmptyAnswer`. ``priority``: when every slot is
+        taken, waiting requests with a smaller number are sent first (:class:`Priority`: leaf calls nothing
+        waits for pass ``Priority.LEAF``)."""
         request = _Request(
             self.backend(role), as_messages(prompt), max_tokens, top_logprobs, accept, priority
         )
@@ -224,9 +228,9 @@ class LLM:
         return completion
 
     async def first_request_sent(self) -> None:
-        """Returns once this event loop's first request is out — handed to the HTTP transport, for a backend that
-        reports it (the OpenAI-compatible one, after langchain and the SDK built the request), else handed to the
-        backend — at once if it already is."""
+        """Returns once this event loop's first request is out — handed to the HTTP transport, for a backend
+        that reports it (the OpenAI-compatible one, after langchain and the SDK built the request), else
+        handed to the backend — at once if it already is."""
         await self._state().sent.wait()
 
     async def _send(self, request: _Request) -> Completion:
@@ -248,9 +252,9 @@ class LLM:
         return completion
 
     async def _generate(self, request: _Request) -> Completion:
-        """The backend's answer. The loop's first request counts as out (:meth:`first_request_sent`) when it goes
-        to the HTTP transport, for a backend that reports that (``reports_sent``), else when it is handed over; and
-        at the latest when the backend returns or fails."""
+        """The backend's answer. The loop's first request counts as out (:meth:`first_request_sent`) when it
+        goes to the HTTP transport, for a backend that reports that (``reports_sent``), else when it is handed
+        over; and at the latest when the backend returns or fails."""
         sent = self._state().sent
         reports = not sent.is_set() and getattr(request.backend, "reports_sent", False)
         token = REQUEST_SENT.set(sent.set) if reports else None

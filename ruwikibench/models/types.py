@@ -27,8 +27,8 @@ class Completion(BaseModel):
 
     ``cached`` is True when the answer came from the response cache (or from an identical request that was
     in flight at the same time); ``retries`` counts the retried attempts of the request that produced it.
-    ``queued_s`` is how long the call waited for a concurrency slot of the client, ``service_s`` how long it then
-    took to be answered (retries included); both are 0 for a cached answer.
+    ``queued_s`` is how long the call waited for a concurrency slot of the client, ``service_s`` how long it
+    then took to be answered (retries included); both are 0 for a cached answer.
     """
 
     text: str
@@ -64,7 +64,8 @@ class ChatBackend(Protocol):
     """Anything that turns messages into a Completion (an OpenAI-compatible endpoint, a scripted fake).
 
     A backend that can tell when a request goes out — to the HTTP transport, which writes it — says so with
-    ``reports_sent = True`` and then calls :data:`REQUEST_SENT`'s callback (when one is set) at that moment."""
+    ``reports_sent = True`` and then calls :data:`REQUEST_SENT`'s callback (when one is set) at that
+    moment."""
 
     async def generate(
         self, messages: Messages, *, max_tokens: int | None, top_logprobs: int
@@ -72,7 +73,7 @@ class ChatBackend(Protocol):
 
 
 REQUEST_SENT: ContextVar[Callable[[], None] | None] = ContextVar("ruwikibench_request_sent", default=None)
-"""Set by :class:`~ruwikibench.models.llm.LLM` around a request while the event loop's first request is not out:
-the callback marks it out (:meth:`~ruwikibench.models.llm.LLM.first_request_sent`). A backend with
-``reports_sent`` calls it once the request goes to its HTTP transport; for any other backend the request counts
-as out when it is handed over."""
+"""Set by :class:`~ruwikibench.models.llm.LLM` around a request while the event loop's first request is not
+out: the callback marks it out (:meth:`~ruwikibench.models.llm.LLM.first_request_sent`). A backend with
+``reports_sent`` calls it once the request goes to its HTTP transport; for any other backend the request
+counts as out when it is handed over."""

@@ -1,5 +1,6 @@
-"""Per-role usage of the LLM client: calls, tokens of requests actually sent, cache hits, retries, failures, and
-the seconds calls waited for a concurrency slot (``queued_s``) and were served after it (``service_s``)."""
+"""Per-role usage of the LLM client: calls, tokens of requests actually sent, cache hits, retries, failures,
+and the seconds calls waited for a concurrency slot (``queued_s``) and were served after it
+(``service_s``)."""
 
 from __future__ import annotations
 

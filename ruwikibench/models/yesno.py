@@ -1,8 +1,8 @@
 """Yes/no relevance scores from token log-probabilities (paper section 2.1), with a text fallback.
 
 The model is asked to start its answer with «Да» or «Нет». We find the first *answer* token — after any
-``<think>…</think>`` block, whitespace, SentencePiece/BPE markers (``▁``, ``Ġ``), markdown (``**``, ``#``, ``_``),
-quotes and an optional ``Ответ:``/``Answer:`` label — and read that position's top log-probabilities.
+``<think>…</think>`` block, whitespace, SentencePiece/BPE markers (``▁``, ``Ġ``), markdown (``**``, ``#``,
+``_``), quotes and an optional ``Ответ:``/``Answer:`` label — and read that position's top log-probabilities.
 Every alternative is normalized (markers, markdown, quotes and trailing punctuation stripped, lower-cased) and
 classified as *yes* (да/yes) or *no* (нет/no); the probabilities of all variants of a class are summed:
 
@@ -11,7 +11,8 @@ classified as *yes* (да/yes) or *no* (нет/no); the probabilities of all var
 - ``p_yes_norm``: ``p_yes / (p_yes + p_no)``.
 
 Without logprobs the answer text is parsed (``source="text"``: score 1.0 or 0.0) so reports can count
-fallbacks. An answer that is neither yes nor no is ``source="unparseable"`` with ``score=None`` — never guessed.
+fallbacks. An answer that is neither yes nor no is ``source="unparseable"`` with ``score=None`` — never
+guessed.
 """
 
 from __future__ import annotations

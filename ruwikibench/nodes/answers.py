@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterable
 from ruwikibench.stage.context import StageContext
 
 _LABEL = re.compile(
-    r"^\s*(?:\*\*)?(?:краткое описание|описание|текст раздела|текст|ответ|раздел)(?:\*\*)?\s*:\s*(?:\*\*)?\s*",
+    r"^\s*(?:\*\*)?(?:краткое описание|описание|текст "
+    r"раздела|текст|ответ|раздел)(?:\*\*)?\s*:\s*(?:\*\*)?\s*",
     re.IGNORECASE,
 )
 _HEADING_LINE = re.compile(r"^[ \t]*#{1,6}[ \t]+(.*?)[ \t#]*$", re.MULTILINE)
@@ -29,15 +30,16 @@ async def ask(
     clean: Callable[[str], str] = str.strip,
     **fields: object,
 ) -> str:
-    """Format the prompt file ``prompt_name`` with ``fields``, ask ``role``'s model, return ``clean(answer)``."""
+    """Format the prompt file ``prompt_name`` with ``fields``, ask ``role``'s model, return
+    ``clean(answer)``."""
     prompt = context.prompts.get(prompt_name).format(**fields)
     completion = await context.llm.complete(role, prompt, max_tokens=max_tokens)
     return clean(completion.text)
 
 
 def clean_answer(text: str, title: str = "", *, also_drop: Iterable[str] = (), label: bool = True) -> str:
-    """Model prose -> plain text: code fences, leading empty lines, headings, a line repeating ``title`` (or one of
-    ``also_drop``) removed; with ``label`` a leading «Описание:»-style label too."""
+    """Model prose -> plain text: code fences, leading empty lines, headings, a line repeating ``title`` (or
+    one of ``also_drop``) removed; with ``label`` a leading «Описание:»-style label too."""
     lines = text.strip().replace("```", "").splitlines()
     drop = {t.strip().lower() for t in (title, *also_drop) if t.strip()}
     while lines:

@@ -1,6 +1,7 @@
 """The writer's sources and snippet assignment: which reranked candidates become sources (topped up to a
-minimum), which outline items get a section, and which snippets each section is written from (BM25 and embedding
-cosine against title + heading, fused by reciprocal rank, picked per section, optionally exclusively).
+minimum), which outline items get a section, and which snippets each section is written from (BM25 and
+embedding cosine against title + heading, fused by reciprocal rank, picked per section, optionally
+exclusively).
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ def source_snippet(dataset: Dataset, candidate: dict[str, Any], topped_up: bool)
 
 
 def writable_sections(items: list[OutlineItem], max_level: int, parent_text: bool) -> list[OutlineItem]:
-    """The headings that get text: within ``max_level``; with ``parent_text`` False only those without children."""
+    """The headings that get text: within ``max_level``; with ``parent_text`` False only those without
+    children."""
     kept = [item for item in items if item.level <= max_level]
     if parent_text:
         return kept

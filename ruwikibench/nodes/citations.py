@@ -51,7 +51,8 @@ class MarkerStats(BaseModel):
 
 
 def marker_numbers(body: str) -> list[int]:
-    """The numbers inside one marker body ('1, 3-4' -> [1, 3, 4]); a range longer than 20 counts as its ends."""
+    """The numbers inside one marker body ('1, 3-4' -> [1, 3, 4]); a range longer than 20 counts as its
+    ends."""
     numbers: list[int] = []
     for part in re.split(r"\s*[,;]\s*", body.strip()):
         match = _RANGE.fullmatch(part.strip())
@@ -210,5 +211,6 @@ def _label(dataset: Dataset, article_name: str, footnote_id: str) -> str:
 
 
 def numbered_block(items: list[tuple[int, str]], chars: int) -> str:
-    """The numbered texts a writer is shown: '[n] text' blocks separated by blank lines, each cut to ``chars``."""
+    """The numbered texts a writer is shown: '[n] text' blocks separated by blank lines, each cut to
+    ``chars``."""
     return numbered_texts([text for _, text in items], chars, numbers=[n for n, _ in items])

@@ -241,7 +241,8 @@ def cluster_snippets(
 def select_context(
     cluster: Cluster, snippets: list[OutlineSnippet], per_cluster: int, neighbors: int
 ) -> tuple[list[str], list[str]]:
-    """The ``per_cluster`` members nearest the centroid, then each widened by ``neighbors`` chunks of its source."""
+    """The ``per_cluster`` members nearest the centroid, then each widened by ``neighbors`` chunks of its
+    source."""
     selected = cluster.members[:per_cluster]
     by_pos = {(s.source_id, s.index): s.id for s in snippets}
     by_id = {s.id: s for s in snippets}
@@ -280,7 +281,8 @@ def render_mini_outlines(results: list[ClusterResult], prompts: PromptLibrary) -
 
 
 async def cluster(state: OutlineState, runtime: Runtime[StageContext]) -> dict[str, Any]:
-    """Embed the snippets as passages and cluster them (embedding on the model lane, KMeans on the CPU pool)."""
+    """Embed the snippets as passages and cluster them (embedding on the model lane, KMeans on the CPU
+    pool)."""
     context = runtime.context
     data = OutlineInput.model_validate(
         {key: state.get(key) for key in ("title", "snippets", "headings", "first_snippets")}

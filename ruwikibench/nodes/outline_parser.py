@@ -6,13 +6,16 @@ sometimes with bold or numbering inside), numbered lines (``1.``, ``1.2.``, ``2)
 explanations after each heading, and the ``**END**`` marker the merge prompt asks for. The rules:
 
 - Everything after an END marker (``**END**``, ``END``, ``**КОНЕЦ**``, alone or at the end of a line) is cut.
-- Code fence lines (```` ``` ````, ``~~~``), horizontal rules and table rows are ignored; fenced content is kept.
+- Code fence lines (```` ``` ````, ``~~~``), horizontal rules and table rows are ignored; fenced content is
+  kept.
 - ``#``-lines are headings of level = number of ``#`` (1..6), as written — depth statistics need the
   model's own levels.
 - Numbered lines are headings of level ``base + depth`` where ``depth`` is the number of number components
   (``1.2.`` → 2; roman numerals → 1) and ``base`` is the level of the last ``#`` heading (0 before any).
-- A line that is only bold text (``**Title**`` / ``__Title__``, optional colon) is a heading of level ``base + 1``.
-- ``1. **Title**: explanation`` / ``- **Title** — explanation``: the bold part is the title, the rest is prose.
+- A line that is only bold text (``**Title**`` / ``__Title__``, optional colon) is a heading of level
+  ``base + 1``.
+- ``1. **Title**: explanation`` / ``- **Title** — explanation``: the bold part is the title, the rest is
+  prose.
 - Bullets (``-``, ``*``, ``+``, ``•``) are headings when ``bullets="headings"``, or, with the default
   ``"auto"``, when the text has fewer than two other headings (a title plus a list: the list IS the outline;
   with ``#``/numbered/bold structure present, bullets are notes under it, as the authors' ``#``-only reading

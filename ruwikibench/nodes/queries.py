@@ -104,15 +104,15 @@ def reference_queries_file(config: RunConfig, dataset_dir: Path | None) -> Path:
         return Path(configured).expanduser()
     if dataset_dir is None:
         raise ReferenceQueriesError(
-            "ranking.query_mode is 'reference' but neither ranking.reference_queries nor the dataset directory "
-            f"(StageContext.dataset_dir) is set; {HOW_TO}"
+            "ranking.query_mode is 'reference' but neither ranking.reference_queries nor the dataset "
+            f"directory (StageContext.dataset_dir) is set; {HOW_TO}"
         )
     return Path(dataset_dir) / REFERENCE_QUERIES_FILE
 
 
 def reference_queries_identity(config: RunConfig, dataset_dir: Path | None) -> dict[str, str | None]:
-    """Which stored reference queries a run ranks with: the file's path, the sha256 of its bytes and the name of
-    the model that wrote it. Never raises: what cannot be known is None (no path configured, no file, not a
+    """Which stored reference queries a run ranks with: the file's path, the sha256 of its bytes and the name
+    of the model that wrote it. Never raises: what cannot be known is None (no path configured, no file, not a
     reference-queries file), and the ranking units then fail with the error that names the fix."""
     try:
         path = reference_queries_file(config, dataset_dir)
@@ -177,7 +177,8 @@ async def generate_reference_queries(
     progress: bool = True,
     file: str | Path | None = None,
 ) -> Path:
-    """Write ``<dataset_dir>/reference_queries.json`` (or ``file``) with the ``reference`` model; returns the path.
+    """Write ``<dataset_dir>/reference_queries.json`` (or ``file``) with the ``reference`` model; returns the
+    path.
 
     Resumable: articles already stored (by the same model, for the same dataset) are kept; the file is
     rewritten after every article. ``overwrite`` regenerates everything (needed to switch models). The first
@@ -205,10 +206,10 @@ async def write_missing_reference_queries(
     context: StageContext, articles: list[str], *, progress: bool = True
 ) -> QueriesWritten | None:
     """The reference queries of ``articles`` not stored yet, written with the ``reference`` model to
-    :func:`reference_queries_path` (a run in ``query_mode: reference`` calls it before ranking). An article whose
-    query fails is counted in ``failed`` and the others are written. None (nothing done) when every article is
-    stored, when there is no place for the file, or when the file holds another model's or dataset's queries (the
-    ranking units then fail with the error that names the fix)."""
+    :func:`reference_queries_path` (a run in ``query_mode: reference`` calls it before ranking). An article
+    whose query fails is counted in ``failed`` and the others are written. None (nothing done) when every
+    article is stored, when there is no place for the file, or when the file holds another model's or
+    dataset's queries (the ranking units then fail with the error that names the fix)."""
     try:
         path = reference_queries_path(context)
         payload = _stored_or_new(path, context, overwrite=False)
@@ -267,8 +268,9 @@ async def _write_queries(
     progress: bool,
     failures: dict[str, str] | None,
 ) -> None:
-    """Ask the reference model for every article of ``todo``, storing each answer at once. ``failures`` None: the
-    first failure propagates; else each failure is recorded there (article name -> reason) and the rest go on."""
+    """Ask the reference model for every article of ``todo``, storing each answer at once. ``failures`` None:
+    the first failure propagates; else each failure is recorded there (article name -> reason) and the rest go
+    on."""
     lock = asyncio.Lock()
     with progress_bar(len(todo), "reference queries", disable=not progress) as advance:
 

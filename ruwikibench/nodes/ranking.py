@@ -1,4 +1,5 @@
-"""Stage 1 nodes: expand_query → retrieve (BM25) → rerank (one yes/no judgement per candidate, via Send) → rank.
+"""Stage 1 nodes: expand_query → retrieve (BM25) → rerank (one yes/no judgement per candidate, via Send) →
+rank.
 
 State types live here too; the graph is assembled in :mod:`ruwikibench.graphs.ranking`.
 """
@@ -67,8 +68,8 @@ class RankingOutput(TypedDict):
 
 
 class RankingOutputModel(BaseModel):
-    """A ranking output as the stage's ``score()`` receives it: the keys it reads, validated (a stored output that
-    lacks one gets its default, as outputs of older runs may); other keys are kept."""
+    """A ranking output as the stage's ``score()`` receives it: the keys it reads, validated (a stored output
+    that lacks one gets its default, as outputs of older runs may); other keys are kept."""
 
     model_config = ConfigDict(extra="allow")
 

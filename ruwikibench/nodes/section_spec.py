@@ -14,8 +14,8 @@ class SnippetText(BaseModel):
 
 
 class SectionSpec(BaseModel):
-    """One section to write. Benchmark mode fills ``snippets`` and ``reference`` from gold data; writer mode gives
-    the assigned snippets (texts, or ids resolved through the context's dataset) and no reference."""
+    """One section to write. Benchmark mode fills ``snippets`` and ``reference`` from gold data; writer mode
+    gives the assigned snippets (texts, or ids resolved through the context's dataset) and no reference."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -31,7 +31,8 @@ def chunked(items: Sequence[str], size: int) -> list[list[str]]:
 def ask_writer(
     context: StageContext, prompt_name: str, title: str, max_tokens: int | None, **fields: object
 ) -> Awaitable[str]:
-    """:func:`~ruwikibench.nodes.answers.ask` for this stage's role, the answer cleaned of a repeated ``title``."""
+    """:func:`~ruwikibench.nodes.answers.ask` for this stage's role, the answer cleaned of a repeated
+    ``title``."""
     return ask(
         context, ROLE, prompt_name, max_tokens=max_tokens, clean=lambda t: clean_answer(t, title), **fields
     )
@@ -40,7 +41,8 @@ def ask_writer(
 async def describe_iterative(
     context: StageContext, article: str, section: str, texts: list[str]
 ) -> tuple[str, int]:
-    """The paper's loop: describe the first ``chunk_size`` texts, then extend the description chunk by chunk."""
+    """The paper's loop: describe the first ``chunk_size`` texts, then extend the description chunk by
+    chunk."""
     cfg = context.config.options(SectionsConfig)
     chunks = chunked(texts, cfg.chunk_size)
     common = {"article": article, "section": section}
@@ -69,7 +71,8 @@ async def describe_iterative(
 async def describe_tree(
     context: StageContext, article: str, section: str, texts: list[str]
 ) -> tuple[str, int]:
-    """The authors' tree reduction: describe each chunk, then describe chunks of descriptions, until one is left."""
+    """The authors' tree reduction: describe each chunk, then describe chunks of descriptions, until one is
+    left."""
     cfg = context.config.options(SectionsConfig)
     level, calls = texts, 0
     chars: int | None = cfg.snippet_chars
@@ -102,7 +105,8 @@ def write_prompt(config: SectionsConfig, level: int) -> str:
 async def write_section(
     context: StageContext, article: str, spec: SectionSpec, descriptions: list[str]
 ) -> tuple[str, int]:
-    """Hierarchical summarization: merge descriptions in chunks until one chunk is left, then write the section.
+    """Hierarchical summarization: merge descriptions in chunks until one chunk is left, then write the
+    section.
 
     The final write call is made even for a single description.
     """

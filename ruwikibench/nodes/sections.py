@@ -2,11 +2,12 @@
 
 One section at a time (the graph fans sections out). ``collect`` takes the section's snippets (benchmark mode:
 the snippets of the sources its paragraphs cite; writer mode: the snippets the writer assigned), optionally
-filtered by the authors' oracle (cosine to the gold text) and capped; ``group`` embeds them and joins pairs with
-cosine >= threshold into connected components; ``compress`` describes one group (the paper's iterative loop:
-describe the first ``chunk_size`` texts, then extend that description with the next ones; or the authors' tree
-reduction); ``write`` writes the section from the group descriptions by hierarchical summarization. The writer
-prompt is called even for a single group, so raw snippet text is never returned as generated text.
+filtered by the authors' oracle (cosine to the gold text) and capped; ``group`` embeds them and joins pairs
+with cosine >= threshold into connected components; ``compress`` describes one group (the paper's iterative
+loop: describe the first ``chunk_size`` texts, then extend that description with the next ones; or the
+authors' tree reduction); ``write`` writes the section from the group descriptions by hierarchical
+summarization. The writer prompt is called even for a single group, so raw snippet text is never returned as
+generated text.
 """
 
 from __future__ import annotations
@@ -133,14 +134,16 @@ def parse_section(data: dict[str, Any], article: str) -> SectionSpec:
 
 
 def resolve_snippets(spec: SectionSpec, dataset: Dataset | None, article: str) -> list[SnippetText]:
-    """The section's snippets with texts, first occurrence of each id kept; ids are looked up in the dataset."""
+    """The section's snippets with texts, first occurrence of each id kept; ids are looked up in the
+    dataset."""
     found: dict[str, SnippetText] = {}
     for snippet in spec.snippets:
         found.setdefault(snippet.id, snippet)
     missing = [i for i in spec.snippet_ids if i not in found]
     if missing and dataset is None:
         raise ValueError(
-            f"article {article!r}, section {spec.id!r}: snippet ids given without texts and no dataset in context"
+            f"article {article!r}, section {spec.id!r}: "
+            "snippet ids given without texts and no dataset in context"
         )
     for snip_id in missing:
         try:
@@ -154,7 +157,8 @@ def resolve_snippets(spec: SectionSpec, dataset: Dataset | None, article: str) -
 
 
 def cap_snippets(snippets: list[SnippetText], limit: int | None) -> list[SnippetText]:
-    """At most ``limit`` snippets, taken round-robin over sources (each cited source contributes), input order kept."""
+    """At most ``limit`` snippets, taken round-robin over sources (each cited source contributes), input order
+    kept."""
     if limit is None or len(snippets) <= limit:
         return snippets
     queues: dict[str, list[SnippetText]] = {}
@@ -205,8 +209,8 @@ async def oracle_filter(
 ) -> tuple[list[SnippetText], list[str]]:
     """The authors' ORACLE filter: keep snippets with cosine >= threshold to the gold section text.
 
-    Snippets are embedded as ``use`` (the stage's snippet embedding); the gold text as a query when snippets are
-    passages, else symmetrically."""
+    Snippets are embedded as ``use`` (the stage's snippet embedding); the gold text as a query when snippets
+    are passages, else symmetrically."""
     if not snippets:
         return [], []
     reference_vector = (await embed_texts(embedder, [reference], "query" if use == "passage" else use))[0]
@@ -220,7 +224,8 @@ async def oracle_filter(
 
 
 async def collect(state: SectionInput, runtime: Runtime[StageContext]) -> dict[str, Any]:
-    """The section's snippets: given or resolved, ORACLE-filtered if configured, capped to ``max_snippets``."""
+    """The section's snippets: given or resolved, ORACLE-filtered if configured, capped to
+    ``max_snippets``."""
     context, article = runtime.context, state["article"]
     cfg = context.config.options(SectionsConfig)
     spec = parse_section(state["section"], article)

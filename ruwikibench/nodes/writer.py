@@ -5,14 +5,14 @@
     ranking (subgraph) -> select_sources -> outline (subgraph, skipped for a user outline) -> review_outline
     -> assign -> sections (subgraph) -> cite -> write_lead -> assemble
 
-The stage graphs are invoked as subgraphs from the nodes ``ranking``, ``outline`` and ``sections``, which map the
-writer state into each stage's input schema and its output back (the graphs' own nodes run unchanged, under
-their own checkpoint namespace, captured like any node). No gold data is used: the ranking query is generated
-from the title (or is the title), the outline's cluster count is chosen from the data, the sections get the
-snippets ``assign`` retrieved for their headings. The stage configs are in writer mode because the writer runs
-under the config's ``writer`` profile (:meth:`ruwikibench.conf.config.RunConfig.with_profile`: no oracle
-filter, no reference query, data-chosen centroids, the citing write prompt); the nodes read the config, never
-rewrite it.
+The stage graphs are invoked as subgraphs from the nodes ``ranking``, ``outline`` and ``sections``, which map
+the writer state into each stage's input schema and its output back (the graphs' own nodes run unchanged,
+under their own checkpoint namespace, captured like any node). No gold data is used: the ranking query is
+generated from the title (or is the title), the outline's cluster count is chosen from the data, the sections
+get the snippets ``assign`` retrieved for their headings. The stage configs are in writer mode because the
+writer runs under the config's ``writer`` profile (:meth:`ruwikibench.conf.config.RunConfig.with_profile`: no
+oracle filter, no reference query, data-chosen centroids, the citing write prompt); the nodes read the config,
+never rewrite it.
 """
 
 from __future__ import annotations
@@ -149,9 +149,9 @@ def coerce_outline(value: Any, title: str, origin: str = "outline") -> list[Outl
 def drafts_from_results(results: list[dict[str, Any]]) -> tuple[list[SectionDraft], list[str]]:
     """What each section writer was shown: its group descriptions, numbered as the write prompt numbers them.
 
-    The sections stage's write prompt shows the non-empty group descriptions as [1], [2], … (group order), each
-    standing for the snippets of its group. When the descriptions had to be merged first (more groups than
-    ``sections.chunk_size``: several write calls), the final numbering no longer maps to groups, so that
+    The sections stage's write prompt shows the non-empty group descriptions as [1], [2], … (group order),
+    each standing for the snippets of its group. When the descriptions had to be merged first (more groups
+    than ``sections.chunk_size``: several write calls), the final numbering no longer maps to groups, so that
     section's markers are all removed (counted) rather than guessed.
     """
     drafts, notes = [], []
@@ -187,7 +187,8 @@ LEAD_TITLES = ("преамбула", "введение", "вводная час�
 
 
 def clean_lead(text: str, title: str) -> str:
-    """The lead as written, cleaned: wrappers, a repeated title or «Преамбула» line, inner headings flattened."""
+    """The lead as written, cleaned: wrappers, a repeated title or «Преамбула» line, inner headings
+    flattened."""
     return flatten_headings(clean_answer(text, title, also_drop=LEAD_TITLES, label=False))
 
 
@@ -205,7 +206,7 @@ async def ask_lead(context: StageContext, title: str, body: str) -> str:
     )
 
 
-# --------------------------------------------------------------------------- nodes (wrappers get their subgraph)
+# ------------------------------------------------------------------------ nodes (wrappers get their subgraph)
 
 
 async def ranking(state: WriterState, runtime: Runtime[StageContext], *, graph: Any) -> dict:
@@ -358,7 +359,8 @@ async def cite(state: WriterState, runtime: Runtime[StageContext]) -> dict:
         if draft is not None:
             numbered = numbering.section(draft)
             section = section.model_copy(
-                update={"text": numbered.text, "cited": numbered.cited, "shown_snippets": numbered.shown_snippets,
+                update={"text": numbered.text, "cited": numbered.cited, "shown_"
+                "snippets": numbered.shown_snippets,
                         "markers": numbered.markers}
             )  # fmt: skip
         written.append(section)

@@ -19,7 +19,8 @@ PACKAGE_PROMPTS = Path(__file__).parent
 
 
 def placeholders(text: str) -> set[str]:
-    """The ``str.format`` fields a template uses (``{title}``, ``{a.b}`` -> ``a``); ValueError if it is not one."""
+    """The ``str.format`` fields a template uses (``{title}``, ``{a.b}`` -> ``a``); ValueError if it is not
+    one."""
     return {
         name.split(".")[0].split("[")[0]
         for _, name, _, _ in string.Formatter().parse(text)
@@ -28,7 +29,8 @@ def placeholders(text: str) -> set[str]:
 
 
 def package_file(name: str) -> Path:
-    """``package:relative/path`` -> the file inside the importable package (FileNotFoundError when missing)."""
+    """``package:relative/path`` -> the file inside the importable package (FileNotFoundError when
+    missing)."""
     package, _, relative = name.partition(":")
     try:
         spec = importlib.util.find_spec(package)
@@ -94,8 +96,8 @@ class PromptLibrary:
         return prompt
 
     def fragment(self, name: str, **fields: object) -> str:
-        """A short piece of prompt text kept as a file too (``ru/fragment_<name>.txt``: a placeholder, a label);
-        a file of the same name in ``prompts_dir`` replaces it."""
+        """A short piece of prompt text kept as a file too (``ru/fragment_<name>.txt``: a placeholder, a
+        label); a file of the same name in ``prompts_dir`` replaces it."""
         return self.get(f"ru/fragment_{name}.txt").format(**fields)
 
     def hashes(self) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """What an article page (``articles/aNNNN.html``) shows per stage and run: the reference beside the
-generated text (:mod:`ruwikibench.reporting.article_views`), each item's scores, its failures, and the node trace
-and timeline of every unit."""
+generated text (:mod:`ruwikibench.reporting.article_views`), each item's scores, its failures, and the node
+trace and timeline of every unit."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ MIN_BAR = 0.4  # % of the timeline: the narrowest bar drawn (kept inside the tra
 
 class PageErrors:
     """The errors an article page shows: each text once in full (shortened, whole on hover) under an id, then
-    referred to by it. A node's error that is part of a failure shown above (or the other way round) is the same."""
+    referred to by it. A node's error that is part of a failure shown above (or the other way round) is the
+    same."""
 
     def __init__(self) -> None:
         self.shown: dict[str, str] = {}  # error text -> its id on the page
@@ -154,7 +155,8 @@ def _trace(records: list[dict[str, Any]], errors: PageErrors | None = None) -> d
 
 
 def _timing_sum(records: list[dict[str, Any]], key: str) -> float | None:
-    """The records' summed ``queued_s``/``service_s``; None when they were captured before these were recorded."""
+    """The records' summed ``queued_s``/``service_s``; None when they were captured before these were
+    recorded."""
     found = [r[key] for r in records if key in r]
     return sum(found) if found else None
 
@@ -179,7 +181,8 @@ def _node_row(record: dict[str, Any], errors: PageErrors) -> dict[str, Any]:
 
 
 def _children_calls(records: list[dict[str, Any]]) -> dict[str, int]:
-    """Task id -> LLM calls of the nodes run inside it (a subgraph's nodes name their parent task in the namespace)."""
+    """Task id -> LLM calls of the nodes run inside it (a subgraph's nodes name their parent task in the
+    namespace)."""
     calls: dict[str, int] = defaultdict(int)
     for record in records:
         for part in (record.get("namespace") or "").split("|"):
@@ -208,9 +211,9 @@ def _bar_label(record: dict[str, Any], inside: int) -> str:
 
 
 def _timeline(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Bars on lanes: a node goes on the first lane free at its start, so nodes that ran at once stack up. A bar's
-    hatched start is the time its LLM calls waited for a concurrency slot (``queued_s``, when recorded); a subgraph's
-    parent is coloured by its children's LLM calls."""
+    """Bars on lanes: a node goes on the first lane free at its start, so nodes that ran at once stack up. A
+    bar's hatched start is the time its LLM calls waited for a concurrency slot (``queued_s``, when recorded);
+    a subgraph's parent is coloured by its children's LLM calls."""
     start = min(r["started_at"] for r in records)
     span = max(max(r["ended_at"] for r in records) - start, 1e-6)
     inside = _children_calls(records)

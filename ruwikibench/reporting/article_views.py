@@ -1,8 +1,8 @@
 """What an article page shows per stage: reference beside generated, built from one run's captured records.
 
 A view is a plain dict for the article template: the stage's own (its ``article_view()``; the built-in stages'
-are in :mod:`ruwikibench.graphs.views`: ``pool``, ``headings``, ``section_texts``), else ``texts``: the stage's
-generated texts (``generated.jsonl``) beside their references.
+are in :mod:`ruwikibench.graphs.views`: ``pool``, ``headings``, ``section_texts``), else ``texts``: the
+stage's generated texts (``generated.jsonl``) beside their references.
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ def texts_view(records: ArticleRecords) -> dict[str, Any]:
 
 
 def article_view(records: ArticleRecords) -> dict[str, Any]:
-    """The stage's view when the outputs are the stage's units (input + output), else the generated texts (a stage
-    without a view, outputs of another system scored as whole articles); a view that cannot read the outputs
-    says why above the generated texts."""
+    """The stage's view when the outputs are the stage's units (input + output), else the generated texts (a
+    stage without a view, outputs of another system scored as whole articles); a view that cannot read the
+    outputs says why above the generated texts."""
     stage = _stage(records.stage)
     if stage is None or not records.outputs or not all("input" in o for o in records.outputs):
         return texts_view(records)

@@ -78,8 +78,8 @@ def dump_dom(
     width: int | None = None,
 ) -> str:
     """The page's DOM as HTML after its scripts ran; ``wait_ms``: virtual time given to asynchronous scripts
-    (promises, timers) before the DOM is taken; ``width``: the window's width in pixels (layout measured by the
-    page's scripts depends on it)."""
+    (promises, timers) before the DOM is taken; ``width``: the window's width in pixels (layout measured by
+    the page's scripts depends on it)."""
     wait = [f"--virtual-time-budget={wait_ms}"] if wait_ms else []
     window = [f"--window-size={width},900"] if width else []
     return _run([*wait, *window, "--dump-dom", page.resolve().as_uri()], proxy, timeout).stdout
@@ -96,7 +96,8 @@ function axeResults(value) {
 }
 axe.run(document, {resultTypes: ["violations"]}).then(function (results) {
   axeResults(results.violations.map(function (v) {
-    return {id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(function (n) { return n.target.join(" "); })};
+    return {id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(function (n) { return \
+n.target.join(" "); })};
   }));
 }, function (error) { axeResults({error: String(error)}); });
 </script>
@@ -104,9 +105,9 @@ axe.run(document, {resultTypes: ["violations"]}).then(function (results) {
 
 
 def axe_violations(page: Path, axe_js: Path, *, timeout: float = 180.0) -> list[dict[str, Any]]:
-    """The axe-core accessibility violations of ``page`` ({id, impact, help, nodes}): a copy of the page next to it
-    with axe (``axe_js``, e.g. node_modules/axe-core/axe.min.js) and a runner script put in before ``</body>``,
-    opened in headless Chromium; the runner writes the results into the DOM."""
+    """The axe-core accessibility violations of ``page`` ({id, impact, help, nodes}): a copy of the page next
+    to it with axe (``axe_js``, e.g. node_modules/axe-core/axe.min.js) and a runner script put in before
+    ``</body>``, opened in headless Chromium; the runner writes the results into the DOM."""
     html = page.read_text(encoding="utf-8")
     if "</body>" not in html:
         raise BrowserError(f"{page}: no </body> to put axe before")

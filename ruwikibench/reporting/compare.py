@@ -55,8 +55,8 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded", 
         *[line for note in stale for line in (f"> **Stale metrics.** {note}", "")],
         *settings.markdown(),
         (
-            "×100, mean [95% CI]. *floor*: the embedding metric of each output against the references of other "
-            "articles (chance level for this embedder); *rescaled* = (score − floor) / (1 − floor)."
+            "×100, mean [95% CI]. *floor*: the embedding metric of each output against the references of "
+            "other articles (chance level for this embedder); *rescaled* = (score − floor) / (1 − floor)."
         ),
         "",
     ]

@@ -70,7 +70,8 @@ class RunData:
 def _dataset_of(
     spec: dict[str, Any], cache: dict[str, tuple[Dataset | None, str]]
 ) -> tuple[Dataset | None, str]:
-    """The run's dataset (reference outlines, snippet relevance), loaded once per path; a note when unavailable."""
+    """The run's dataset (reference outlines, snippet relevance), loaded once per path; a note when
+    unavailable."""
     path = str(spec.get("dataset", {}).get("path") or "")
     if path not in cache:
         from ruwikibench.corpus_builder.dataset_files import resolve_dataset

@@ -1,5 +1,6 @@
-"""Why a run or a unit has no result, said briefly: error texts with their long paths cut to the part that matters,
-and the reason a whole stage of a run failed (no item scored, units failed), shown in charts and delta blocks."""
+"""Why a run or a unit has no result, said briefly: error texts with their long paths cut to the part that
+matters, and the reason a whole stage of a run failed (no item scored, units failed), shown in charts and
+delta blocks."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ REASON_CHARS = 160
 
 
 def shorten_paths(text: str) -> str:
-    """Each absolute path of 3+ parts cut to its last two: '/home/u/.cache/rwb/llm.sqlite' -> '…/rwb/llm.sqlite'."""
+    """Each absolute path of 3+ parts cut to its last two: '/home/u/.cache/rwb/llm.sqlite' ->
+    '…/rwb/llm.sqlite'."""
 
     def cut(match: re.Match[str]) -> str:
         parts = [p for p in match.group(0).split("/") if p]
@@ -26,7 +28,8 @@ def shorten_paths(text: str) -> str:
 
 
 def short_reason(text: str, limit: int = REASON_CHARS) -> str:
-    """The error's first line, paths shortened, cut to ``limit`` characters (the full text goes in a ``title``)."""
+    """The error's first line, paths shortened, cut to ``limit`` characters (the full text goes in a
+    ``title``)."""
     first = shorten_paths(str(text).strip().splitlines()[0] if str(text).strip() else "")
     return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
 
@@ -43,8 +46,8 @@ def common_reason(errors: list[dict[str, Any]]) -> str:
 
 
 def stage_failures(stage: str, runs: list[tuple[str, StageMetrics, list[dict[str, Any]]]]) -> dict[str, str]:
-    """Run name -> why the stage failed as a whole in that run ('' reason when errors.jsonl says nothing), for the
-    runs (name, the stage's metrics, the run's errors) whose stage failed."""
+    """Run name -> why the stage failed as a whole in that run ('' reason when errors.jsonl says nothing), for
+    the runs (name, the stage's metrics, the run's errors) whose stage failed."""
     return {
         name: common_reason([e for e in errors if e.get("stage") == stage])
         for name, metrics, errors in runs

@@ -1,6 +1,6 @@
-"""The HTML report: ``report.html`` (the paper-layout tables with CIs, charts, settings, failures and exclusions,
-the article index and, for several runs, per-article deltas) and one page per article under ``articles/``
-(reference beside generated, each item's scores, the node trace and timeline of every unit).
+"""The HTML report: ``report.html`` (the paper-layout tables with CIs, charts, settings, failures and
+exclusions, the article index and, for several runs, per-article deltas) and one page per article under
+``articles/`` (reference beside generated, each item's scores, the node trace and timeline of every unit).
 
 Everything a page needs is inside it (CSS, the sorting script, charts as data URIs): no request at view time.
 The runs are read by :mod:`~ruwikibench.reporting.data`; what each page shows is put together by

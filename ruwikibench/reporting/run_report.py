@@ -69,7 +69,7 @@ def _spec_summary(spec: dict[str, Any]) -> str:
     calls = sum(u.get("calls", 0) for u in llm.values())
     tokens = sum(u.get("prompt_tokens", 0) + u.get("completion_tokens", 0) for u in llm.values())
     return (
-        f"dataset `{spec.get('dataset', {}).get('id')}` · models {models} · embedder {spec.get('embedder')} · "
-        f"commit `{(spec.get('git_commit') or '?')[:10]}` · last session {session.get('wall_time_s', '?')} s, "
-        f"{calls} LLM calls, {tokens} tokens"
+        f"dataset `{spec.get('dataset', {}).get('id')}` · models {models} · embedder {spec.get('embedder')} "
+        f"· commit `{(spec.get('git_commit') or '?')[:10]}` · last session {session.get('wall_time_s', '?')} "
+        f"s, {calls} LLM calls, {tokens} tokens"
     )

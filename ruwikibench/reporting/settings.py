@@ -1,6 +1,7 @@
-"""The settings of compared runs (from each run's spec.json) as a table: one row per setting the runs differ in,
-one column per run, grouped (models, stage options, overrides, prompts, other); the settings equal in every run
-are kept apart. report.md, settings.csv and report.html are all written from one :class:`SettingsTable`."""
+"""The settings of compared runs (from each run's spec.json) as a table: one row per setting the runs differ
+in, one column per run, grouped (models, stage options, overrides, prompts, other); the settings equal in
+every run are kept apart. report.md, settings.csv and report.html are all written from one
+:class:`SettingsTable`."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ class SettingRow(BaseModel):
 
 
 class SettingsTable(BaseModel):
-    """The runs' settings: ``differing`` rows (group order, then key) and ``same`` rows (equal in every run)."""
+    """The runs' settings: ``differing`` rows (group order, then key) and ``same`` rows (equal in every
+    run)."""
 
     runs: list[str]
     differing: list[SettingRow]
@@ -45,7 +47,8 @@ class SettingsTable(BaseModel):
         return [(group, grouped[group]) for group in GROUPS if grouped[group]]
 
     def csv_rows(self) -> list[list[str]]:
-        """Header first: group, setting, each run's whole value; the equal settings after the differing ones."""
+        """Header first: group, setting, each run's whole value; the equal settings after the differing
+        ones."""
         header = ["group", "setting", *self.runs, "same in all runs"]
         return [header] + [
             [row.group, row.key, *row.values, "yes" if same else ""]
@@ -54,7 +57,8 @@ class SettingsTable(BaseModel):
         ]
 
     def markdown(self) -> list[str]:
-        """report.md's 'Settings' block: the differing settings as a table, the equal ones one line per group."""
+        """report.md's 'Settings' block: the differing settings as a table, the equal ones one line per
+        group."""
         lines = ["## Settings", ""]
         if self.differing:
             header = ["setting", *self.runs]
@@ -108,13 +112,14 @@ def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def read_spec(rundir: RunDir) -> dict[str, Any]:
-    """The run's spec.json in the current format (old formats upgraded; {} for a run directory without one)."""
+    """The run's spec.json in the current format (old formats upgraded; {} for a run directory without
+    one)."""
     return spec_record(rundir)
 
 
 def spec_settings(spec: dict[str, Any]) -> dict[str, Any]:
-    """A run's settings, flat: the config's keys, ``dataset`` (its id), ``options.*`` and the overrides' code hashes
-    (``override.<key>.sha256``)."""
+    """A run's settings, flat: the config's keys, ``dataset`` (its id), ``options.*`` and the overrides' code
+    hashes (``override.<key>.sha256``)."""
     overrides = {
         f"override.{key}.sha256": (o.get("sha256") or "")[:12] for key, o in spec.get("overrides", {}).items()
     }
@@ -132,8 +137,8 @@ def _alias_stages() -> list[str]:
 
 
 def _aliased(config: dict[str, Any]) -> dict[str, Any]:
-    """A recorded config with the options of the stages in :func:`_alias_stages` under their top-level keys, as
-    runs recorded them before ``stage_options``: old and new runs show the same setting under one name."""
+    """A recorded config with the options of the stages in :func:`_alias_stages` under their top-level keys,
+    as runs recorded them before ``stage_options``: old and new runs show the same setting under one name."""
     blocks = config.get("stage_options")
     if not isinstance(blocks, dict):
         return config
@@ -143,7 +148,8 @@ def _aliased(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def setting_group(key: str) -> str:
-    """The group a setting is shown in: models (and the embedder), stage options, overrides, prompts, other."""
+    """The group a setting is shown in: models (and the embedder), stage options, overrides, prompts,
+    other."""
     last = key.rsplit(".", 1)[-1]
     if "prompt" in last and not key.startswith("embedder."):
         return "prompts"

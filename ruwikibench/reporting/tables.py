@@ -42,7 +42,8 @@ def stage_description(stage: str) -> str:
 
 
 def paper_table(stage: str) -> str:
-    """The paper's table of the stage ('Tables 3/4'; the stage's ``paper_table``), '' when the paper has none."""
+    """The paper's table of the stage ('Tables 3/4'; the stage's ``paper_table``), '' when the paper has
+    none."""
     declared = _declared(stage)
     return (declared.paper_table or "") if declared is not None else ""
 
@@ -64,7 +65,8 @@ def table_title(stage: str, note: str = "") -> str:
 
 
 def report_stages(metrics: list[dict[str, StageMetrics]]) -> list[str]:
-    """The stages present in any of the runs' metrics, in the registry's order, then any other stage by name."""
+    """The stages present in any of the runs' metrics, in the registry's order, then any other stage by
+    name."""
     present = set().union(*(m.keys() for m in metrics)) if metrics else set()
     known = [s for s in stage_names() if s in present]
     return known + sorted(present - set(known))
@@ -234,8 +236,8 @@ def floor_note(floor: FloorInfo) -> str:
 
 
 def stage_headlines(stage: str, metrics: StageMetrics | None = None) -> list[Headline]:
-    """The metrics a paired comparison covers (declared ``paired``; by default the table's metrics but its counts),
-    each marked when it has a permutation floor (its rescaled difference follows it)."""
+    """The metrics a paired comparison covers (declared ``paired``; by default the table's metrics but its
+    counts), each marked when it has a permutation floor (its rescaled difference follows it)."""
     declared = stage_metrics(stage)
     if not declared:  # an unknown stage: every metric of the run, floored where it has a rescaled key
         keys = {key for _, key in stage_columns(stage, metrics)}
@@ -256,7 +258,8 @@ def column_meanings(stage: str) -> dict[str, str]:
 
 
 def glossary_rows(stage: str) -> list[list[str]]:
-    """The stage's glossary (header first): each column with its direction mark, scale and one-line meaning."""
+    """The stage's glossary (header first): each column with its direction mark, scale and one-line
+    meaning."""
     return [["column", "scale", "meaning"], *[list(row) for row in glossary(stage_metrics(stage))]]
 
 
@@ -281,7 +284,8 @@ PAIRED_NOTE = (
 
 
 def paired_section(rows: list[PairedRow]) -> list[str]:
-    """The stage's 'Paired differences' block of report.md (nothing for one run), significant rows spelled out."""
+    """The stage's 'Paired differences' block of report.md (nothing for one run), significant rows spelled
+    out."""
     if not rows:
         return []
     found = [f"- {row.sentence()}" for row in rows if row.winner is not None]

@@ -1,8 +1,8 @@
 """A BM25 index (bm25s, Lucene variant, k1 = 1.5, b = 0.75) over every snippet of a dataset.
 
 Built once per (dataset id, normalizer), saved under ``<cache dir>/bm25/<dataset id>-<normalizer>-<version>/``
-and reloaded from there by :func:`get_index`; a run keeps what it loaded on an :class:`IndexShelf` (thread-safe: one
-load or build per key even when many articles ask at once).
+and reloaded from there by :func:`get_index`; a run keeps what it loaded on an :class:`IndexShelf`
+(thread-safe: one load or build per key even when many articles ask at once).
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ class IndexShelf:
         return len(self._indexes)
 
     def clear(self) -> None:
-        """Let go of the loaded indexes (a run's units are done: ~65 MB at 36,500 snippets); a later :meth:`get`
-        loads again."""
+        """Let go of the loaded indexes (a run's units are done: ~65 MB at 36,500 snippets); a later
+        :meth:`get` loads again."""
         with self._lock:
             self._indexes.clear()

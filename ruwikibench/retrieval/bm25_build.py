@@ -33,8 +33,8 @@ SCORE_BATCH = 1 << 24  # (term, document) pairs scored at a time: bounds the flo
 
 
 def tokenize_chunk(texts: list[str]) -> Tokenized:
-    """A chunk's word counts: (its distinct folded words, then for every (text, word) pair that occurs: the text's
-    position in the chunk, the word's index, how often; and the number of texts)."""
+    """A chunk's word counts: (its distinct folded words, then for every (text, word) pair that occurs: the
+    text's position in the chunk, the word's index, how often; and the number of texts)."""
     lists = [_TOKEN.findall(fold(text)) for text in texts]
     flat = list(chain.from_iterable(lists))
     words = list(dict.fromkeys(flat))
@@ -78,7 +78,8 @@ def _chunks(texts: Iterable[str], size: int) -> Iterator[list[str]]:
 
 
 def _tokenized(texts: Iterable[str], workers: int) -> Iterator[Tokenized]:
-    """Chunks tokenized in order: here, or by ``workers`` processes with a bounded number of chunks in flight."""
+    """Chunks tokenized in order: here, or by ``workers`` processes with a bounded number of chunks in
+    flight."""
     if workers <= 1:
         yield from map(tokenize_chunk, _chunks(texts, CHUNK))
         return
@@ -97,8 +98,8 @@ def count_terms(
 ):  # -> (csc_matrix, ndarray, TermTable)
     """Term counts (documents × columns, CSC, float32), document lengths in index terms, and the term table.
 
-    Workers count (text, word) pairs; here each word becomes its column (stopwords dropped; words sharing a lemma
-    share a column, and their counts add up when the pairs are assembled into one matrix at the end)."""
+    Workers count (text, word) pairs; here each word becomes its column (stopwords dropped; words sharing a
+    lemma share a column, and their counts add up when the pairs are assembled into one matrix at the end)."""
     import scipy.sparse as sp
 
     table = TermTable(normalizer, stopwords())

@@ -1,5 +1,5 @@
-"""Which units may run at once: their fan-outs (LLM requests a unit may have waiting at the same time) must fit
-a budget, in the order the units come.
+"""Which units may run at once: their fan-outs (LLM requests a unit may have waiting at the same time) must
+fit a budget, in the order the units come.
 
 A ranking unit judges its whole candidate pool at once (one request per candidate: ~380 at the paper's 129
 snippets per article and pool ratio 3), a section unit asks one or two questions at a time. Started as many at
@@ -22,7 +22,8 @@ from contextlib import asynccontextmanager
 FAN_OUT_PER_SLOT = 8
 """Requests that the units running at once may have waiting, per request slot (``max_concurrency``)."""
 FAN_OUT_FLOOR = 4096
-"""The smallest budget: ~4,000 waiting judgements hold a few hundred MB (a LangGraph task, prompt and request each)."""
+"""The smallest budget: ~4,000 waiting judgements hold a few hundred MB (a LangGraph task, prompt and request
+each)."""
 
 
 def fan_out_budget(max_concurrency: int) -> int:
@@ -30,7 +31,8 @@ def fan_out_budget(max_concurrency: int) -> int:
 
 
 class FanOutSlots:
-    """``capacity`` slots taken ``weight`` at a time, strictly in arrival order (no unit overtakes a waiting one)."""
+    """``capacity`` slots taken ``weight`` at a time, strictly in arrival order (no unit overtakes a waiting
+    one)."""
 
     def __init__(self, capacity: int) -> None:
         if capacity < 1:

@@ -1,13 +1,13 @@
 """Capture every node's output while a stage graph runs (LangGraph ``tasks`` stream, subgraphs included).
 
 LLM usage, answers and the prompt files a node used are attributed to the node through the LangGraph task id
-found in the runnable config of the calling node (``langgraph_checkpoint_ns``). Each record carries the wall-clock
-start and end of the node (``started_at``/``ended_at``, Unix seconds), so a report can draw what ran in parallel,
-and the seconds its own LLM calls waited for a concurrency slot (``queued_s``) and were served after it
-(``service_s``), summed over the calls (records written before these fields lack them).
+found in the runnable config of the calling node (``langgraph_checkpoint_ns``). Each record carries the
+wall-clock start and end of the node (``started_at``/``ended_at``, Unix seconds), so a report can draw what
+ran in parallel, and the seconds its own LLM calls waited for a concurrency slot (``queued_s``) and were
+served after it (``service_s``), summed over the calls (records written before these fields lack them).
 
-Records of earlier versions also carry an ``input_digest`` (a hash of the node's whole input state) that nothing
-read; hashing every node's input was ~8 % of a run's event-loop CPU at 64 articles (bench/scale.py).
+Records of earlier versions also carry an ``input_digest`` (a hash of the node's whole input state) that
+nothing read; hashing every node's input was ~8 % of a run's event-loop CPU at 64 articles (bench/scale.py).
 """
 
 from __future__ import annotations
@@ -70,9 +70,9 @@ class NodeCapture:
 
     @contextmanager
     def active(self) -> Iterator[None]:
-        """Run the unit's graph inside: its calls (the graph's tasks inherit the context) are this capture's, and
-        the captures of the other units running at the same time ignore them. Without it every capture kept a
-        usage entry for every call of every unit in flight: 5 GB at 64 articles (bench/scale.py)."""
+        """Run the unit's graph inside: its calls (the graph's tasks inherit the context) are this capture's,
+        and the captures of the other units running at the same time ignore them. Without it every capture
+        kept a usage entry for every call of every unit in flight: 5 GB at 64 articles (bench/scale.py)."""
         token = _ACTIVE.set(self)
         try:
             yield

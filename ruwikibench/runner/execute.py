@@ -4,12 +4,13 @@ Units of all stages and articles run concurrently; the only limit on LLM traffic
 global semaphore (``RunConfig.max_concurrency``), so there are no batches and no barriers. A unit whose
 output is already in ``outputs.jsonl`` is not run again; LLM requests of a unit cut off mid-way are answered
 by the response cache when the unit is rerun. A finished output without score records (a run killed between
-writing the two) is scored when the run resumes. The run directory is locked (``run.lock``) while a run writes it.
+writing the two) is scored when the run resumes. The run directory is locked (``run.lock``) while a run writes
+it.
 
-:func:`execute` takes the run's steps in order (:func:`_execute_locked`); the performance hooks around them (head
-start, warm-up, garbage collector, scoring process, memory given back) are :class:`RunLifecycle`'s
-(runner/lifecycle.py). The run's options, id and spec, its units and its metrics are modules of their own; their
-names used by the CLI and the API are importable from here too (``__all__``).
+:func:`execute` takes the run's steps in order (:func:`_execute_locked`); the performance hooks around them
+(head start, warm-up, garbage collector, scoring process, memory given back) are :class:`RunLifecycle`'s
+(runner/lifecycle.py). The run's options, id and spec, its units and its metrics are modules of their own;
+their names used by the CLI and the API are importable from here too (``__all__``).
 """
 
 from __future__ import annotations
@@ -77,8 +78,9 @@ async def _execute_locked(
     inputs: dict[str, Any],
     session: dict[str, Any],
 ) -> RunDir:
-    """The run's steps in order: open (spec, resume check), plan the units, score the outputs a cut-off session
-    left unscored, run the units (each scored as it ends), floors and baselines, spec.json, metrics and report."""
+    """The run's steps in order: open (spec, resume check), plan the units, score the outputs a cut-off
+    session left unscored, run the units (each scored as it ends), floors and baselines, spec.json, metrics
+    and report."""
     spec = await _open(context, opened, dataset, dataset_path, options, inputs)
     runner = await run_cpu(Runner, context, opened.rundir, options)  # compiling graphs: CPU, off the loop
     plan = await _plan_units(runner, dataset, options, spec)

@@ -1,11 +1,12 @@
 """Code identity of plug-in code: what enters the run id and spec.json for stages and overrides from outside
 the package.
 
-For an object (a stage class, a node function, a graph builder) the identity is the sha256 of the source file the
-object is *defined* in (``inspect.getsourcefile`` of the unwrapped function or of the class — a function
+For an object (a stage class, a node function, a graph builder) the identity is the sha256 of the source file
+the object is *defined* in (``inspect.getsourcefile`` of the unwrapped function or of the class — a function
 re-exported by another module hashes the module that defines it), and the name and version of the installed
-distribution that holds that file, if any. Built-in stages (modules of :mod:`ruwikibench`) have no code identity:
-the package version and git commit in spec.json already say which code ran, and their run ids stay as they were.
+distribution that holds that file, if any. Built-in stages (modules of :mod:`ruwikibench`) have no code
+identity: the package version and git commit in spec.json already say which code ran, and their run ids stay
+as they were.
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ def _distributions() -> dict[str, list[str]]:
 
 
 def _holds(dist: Distribution, file: Path) -> bool:
-    """The distribution installed ``file``: listed in its RECORD, or under the folder of an editable install."""
+    """The distribution installed ``file``: listed in its RECORD, or under the folder of an editable
+    install."""
     for entry in dist.files or []:
         if entry.suffix == ".py" and Path(str(dist.locate_file(entry))).resolve() == file:
             return True
@@ -129,7 +131,8 @@ def prompt_fields(model: type[BaseModel]) -> list[str]:
 
 
 def stage_prompts(stage: Stage[Any], options: BaseModel | None = None) -> list[str]:
-    """The prompt files a stage declares before the run: its ``prompt_files`` and its options' prompt fields."""
+    """The prompt files a stage declares before the run: its ``prompt_files`` and its options' prompt
+    fields."""
     names = list(stage.prompt_files)
     if options is not None:
         names += [str(getattr(options, field)) for field in prompt_fields(type(options))]
@@ -137,7 +140,8 @@ def stage_prompts(stage: Stage[Any], options: BaseModel | None = None) -> list[s
 
 
 def prompt_hashes(names: list[str], config: RunConfig) -> dict[str, str]:
-    """name -> sha256 of the text, as the prompt loader hashes it (a missing file raises FileNotFoundError)."""
+    """name -> sha256 of the text, as the prompt loader hashes it (a missing file raises
+    FileNotFoundError)."""
     library = PromptLibrary(config.prompts_dir)
     return {name: library.get(name).sha256 for name in sorted(set(names))}
 
@@ -168,8 +172,8 @@ def stages_identity(stages: list[Stage[Any]], config: RunConfig) -> dict[str, di
 
 
 def identity_key(records: dict[str, dict[str, Any]]) -> str:
-    """The run-id part of :func:`stages_identity`: code and prompt hashes (no file paths: moving a checkout keeps
-    the id) and the stage options."""
+    """The run-id part of :func:`stages_identity`: code and prompt hashes (no file paths: moving a checkout
+    keeps the id) and the stage options."""
 
     def one(record: dict[str, Any]) -> dict[str, Any]:
         key: dict[str, Any] = {"prompts": sorted(record.get("prompts", {}).values())}

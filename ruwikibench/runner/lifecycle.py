@@ -4,11 +4,12 @@ order; :class:`RunLifecycle` holds what goes on around them). In the order they 
 1. a scoring process of its own when the run wants one (:meth:`RunLifecycle.scoring_process`,
    runner/score_process.py), made before the units start;
 2. one role's HTTP clients built before the first unit (:func:`_prepare_first_client`);
-3. the first unit's head start (:func:`_head_start`, :data:`HEAD_START`), then every other role's clients, then the
-   other units (:func:`_run_units`), with the scoring process scoring ahead the baselines that need no output;
-4. once the first request is out (:func:`_warm_up_after_first_request`, :data:`FIRST_REQUEST_WAIT`): the garbage
-   collector paused for the start-up on again, the scoring process started, the stages' lazy imports, the heap
-   frozen;
+3. the first unit's head start (:func:`_head_start`, :data:`HEAD_START`), then every other role's clients,
+   then the other units (:func:`_run_units`), with the scoring process scoring ahead the baselines that need
+   no output;
+4. once the first request is out (:func:`_warm_up_after_first_request`, :data:`FIRST_REQUEST_WAIT`): the
+   garbage collector paused for the start-up on again, the scoring process started, the stages' lazy imports,
+   the heap frozen;
 5. the collector's thresholds raised while the units run (``executors.run_gc_thresholds``);
 6. when the units are done: the BM25 indexes let go and the C heap's free pages given back (``malloc_trim``);
 7. the floors and baselines in the scoring process, or on the model lane when it cannot compute them
@@ -53,7 +54,8 @@ if TYPE_CHECKING:
 
 
 class RunLifecycle:
-    """The performance hooks of one run, around the steps that :func:`ruwikibench.runner.execute.execute` takes."""
+    """The performance hooks of one run, around the steps that :func:`ruwikibench.runner.execute.execute`
+    takes."""
 
     def __init__(self, context: StageContext, runner: Runner, options: RunOptions) -> None:
         self.context = context
@@ -62,9 +64,9 @@ class RunLifecycle:
 
     @asynccontextmanager
     async def scoring_process(self, units: list[Unit], session: dict[str, Any]) -> AsyncIterator[None]:
-        """A scoring process of its own for the block when the run wants one (``score_process.wanted``), started
-        by the warm-up; when the block ends, however it ends, it is recorded in ``session`` and told to exit — it
-        exits while the metrics are written, and :meth:`close` waits for it."""
+        """A scoring process of its own for the block when the run wants one (``score_process.wanted``),
+        started by the warm-up; when the block ends, however it ends, it is recorded in ``session`` and told
+        to exit — it exits while the metrics are written, and :meth:`close` waits for it."""
         context, runner = self.context, self.runner
         if wanted(self.options.score_in, len(units), context.dataset_dir):
             runner.scoring = ScoringProcess(
@@ -78,7 +80,8 @@ class RunLifecycle:
                 runner.scoring.close(wait=False)  # it exits while the metrics are written
 
     async def run_units(self, units: list[Unit]) -> float:
-        """The units run and scored (:func:`_run_units`) with the hooks around them; returns when they started."""
+        """The units run and scored (:func:`_run_units`) with the hooks around them; returns when they
+        started."""
         context, runner = self.context, self.runner
         # one role's HTTP clients: before the first request, the others after
         await _prepare_first_client(context)
@@ -129,9 +132,10 @@ async def _run_units(
     context: StageContext, runner: Runner, units: list[Unit], progress: Progress | PlainProgress
 ) -> None:
     """Run the units, as many at once as requests may be in flight and as their fan-outs fit the budget
-    (:mod:`ruwikibench.runner.admission`). Twice as many units at once started ~120 units in the first second of
-    a whole-sample run, and their CPU steps (KMeans, embedding look-ups, graph set-up) delayed the
-    handling of the first answers by ~1 s (bench/pipeline.py: max wait 1.04–1.14 s in 2 of 6 runs; now 0.55–0.90).
+    (:mod:`ruwikibench.runner.admission`). Twice as many units at once started ~120 units in the first second
+    of a whole-sample run, and their CPU steps (KMeans, embedding look-ups, graph set-up) delayed the
+    handling of the first answers by ~1 s (bench/pipeline.py: max wait 1.04–1.14 s in 2 of 6 runs; now
+    0.55–0.90).
 
     The first unit runs alone until the run's first request is out (:meth:`~ruwikibench.models.llm.LLM.
     first_request_sent`), until it ends, or for :data:`HEAD_START` seconds: started with it, the other units'
@@ -171,11 +175,11 @@ async def _run_units(
 
 async def _prepare_first_client(context: StageContext) -> None:
     """The HTTP clients of the first role with a backend that builds them (``prepare``) — with them the client
-    library is imported (langchain-openai, the openai SDK: most of the wait) — before the first unit starts; the
-    other roles' clients are built once its first request is out (:func:`_run_units`), before the other units
-    start. Building every role's clients first (``LLM.prepare``: a CA bundle loaded per client, ~20 ms of CPU each)
-    delayed the first request by the clients it does not use; the first unit builds its own role's on its first
-    request when it is another role (``OpenAIBackend._clients``)."""
+    library is imported (langchain-openai, the openai SDK: most of the wait) — before the first unit starts;
+    the other roles' clients are built once its first request is out (:func:`_run_units`), before the other
+    units start. Building every role's clients first (``LLM.prepare``: a CA bundle loaded per client, ~20 ms
+    of CPU each) delayed the first request by the clients it does not use; the first unit builds its own
+    role's on its first request when it is another role (``OpenAIBackend._clients``)."""
     for backend in context.llm.backends.values():
         prepare = getattr(backend, "prepare", None)
         if prepare is not None:
@@ -184,7 +188,8 @@ async def _prepare_first_client(context: StageContext) -> None:
 
 
 async def _head_start(context: StageContext, head: Sequence[asyncio.Future[None]]) -> None:
-    """Returns once the first request is out, the ``head`` units are done, or :data:`HEAD_START` seconds passed."""
+    """Returns once the first request is out, the ``head`` units are done, or :data:`HEAD_START` seconds
+    passed."""
     if not head:
         return
     sent = asyncio.ensure_future(context.llm.first_request_sent())
@@ -195,11 +200,11 @@ async def _head_start(context: StageContext, head: Sequence[asyncio.Future[None]
 
 
 async def _warm_up_after_first_request(context: StageContext, runner: Runner) -> None:
-    """The stages' lazy imports (sklearn, scipy, the NER model, …) and the heap freeze, once the first request is
-    out (or after :data:`FIRST_REQUEST_WAIT` seconds, when every answer is cached): a run sends its first request
-    a second or two sooner, and they load while the first answers are on their way, not mid-run. The garbage
-    collector paused for the start-up (:func:`~ruwikibench.runtime.executors.pause_gc`) is on again from
-    here."""
+    """The stages' lazy imports (sklearn, scipy, the NER model, …) and the heap freeze, once the first request
+    is out (or after :data:`FIRST_REQUEST_WAIT` seconds, when every answer is cached): a run sends its first
+    request a second or two sooner, and they load while the first answers are on their way, not mid-run. The
+    garbage collector paused for the start-up (:func:`~ruwikibench.runtime.executors.pause_gc`) is on again
+    from here."""
     first = asyncio.ensure_future(context.llm.first_request_sent())
     await asyncio.wait({first}, timeout=FIRST_REQUEST_WAIT)
     first.cancel()

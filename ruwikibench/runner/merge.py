@@ -58,7 +58,8 @@ class ShardDir:
 
 
 def check_shards(shards: list[ShardDir]) -> list[ShardDir]:
-    """The shards in share order, after checking they are the whole of one run (one line per problem found first)."""
+    """The shards in share order, after checking they are the whole of one run (one line per problem found
+    first)."""
     if not shards:
         raise RunInputError("merge: no shard directory given")
     first = shards[0]
@@ -129,8 +130,8 @@ def merged_spec(shards: list[ShardDir]) -> dict[str, Any]:
 
 
 def target_dir(shards: list[ShardDir], into: Path | None) -> RunDir:
-    """``<into>/<run id>`` (default ``into``: the first shard's parent folder); a directory there that is not an
-    earlier merge of the same run is refused."""
+    """``<into>/<run id>`` (default ``into``: the first shard's parent folder); a directory there that is not
+    an earlier merge of the same run is refused."""
     parent = into if into is not None else shards[0].rundir.path.parent
     rundir = RunDir(parent / shards[0].run_id)
     if rundir.file(SPEC_FILE).exists():
@@ -164,7 +165,8 @@ def merge_shards(paths: Sequence[str | Path], into: Path | None = None, dataset:
 
 
 def _context(spec: dict[str, Any], dataset: str | None) -> tuple[Any, str]:
-    """A scoring context (no LLM) for the run's config and dataset; the dataset must be the shards' (same id)."""
+    """A scoring context (no LLM) for the run's config and dataset; the dataset must be the shards' (same
+    id)."""
     from ruwikibench.corpus_builder.dataset_files import resolve_dataset
     from ruwikibench.runner.setup import build_context
 

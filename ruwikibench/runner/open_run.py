@@ -1,6 +1,6 @@
-"""Opening a run directory, the one path of ``run``, ``write --batch`` and ``score-outputs`` (and of the Python
-API, which runs through them): the run id (:func:`run_id`, from a :class:`RunKey`), the directory created or
-reopened, its lock (``run.lock``) taken, the spec.json already there read
+"""Opening a run directory, the one path of ``run``, ``write --batch`` and ``score-outputs`` (and of the
+Python API, which runs through them): the run id (:func:`run_id`, from a :class:`RunKey`), the directory
+created or reopened, its lock (``run.lock``) taken, the spec.json already there read
 (:func:`ruwikibench.storage.runspec.read_spec`, old formats upgraded) and checked against the new one, and the
 new :class:`~ruwikibench.storage.runspec.RunSpec` written.
 
@@ -27,13 +27,14 @@ from ruwikibench.storage.rundir import RunDir
 from ruwikibench.storage.runspec import SPEC_FILE, RunSpec, read_spec_if_any
 
 SpecCheck = Callable[[RunDir, RunSpec, RunSpec], None]
-"""(run directory, the spec found there, the spec of this command): raises when the command must not resume it."""
+"""(run directory, the spec found there, the spec of this command): raises when the command must not resume
+it."""
 
 
 @dataclass(frozen=True)
 class RunKey:
-    """What names a run: a prefix (the config's name, ``<name>-writer``, ``external-<stage>``) and the JSON parts
-    whose hash follows it. The same key gives the same run id, so a rerun resumes the same directory."""
+    """What names a run: a prefix (the config's name, ``<name>-writer``, ``external-<stage>``) and the JSON
+    parts whose hash follows it. The same key gives the same run id, so a rerun resumes the same directory."""
 
     prefix: str
     parts: list[Any] = field(default_factory=list)
@@ -46,7 +47,8 @@ def run_id(key: RunKey) -> str:
 
 
 def overrides_part(config: RunConfig) -> list[Any]:
-    """The code of every node/graph override (its source's sha256), not just its import path; none: nothing."""
+    """The code of every node/graph override (its source's sha256), not just its import path; none:
+    nothing."""
     return [fingerprint(check_overrides(config))] if config.overrides else []
 
 
@@ -125,7 +127,8 @@ class OpenRun:
 @contextmanager
 def open_run(path: Path) -> Iterator[OpenRun]:
     """Create or reopen the run directory ``path`` and hold its lock for the duration (:class:`RunDirLocked`
-    when another process holds it); a directory created here and left empty is removed when the command fails."""
+    when another process holds it); a directory created here and left empty is removed when the command
+    fails."""
     rundir = RunDir(path)
     created = not rundir.path.exists()
     rundir.create()
@@ -139,7 +142,7 @@ def open_run(path: Path) -> Iterator[OpenRun]:
 
 
 def remove_if_empty(rundir: RunDir) -> None:
-    """A run directory that holds nothing but its lock: removed (a command that stopped on bad input leaves no run
-    directory behind)."""
+    """A run directory that holds nothing but its lock: removed (a command that stopped on bad input leaves no
+    run directory behind)."""
     if rundir.path.is_dir() and {p.name for p in rundir.path.iterdir()} <= {"run.lock"}:
         shutil.rmtree(rundir.path, ignore_errors=True)

@@ -1,4 +1,5 @@
-"""Node and graph overrides from the run config: evaluate your own node or your own graph without editing the package.
+"""Node and graph overrides from the run config: evaluate your own node or your own graph without editing the
+package.
 
 ::
 
@@ -6,16 +7,17 @@
       outline.describe: my_pkg.nodes:describe          # one node of a stage graph (stage.node)
       ranking: my_pkg.graphs:build_ranking_graph       # the whole graph of a stage (stage)
 
-A node override is a callable taking the node's input state (and optionally ``runtime``), like the built-in node
-it replaces; it keeps the node's name, place and edges, so its outputs are captured in ``nodes.jsonl`` like the
-built-in ones. A graph override is a function without arguments returning an uncompiled ``StateGraph`` whose
-input schema is filled by the stage's units and whose output schema carries what the stage's ``score()`` reads.
+A node override is a callable taking the node's input state (and optionally ``runtime``), like the built-in
+node it replaces; it keeps the node's name, place and edges, so its outputs are captured in ``nodes.jsonl``
+like the built-in ones. A graph override is a function without arguments returning an uncompiled
+``StateGraph`` whose input schema is filled by the stage's units and whose output schema carries what the
+stage's ``score()`` reads.
 
 Everything is checked by :func:`resolve_overrides` when a command loads the config, before any LLM call: an
-import error, a missing attribute, a callable with the wrong signature, an unknown stage or node, or a graph whose
-schemas do not fit the stage contract each give one :class:`OverrideError` line naming the config key. Every
-override is recorded in ``spec.json`` (import path, the source file the object is defined in, its sha256, the
-installed distribution holding it) and enters the run id.
+import error, a missing attribute, a callable with the wrong signature, an unknown stage or node, or a graph
+whose schemas do not fit the stage contract each give one :class:`OverrideError` line naming the config key.
+Every override is recorded in ``spec.json`` (import path, the source file the object is defined in, its
+sha256, the installed distribution holding it) and enters the run id.
 """
 
 from __future__ import annotations
@@ -70,7 +72,8 @@ class Override:
         return record
 
     def id_key(self) -> list[str | None]:
-        """What the run id hashes (the import path and the code; an installed distribution's name and version)."""
+        """What the run id hashes (the import path and the code; an installed distribution's name and
+        version)."""
         return [self.target, self.sha256] + ([self.distribution, self.version] if self.distribution else [])
 
 
@@ -79,8 +82,8 @@ def _fail(key: str, message: str) -> OverrideError:
 
 
 def load_target(key: str, target: str) -> tuple[Any, CodeIdentity]:
-    """Import ``package.module:attribute``; returns the object and its code identity (the file that defines it,
-    which for a re-exported function is not the module the config names)."""
+    """Import ``package.module:attribute``; returns the object and its code identity (the file that defines
+    it, which for a re-exported function is not the module the config names)."""
     module_name, sep, attribute = target.partition(":")
     if not sep or not module_name or not attribute:
         raise _fail(key, f"{target!r} is not 'package.module:attribute'")
@@ -101,7 +104,8 @@ def load_target(key: str, target: str) -> tuple[Any, CodeIdentity]:
 
 
 def check_node_signature(key: str, fn: Any) -> None:
-    """A node takes the state as its first argument; any other required parameter must be one LangGraph fills."""
+    """A node takes the state as its first argument; any other required parameter must be one LangGraph
+    fills."""
     if not callable(fn):
         raise _fail(key, f"{fn!r} is not callable")
     try:
@@ -147,8 +151,8 @@ def schema_keys(schema: Any) -> tuple[set[str], set[str]]:
 
 
 def output_keys(stage: Stage[Any], builtin: StateGraph) -> set[str]:
-    """The output keys the stage's ``score()`` reads: its ``output_keys`` if declared, else the required keys of
-    its own graph's output schema."""
+    """The output keys the stage's ``score()`` reads: its ``output_keys`` if declared, else the required keys
+    of its own graph's output schema."""
     declared = stage.output_keys
     if declared is not None:
         return set(declared)
@@ -218,7 +222,8 @@ def _split(key: str) -> tuple[str, str | None]:
 
 
 def resolve_overrides(config: RunConfig) -> dict[str, Override]:
-    """Import and check every override of the config (raises :class:`OverrideError`, one line naming the key)."""
+    """Import and check every override of the config (raises :class:`OverrideError`, one line naming the
+    key)."""
     resolved: dict[str, Override] = {}
     graphs: dict[str, StateGraph] = {}
     for key in sorted(

@@ -1,8 +1,8 @@
 """The run's progress: one bar per stage with that stage's own calls, cache hits and tokens.
 
 On a terminal a live rich display; when the output is not a terminal (redirected to a file, a pipe, CI) plain
-lines instead — a stage's first and last unit and at most one line every :data:`PLAIN_EVERY_S` seconds per stage
-between them — since a live display shows nothing there until it ends.
+lines instead — a stage's first and last unit and at most one line every :data:`PLAIN_EVERY_S` seconds per
+stage between them — since a live display shows nothing there until it ends.
 
 A call counts for the stage whose unit made it: the unit's :class:`~ruwikibench.runner.capture.NodeCapture` is
 active while its graph runs (:func:`~ruwikibench.runner.capture.active_stage`).
@@ -105,8 +105,8 @@ class PlainProgress:
 
 
 def run_progress(enabled: bool, console: Console | None = None) -> Progress | PlainProgress:
-    """The run's progress display: rich's live bars on a terminal, :class:`PlainProgress` lines elsewhere, nothing
-    when disabled."""
+    """The run's progress display: rich's live bars on a terminal, :class:`PlainProgress` lines elsewhere,
+    nothing when disabled."""
     console = console or Console()
     if enabled and not console.is_terminal:
         return PlainProgress(console.file)

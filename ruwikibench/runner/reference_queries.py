@@ -3,9 +3,9 @@
 A run whose ranking stage uses ``ranking.query_mode: reference`` reads one stored query per article
 (:mod:`ruwikibench.nodes.queries`). The articles of the run that have none are first given one by the config's
 ``reference`` model, in the file the run reads (``ranking.reference_queries``, else
-``<dataset dir>/reference_queries.json``), so the file's sha256 in the run id and spec.json covers them. How many
-were written and how many failed is printed and kept in spec.json (``last_session.reference_queries``); an
-article whose query failed is a failed ranking unit, as before.
+``<dataset dir>/reference_queries.json``), so the file's sha256 in the run id and spec.json covers them. How
+many were written and how many failed is printed and kept in spec.json (``last_session.reference_queries``);
+an article whose query failed is a failed ranking unit, as before.
 """
 
 from __future__ import annotations

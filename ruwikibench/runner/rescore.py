@@ -14,8 +14,8 @@ from ruwikibench.storage.rundir import RunDir
 
 
 def rescore(rundir: RunDir, context: StageContext) -> dict:
-    """Rewrite results.jsonl, generated.jsonl and the units' baselines (baseline_scores.jsonl) from the latest output
-    of each unit, then floors, baselines, metrics and report (holding the run directory's lock)."""
+    """Rewrite results.jsonl, generated.jsonl and the units' baselines (baseline_scores.jsonl) from the latest
+    output of each unit, then floors, baselines, metrics and report (holding the run directory's lock)."""
     with rundir.lock():
         return _rescore(rundir, context)
 

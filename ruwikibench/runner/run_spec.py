@@ -1,4 +1,5 @@
-"""A run's id (:func:`run_id_for`) and its spec.json (:func:`new_spec`): what it ran, on what, with which code."""
+"""A run's id (:func:`run_id_for`) and its spec.json (:func:`new_spec`): what it ran, on what, with which
+code."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ def run_id_for(
     config: RunConfig, dataset: Dataset, options: RunOptions, inputs: dict[str, Any] | None = None
 ) -> str:
     """Deterministic id (:func:`ruwikibench.runner.open_run.benchmark_key`): the same command on the same data
-    resumes the same run directory, whatever endpoint, timeout or concurrency it uses. ``inputs``: :func:`run_inputs`."""
+    resumes the same run directory, whatever endpoint, timeout or concurrency it uses. ``inputs``:
+    :func:`run_inputs`."""
     return run_id(run_key(config, dataset, options, inputs))
 
 

@@ -1,5 +1,5 @@
-"""A run directory is resumed only by the same run: same config identity and dataset, same plug-in and override
-code, same stored reference queries."""
+"""A run directory is resumed only by the same run: same config identity and dataset, same plug-in and
+override code, same stored reference queries."""
 
 from __future__ import annotations
 
@@ -50,8 +50,8 @@ def _code_hashes(spec: RunSpec) -> dict[str, Any]:
 
 
 def _check_same_code(rundir: RunDir, old: RunSpec, spec: RunSpec) -> None:
-    """A named run (``--run-id``) does not resume over outputs of other plug-in or override code (or other options
-    of a stage)."""
+    """A named run (``--run-id``) does not resume over outputs of other plug-in or override code (or other
+    options of a stage)."""
     before, now = _code_hashes(old), _code_hashes(spec)
     changed = sorted(key for key in before.keys() & now.keys() if before[key] != now[key])
     if changed:

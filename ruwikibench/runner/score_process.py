@@ -1,24 +1,24 @@
-"""Scoring in a process of its own: the units' scores, their baselines and the run's floors computed beside the
-LLM phase, on another core.
+"""Scoring in a process of its own: the units' scores, their baselines and the run's floors computed beside
+the LLM phase, on another core.
 
-A run is two kinds of CPU work: the request path (graph steps, building requests, reading answers) on the event
-loop, and scoring (embedding generated texts, NER, ROUGE/BLEU, the no-LLM baselines scored like the run). In one
-process they share one GIL: at 64 articles scoring and baselines took ~45 % of the process's CPU, and at 285
-articles the scores of the last units were still being computed minutes after the last answer. Here they run in a
-child process (``spawn``: nothing of the parent's threads or locks is inherited) that builds its own services from
-the run's config and dataset — the same :func:`~ruwikibench.runner.setup.build_context` without an LLM, the same
-registered stages — and returns each unit's :class:`~ruwikibench.stage.contract.StageScore` and baseline
-record; the parent writes them, so the run directory has one writer. Vectors and entities are shared through
-the on-disk caches (SQLite, WAL).
+A run is two kinds of CPU work: the request path (graph steps, building requests, reading answers) on the
+event loop, and scoring (embedding generated texts, NER, ROUGE/BLEU, the no-LLM baselines scored like the
+run). In one process they share one GIL: at 64 articles scoring and baselines took ~45 % of the process's CPU,
+and at 285 articles the scores of the last units were still being computed minutes after the last answer. Here
+they run in a child process (``spawn``: nothing of the parent's threads or locks is inherited) that builds its
+own services from the run's config and dataset — the same :func:`~ruwikibench.runner.setup.build_context`
+without an LLM, the same registered stages — and returns each unit's
+:class:`~ruwikibench.stage.contract.StageScore` and baseline record; the parent writes them, so the run
+directory has one writer. Vectors and entities are shared through the on-disk caches (SQLite, WAL).
 
 While the units run, the child is idle much of the time (at 64 articles, the first minute: no section has been
-written yet), and at the end the units finish together: the scores of the last ones were ~15 s of the finish at 285
-articles, half of them their baselines. So when the child has nothing queued it scores ahead, in the run's order,
-the baselines of the units still to score that never read the run's output (``Baseline.reads_output=False``: the
-sections' lead and random sentences, the outline templates), keeps them in a temporary file (not in memory: a
-whole run's are ~50 MB at 285 articles), and the unit's scoring takes them as they are
-(:func:`~ruwikibench.aggregation.baselines.unit_baselines`). The child runs at a lower CPU priority than the
-run (``nice`` +:data:`CHILD_NICENESS`): on a busy machine the requests go first.
+written yet), and at the end the units finish together: the scores of the last ones were ~15 s of the finish
+at 285 articles, half of them their baselines. So when the child has nothing queued it scores ahead, in the
+run's order, the baselines of the units still to score that never read the run's output
+(``Baseline.reads_output=False``: the sections' lead and random sentences, the outline templates), keeps them
+in a temporary file (not in memory: a whole run's are ~50 MB at 285 articles), and the unit's scoring takes
+them as they are (:func:`~ruwikibench.aggregation.baselines.unit_baselines`). The child runs at a lower CPU
+priority than the run (``nice`` +:data:`CHILD_NICENESS`): on a busy machine the requests go first.
 
 The process is used when :func:`wanted` says so (``--score-in auto``: at least two cores and
 :data:`AUTO_MIN_UNITS` units to run). A stage the child cannot build (a plug-in registered at run time, not by
@@ -49,8 +49,8 @@ log = logging.getLogger(__name__)
 
 ScoreIn = Literal["auto", "thread", "process"]
 AUTO_MIN_UNITS = 200
-"""Units a run must have to run for ``auto`` to start the scoring process: it costs a process start (~3 s of CPU
-on the other core) and the memory of a second embedding model, which a small run does not earn back."""
+"""Units a run must have to run for ``auto`` to start the scoring process: it costs a process start (~3 s of
+CPU on the other core) and the memory of a second embedding model, which a small run does not earn back."""
 
 
 def usable_cores() -> int:
@@ -133,10 +133,11 @@ BLAS_THREADS_ENV = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def _leave_a_core_to_the_run() -> None:
-    """BLAS pools of one thread: the run's event loop keeps a core to itself. OpenBLAS's threads spin between the
-    NER's many small products; with two of them the child took 113–127 % of a core through the second half of a
-    64-article run (a native thread beside its main one). threadpoolctl limits only the libraries already loaded,
-    so numpy is loaded first, and the environment says one thread to any BLAS loaded later (scipy's own)."""
+    """BLAS pools of one thread: the run's event loop keeps a core to itself. OpenBLAS's threads spin between
+    the NER's many small products; with two of them the child took 113–127 % of a core through the second half
+    of a 64-article run (a native thread beside its main one). threadpoolctl limits only the libraries already
+    loaded, so numpy is loaded first, and the environment says one thread to any BLAS loaded later (scipy's
+    own)."""
     for name in BLAS_THREADS_ENV:
         os.environ[name] = "1"
     try:
@@ -243,8 +244,8 @@ def _compute_floors(rundir_path: str) -> bool:
 
 
 class AheadStore:
-    """Baselines scored ahead, pickled into an anonymous temporary file (gone with the process); in memory only
-    where each unit's are."""
+    """Baselines scored ahead, pickled into an anonymous temporary file (gone with the process); in memory
+    only where each unit's are."""
 
     def __init__(self) -> None:
         self._file = tempfile.TemporaryFile(prefix="ruwikibench-ahead-")  # noqa: SIM115 - lives with the child
@@ -328,8 +329,8 @@ class ScoringProcess:
         return scored
 
     def score_ahead(self, stages: dict[str, Stage[Any]], units: list[Unit]) -> None:
-        """The run's units, in order: the child scores their baselines that never read an output whenever it has
-        nothing else to do (a unit scored meanwhile is dropped from the list)."""
+        """The run's units, in order: the child scores their baselines that never read an output whenever it
+        has nothing else to do (a unit scored meanwhile is dropped from the list)."""
         ahead = {
             name
             for name, stage in stages.items()
@@ -383,8 +384,8 @@ class ScoringProcess:
             return None
 
     def close(self, wait: bool = True) -> None:
-        """Stop the child. ``wait=False`` only tells it to exit (it frees its ~0.7 GB at 285 articles for ~2 s,
-        while the run writes its metrics); a later :meth:`close` waits for it to be gone."""
+        """Stop the child. ``wait=False`` only tells it to exit (it frees its ~0.7 GB at 285 articles for ~2
+        s, while the run writes its metrics); a later :meth:`close` waits for it to be gone."""
         self._stop_ahead()
         if self._pool is not None:
             pool, self._pool = self._pool, None

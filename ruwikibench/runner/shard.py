@@ -1,10 +1,11 @@
 """A run split over machines: ``run … --shard I/N`` runs the articles whose stable hash falls in share I of N.
 
-An article's share is ``sha256(article name) mod N`` (not Python's ``hash()``, which changes between processes),
-so every machine computes the same split from the dataset alone, whatever order it lists the articles in. The run
-id does not depend on the shard — every shard of one run has the same id, and ``ruwikibench merge`` joins their
-directories (:mod:`ruwikibench.runner.merge`) — and a shard's directory is ``<run id>.shard-I-of-N``, so shards
-may share one ``--out`` folder. spec.json's ``shard`` says which share a directory holds and its articles.
+An article's share is ``sha256(article name) mod N`` (not Python's ``hash()``, which changes between
+processes), so every machine computes the same split from the dataset alone, whatever order it lists the
+articles in. The run id does not depend on the shard — every shard of one run has the same id, and
+``ruwikibench merge`` joins their directories (:mod:`ruwikibench.runner.merge`) — and a shard's directory is
+``<run id>.shard-I-of-N``, so shards may share one ``--out`` folder. spec.json's ``shard`` says which share a
+directory holds and its articles.
 """
 
 from __future__ import annotations

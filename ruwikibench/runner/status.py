@@ -33,8 +33,9 @@ def combined(statuses: Iterable[int]) -> int:
 
 
 def endpoint_units(rundir: RunDir) -> int:
-    """Units of the run with an output whose nodes asked the LLM (answers from the cache count): the units that
-    needed the endpoint and succeeded. Units that make no call (a section without snippets) do not count."""
+    """Units of the run with an output whose nodes asked the LLM (answers from the cache count): the units
+    that needed the endpoint and succeeded. Units that make no call (a section without snippets) do not
+    count."""
     done = rundir.output_keys()
     asked = {unit_key(r) for r in rundir.read("nodes.jsonl") if r.get("llm_calls")}
     return len(done & asked)

@@ -1,5 +1,5 @@
-"""One run's units: which are left to run (:meth:`Runner.pending_units`), each run with its retries and timeout,
-captured node by node, written, and scored (in the scoring process when the run has one)."""
+"""One run's units: which are left to run (:meth:`Runner.pending_units`), each run with its retries and
+timeout, captured node by node, written, and scored (in the scoring process when the run has one)."""
 
 from __future__ import annotations
 
@@ -46,9 +46,9 @@ class Runner:
         articles have in all.
 
         Article by article, the units started at any moment mix the stages: the ranking units' relevance
-        judgements (~2/3 of the requests, none waiting for another) fill the request slots that the outline and
-        section units' chains of dependent calls leave free. Stage by stage, every ranking unit came first and the
-        chains ran last, on their own, with ~190 of 256 slots in use (bench/scale.py at 285 articles:
+        judgements (~2/3 of the requests, none waiting for another) fill the request slots that the outline
+        and section units' chains of dependent calls leave free. Stage by stage, every ranking unit came first
+        and the chains ran last, on their own, with ~190 of 256 slots in use (bench/scale.py at 285 articles:
         docs/performance.md, "Garbage collection, and the order units start in")."""
         rerun: dict[tuple[str, str, str], bool] = {}
         for saved in self.rundir.read("outputs.jsonl"):  # streamed: the latest output of a unit decides
@@ -121,8 +121,9 @@ class Runner:
         channels = graph.output_channels
         output_keys = {channels} if isinstance(channels, str) else set(channels)
         final: dict[str, Any] = {}
-        # the unit's node records, appended in one write (one fsync) when the attempt ends, however it ends: one
-        # fsync per node on the event loop took ~4.5 ms each on a busy disk, ~100k nodes at the paper's size
+        # the unit's node records, appended in one write (one fsync) when the attempt ends, however it ends:
+        # one fsync per node on the event loop took ~4.5 ms each on a busy disk, ~100k nodes at the paper's
+        # size
         nodes: list[dict[str, Any]] = []
         try:
             with capture.active():
@@ -163,9 +164,9 @@ class Runner:
         return output
 
     async def score_output(self, stage: Stage[Any], unit: Unit, output: dict[str, Any]) -> None:
-        """Score in the scoring process when the run has one (and it can build the stage), else on the model lane
-        (scoring embeds); the records are written here. Here the unit's baselines are a model-lane job of their
-        own, after its scores (other units' embedding jobs queued meanwhile go first)."""
+        """Score in the scoring process when the run has one (and it can build the stage), else on the model
+        lane (scoring embeds); the records are written here. Here the unit's baselines are a model-lane job of
+        their own, after its scores (other units' embedding jobs queued meanwhile go first)."""
         with_baselines = bool(baseline_names(stage))
         if self.scoring is not None and await self.scoring.scores(unit.stage):
             elsewhere = await self.scoring.score(unit.stage, unit, output, with_baselines)

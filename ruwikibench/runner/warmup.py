@@ -30,8 +30,8 @@ def _stages(names: list[str]) -> list[Stage[Any]]:
 
 
 def modules_for(stages: list[str]) -> list[str]:
-    """The modules the given stages load lazily (their ``warm_modules``; unknown stages add nothing), in a stable
-    order."""
+    """The modules the given stages load lazily (their ``warm_modules``; unknown stages add nothing), in a
+    stable order."""
     names = list(COMMON)
     for stage in _stages(stages):
         names += [m for m in stage.warm_modules if m not in names]
@@ -40,8 +40,8 @@ def modules_for(stages: list[str]) -> list[str]:
 
 def warm_up(stages: list[str], config: RunConfig, *, scoring: bool = True) -> list[str]:
     """Import the stages' modules and build the lazily built helpers they share (each stage's ``warm_up``);
-    returns what was imported. ``scoring=False``: units are scored in another process (runner/score_process.py),
-    which loads the NER model.
+    returns what was imported. ``scoring=False``: units are scored in another process
+    (runner/score_process.py), which loads the NER model.
 
     A module that is not installed is skipped here: the stage that needs it reports that itself."""
     loaded = []

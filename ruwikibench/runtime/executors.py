@@ -18,9 +18,9 @@ Three executors, all created on first use and shared by the whole process:
 hand model work to the lane and wait for it; on the lane itself it simply calls the function.
 
 Before the first of these threads starts, glibc's malloc is held to :data:`MALLOC_ARENAS` arenas
-(:func:`limit_malloc_arenas`): by default each thread that allocates gets an arena of its own (up to 8 per core),
-and memory one thread freed stays in its arena, unused by the others — a run's finish (on the model lane) grew
-new memory while what the LLM phase freed sat in the other threads' arenas.
+(:func:`limit_malloc_arenas`): by default each thread that allocates gets an arena of its own (up to 8 per
+core), and memory one thread freed stays in its arena, unused by the others — a run's finish (on the model
+lane) grew new memory while what the LLM phase freed sat in the other threads' arenas.
 """
 
 from __future__ import annotations
@@ -45,17 +45,17 @@ _LANE_THREAD = "ruwikibench-model-lane"
 
 
 MALLOC_ARENAS = 2
-"""glibc malloc arenas of a process that runs these executors (``MALLOC_ARENA_MAX`` in the environment wins): at 64
-articles of bench/scale.py, peak RSS 747 MB instead of 900 (the finish 747 instead of 900, the LLM phase 739 instead
-of 768), CPU per request unchanged (5.1 ms and 5.3), the same metrics."""
+"""glibc malloc arenas of a process that runs these executors (``MALLOC_ARENA_MAX`` in the environment wins):
+at 64 articles of bench/scale.py, peak RSS 747 MB instead of 900 (the finish 747 instead of 900, the LLM phase
+739 instead of 768), CPU per request unchanged (5.1 ms and 5.3), the same metrics."""
 _ARENAS_LIMITED = False
 _M_ARENA_MAX = -8  # mallopt's parameter number (malloc.h)
 
 
 def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
-    """Hold glibc's malloc to ``arenas`` arenas, once per process, unless ``MALLOC_ARENA_MAX`` is set (glibc read
-    it at start-up) or the C library is not glibc. Threads take their arena on their first allocation, so this is
-    called before the executors' threads start. True when the limit was set now."""
+    """Hold glibc's malloc to ``arenas`` arenas, once per process, unless ``MALLOC_ARENA_MAX`` is set (glibc
+    read it at start-up) or the C library is not glibc. Threads take their arena on their first allocation, so
+    this is called before the executors' threads start. True when the limit was set now."""
     global _ARENAS_LIMITED
     if _ARENAS_LIMITED or "MALLOC_ARENA_MAX" in os.environ:
         return False
@@ -73,10 +73,10 @@ def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
 
 
 def give_back_free_memory() -> bool:
-    """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``), after a garbage collection: the
-    LLM phase's graphs, states and answers are freed when it ends, but glibc keeps their pages, and the run process
-    held ~1.25 GB through the finish at 285 articles while the scoring process computed the floors beside it. True
-    when it was done (glibc)."""
+    """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``), after a garbage collection:
+    the LLM phase's graphs, states and answers are freed when it ends, but glibc keeps their pages, and the
+    run process held ~1.25 GB through the finish at 285 articles while the scoring process computed the floors
+    beside it. True when it was done (glibc)."""
     import ctypes
     import ctypes.util
 
@@ -165,7 +165,8 @@ async def embed_async(embedder: Any, texts: list[str], use: str = "symmetric") -
 
 
 def freeze_heap() -> None:
-    """Exclude every object alive now (imported modules, compiled graphs, the dataset) from garbage collection.
+    """Exclude every object alive now (imported modules, compiled graphs, the dataset) from garbage
+    collection.
 
     A full collection walks the whole heap while holding the GIL — with langchain, pydantic and sklearn loaded
     that is 0.2–0.5 s during which the event loop (and every thread) stands still, at random moments of a run.
@@ -175,16 +176,18 @@ def freeze_heap() -> None:
 
 
 RUN_GC_THRESHOLDS = (10_000, 10, 100)
-"""The cyclic collector's thresholds while a run's units run (:func:`run_gc_thresholds`; CPython's are 700, 10, 10).
+"""The cyclic collector's thresholds while a run's units run (:func:`run_gc_thresholds`; CPython's are 700,
+10, 10).
 
-Each relevance judgement in flight is a LangGraph task with its config, futures and coroutine frames that lives
-for the ~0.5 s of its request, long enough to outlive two young collections at the default thresholds and reach
-the oldest generation. At 285 articles of bench/scale.py, 332 full collections walked every object of the
-requests in flight, 0.2–0.46 s each with the GIL held: 88 s of stand-still in a 440-s run, 121 s with the young
-collections, and the answers waited (0.63 s from send to answer at 0.5 s latency). With these thresholds: 2–6 full
-collections, 26–31 s in all, 0.54 s from send to answer (docs/performance.md). What they keep waiting for
-collection is garbage in reference cycles only (acyclic objects are freed when their last reference goes); held
-through the finish too, they raised its peak memory, so the runner holds them only while the units run."""
+Each relevance judgement in flight is a LangGraph task with its config, futures and coroutine frames that
+lives for the ~0.5 s of its request, long enough to outlive two young collections at the default thresholds
+and reach the oldest generation. At 285 articles of bench/scale.py, 332 full collections walked every object
+of the requests in flight, 0.2–0.46 s each with the GIL held: 88 s of stand-still in a 440-s run, 121 s with
+the young collections, and the answers waited (0.63 s from send to answer at 0.5 s latency). With these
+thresholds: 2–6 full collections, 26–31 s in all, 0.54 s from send to answer (docs/performance.md). What they
+keep waiting for collection is garbage in reference cycles only (acyclic objects are freed when their last
+reference goes); held through the finish too, they raised its peak memory, so the runner holds them only while
+the units run."""
 
 
 def _raised(current: tuple[int, ...], wanted: tuple[int, ...]) -> tuple[int, ...]:
@@ -196,9 +199,9 @@ def _raised(current: tuple[int, ...], wanted: tuple[int, ...]) -> tuple[int, ...
 
 @contextmanager
 def run_gc_thresholds(thresholds: tuple[int, int, int] = RUN_GC_THRESHOLDS) -> Iterator[None]:
-    """The collector's thresholds raised to ``thresholds`` for the block (a threshold set higher already stays, and
-    a collector whose automatic collection is off stays off), the caller's thresholds back when it ends, however it
-    ends."""
+    """The collector's thresholds raised to ``thresholds`` for the block (a threshold set higher already
+    stays, and a collector whose automatic collection is off stays off), the caller's thresholds back when it
+    ends, however it ends."""
     previous = gc.get_threshold()
     gc.set_threshold(*_raised(previous, thresholds))
     try:
@@ -212,11 +215,11 @@ _GC_PAUSED = False
 
 def pause_gc() -> None:
     """Start-up without cyclic garbage collection, until :func:`resume_gc` (the runner calls it once the first
-    request is out). Start-up imports some two thousand modules and builds the config, the dataset and the graphs:
-    it allocates much and frees almost nothing (some 3,500 unreachable objects of 230,000 at the first request),
-    so the collections it triggers — each walking every object not yet collected — are wasted: ~15 % of the CPU
-    time to the first request (bench/cold_run.py). Does nothing when the collector is off already (the caller's
-    choice, left alone)."""
+    request is out). Start-up imports some two thousand modules and builds the config, the dataset and the
+    graphs: it allocates much and frees almost nothing (some 3,500 unreachable objects of 230,000 at the first
+    request), so the collections it triggers — each walking every object not yet collected — are wasted: ~15 %
+    of the CPU time to the first request (bench/cold_run.py). Does nothing when the collector is off already
+    (the caller's choice, left alone)."""
     global _GC_PAUSED
     with _LOCK:
         if gc.isenabled():
@@ -225,9 +228,9 @@ def pause_gc() -> None:
 
 
 def resume_gc() -> None:
-    """End a :func:`pause_gc`: everything alive now is frozen (:func:`freeze_heap`: the start-up objects are never
-    walked again, which is where the collections would have moved them anyway), then the collector is on again.
-    Without a pause, nothing happens."""
+    """End a :func:`pause_gc`: everything alive now is frozen (:func:`freeze_heap`: the start-up objects are
+    never walked again, which is where the collections would have moved them anyway), then the collector is on
+    again. Without a pause, nothing happens."""
     global _GC_PAUSED
     with _LOCK:
         if _GC_PAUSED:
@@ -238,8 +241,9 @@ def resume_gc() -> None:
 
 @contextmanager
 def gc_paused_for_startup() -> Iterator[None]:
-    """:func:`pause_gc` for the block; the collector is on again when it ends, however it ends (the runner resumes
-    it sooner: at its first request). The malloc arenas are limited first (:func:`limit_malloc_arenas`)."""
+    """:func:`pause_gc` for the block; the collector is on again when it ends, however it ends (the runner
+    resumes it sooner: at its first request). The malloc arenas are limited first
+    (:func:`limit_malloc_arenas`)."""
     limit_malloc_arenas()
     pause_gc()
     try:

@@ -1,9 +1,9 @@
 """Fault injection for tests: ``RUWIKIBENCH_FAULT=POINT`` (or ``POINT@N``) kills the process with SIGKILL the
 first (N-th) time the code reaches :func:`fault_point` ``(POINT)`` — a ``kill -9`` at a chosen write of a run.
 
-Points of a run's finish phase (``ruwikibench run``): ``after_outputs`` (a unit's output written, its scores not),
-``before_floors``, ``before_baselines``, ``before_stamp``, ``before_spec``, ``before_metrics``, ``before_csv``,
-``before_report``. Unset (always, outside tests) the hook costs one dictionary look-up.
+Points of a run's finish phase (``ruwikibench run``): ``after_outputs`` (a unit's output written, its scores
+not), ``before_floors``, ``before_baselines``, ``before_stamp``, ``before_spec``, ``before_metrics``,
+``before_csv``, ``before_report``. Unset (always, outside tests) the hook costs one dictionary look-up.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""One progress bar for every long job (rich, on stderr): ``with progress_bar(total, "what") as advance: advance()``.
+"""One progress bar for every long job (rich, on stderr): ``with progress_bar(total, "what") as advance:
+advance()``.
 
 The runner's multi-bar display (`runner/lifecycle.py`) and the corpus builder's use rich's Progress directly;
 everything with a single bar uses this.

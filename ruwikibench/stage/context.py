@@ -33,6 +33,7 @@ class StageContext:
         return self if config is self.config else replace(self, config=config)
 
     def stage_options(self, stage: str) -> Any:
-        """The options of a stage that declares an ``options_model``: the run config's ``stage_options.<stage>``
-        validated by it (defaults where the config is silent); None for a stage without options."""
+        """The options of a stage that declares an ``options_model``: the run config's
+        ``stage_options.<stage>`` validated by it (defaults where the config is silent); None for a stage
+        without options."""
         return stage_options(self.config, stage)

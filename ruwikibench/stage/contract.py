@@ -52,10 +52,11 @@ class BaselineSkipped(Exception):
 
 @dataclass(frozen=True)
 class Baseline:
-    """A no-LLM baseline of a stage: ``build(unit, run_output, context)`` returns an output in the stage's output
-    schema (JSON-able dict), scored by the stage's own ``score()``. ``reads_output=False`` says that ``build``
-    never reads the run's output (only the unit's input and the context): the scoring process then scores it
-    before the unit has run, whenever it has nothing else to do (:mod:`ruwikibench.runner.score_process`)."""
+    """A no-LLM baseline of a stage: ``build(unit, run_output, context)`` returns an output in the stage's
+    output schema (JSON-able dict), scored by the stage's own ``score()``. ``reads_output=False`` says that
+    ``build`` never reads the run's output (only the unit's input and the context): the scoring process then
+    scores it before the unit has run, whenever it has nothing else to do
+    (:mod:`ruwikibench.runner.score_process`)."""
 
     name: str
     description: str
@@ -84,25 +85,26 @@ class Stage(Generic[OutputT]):
     declarations (:func:`~ruwikibench.stage.metric.from_attributes`)."""
 
     output_model: ClassVar[type[BaseModel] | None] = None
-    """The pydantic model ``score()`` receives the output as (validated from the stored JSON output; the graph's
-    output schema, or a model of the keys ``score()`` reads, as the built-in stages declare next to their TypedDict
-    graph schemas); None: the stored dict as it is."""
+    """The pydantic model ``score()`` receives the output as (validated from the stored JSON output; the
+    graph's output schema, or a model of the keys ``score()`` reads, as the built-in stages declare next to
+    their TypedDict graph schemas); None: the stored dict as it is."""
     description: ClassVar[str] = ""
-    """One line saying what the stage does; the console, report.md and report.html title the stage's table with
-    it when the paper has no table of the stage ('': the bare name)."""
+    """One line saying what the stage does; the console, report.md and report.html title the stage's table
+    with it when the paper has no table of the stage ('': the bare name)."""
     order: ClassVar[int] = 100
     """Where the stage's table comes in reports (lower first)."""
     profiles: ClassVar[tuple[str, ...]] = ("benchmark", "writer")
     """The config profiles that may run the stage."""
     baselines: ClassVar[tuple[Baseline, ...]] = ()
-    """The stage's no-LLM baselines, scored by its own ``score()`` beside the run (:mod:`ruwikibench.baselines`)."""
+    """The stage's no-LLM baselines, scored by its own ``score()`` beside the run
+    (:mod:`ruwikibench.baselines`)."""
     options_model: ClassVar[type[BaseModel] | None] = None
     """The pydantic model of the stage's ``stage_options`` block in a run config (None: the stage has none); a
     config holds it validated (``config.options(MyOptions)``)."""
     options_alias: ClassVar[bool] = False
     """The options are also read from a top-level config key named like the stage (``outline:``, an alias of
-    ``stage_options.outline``) and hashed under that key in the config's identity, where configs written before
-    ``stage_options`` existed put them, so their run ids stay (the built-in stages)."""
+    ``stage_options.outline``) and hashed under that key in the config's identity, where configs written
+    before ``stage_options`` existed put them, so their run ids stay (the built-in stages)."""
     runs_by_default: ClassVar[bool] = False
     """The stage is in a config's ``stages`` when the config names none (the benchmark's three stages)."""
     planted_output: ClassVar[Literal["headings", "text"] | None] = None
@@ -113,7 +115,8 @@ class Stage(Generic[OutputT]):
     """Modules the stage would import lazily mid-run: the runner imports them once its first request is out
     (:mod:`ruwikibench.runner.warmup`; a module that is not installed is skipped)."""
     paper_table: ClassVar[str | None] = None
-    """The paper's table of the stage ("Table 5"), shown beside its title in reports; None: not in the paper."""
+    """The paper's table of the stage ("Table 5"), shown beside its title in reports; None: not in the
+    paper."""
     table_label: ClassVar[str | None] = None
     """What the stage's table is when the paper has none ("whole article, not in the paper"); None: the
     :attr:`description`."""
@@ -129,7 +132,8 @@ class Stage(Generic[OutputT]):
     subgraph_stages: ClassVar[tuple[str, ...]] = ()
     """Stages whose graphs this stage's graph embeds: overrides of those reach this one too."""
     output_keys: ClassVar[frozenset[str] | None] = None
-    """The output keys an override graph must produce (None: the required keys of the graph's output schema)."""
+    """The output keys an override graph must produce (None: the required keys of the graph's output
+    schema)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -142,24 +146,25 @@ class Stage(Generic[OutputT]):
         raise NotImplementedError(f"stage {self.name!r} defines no build_graph()")
 
     def warm_up(self, config: RunConfig, *, scoring: bool) -> None:
-        """Build what the stage builds lazily (dictionaries, models) before the run needs it, off the event loop;
-        ``scoring``: units are scored in this process. Default nothing."""
+        """Build what the stage builds lazily (dictionaries, models) before the run needs it, off the event
+        loop; ``scoring``: units are scored in this process. Default nothing."""
 
     def article_view(self, records: Any) -> dict[str, Any] | None:
         """What the HTML article page shows of the stage's records of one article (``records``: an
-        :class:`~ruwikibench.reporting.article_views.ArticleRecords`), a dict for the article template told apart
-        by its ``kind``; None (default): the generated texts beside their references."""
+        :class:`~ruwikibench.reporting.article_views.ArticleRecords`), a dict for the article template told
+        apart by its ``kind``; None (default): the generated texts beside their references."""
         return None
 
     def reads_reference_queries(self, config: RunConfig) -> bool:
         """The stage reads the dataset's stored reference queries under ``config``: the runner writes the
-        missing ones before the run and hashes the file into the run id (:mod:`ruwikibench.runner.reference_queries`)."""
+        missing ones before the run and hashes the file into the run id
+        (:mod:`ruwikibench.runner.reference_queries`)."""
         return False
 
     def profile_options(self, profile: str, options: dict[str, BaseModel]) -> dict[str, BaseModel]:
-        """The stages' validated options (by stage name) as they run under ``profile``: a stage that declares a
-        profile of its own rewrites them for it (the writer's puts ranking, outline and sections in writer mode);
-        default unchanged. Called when a config is validated."""
+        """The stages' validated options (by stage name) as they run under ``profile``: a stage that declares
+        a profile of its own rewrites them for it (the writer's puts ranking, outline and sections in writer
+        mode); default unchanged. Called when a config is validated."""
         return options
 
     def build_graph_from(self, subgraphs: dict[str, AnyGraph]) -> AnyGraph:
@@ -172,12 +177,13 @@ class Stage(Generic[OutputT]):
         raise NotImplementedError(f"stage {self.name!r} defines no units()")
 
     def score(self, unit: Unit, output: OutputT, context: StageContext) -> StageScore | list[ScoreRecord]:
-        """Records (and texts) for the captured output; a paper exclusion is a record with ``excluded`` set, not
-        an exception."""
+        """Records (and texts) for the captured output; a paper exclusion is a record with ``excluded`` set,
+        not an exception."""
         raise NotImplementedError(f"stage {self.name!r} defines no score()")
 
     def texts(self, unit: Unit, output: OutputT) -> list[GeneratedText]:
-        """Generated texts when ``score()`` returns a bare list of records (the older contract); default none."""
+        """Generated texts when ``score()`` returns a bare list of records (the older contract); default
+        none."""
         return []
 
     def retry_reason(self, output: dict[str, Any]) -> str | None:
@@ -198,13 +204,15 @@ class Stage(Generic[OutputT]):
         raise NotImplementedError(f"stage {self.name!r} declares floored metrics but no cross_score()")
 
     def reference_pool(self, context: StageContext) -> list[FloorSide] | None:
-        """References to draw floor pairs from when a run holds too few articles (None: the run's own items)."""
+        """References to draw floor pairs from when a run holds too few articles (None: the run's own
+        items)."""
         return None
 
     def run_floors(
         self, rundir: RunDir, context: StageContext, *, per_item: int, seed: int
     ) -> list[dict[str, Any]]:
-        """Floor rows the stage computes over the whole run directory (records it files under other stages)."""
+        """Floor rows the stage computes over the whole run directory (records it files under other
+        stages)."""
         return []
 
     # -- used by the runner; not meant to be overridden -----------------------------------------------------
@@ -303,8 +311,8 @@ OPTIONAL_METHODS = (
 
 
 class AdaptedStage(Stage[Any]):
-    """A stage object that does not subclass :class:`Stage` (an older plug-in, a plain entry-point object), seen
-    through the base class: the members it has, the base class's defaults for the others."""
+    """A stage object that does not subclass :class:`Stage` (an older plug-in, a plain entry-point object),
+    seen through the base class: the members it has, the base class's defaults for the others."""
 
     def __init__(self, plugin: Any) -> None:
         self.plugin = plugin
@@ -357,8 +365,8 @@ def _has_member(stage: object, member: str) -> bool:
 
 
 def missing_members(stage: object) -> list[str]:
-    """The required members a stage object lacks (for a :class:`Stage` subclass: the methods it does not define
-    itself, since the base class's only raise)."""
+    """The required members a stage object lacks (for a :class:`Stage` subclass: the methods it does not
+    define itself, since the base class's only raise)."""
     if isinstance(stage, Stage):
         return [
             member
@@ -374,13 +382,14 @@ def as_stage(stage: object) -> Stage[Any]:
 
 
 def defining_stage(stage: Stage[Any]) -> object:
-    """The object that defines a stage's code: the plug-in object an :class:`AdaptedStage` wraps, else the stage."""
+    """The object that defines a stage's code: the plug-in object an :class:`AdaptedStage` wraps, else the
+    stage."""
     return stage.plugin if isinstance(stage, AdaptedStage) else stage
 
 
 def score_failure(exc: BaseException) -> str:
-    """The reason a unit's scoring failed, one line for errors.jsonl: a contract error says itself (it names the
-    stage and the method), any other exception is prefixed with its type."""
+    """The reason a unit's scoring failed, one line for errors.jsonl: a contract error says itself (it names
+    the stage and the method), any other exception is prefixed with its type."""
     if isinstance(exc, StageReturnError | StageOutputError):
         return str(exc)
     return f"{type(exc).__name__}: {exc}"

@@ -1,17 +1,18 @@
 """A metric as one declared object, and everything derived from the declarations of a stage.
 
 A stage declares ``metrics: ClassVar[tuple[Metric, ...]]`` (``from ruwikibench.plugin import Metric``): per
-metric its key, label, one-line meaning, direction, scale, kind, and the parts of the run it takes part in. This
-module is the one place that turns the declarations into what the runner and the reports use:
+metric its key, label, one-line meaning, direction, scale, kind, and the parts of the run it takes part in.
+This module is the one place that turns the declarations into what the runner and the reports use:
 
 - :func:`floor_keys`: the metrics that get a permutation floor, each with a ``<key>_floor`` and a
   ``<key>_rescaled`` twin (:func:`twins`);
-- :func:`table_metrics`: a stage table's columns (each floored metric followed by its floor and rescaled twins),
-  hence the console tables, report.md, report.html and the per-stage CSV headers;
-- :func:`baseline_keys`: the metrics compared with the no-LLM baselines (a floored one followed by its rescaled
-  twin); :func:`paired_metrics`: the metrics of paired run comparisons; :func:`headline`: the stage's headline;
-- :func:`ladder_keys`: the validity ladder's metrics; :func:`factor` and :func:`mark`: the printed scale and the
-  direction mark (↑/↓) of a column; :func:`glossary`: one line of meaning per column.
+- :func:`table_metrics`: a stage table's columns (each floored metric followed by its floor and rescaled
+  twins), hence the console tables, report.md, report.html and the per-stage CSV headers;
+- :func:`baseline_keys`: the metrics compared with the no-LLM baselines (a floored one followed by its
+  rescaled twin); :func:`paired_metrics`: the metrics of paired run comparisons; :func:`headline`: the stage's
+  headline;
+- :func:`ladder_keys`: the validity ladder's metrics; :func:`factor` and :func:`mark`: the printed scale and
+  the direction mark (↑/↓) of a column; :func:`glossary`: one line of meaning per column.
 
 Stages written before declarations (``columns``, ``count_keys``, ``floor_keys``, ``baseline_keys``,
 ``headline_key``) are adapted by :func:`from_attributes`.
@@ -39,12 +40,13 @@ SCALE_NOTES: dict[str, str] = {"x100": "×100", "count": "count", "seconds": "se
 
 
 class Metric(BaseModel):
-    """One metric of a stage, declared once. ``floor``: it gets a permutation floor and a rescaled twin (then the
-    stage defines ``floor_sides()`` and ``cross_score()``); ``column``: it is shown in the stage's table (a metric
-    only aggregated, e.g. an embedding precision kept for the floor, says False); ``vs_baselines``: compared with
-    the no-LLM baselines; ``paired``: compared in paired run comparisons (None: every table metric that is not a
-    count); ``ladder``: checked by the validity ladder (None: every floored metric); ``headline``: the metric
-    the HTML report's article index and per-article deltas rank by (at most one; none: the first column)."""
+    """One metric of a stage, declared once. ``floor``: it gets a permutation floor and a rescaled twin (then
+    the stage defines ``floor_sides()`` and ``cross_score()``); ``column``: it is shown in the stage's table
+    (a metric only aggregated, e.g. an embedding precision kept for the floor, says False); ``vs_baselines``:
+    compared with the no-LLM baselines; ``paired``: compared in paired run comparisons (None: every table
+    metric that is not a count); ``ladder``: checked by the validity ladder (None: every floored metric);
+    ``headline``: the metric the HTML report's article index and per-article deltas rank by (at most one;
+    none: the first column)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -91,7 +93,8 @@ def rescaled_twin(metric: Metric) -> Metric:
     return Metric(
         key=metric.key + RESCALED_SUFFIX,
         label=f"{metric.label} rescaled",
-        description=f"{metric.label} rescaled by its floor, (score − floor) / (1 − floor): 0 chance, 100 perfect",
+        description=f"{metric.label} rescaled by its floor, "
+        "(score − floor) / (1 − floor): 0 chance, 100 perfect",
         direction=metric.direction,
         scale=metric.scale,
         kind=metric.kind,
@@ -105,7 +108,8 @@ def twins(metric: Metric) -> list[Metric]:
 
 
 def table_metrics(metrics: Sequence[Metric]) -> list[Metric]:
-    """A stage table's columns: each declared column, a floored one followed by its floor and rescaled twins."""
+    """A stage table's columns: each declared column, a floored one followed by its floor and rescaled
+    twins."""
     return [shown for metric in metrics if metric.column for shown in twins(metric)]
 
 
@@ -124,7 +128,8 @@ def count_keys(metrics: Sequence[Metric]) -> frozenset[str]:
 
 
 def factor(metric: Metric | None) -> float:
-    """The printed scale of a value: ×100 for fractions, 1 for counts and seconds (an undeclared key: ×100)."""
+    """The printed scale of a value: ×100 for fractions, 1 for counts and seconds (an undeclared key:
+    ×100)."""
     return FACTORS["x100"] if metric is None else FACTORS[metric.scale]
 
 
@@ -151,8 +156,8 @@ def paired_metrics(metrics: Sequence[Metric]) -> list[Metric]:
 
 
 def baseline_keys(metrics: Sequence[Metric]) -> list[str]:
-    """The keys compared with the no-LLM baselines, each floored one followed by its rescaled key; a stage that
-    flags none: its paired metrics."""
+    """The keys compared with the no-LLM baselines, each floored one followed by its rescaled key; a stage
+    that flags none: its paired metrics."""
     chosen = [m for m in metrics if m.vs_baselines] or paired_metrics(metrics)
     return [key for m in chosen for key in (m.key, *([m.key + RESCALED_SUFFIX] if m.floor else []))]
 
@@ -208,7 +213,8 @@ def from_attributes(
 
 
 LEGACY_ATTRIBUTES = ("columns", "count_keys", "floor_keys", "baseline_keys", "headline_key")
-"""The attributes :func:`from_attributes` reads (a stage that sets any of them and no ``metrics`` is adapted)."""
+"""The attributes :func:`from_attributes` reads (a stage that sets any of them and no ``metrics`` is
+adapted)."""
 
 
 def legacy_metrics(source: object) -> tuple[Metric, ...]:

@@ -55,7 +55,8 @@ class StageScore(BaseModel):
 
 
 class StageReturnError(TypeError):
-    """A stage method returned something the contract does not allow (one line naming the stage and the method)."""
+    """A stage method returned something the contract does not allow (one line naming the stage and the
+    method)."""
 
 
 class StageOutputError(ValueError):

@@ -174,8 +174,8 @@ def options_model(stage: Stage[Any]) -> type[BaseModel] | None:
 
 
 def stage_options(config: RunConfig, name: str) -> BaseModel | None:
-    """The options of stage ``name`` under ``config``: its ``stage_options`` block validated by the stage's options
-    model (defaults where the config is silent); None for a stage without an options model."""
+    """The options of stage ``name`` under ``config``: its ``stage_options`` block validated by the stage's
+    options model (defaults where the config is silent); None for a stage without an options model."""
     stage = get_stage(name)
     model = options_model(stage)
     return None if model is None else model.model_validate(config.stage_options.get(stage.name, {}))

@@ -106,9 +106,9 @@ def append_jsonl(path: str | Path, records: Iterable[BaseModel | dict[str, Any]]
 
 
 class JsonlRewriter:
-    """Replaces a file atomically with records written as they come (never all held at once): a temporary file,
-    fsynced, renamed over the file and the directory fsynced when the ``with`` block ends without an exception;
-    on an exception the file is left as it was."""
+    """Replaces a file atomically with records written as they come (never all held at once): a temporary
+    file, fsynced, renamed over the file and the directory fsynced when the ``with`` block ends without an
+    exception; on an exception the file is left as it was."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -142,8 +142,8 @@ def rewrite_jsonl(path: str | Path, records: Iterable[BaseModel | dict[str, Any]
 def read_jsonl(path: str | Path, lines: Container[int] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-empty line (only those numbered in ``lines`` when given: the others
     are not parsed); a torn last line is skipped; any other line that is not a JSON object raises
-    :class:`JsonlError` naming ``path:line``. A missing file yields nothing. The file is read a line at a time: a
-    run's largest files (outputs.jsonl: hundreds of MB at the paper's size) are never held whole."""
+    :class:`JsonlError` naming ``path:line``. A missing file yields nothing. The file is read a line at a
+    time: a run's largest files (outputs.jsonl: hundreds of MB at the paper's size) are never held whole."""
     path = Path(path)
     if not path.exists():
         return
@@ -187,9 +187,10 @@ _UNIT_PREFIX = re.compile(
 
 
 def read_unit_keys(path: str | Path) -> Iterator[tuple[int, tuple[str, str, str]]]:
-    """(line number, :func:`unit_key`) of each record of :func:`read_jsonl`, read from the start of its line where
-    the record begins with its key (as this package writes outputs and errors: ``{"stage": …, "article": …,
-    "unit": …``), so the rest of a large record is never parsed; any other line is parsed whole."""
+    """(line number, :func:`unit_key`) of each record of :func:`read_jsonl`, read from the start of its line
+    where the record begins with its key (as this package writes outputs and errors:
+    ``{"stage": …, "article": …, "unit": …``), so the rest of a large record is never parsed; any other line
+    is parsed whole."""
     path = Path(path)
     if not path.exists():
         return

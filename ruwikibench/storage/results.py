@@ -1,15 +1,15 @@
-"""A run's results, typed and versioned: ``metrics.json`` as :class:`MetricsFile`, rows of ``results.jsonl`` as
-:class:`ResultRow` and rows of ``baselines.jsonl`` (and of the units' ``baseline_scores.jsonl``) as
+"""A run's results, typed and versioned: ``metrics.json`` as :class:`MetricsFile`, rows of ``results.jsonl``
+as :class:`ResultRow` and rows of ``baselines.jsonl`` (and of the units' ``baseline_scores.jsonl``) as
 :class:`BaselineRow`, each with a ``format_version``.
 
-``metrics.json`` is written when a run is scored (:func:`metrics_json`) and read back by the reports, the CLI and
-the Python API through :func:`read_metrics`.
+``metrics.json`` is written when a run is scored (:func:`metrics_json`) and read back by the reports, the CLI
+and the Python API through :func:`read_metrics`.
 
 The file is one object: ``format_version`` and, per stage, a :class:`StageMetrics` (counts, reasons, each
 metric's estimate in both failure views, the floor, the no-LLM baselines and the comparison with them).
-:func:`read_metrics` validates it and raises :class:`InvalidMetrics` naming the file and the field; a file written
-before the format had a version (``format_version`` absent, read as 0) is upgraded in memory, never rewritten —
-the guarantee :mod:`ruwikibench.storage.runspec` gives spec.json.
+:func:`read_metrics` validates it and raises :class:`InvalidMetrics` naming the file and the field; a file
+written before the format had a version (``format_version`` absent, read as 0) is upgraded in memory, never
+rewritten — the guarantee :mod:`ruwikibench.storage.runspec` gives spec.json.
 
 Rows are written with :func:`versioned` (``format_version`` last) and read with :func:`result_rows`: a row
 written before rows had a version reads as version 0 (the same fields), one that does not fit raises
@@ -61,8 +61,9 @@ class MetricViews(_Block):
 
 
 class StageCounts(_Block):
-    """What happened to every item: scored, excluded, failed units, articles; ``zeroed`` per metric (None: a file
-    written before per-metric zeroing); the LLM judgements made inside units (ranking's relevance calls)."""
+    """What happened to every item: scored, excluded, failed units, articles; ``zeroed`` per metric (None: a
+    file written before per-metric zeroing); the LLM judgements made inside units (ranking's relevance
+    calls)."""
 
     evaluated: int = 0
     excluded: int = 0
@@ -160,7 +161,8 @@ def parse_metrics(data: Any, source: str = METRICS_FILE) -> MetricsFile:
 
 
 def read_metrics(rundir: RunDir) -> MetricsFile:
-    """The run's metrics.json, validated (:class:`InvalidMetrics`) and upgraded in memory; the file is untouched."""
+    """The run's metrics.json, validated (:class:`InvalidMetrics`) and upgraded in memory; the file is
+    untouched."""
     return parse_metrics(rundir.read_json(METRICS_FILE), str(rundir.file(METRICS_FILE)))
 
 
@@ -190,7 +192,8 @@ class ResultRow(ScoreRecord):
 
 
 class BaselineRow(ResultRow):
-    """A row of baselines.jsonl: a no-LLM baseline's score of one item, with its item floor where it has one."""
+    """A row of baselines.jsonl: a no-LLM baseline's score of one item, with its item floor where it has
+    one."""
 
     baseline: str
     floor: dict[str, float] | None = None

@@ -72,14 +72,15 @@ class RunDir:
         return latest(self.read("outputs.jsonl"), unit_key)
 
     def iter_outputs(self) -> Iterator[dict[str, Any]]:
-        """The latest output of each unit, one at a time in file order: a first pass finds the last line of each
-        unit (:meth:`output_lines`), the second parses only those lines, so only the keys are ever held."""
+        """The latest output of each unit, one at a time in file order: a first pass finds the last line of
+        each unit (:meth:`output_lines`), the second parses only those lines, so only the keys are ever
+        held."""
         last = set(self.output_lines().values())
         return (with_current_stage(record) for _, record in read_jsonl(self.file("outputs.jsonl"), last))
 
     def output_lines(self) -> dict[tuple[str, str, str], int]:
-        """The line of the latest output of each unit (stages under their current names), read from the start of
-        each line (:func:`read_unit_keys`): the outputs themselves are not parsed."""
+        """The line of the latest output of each unit (stages under their current names), read from the start
+        of each line (:func:`read_unit_keys`): the outputs themselves are not parsed."""
         return {
             (current_stage_name(stage), article, unit): number
             for number, (stage, article, unit) in read_unit_keys(self.file("outputs.jsonl"))
@@ -120,7 +121,8 @@ class NotARunDir(RunInputError, FileNotFoundError):
 
 
 def scored_units(results: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
-    """Units with score records. Records name their unit; older ones (no 'unit') name their article's units."""
+    """Units with score records. Records name their unit; older ones (no 'unit') name their article's
+    units."""
     keys: set[tuple[str, str, str]] = set()
     for record in results:
         stage, article = str(record["stage"]), str(record["article"])
@@ -137,8 +139,8 @@ def open_errors(
     results: list[dict[str, Any]],
 ) -> list[dict[str, Any]]:
     """The last error of each unit, unless a later session fixed it: a run error is fixed once the unit has an
-    output, a scoring error ('score: …') once the unit has score records, an input error (unit '*') once any unit
-    of that stage and article has an output. ``outputs``: the output records, or only their unit keys."""
+    output, a scoring error ('score: …') once the unit has score records, an input error (unit '*') once any
+    unit of that stage and article has an output. ``outputs``: the output records, or only their unit keys."""
     done = outputs if isinstance(outputs, set) else {unit_key(o) for o in outputs}
     started = {(stage, article) for stage, article, _ in done}
     scored = scored_units(results)

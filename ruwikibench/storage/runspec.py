@@ -1,9 +1,9 @@
 """``spec.json``, typed: :class:`RunSpec` (with ``format_version``), written by the run orchestrator
 (:mod:`ruwikibench.runner.open_run`) and read back by every command through :func:`read_spec`.
 
-:func:`read_spec` also reads run directories written before the format had a version (``format_version`` absent,
-read as 0) and before stages were renamed: they are upgraded in memory (:func:`upgrade`), never rewritten. A
-spec.json that is not valid raises :class:`InvalidSpec` naming the file and the field.
+:func:`read_spec` also reads run directories written before the format had a version (``format_version``
+absent, read as 0) and before stages were renamed: they are upgraded in memory (:func:`upgrade`), never
+rewritten. A spec.json that is not valid raises :class:`InvalidSpec` naming the file and the field.
 
 Format versions:
 
@@ -45,7 +45,8 @@ class DatasetRecord(_Record):
 
 
 class ReferenceQueriesRecord(_Record):
-    """Which stored reference queries the ranking read (:func:`ruwikibench.nodes.queries.reference_queries_identity`)."""
+    """Which stored reference queries the ranking read
+    (:func:`ruwikibench.nodes.queries.reference_queries_identity`)."""
 
     path: str | None = None
     sha256: str | None = None
@@ -140,7 +141,8 @@ class RunSpec(_Record):
         return list(self.options.stages)
 
     def run_config(self, path: Path | str = SPEC_FILE) -> RunConfig:
-        """The recorded config, checked; :class:`InvalidSpec` naming ``path`` and the field when it is not one."""
+        """The recorded config, checked; :class:`InvalidSpec` naming ``path`` and the field when it is not
+        one."""
         if self.config is None:
             raise InvalidSpec(f"{path}: field 'config' missing")
         try:
@@ -181,7 +183,8 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def parse_spec(data: Any, path: Path | str = SPEC_FILE) -> RunSpec:
-    """A spec.json's content as a :class:`RunSpec` (old formats upgraded); :class:`InvalidSpec` naming the field."""
+    """A spec.json's content as a :class:`RunSpec` (old formats upgraded); :class:`InvalidSpec` naming the
+    field."""
     if not isinstance(data, dict):
         raise InvalidSpec(f"{path}: not a run spec (a JSON object expected, found {type(data).__name__})")
     version = data.get("format_version", 0)
@@ -214,6 +217,7 @@ def read_spec_if_any(rundir: RunDir) -> RunSpec | None:
 
 
 def spec_record(rundir: RunDir) -> dict[str, Any]:
-    """The run's spec as the current format's JSON object (old formats upgraded, checked); ``{}`` without one."""
+    """The run's spec as the current format's JSON object (old formats upgraded, checked); ``{}`` without
+    one."""
     spec = read_spec_if_any(rundir)
     return spec.record() if spec is not None else {}

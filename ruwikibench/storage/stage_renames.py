@@ -1,4 +1,5 @@
-"""Stages renamed since earlier versions: run files, configs and commands from before a rename name the old one."""
+"""Stages renamed since earlier versions: run files, configs and commands from before a rename name the old
+one."""
 
 from __future__ import annotations
 

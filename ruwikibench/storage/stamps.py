@@ -1,9 +1,9 @@
-"""The stamps of what a run's derived files were computed from (``derived.json``): floors.jsonl and baselines.jsonl
-(stamped by :mod:`ruwikibench.aggregation.derived`), and metrics.json. Is a run's metrics.json the one of the
-results on disk? Its finish stamps it beside the floors' and baselines' stamp: the sha256 of the outputs and
-results it was computed from and of metrics.json itself. ``report`` reads the stamp and says when the metrics
-are stale (a session killed after its units were scored but before metrics.json was rewritten; a file edited
-since) instead of printing them as current."""
+"""The stamps of what a run's derived files were computed from (``derived.json``): floors.jsonl and
+baselines.jsonl (stamped by :mod:`ruwikibench.aggregation.derived`), and metrics.json. Is a run's metrics.json
+the one of the results on disk? Its finish stamps it beside the floors' and baselines' stamp: the sha256 of
+the outputs and results it was computed from and of metrics.json itself. ``report`` reads the stamp and says
+when the metrics are stale (a session killed after its units were scored but before metrics.json was
+rewritten; a file edited since) instead of printing them as current."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ METRICS_KEY = "metrics"  # derived.json's entry: None while the metrics of its i
 
 
 def inputs_digest(rundir: RunDir) -> str:
-    """sha256 over the bytes of outputs.jsonl and results.jsonl: what floors and baselines are computed from."""
+    """sha256 over the bytes of outputs.jsonl and results.jsonl: what floors and baselines are computed
+    from."""
     digest = hashlib.sha256()
     for name in INPUT_FILES:
         path = rundir.file(name)
@@ -47,8 +48,8 @@ def _sha256(rundir: RunDir, name: str) -> str | None:
 
 
 def stamp_metrics(rundir: RunDir) -> None:
-    """Record in ``derived.json`` that metrics.json, as it is now, was computed from the outputs and results now on
-    disk (the floors' and baselines' stamp kept)."""
+    """Record in ``derived.json`` that metrics.json, as it is now, was computed from the outputs and results
+    now on disk (the floors' and baselines' stamp kept)."""
     stamp = _stamp(rundir) or {}
     stamp[METRICS_KEY] = {
         "inputs_sha256": inputs_digest(rundir),

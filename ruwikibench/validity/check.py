@@ -1,10 +1,10 @@
 """The validity ladder of the embedding metrics: does the configured embedder rank outputs of known order?
 
 Each stage's embedding metrics score the planted rungs of :mod:`ruwikibench.validity.ladder` per item with the
-stage's own scoring code (``cross_score``). The permutation floor is measured as in a run (the reference rung of
-each item against the references of other articles, :mod:`ruwikibench.aggregation.floors`), and every rung is
-rescaled by it. A metric PASSES when the means of the decisive rungs (:data:`DECISIVE`: restated → 25 % → 50 %
-→ 75 % → wrong article) go strictly down and every adjacent pair is separated: the paired difference over
+stage's own scoring code (``cross_score``). The permutation floor is measured as in a run (the reference rung
+of each item against the references of other articles, :mod:`ruwikibench.aggregation.floors`), and every rung
+is rescaled by it. A metric PASSES when the means of the decisive rungs (:data:`DECISIVE`: restated → 25 % →
+50 % → 75 % → wrong article) go strictly down and every adjacent pair is separated: the paired difference over
 items (upper − lower rung, :func:`~ruwikibench.evaluators.stats.paired_difference`) has its 95 % CI above 0.
 The identity rung (the reference itself, 100 by construction) and the title-template and word-salad rungs are
 reported, with where they land, but do not decide.
@@ -198,8 +198,8 @@ NO_FLOOR = Estimate(mean=0.0, low=0.0, high=0.0, n=0)
 
 
 def _entity_scorer(stage: str, context: StageContext) -> Callable[[object, object], dict[str, float]] | None:
-    """Entity scores of a rung's output against an item's reference, as the stage scores them; None for a stage
-    without entity metrics."""
+    """Entity scores of a rung's output against an item's reference, as the stage scores them; None for a
+    stage without entity metrics."""
     from ruwikibench.evaluators.entities import entity_scores
     from ruwikibench.evaluators.outline import heading_entity_scores
     from ruwikibench.graphs.outline import selection
@@ -290,8 +290,8 @@ def failed_headlines(checks: list[MetricCheck]) -> list[str]:
 def ladder_items(
     stage: str, dataset: Dataset, articles: int, sections: int, sentences: int
 ) -> list[PlantedItem]:
-    """The planted items of a stage, by the output it plants (headings: ``articles`` articles; text: ``sections``
-    per article)."""
+    """The planted items of a stage, by the output it plants (headings: ``articles`` articles; text:
+    ``sections`` per article)."""
     planted = get_stage(stage).planted_output
     if planted == "headings":
         return outline_items(dataset, articles, stage)

@@ -1,8 +1,10 @@
-"""The planted outputs of the validity ladder (``ruwikibench check-metrics``): outputs of known order per item.
+"""The planted outputs of the validity ladder (``ruwikibench check-metrics``): outputs of known order per
+item.
 
 Rungs, best first (:data:`RUNGS`):
 
-- ``reference``: the reference itself, verbatim (the identity rung: 100 by construction, reported, never decides);
+- ``reference``: the reference itself, verbatim (the identity rung: 100 by construction, reported, never
+  decides);
 - ``restated``: every reference unit (heading / sentence) stood in for by a *proxy* — different words on the
   same topic (below), nothing replaced;
 - ``25%`` / ``50%`` / ``75%``: that many of the proxies replaced by proxies of other articles;
@@ -10,19 +12,20 @@ Rungs, best first (:data:`RUNGS`):
 - ``wrong article``: every proxy replaced (100 %), the same replacement material as the partial rungs;
 - ``shuffled words``: the wrong article's words shuffled (word salad of the same length).
 
-Why proxies and not the reference's own headings and sentences: a rung that kept reference text verbatim would be
-ranked correctly by an embedder of random vectors too — identical strings get identical vectors (cosine 1), so
-"25 % replaced" beats "50 % replaced" by construction and the check could not fail. A proxy is a different string
-with the same meaning, so only an embedder that captures meaning can rank the rungs:
+Why proxies and not the reference's own headings and sentences: a rung that kept reference text verbatim would
+be ranked correctly by an embedder of random vectors too — identical strings get identical vectors (cosine 1),
+so "25 % replaced" beats "50 % replaced" by construction and the check could not fail. A proxy is a different
+string with the same meaning, so only an embedder that captures meaning can rank the rungs:
 
-- outline: a heading's proxy is the opening words of its section's text (of the first section below it that has
-  text, for a heading with none of its own);
-- sections: a sentence's proxy is a sentence of the section's cited source snippets (the texts the reference was
-  written from) — the one sharing the most word stems with it, never a sentence equal to a reference sentence.
+- outline: a heading's proxy is the opening words of its section's text (of the first section below it that
+  has text, for a heading with none of its own);
+- sections: a sentence's proxy is a sentence of the section's cited source snippets (the texts the reference
+  was written from) — the one sharing the most word stems with it, never a sentence equal to a reference
+  sentence.
 
 Replacements are the proxies of other articles (the next articles of the chosen ones, in order), so a replaced
-unit differs from a kept one in topic only, not in kind. Which units a rung replaces is drawn once per item from a
-hash of its key, and the rungs are nested (75 % replaces the 50 % units and more). Items need at least
+unit differs from a kept one in topic only, not in kind. Which units a rung replaces is drawn once per item
+from a hash of its key, and the rungs are nested (75 % replaces the 50 % units and more). Items need at least
 :data:`MIN_UNITS` units, so each 25-point rung replaces at least one more unit than the one above it.
 """
 
@@ -96,7 +99,8 @@ def replaced_count(fraction: float, units: int) -> int:
 
 
 def ladder(proxies: Sequence[str], foreign: Sequence[str], order: Sequence[int]) -> dict[str, list[str]]:
-    """The replacement rungs: position ``order[i]`` takes ``foreign[order[i]]`` for the first ``k`` of ``order``."""
+    """The replacement rungs: position ``order[i]`` takes ``foreign[order[i]]`` for the first ``k`` of
+    ``order``."""
     rungs = {}
     for rung, fraction in REPLACED.items():
         swap = set(order[: replaced_count(fraction, len(proxies))])
@@ -132,7 +136,8 @@ def _outline_proxies(article: Article) -> list[tuple[str, str]]:
 
 
 def _foreign(own: int, pools: Sequence[Sequence[str]], count: int, exclude: set[str]) -> list[str]:
-    """Up to ``count`` distinct units of the other pools, the next pool after ``own`` first (wrapping around)."""
+    """Up to ``count`` distinct units of the other pools, the next pool after ``own`` first (wrapping
+    around)."""
     found: list[str] = []
     for step in range(1, len(pools)):
         for unit in pools[(own + step) % len(pools)]:
@@ -181,8 +186,8 @@ def _outline_item(
 
 
 def _sentence(text: str) -> str:
-    """``text`` cut to :data:`MAX_SENTENCE_WORDS` words, ending in terminal punctuation (so joined proxies split
-    back into the same sentences)."""
+    """``text`` cut to :data:`MAX_SENTENCE_WORDS` words, ending in terminal punctuation (so joined proxies
+    split back into the same sentences)."""
     cut = _words(text, MAX_SENTENCE_WORDS)
     return cut if cut[-1:] in (".", "!", "?", "…") and cut == text else f"{cut.rstrip(' .,;:—-')}."
 
@@ -247,7 +252,8 @@ def _article_sections(dataset: Dataset, article: Article, per_article: int, sent
 
 
 def _salad(sentences: list[str], rng: random.Random) -> str:
-    """The sentences' words shuffled across them, as as many capitalised sentences without inner full stops."""
+    """The sentences' words shuffled across them, as as many capitalised sentences without inner full
+    stops."""
     parts = [" ".join(w.rstrip(".!?…") for w in part.split()) for part in shuffle_words(sentences, rng)]
     return " ".join(f"{part[:1].upper()}{part[1:]}." for part in parts)
 

@@ -1,8 +1,8 @@
 """Batch mode: write every selected dataset article from its title alone, score it against the reference.
 
 The run directory has the benchmark runner's layout (``spec.json``, ``outputs.jsonl``, ``results.jsonl``,
-``generated.jsonl``, ``errors.jsonl``, ``metrics.json``/``.csv``, ``report.md``) plus ``articles/<name>/`` with
-each written article and its writer session. Scores use the stage names ``outline`` and ``sections`` (so
+``generated.jsonl``, ``errors.jsonl``, ``metrics.json``/``.csv``, ``report.md``) plus ``articles/<name>/``
+with each written article and its writer session. Scores use the stage names ``outline`` and ``sections`` (so
 ``ruwikibench report BENCHMARK_RUN WRITER_RUN`` shows writer-mode figures beside benchmark-mode figures) and
 ``article`` (whole-article figures, in this run's report.md). A rerun skips the articles already written.
 """
@@ -125,8 +125,8 @@ async def _write_batch(
 
 
 async def judge_batch_citations(context: StageContext, rundir: RunDir) -> None:
-    """Citation faithfulness of every written article (the ``support`` role, else ``judge``), then its table in
-    report.md; checks already in citations.jsonl are not asked again."""
+    """Citation faithfulness of every written article (the ``support`` role, else ``judge``), then its table
+    in report.md; checks already in citations.jsonl are not asked again."""
     from ruwikibench.evaluators.judges.citations import summarize_citations
     from ruwikibench.writer.citations import judge_and_mark
 

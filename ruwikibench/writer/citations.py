@@ -1,5 +1,6 @@
-"""Citation faithfulness of a run's written articles (judged by :mod:`ruwikibench.evaluators.judges.citations_run`),
-then each writer article's article.html re-rendered with its sentences marked."""
+"""Citation faithfulness of a run's written articles (judged by
+:mod:`ruwikibench.evaluators.judges.citations_run`), then each writer article's article.html re-rendered with
+its sentences marked."""
 
 from __future__ import annotations
 
@@ -27,8 +28,8 @@ async def judge_and_mark(
     dataset: Dataset | None = None,
     on_record: Callable[[CheckRecord], None] | None = None,
 ) -> dict[str, Any]:
-    """Judge what is missing (:func:`judge_run_citations`), write citations.json, then mark the sentences in each
-    writer article's article.html; returns the summary."""
+    """Judge what is missing (:func:`judge_run_citations`), write citations.json, then mark the sentences in
+    each writer article's article.html; returns the summary."""
     judged = await judge_run_citations(
         run_dir, llm, judge=judge, options=options, prompts=prompts, dataset=dataset, on_record=on_record
     )

@@ -77,7 +77,8 @@ _STATUS_NOTE = {
 
 
 def _why(sentence: Any, score: Any) -> str:
-    """The note shown on hover/focus: the verdict, P(supported), and the best passage of each cited snippet."""
+    """The note shown on hover/focus: the verdict, P(supported), and the best passage of each cited
+    snippet."""
     note = _STATUS_NOTE[sentence.status]
     if sentence.status == "uncited" and sentence.checkable:
         note += " — утверждение, которое стоит подтвердить источником"
@@ -126,7 +127,8 @@ details.sources li{margin:.3em 0}.uncited{color:#72777d}
 ol.refs li{margin:.4em 0}.meta{font-family:sans-serif;font-size:.8em;color:#54595d}
 .sent{position:relative;border-radius:2px}.sent.supported{background:#e6f4ea}.sent.unsupported{background:#fce8e6}
 .sent.uncited.claim{background:#fef7e0}.sent.unjudged{background:#eaecf0}
-.sent .why{display:none;position:absolute;left:0;top:1.5em;z-index:5;width:36em;max-width:85vw;background:#fff;
+.sent .why{display:none;position:absolute;left:0;top:1.5em;z-index:5;width:36em;max-width:85vw;background:\
+#fff;
 border:1px solid #a2a9b1;padding:.4em .6em;font-family:sans-serif;font-size:.8em;line-height:1.4;
 white-space:pre-wrap;box-shadow:0 2px 6px rgba(0,0,0,.2)}
 .sent:hover .why,.sent:focus .why{display:block}.why .passage{display:block;margin-top:.3em}
@@ -191,8 +193,9 @@ def to_html(
             link = f" <a href='{html.escape(c.url)}'>{html.escape(c.url)}</a>" if c.url else ""
             label = html.escape(c.label.strip() or c.source_id)
             body.append(
-                f"<li id='ref-{c.n}' value='{c.n}'>{label}{link}<details><summary class='meta'>текст фрагмента "
-                f"{html.escape(c.snippet_id)}</summary><div class='snippet'>{html.escape(c.text)}</div></details></li>"
+                f"<li id='ref-{c.n}' value='{c.n}'>{label}{link}<details><summary class='meta'>текст "
+                f"фрагмента {html.escape(c.snippet_id)}</summary><div "
+                f"class='snippet'>{html.escape(c.text)}</div></details></li>"
             )
         body.append("</ol>")
     stats = ", ".join(f"{k}: {v:g}" for k, v in sorted(article.stats.items()))

@@ -1,4 +1,5 @@
-"""The permutation floor of a written article's outline and section metrics (writer runs, scored STORM output).
+"""The permutation floor of a written article's outline and section metrics (writer runs, scored STORM
+output).
 
 The writer's records land in the ``outline`` and ``sections`` tables (:mod:`ruwikibench.writer.score`); their
 floors are measured as the stages measure theirs (:mod:`ruwikibench.aggregation.floors`), with the stages' own

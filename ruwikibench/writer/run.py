@@ -121,7 +121,8 @@ def read_session(out_dir: Path) -> Session:
 
 
 def write_session(out_dir: Path, session: Session) -> None:
-    """Replace session.json atomically (a kill or a full disk mid-write leaves the previous one for --resume)."""
+    """Replace session.json atomically (a kill or a full disk mid-write leaves the previous one for
+    --resume)."""
     write_atomic(out_dir / SESSION, session.model_dump_json(indent=1))
 
 
@@ -146,7 +147,8 @@ def append_trace(path: Path, record: dict[str, Any]) -> None:
 async def _stream(
     app: Any, graph_input: Any, config: RunnableConfig, context: StageContext, out_dir: Path, name: str
 ) -> None:
-    """Run until the end or an interrupt, appending one trace record per finished node (subgraphs included)."""
+    """Run until the end or an interrupt, appending one trace record per finished node (subgraphs
+    included)."""
     capture = NodeCapture("writer", name, "article")
     context.llm.listeners.append(capture.on_completion)
     context.prompts.listeners.append(capture.on_prompt)
@@ -186,8 +188,8 @@ async def write_article(
     """Write one article into ``out_dir``; stop for review after the outline, or resume a stopped/failed run.
 
     ``resume`` continues the session in ``out_dir``: with an ``edited_outline`` when it awaits one (default:
-    the session's ``outline.md`` as the user left it), else from its last checkpoint. The config runs under its
-    ``writer`` profile (stage settings that use no gold data; recorded in spec.json).
+    the session's ``outline.md`` as the user left it), else from its last checkpoint. The config runs under
+    its ``writer`` profile (stage settings that use no gold data; recorded in spec.json).
     """
     context = context.with_profile("writer")
     request = _WriteRequest(title, Path(out_dir), user_outline, review, resume, edited_outline)

@@ -5,11 +5,11 @@ Records use the benchmark's stage names, so a writer run's ``metrics.json`` has 
 
 - ``outline``: heading P/R/F1 and entity R/P/F1 of the written outline against the reference outline (stage-2
   evaluator);
-- ``sections``: each reference section with text against the best-matching written section (cosine of whole-text
-  embeddings; the reference lead against the written lead), sentence-embedding P/R/F1, ROUGE-L, BLEU, entity
-  R/P/F1 (stage-3 evaluators);
-- ``article``: the whole written text against the whole reference text (sentence-embedding P/R/F1, ROUGE-L), and
-  how much of what was selected and cited comes from the article's own sources.
+- ``sections``: each reference section with text against the best-matching written section (cosine of
+  whole-text embeddings; the reference lead against the written lead), sentence-embedding P/R/F1, ROUGE-L,
+  BLEU, entity R/P/F1 (stage-3 evaluators);
+- ``article``: the whole written text against the whole reference text (sentence-embedding P/R/F1, ROUGE-L),
+  and how much of what was selected and cited comes from the article's own sources.
 """
 
 from __future__ import annotations
@@ -86,7 +86,8 @@ def score_outline_record(article: Article, written: WrittenArticle, context: Sta
 def best_matches(
     reference: list[str], generated: list[str], context: StageContext
 ) -> list[tuple[int, float]]:
-    """For each reference text, the index of the most similar generated text (whole-text cosine) and the cosine."""
+    """For each reference text, the index of the most similar generated text (whole-text cosine) and the
+    cosine."""
     import numpy as np
 
     if not reference or not generated:
@@ -149,7 +150,8 @@ def score_section_records(
 def source_metrics(
     article: Article, written: WrittenArticle, selected: list[str], dataset: Dataset
 ) -> dict[str, float]:
-    """Share of selected / cited snippets from the article's own sources, and share of its snippets selected."""
+    """Share of selected / cited snippets from the article's own sources, and share of its snippets
+    selected."""
     own = {s.id for s in dataset.snippets_of(article.name)}
     cited = [c.snippet_id for c in written.references]
     metrics = {"source_recall": len(own & set(selected)) / len(own) if own else 0.0}

@@ -1,10 +1,11 @@
-"""The writer as a registered stage, ``writer``: one unit per article, the title in, a whole cited article out.
+"""The writer as a registered stage, ``writer``: one unit per article, the title in, a whole cited article
+out.
 
 It goes through the same registry and runner as the benchmark stages (``ruwikibench run stage writer`` with
-``profile: writer`` in the config; ``ruwikibench write --dataset`` is the writer's own batch command with resume
-per article and exports). Its records are the writer's batch scoring (:mod:`ruwikibench.writer.score`): the
-outline against the reference outline, each reference section against the best-matching written section, and the
-whole article (F1, ROUGE-L, sources); they land in the outline, sections and writer tables.
+``profile: writer`` in the config; ``ruwikibench write --dataset`` is the writer's own batch command with
+resume per article and exports). Its records are the writer's batch scoring (:mod:`ruwikibench.writer.score`):
+the outline against the reference outline, each reference section against the best-matching written section,
+and the whole article (F1, ROUGE-L, sources); they land in the outline, sections and writer tables.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
 
 WRITER_PROFILE = "writer"
-"""The writer's profile: the stage configs in writer mode (no gold data); ``ruwikibench write`` runs under it."""
+"""The writer's profile: the stage configs in writer mode (no gold data); ``ruwikibench write`` runs under
+it."""
 
 
 class WriterStage(Stage[WriterOutputModel]):
@@ -48,11 +50,11 @@ class WriterStage(Stage[WriterOutputModel]):
     subgraph_stages = ("ranking", "outline", "sections")  # overrides of these stages reach the writer too
 
     def profile_options(self, profile: str, options: dict[str, BaseModel]) -> dict[str, BaseModel]:
-        """Under the writer's profile, the stage options in writer mode (no gold data): ranking with the writer's
-        query mode ('generated' or 'title', never the stored 'reference' query written from gold headings);
-        outline centroids chosen from the data; sections without the oracle filter (it reads the gold text), with
-        the write prompt that shows numbered materials and asks for [n] markers, the writer's grouping, and a
-        chunk size that fits every assigned snippet into one write prompt."""
+        """Under the writer's profile, the stage options in writer mode (no gold data): ranking with the
+        writer's query mode ('generated' or 'title', never the stored 'reference' query written from gold
+        headings); outline centroids chosen from the data; sections without the oracle filter (it reads the
+        gold text), with the write prompt that shows numbered materials and asks for [n] markers, the writer's
+        grouping, and a chunk size that fits every assigned snippet into one write prompt."""
         if profile != WRITER_PROFILE:
             return options
         writer = _typed(options, self.name, WriterConfig)
@@ -96,8 +98,8 @@ class WriterStage(Stage[WriterOutputModel]):
         ]
 
     def score(self, unit: Unit, output: WriterOutputModel, context: StageContext) -> StageScore:
-        """The written article's outline, sections and whole-article records, with the written texts paired with
-        the reference texts they were scored against."""
+        """The written article's outline, sections and whole-article records, with the written texts paired
+        with the reference texts they were scored against."""
         if context.dataset is None:
             raise ValueError("scoring articles needs StageContext.dataset")
         article = context.dataset.article(unit.article)

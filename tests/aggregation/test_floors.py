@@ -1,5 +1,5 @@
-"""The run's permutation floor end to end on a hand-computed case: stage scores, floors.jsonl rows, metrics.json
-keys, report columns; and the failures-as-zero view zeroing only what failed."""
+"""The run's permutation floor end to end on a hand-computed case: stage scores, floors.jsonl rows,
+metrics.json keys, report columns; and the failures-as-zero view zeroing only what failed."""
 
 import numpy as np
 import pytest
@@ -161,7 +161,8 @@ def test_failures_as_zero_zeroes_only_what_failed() -> None:
 
 
 class HashEmbedder:
-    """A vector per text from its hash: every pair has its own cosine (so a changed draw shows in the floor)."""
+    """A vector per text from its hash: every pair has its own cosine (so a changed draw shows in the
+    floor)."""
 
     id = "hash"
 

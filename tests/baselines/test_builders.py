@@ -185,8 +185,9 @@ def test_a_failed_baseline_comparison_is_said_in_the_report() -> None:
 
 
 def test_the_baselines_said_to_need_no_output_build_the_same_without_one() -> None:
-    """``reads_output=False`` lets the scoring process score a baseline before its unit has an output: each such
-    built-in builds the same output from an empty run output as from a real-looking one; ranking's read it."""
+    """``reads_output=False`` lets the scoring process score a baseline before its unit has an output: each
+    such built-in builds the same output from an empty run output as from a real-looking one; ranking's read
+    it."""
     dataset = make_dataset()
     context = SimpleNamespace(dataset=dataset)
     flags = {

@@ -1,5 +1,6 @@
-"""bench/scale.py's memory figures: the lifetime peak covers the whole process (a spike between two samples, the
-start-up before the sampler) and names its phase; bench/pipeline.py's call levels are read a line at a time."""
+"""bench/scale.py's memory figures: the lifetime peak covers the whole process (a spike between two samples,
+the start-up before the sampler) and names its phase; bench/pipeline.py's call levels are read a line at a
+time."""
 
 from __future__ import annotations
 
@@ -75,14 +76,16 @@ def test_the_start_up_before_the_sampler_counts() -> None:
 
 @linux
 def test_a_child_process_counts_in_the_peak() -> None:
-    """A child started after the sampler (as the scoring process is) that touches 300 MB: its peak is summed in."""
+    """A child started after the sampler (as the scoring process is) that touches 300 MB: its peak is summed
+    in."""
     figures = _child("""
         import json, subprocess, sys, time
         sys.path.insert(0, ".")
         from bench.scale import MemoryTrace
         trace = MemoryTrace(every=0.2)
         time.sleep(0.3)
-        subprocess.run([sys.executable, "-c", "import time; b = bytearray(300 << 20); b[::4096] = b'x' * len(b[::4096]); "
+        subprocess.run([sys.executable, "-c", "import time; b = bytearray(300 << 20); b[::4096] = b'x' * \
+len(b[::4096]); "
                         "time.sleep(3)"], check=True)
         trace.stop()
         print(json.dumps({"children": trace.children_peak, "mb": trace.lifetime({"all": float("inf")})[0]}))

@@ -132,7 +132,8 @@ def test_real_sample_import_and_stats(tmp_path: Path) -> None:
     found = sample_dir()
     if found is None:
         pytest.skip(
-            "real Ruwiki sample not found (set RUWIKIBENCH_SAMPLE or place shared/data/ruwiki beside the repo)"
+            "real Ruwiki sample not found (set RUWIKIBENCH_SAMPLE "
+            "or place shared/data/ruwiki beside the repo)"
         )
     result = runner.invoke(
         app, ["corpus", "import", str(found / "ruwikibench_articles.json"), "--out", str(tmp_path / "d")]

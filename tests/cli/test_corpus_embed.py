@@ -1,5 +1,5 @@
-"""`ruwikibench corpus embed`: snippet embeddings precomputed into the config's cache folder, once, then used by
-the stages (which embed snippets in the same 'passage' mode)."""
+"""`ruwikibench corpus embed`: snippet embeddings precomputed into the config's cache folder, once, then used
+by the stages (which embed snippets in the same 'passage' mode)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Every command and command group answers `--help` (rich renders help text as markup: a stray `[…]` crashes it)."""
+"""Every command and command group answers `--help` (rich renders help text as markup: a stray `[…]` crashes
+it)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Bad input through the real CLI (a subprocess, as a user runs it): one line naming the file / field / article,
-a non-zero exit status, no traceback; user text never goes through rich markup."""
+"""Bad input through the real CLI (a subprocess, as a user runs it): one line naming the file / field /
+article, a non-zero exit status, no traceback; user text never goes through rich markup."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Loose inputs are refused in one line, exit 2: `report --view bogus` (the allowed views named), `report --out`
-pointing at a run directory (its own report.md would be overwritten), and a RuWikiBench JSON with two entries of
-the same title (imported as "Title (2)" only with --rename-duplicates)."""
+"""Loose inputs are refused in one line, exit 2: `report --view bogus` (the allowed views named), `report
+--out` pointing at a run directory (its own report.md would be overwritten), and a RuWikiBench JSON with two
+entries of the same title (imported as "Title (2)" only with --rename-duplicates)."""
 
 from __future__ import annotations
 

@@ -58,8 +58,8 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "rwb_plugins"
 def test_graph_command_draws_the_graph_with_the_configs_overrides(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`graph STAGE --config CFG`: the one-call outline graph replaces the built-in one; a node override of the
-    writer's ranking subgraph keeps the node's place; a config with a bad override is one line, exit 2."""
+    """`graph STAGE --config CFG`: the one-call outline graph replaces the built-in one; a node override of
+    the writer's ranking subgraph keeps the node's place; a config with a bad override is one line, exit 2."""
     monkeypatch.syspath_prepend(str(EXAMPLE))
     runner, config = CliRunner(), str(EXAMPLE / "configs" / "plugins.yaml")
     outline = runner.invoke(app, ["graph", "outline", "--config", config])

@@ -1,7 +1,7 @@
-"""A plug-in stage whose ``score()`` returns the wrong type, through the CLI: every unit fails with one line naming
-the stage and the method (errors.jsonl, the console), the run exits non-zero; once the stage is fixed the same
-command resumes the run, scores the kept outputs and exits 0. An older plug-in (a plain object with ``texts()``,
-no :class:`Stage` base class) still runs."""
+"""A plug-in stage whose ``score()`` returns the wrong type, through the CLI: every unit fails with one line
+naming the stage and the method (errors.jsonl, the console), the run exits non-zero; once the stage is fixed
+the same command resumes the run, scores the kept outputs and exits 0. An older plug-in (a plain object with
+``texts()``, no :class:`Stage` base class) still runs."""
 
 from __future__ import annotations
 
@@ -63,7 +63,8 @@ def title_units(name: str, article: Article) -> list[Unit]:
 
 
 class EchoStage(Stage[EchoOut]):
-    """Upper-cases the title (no LLM call); ``fixed`` False: score() returns one record instead of a StageScore."""
+    """Upper-cases the title (no LLM call); ``fixed`` False: score() returns one record instead of a
+    StageScore."""
 
     name = "echo_title"
     columns: ClassVar[list[tuple[str, str]]] = [("Length", "length")]

@@ -120,8 +120,8 @@ def _run_reference(tmp, config):
 
 
 def test_reference_mode_without_stored_queries_writes_them_first(setup) -> None:
-    """No reference_queries.json: the run writes the queries of its articles with the reference model (counted on
-    the console and in spec.json), then ranks with them; the rerun resumes the same run directory."""
+    """No reference_queries.json: the run writes the queries of its articles with the reference model (counted
+    on the console and in spec.json), then ranks with them; the rerun resumes the same run directory."""
     tmp, config, model = setup
     run = _run_reference(tmp, config)
     assert run.exit_code == 0, run.output + repr(run.exception)

@@ -1,12 +1,12 @@
-"""The HTML report as a person sees it: two small runs against the fake endpoint, `ruwikibench report`, then the
-report page and an article page opened in headless Chromium (DOM after the scripts ran, a screenshot), every
-request Chromium makes sent to a local proxy that counts them. A second report puts a passed run beside a partly
-failed one (one article's requests answered 500) and a failed one (every request answered 500): charts readable
-at 1366 px, failures said where the numbers are missing, node traces, and accessibility (axe-core, keyboard
-sorting, headings, captions, lang).
+"""The HTML report as a person sees it: two small runs against the fake endpoint, `ruwikibench report`, then
+the report page and an article page opened in headless Chromium (DOM after the scripts ran, a screenshot),
+every request Chromium makes sent to a local proxy that counts them. A second report puts a passed run beside
+a partly failed one (one article's requests answered 500) and a failed one (every request answered 500):
+charts readable at 1366 px, failures said where the numbers are missing, node traces, and accessibility
+(axe-core, keyboard sorting, headings, captions, lang).
 
-Skips when no Chromium is installed, unless RUWIKIBENCH_REQUIRE_BROWSER=1 (set by .ci/run, which installs it and
-axe-core: ``npm install axe-core`` into ~/.cache/ruwikibench/npm, or RUWIKIBENCH_AXE naming axe.min.js).
+Skips when no Chromium is installed, unless RUWIKIBENCH_REQUIRE_BROWSER=1 (set by .ci/run, which installs it
+and axe-core: ``npm install axe-core`` into ~/.cache/ruwikibench/npm, or RUWIKIBENCH_AXE naming axe.min.js).
 """
 
 from __future__ import annotations
@@ -101,8 +101,9 @@ def _png_size(path: Path) -> tuple[int, int]:
 
 
 def _failing_run(tmp: Path, config: Path, model, name: str, fail_if) -> str:
-    """`ruwikibench run all` against a second fake endpoint answering 500 to the requests ``fail_if`` picks, with
-    a cache of its own (the first run's answers would hide the failures); the run directory it printed."""
+    """`ruwikibench run all` against a second fake endpoint answering 500 to the requests ``fail_if`` picks,
+    with a cache of its own (the first run's answers would hide the failures); the run directory it
+    printed."""
     with fake_openai_server(model, fail_if=fail_if) as url:
         settings = yaml.safe_load(config.read_text(encoding="utf-8"))
         settings.update(name=name, cache_dir=str(tmp / f"cache-{name}"))
@@ -119,8 +120,8 @@ def _failing_run(tmp: Path, config: Path, model, name: str, fail_if) -> str:
 
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory) -> Iterator[tuple[Path, Path]]:
-    """Two reports: a passed run beside another passed run ('cmp'), and a passed run beside a partly failed and a
-    failed one ('shapes')."""
+    """Two reports: a passed run beside another passed run ('cmp'), and a passed run beside a partly failed
+    and a failed one ('shapes')."""
     tmp = tmp_path_factory.mktemp("browser")
     monkeypatch = pytest.MonkeyPatch()
     try:
@@ -269,7 +270,8 @@ def _with_script(page: Path, script: str, name: str) -> Path:
 
 
 def _measured(page: Path, expression: str, name: str) -> object:
-    """The JSON value of a JavaScript ``expression`` evaluated in ``page`` at 1366 px (written into the DOM)."""
+    """The JSON value of a JavaScript ``expression`` evaluated in ``page`` at 1366 px (written into the
+    DOM)."""
     script = (
         "var out = document.createElement('pre'); out.id = 'measured'; "
         f"out.textContent = JSON.stringify({expression}); document.body.appendChild(out);"
@@ -280,7 +282,8 @@ def _measured(page: Path, expression: str, name: str) -> object:
 
 
 def test_charts_are_small_multiples_read_at_1366_px(shapes: Path) -> None:
-    """Each chart's PNG fits the page at 1366 px and is shown at (nearly) its own size: labels stay readable."""
+    """Each chart's PNG fits the page at 1366 px and is shown at (nearly) its own size: labels stay
+    readable."""
     for stage in ("ranking", "outline", "sections"):
         width, height = _png_size(shapes / f"{stage}.png")
         assert 1000 <= width <= 1320 and height < 1400, (stage, width, height)
@@ -405,8 +408,9 @@ def _heading_jumps(dom: BeautifulSoup) -> list[str]:
 
 @pytest.mark.parametrize("which", ["report", "shapes"])
 def test_accessibility_axe_headings_captions_and_lang(reports: tuple[Path, Path], which: str) -> None:
-    """axe-core finds no serious or critical violation on the report and its article pages; headings do not jump
-    levels, every table has a caption, header cells a scope, the page is English with Russian texts marked."""
+    """axe-core finds no serious or critical violation on the report and its article pages; headings do not
+    jump levels, every table has a caption, header cells a scope, the page is English with Russian texts
+    marked."""
     axe = _axe()
     out = reports[0] if which == "report" else reports[1]
     pages = [out / "report.html", *sorted((out / "articles").glob("a*.html"))]
@@ -427,8 +431,8 @@ def test_accessibility_axe_headings_captions_and_lang(reports: tuple[Path, Path]
 
 
 def test_keyboard_sorting_sets_aria_sort_and_keeps_dashes_last(shapes: Path) -> None:
-    """The sort buttons are focusable; activating one sorts by its column (aria-sort on the header cell), and cells
-    without a value ("—", "failed") stay last ascending and descending."""
+    """The sort buttons are focusable; activating one sorts by its column (aria-sort on the header cell), and
+    cells without a value ("—", "failed") stay last ascending and descending."""
     script = """
     var result = {};
     var table = document.querySelector('table.article-index');
@@ -443,10 +447,12 @@ def test_keyboard_sorting_sets_aria_sort_and_keeps_dashes_last(shapes: Path) -> 
     var dbuttons = deltas.tHead.rows[0].querySelectorAll('button.sort');
     var dcol = 3;  // article, base, partly, Δ partly (Python: —), failed, Δ failed
     dbuttons[dcol].click();
-    result.asc = Array.prototype.map.call(deltas.tBodies[0].rows, function (r) { return r.cells[dcol].textContent.trim(); });
+    result.asc = Array.prototype.map.call(deltas.tBodies[0].rows, function (r) { return \
+r.cells[dcol].textContent.trim(); });
     result.asc_sort = dbuttons[dcol].parentNode.getAttribute('aria-sort');
     dbuttons[dcol].click();
-    result.desc = Array.prototype.map.call(deltas.tBodies[0].rows, function (r) { return r.cells[dcol].textContent.trim(); });
+    result.desc = Array.prototype.map.call(deltas.tBodies[0].rows, function (r) { return \
+r.cells[dcol].textContent.trim(); });
     result.desc_sort = dbuttons[dcol].parentNode.getAttribute('aria-sort');
     ranking.click();
     result.index_sort = ranking.parentNode.getAttribute('aria-sort');

@@ -1,5 +1,5 @@
-"""Benchmark runs through the CLI: `run all` against an endpoint that refuses every connection exits 1 although
-the sections without snippets succeed without it (they make no LLM call); `run sections` with
+"""Benchmark runs through the CLI: `run all` against an endpoint that refuses every connection exits 1
+although the sections without snippets succeed without it (they make no LLM call); `run sections` with
 `sections.oracle_filter` over sections that have no reference text excludes them ('no reference text', counted
 in metrics.json) and exits 0."""
 
@@ -50,8 +50,9 @@ def tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_run_all_endpoint_refusing_every_connection_exits_1(tmp: Path) -> None:
-    """Every lead of the fixture cites no source: its sections unit succeeds with no LLM call. Those units do not
-    make the run partial: nothing that needed the endpoint succeeded, so the status is 1, not 3 (nor 0)."""
+    """Every lead of the fixture cites no source: its sections unit succeeds with no LLM call. Those units do
+    not make the run partial: nothing that needed the endpoint succeeded, so the status is 1, not 3 (nor
+    0)."""
     save_dataset(make_dataset(), tmp / "data")
     result = runner.invoke(
         app,
@@ -101,8 +102,8 @@ def test_bad_input_ends_the_startup_gc_pause(tmp: Path) -> None:
 
 def without_reference_text(dataset: Dataset) -> Dataset:
     """The target article with two more sections that have no reference text: an H2 whose only paragraph is
-    empty but cites a source (so it has snippets for the oracle filter to weigh), and an H2 with no paragraph of
-    its own above an H3 that has text."""
+    empty but cites a source (so it has snippets for the oracle filter to weigh), and an H2 with no paragraph
+    of its own above an H3 that has text."""
     article = next(a for a in dataset.articles if a.title == TITLE)
     footnote = article.references[0].id
     extra = [

@@ -1,5 +1,5 @@
-"""End to end through the CLI with a fake OpenAI-compatible model on 127.0.0.1: `run all` (three stages) for two
-configs that differ in one setting, `score` (no LLM call), then `report` comparing them."""
+"""End to end through the CLI with a fake OpenAI-compatible model on 127.0.0.1: `run all` (three stages) for
+two configs that differ in one setting, `score` (no LLM call), then `report` comparing them."""
 
 from __future__ import annotations
 

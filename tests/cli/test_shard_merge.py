@@ -1,5 +1,6 @@
-"""`run … --shard I/N` on separate output folders (machines) and `merge`: the merged run equals one unsharded run;
-shards of other runs, a missing or repeated shard, and a folder holding another run are refused clearly."""
+"""`run … --shard I/N` on separate output folders (machines) and `merge`: the merged run equals one unsharded
+run; shards of other runs, a missing or repeated shard, and a folder holding another run are refused
+clearly."""
 
 from __future__ import annotations
 

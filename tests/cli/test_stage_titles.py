@@ -1,5 +1,5 @@
-"""Report titles of a stage: the paper's table for the built-in stages, a plug-in stage's own description, and a
-stage without one as its bare name (no empty brackets)."""
+"""Report titles of a stage: the paper's table for the built-in stages, a plug-in stage's own description, and
+a stage without one as its bare name (no empty brackets)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,12 @@
-"""What a run loads before its first request. `ruwikibench run all` in a new process, as a user starts it, against
-the fake endpoint: an audit hook stops it when it connects to send its first request and lists sys.modules then,
-and the HTTP clients built by then.
+"""What a run loads before its first request. `ruwikibench run all` in a new process, as a user starts it,
+against the fake endpoint: an audit hook stops it when it connects to send its first request and lists
+sys.modules then, and the HTTP clients built by then.
 
-Every module imported before that request delays it (docs/performance.md, "A first run as a user sees it"): the
-scoring, reporting, corpus-building and model packages load after it (lazy imports, the warm-up), never before.
-The other units and the warm-up start once the first request is out, or after HEAD_START / FIRST_REQUEST_WAIT
-seconds: the probe makes those long, so what a slow machine lists is still the path to the first request alone."""
+Every module imported before that request delays it (docs/performance.md, "A first run as a user sees it"):
+the scoring, reporting, corpus-building and model packages load after it (lazy imports, the warm-up), never
+before. The other units and the warm-up start once the first request is out, or after HEAD_START /
+FIRST_REQUEST_WAIT seconds: the probe makes those long, so what a slow machine lists is still the path to the
+first request alone."""
 
 from __future__ import annotations
 
@@ -48,8 +49,8 @@ HEAVY = (
     "numpy",
     "sentence_transformers",
 )
-"""Third-party packages the first request never needs: models, NLP, scoring, charts, HTML parsing, numpy (the node
-and scoring functions import it when they first run)."""
+"""Third-party packages the first request never needs: models, NLP, scoring, charts, HTML parsing, numpy (the
+node and scoring functions import it when they first run)."""
 
 OWN = (
     "ruwikibench.reporting",
@@ -61,7 +62,8 @@ OWN = (
     "ruwikibench.runner.merge",
     "ruwikibench.external",
 )
-"""The project's own modules for later: reports, the JSON importer, the e5 model, merging shards, external runs."""
+"""The project's own modules for later: reports, the JSON importer, the e5 model, merging shards, external
+runs."""
 
 PROBE = """
 import os, sys
@@ -85,7 +87,8 @@ from ruwikibench.runner import lifecycle
 built = []  # the model config (max_tokens) of each ChatOpenAI client built
 client = OpenAIBackend._client
 OpenAIBackend._client = lambda self, url: built.append(self.config.max_tokens) or client(self, url)
-lifecycle.HEAD_START = lifecycle.FIRST_REQUEST_WAIT = 600.0  # a slow machine: the other units and the warm-up still wait
+lifecycle.HEAD_START = lifecycle.FIRST_REQUEST_WAIT = 600.0  # a slow machine: the other units and the \
+warm-up still wait
 from ruwikibench.cli import main
 
 main()
@@ -187,8 +190,8 @@ def test_the_first_request_waits_for_none_of_the_later_modules(modules: set[str]
 
 def test_the_first_request_waits_for_its_own_role_s_http_client_only(startup: dict[str, Any]) -> None:
     """Of the five roles' clients (a CA bundle loaded each), the first request waits for the first configured
-    role's (built with the client library, before the first unit starts) and its own role's; the others are built
-    once it is out (runner/execute.py, ``_prepare_first_client``)."""
+    role's (built with the client library, before the first unit starts) and its own role's; the others are
+    built once it is out (runner/execute.py, ``_prepare_first_client``)."""
     built = startup["clients"]
     assert built[:1] == [100]  # the first role's: writer
     assert len(built) <= 2, f"HTTP clients built before the first request: {built}"
@@ -207,8 +210,8 @@ print("\\n".join(sorted(sys.modules)))
 
 
 def test_help_loads_no_model_layer() -> None:
-    """`ruwikibench --help` lists the commands: it loads neither the config models (pydantic) nor LangGraph, the
-    LLM client or numpy (each command imports what it needs when it runs)."""
+    """`ruwikibench --help` lists the commands: it loads neither the config models (pydantic) nor LangGraph,
+    the LLM client or numpy (each command imports what it needs when it runs)."""
     result = subprocess.run(
         [sys.executable, "-c", HELP_PROBE],
         env={**os.environ, "PYTHONPATH": str(REPO)},

@@ -1,5 +1,5 @@
-"""`ruwikibench write` end to end against a fake OpenAI-compatible server on 127.0.0.1: stop after the outline,
-edit the outline file, resume; a user outline; the batch mode; argument errors."""
+"""`ruwikibench write` end to end against a fake OpenAI-compatible server on 127.0.0.1: stop after the
+outline, edit the outline file, resume; a user outline; the batch mode; argument errors."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The built-in stages' settings are their options models under ``stage_options.<stage>``, like a plug-in's; the
-top-level keys (``ranking:``, ``outline:``, ``sections:``, ``writer:``) are aliases: the same config, the same
-identity JSON and the same run ids (pinned before the options moved, in tests/runner/test_run_id.py)."""
+"""The built-in stages' settings are their options models under ``stage_options.<stage>``, like a plug-in's;
+the top-level keys (``ranking:``, ``outline:``, ``sections:``, ``writer:``) are aliases: the same config, the
+same identity JSON and the same run ids (pinned before the options moved, in tests/runner/test_run_id.py)."""
 
 from __future__ import annotations
 
@@ -108,7 +108,8 @@ def test_the_writer_profile_rewrites_the_options_in_either_form() -> None:
 
 
 def test_a_config_recorded_with_stage_options_reads_back_to_the_same_identity() -> None:
-    """spec.json records the config as dumped (the options under ``stage_options``); read back it is the same."""
+    """spec.json records the config as dumped (the options under ``stage_options``); read back it is the
+    same."""
     alias, _ = _both(query_mode="title")
     recorded = json.loads(json.dumps(alias.model_dump(mode="json")))
     assert "ranking" not in recorded and recorded["stage_options"]["ranking"]["query_mode"] == "title"
@@ -116,8 +117,8 @@ def test_a_config_recorded_with_stage_options_reads_back_to_the_same_identity() 
 
 
 def test_code_reading_the_old_attributes_gets_the_same_values() -> None:
-    """An outside plug-in written before stage_options reads ``config.ranking.snippet_chars``: the same object as
-    ``config.options(RankingConfig)``; a name that is no stage with an alias is still an AttributeError."""
+    """An outside plug-in written before stage_options reads ``config.ranking.snippet_chars``: the same object
+    as ``config.options(RankingConfig)``; a name that is no stage with an alias is still an AttributeError."""
     config = RunConfig.model_validate({"models": MODELS, "stage_options": {"ranking": {"snippet_chars": 7}}})
     assert config.ranking is config.options(RankingConfig) and config.ranking.snippet_chars == 7
     assert config.writer is config.options(WriterConfig)

@@ -1,4 +1,5 @@
-"""Fixtures for the corpus builder tests: the real Ruwiki sample (skipped when absent) and a tiny synthetic page."""
+"""Fixtures for the corpus builder tests: the real Ruwiki sample (skipped when absent) and a tiny synthetic
+page."""
 
 from __future__ import annotations
 

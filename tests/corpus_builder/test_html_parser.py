@@ -59,7 +59,10 @@ def test_duplicate_heading_titles_stay_apart() -> None:
 
 
 def test_single_and_adjacent_footnote_marks() -> None:
-    body = f"<p>Факт{mark('cite_note-5', '5')}. Два факта{mark('cite_note-a-6', '6')}{mark('cite_note-7', '7')}.</p>"
+    body = (
+        f"<p>Факт{mark('cite_note-5', '5')}. "
+        f"Два факта{mark('cite_note-a-6', '6')}{mark('cite_note-7', '7')}.</p>"
+    )
     art = parse_article_html(page(body), "X")
     (p,) = art.root.paragraphs
     assert p.text == "Факт. Два факта."
@@ -201,7 +204,7 @@ def test_primary_url_prefers_a_non_archive_link() -> None:
     assert primary_url(Reference(id="r")) is None
 
 
-# --------------------------------------------------------------------------- the real sample (facts read from the pages)
+# ---------------------------------------------------------------- the real sample (facts read from the pages)
 
 
 def test_real_python_h2_headings(sample_html: dict[str, str]) -> None:

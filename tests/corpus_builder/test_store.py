@@ -47,8 +47,8 @@ def test_changed_files_are_detected(tmp_path: Path) -> None:
 def test_files_as_written_take_the_dataset_id_from_the_manifest(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The id is recomputed (every item dumped to canonical JSON) only when a file is not byte for byte the one
-    written: here an added blank line, which changes no item, so the recomputed id matches."""
+    """The id is recomputed (every item dumped to canonical JSON) only when a file is not byte for byte the
+    one written: here an added blank line, which changes no item, so the recomputed id matches."""
     ds = import_records([record()], "mem.json").dataset
     save_dataset(ds, tmp_path)
     import ruwikibench.dataset
@@ -75,9 +75,9 @@ def test_unreadable_directories_name_the_file(tmp_path: Path) -> None:
 
 
 def test_lines_read_as_bytes_give_what_lines_read_as_text_gave(tmp_path: Path) -> None:
-    """The lines are validated as bytes; whatever that rejects is read as text, line by line, as before: a line
-    blank only as text (a no-break space) is skipped, \\r\\n and \\r end lines, a bad line is named, bytes that are
-    not UTF-8 are a UnicodeDecodeError."""
+    """The lines are validated as bytes; whatever that rejects is read as text, line by line, as before: a
+    line blank only as text (a no-break space) is skipped, \\r\\n and \\r end lines, a bad line is named,
+    bytes that are not UTF-8 are a UnicodeDecodeError."""
     ds = import_records([record("Один"), record("Два")], "mem.json").dataset
     save_dataset(ds, tmp_path)
     path = tmp_path / "snippets.jsonl"
@@ -102,8 +102,8 @@ def test_real_sample_round_trip(imported, tmp_path: Path) -> None:  # type: igno
 
 
 def test_files_are_read_a_line_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The loader never holds a file whole beside its items (no read_bytes / read_text), and still gives the same
-    dataset and the manifest's id: the sha256 of the lines read equals the file's."""
+    """The loader never holds a file whole beside its items (no read_bytes / read_text), and still gives the
+    same dataset and the manifest's id: the sha256 of the lines read equals the file's."""
     ds = import_records([record("Один"), record("Два")], "mem.json").dataset
     save_dataset(ds, tmp_path)
 
@@ -139,8 +139,8 @@ def test_windows_line_ends_and_a_bad_line_number(tmp_path: Path) -> None:
 
 
 def test_source_texts_left_on_disk_read_the_same(tmp_path: Path) -> None:
-    """A dataset loaded for a run leaves the sources' texts on disk: none in memory, each read from its line when
-    asked for; dumps, the id, equality and a saved copy are those of the dataset loaded whole."""
+    """A dataset loaded for a run leaves the sources' texts on disk: none in memory, each read from its line
+    when asked for; dumps, the id, equality and a saved copy are those of the dataset loaded whole."""
     ds = import_records([record("Один"), record("Два")], "mem.json").dataset
     save_dataset(ds, tmp_path / "d")
     full = load_dataset(tmp_path / "d")
@@ -160,7 +160,8 @@ def test_source_texts_left_on_disk_read_the_same(tmp_path: Path) -> None:
 
 
 def test_snippet_texts_left_on_disk_read_the_same(tmp_path: Path) -> None:
-    """The scoring process's load: the snippets' texts on disk too, each read from its line; the same dataset."""
+    """The scoring process's load: the snippets' texts on disk too, each read from its line; the same
+    dataset."""
     ds = import_records([record("Один"), record("Два")], "mem.json").dataset
     save_dataset(ds, tmp_path / "d")
     full = load_dataset(tmp_path / "d")
@@ -201,8 +202,8 @@ def test_a_run_loads_the_dataset_without_source_texts(
 
 
 def test_source_texts_left_on_disk_from_windows_and_cr_lines(tmp_path: Path) -> None:
-    """CRLF lines are left on disk as well (the text read back from its line); lines that only text reading splits
-    (a lone \\r between two records) keep their texts in memory: both give the texts of the dataset."""
+    """CRLF lines are left on disk as well (the text read back from its line); lines that only text reading
+    splits (a lone \\r between two records) keep their texts in memory: both give the texts of the dataset."""
     ds = import_records([record("Один"), record("Два")], "mem.json").dataset
     save_dataset(ds, tmp_path)
     path = tmp_path / "sources.jsonl"

@@ -1,4 +1,5 @@
-"""Bars with CI whiskers: heights and whisker lengths by hand, missing estimates, and what matplotlib draws."""
+"""Bars with CI whiskers: heights and whisker lengths by hand, missing estimates, and what matplotlib
+draws."""
 
 from __future__ import annotations
 

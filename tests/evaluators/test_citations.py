@@ -1,4 +1,5 @@
-"""Citation faithfulness from given verdicts: hand-computed article, marker placement, windows, ALCE cross-check."""
+"""Citation faithfulness from given verdicts: hand-computed article, marker placement, windows, ALCE
+cross-check."""
 
 from __future__ import annotations
 

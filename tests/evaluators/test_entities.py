@@ -1,4 +1,5 @@
-"""Entity metrics: the NER against hand-labelled sentences, hand-computed scores, planted orders, the real sample."""
+"""Entity metrics: the NER against hand-labelled sentences, hand-computed scores, planted orders, the real
+sample."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ def labelled() -> list[dict]:
 
 
 def mention_prf(rows: list[dict]) -> tuple[float, float, int]:
-    """Micro P / R of predicted (type, surface) mentions against the gold ones, and the number of gold mentions."""
+    """Micro P / R of predicted (type, surface) mentions against the gold ones, and the number of gold
+    mentions."""
     true_pos = predicted = gold_total = 0
     for row in rows:
         gold = {(t, s) for t, s in row["entities"]}
@@ -122,7 +124,8 @@ def test_entity_scores_empty_sides() -> None:
 REFERENCE = (
     "Михаил Ломоносов родился в Архангельской губернии. В 1731 году он пришёл пешком в Москву и поступил в "
     "Славяно-греко-латинскую академию. Позже Ломоносов учился в Германии, в Марбурге, у Христиана Вольфа. "
-    "Вернувшись в Санкт-Петербург, он работал в Академии наук. По его проекту был основан Московский университет."
+    "Вернувшись в Санкт-Петербург, он работал в Академии наук. "
+    "По его проекту был основан Московский университет."
 )
 ALL_SHARED = (
     "Учёный Михаил Ломоносов был родом из Архангельской губернии. В Москву он пришёл в 1731 году, учился в "

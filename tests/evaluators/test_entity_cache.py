@@ -1,5 +1,6 @@
-"""The NER reads a text once per cache folder: its entities are kept on disk (``<cache_dir>/entities.sqlite``), read
-back by another process without loading the model, and not reused under another model identity."""
+"""The NER reads a text once per cache folder: its entities are kept on disk
+(``<cache_dir>/entities.sqlite``), read back by another process without loading the model, and not reused
+under another model identity."""
 
 from __future__ import annotations
 

@@ -36,8 +36,9 @@ def test_rescaled_estimate_widens_with_the_floor_uncertainty() -> None:
 
 
 def test_rescaled_estimate_resamples_score_floor_pairs() -> None:
-    """Items whose floor moves with their score (an easy item: high score, high floor): resampled as pairs, every
-    resample rescales to nearly the same value, so the CI is far narrower than with independent resampling."""
+    """Items whose floor moves with their score (an easy item: high score, high floor): resampled as pairs,
+    every resample rescales to nearly the same value, so the CI is far narrower than with independent
+    resampling."""
     scores = [0.95, 0.85, 0.75, 0.65, 0.9, 0.8, 0.7, 0.6]
     floors = [s - 0.1 for s in scores]  # each item's score sits 0.1 above its own floor
     paired = rescaled_estimate(scores, floors)

@@ -1,4 +1,5 @@
-"""Outline evaluators: hand-computed P/R/F1, soft recall against an independent implementation, real articles."""
+"""Outline evaluators: hand-computed P/R/F1, soft recall against an independent implementation, real
+articles."""
 
 from __future__ import annotations
 
@@ -138,8 +139,8 @@ def test_score_outline_with_controlled_vectors() -> None:
 
 
 def test_authors_prompt_encodes_classification_plus_heading_hand_computed() -> None:
-    """The authors' encode(..., prompt='Classification'): their variant embeds "Classification" + heading, with
-    no task prefix ('plain' use); the configured variant is embedded as before."""
+    """The authors' encode(..., prompt='Classification'): their variant embeds "Classification" + heading,
+    with no task prefix ('plain' use); the configured variant is embedded as before."""
     plain = {"T": [1, 1, 1, 1], "A": [1, 0, 0, 0], "B": [0, 1, 0, 0], "C": [0, 0, 1, 0], "X": [0, 0, 0, 1]}
     prompted = {
         "ClassificationT": [1, 0, 0, 0],

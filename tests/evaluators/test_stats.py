@@ -28,7 +28,8 @@ def test_bootstrap_edge_cases() -> None:
 
 
 def test_paired_difference_matches_scipy_paired_bootstrap() -> None:
-    """Cross-check with scipy.stats.bootstrap(paired=True, method='percentile'): same estimate, CIs within MC noise."""
+    """Cross-check with scipy.stats.bootstrap(paired=True, method='percentile'): same estimate, CIs within MC
+    noise."""
     from scipy.stats import bootstrap
 
     rng = np.random.default_rng(3)
@@ -72,9 +73,9 @@ def test_randomization_p_value_equals_exact_enumeration() -> None:
 
 @pytest.mark.parametrize(("n", "shift"), [(12, 0.1), (40, 0.0), (40, 0.03), (300, 0.01), (2000, 0.004)])
 def test_randomization_p_value_agrees_with_scipy(n: int, shift: float) -> None:
-    """scipy's permutation_test (pairs swapped at random, or all 2^n swaps for n = 12) is the independent check:
-    the same p-value up to the Monte-Carlo error of 9,999 resamples (sd ≤ 0.005), and the same draws as the
-    project's generic paired_randomization."""
+    """scipy's permutation_test (pairs swapped at random, or all 2^n swaps for n = 12) is the independent
+    check: the same p-value up to the Monte-Carlo error of 9,999 resamples (sd ≤ 0.005), and the same draws as
+    the project's generic paired_randomization."""
     from scipy.stats import permutation_test
 
     rng = np.random.default_rng(n)
@@ -107,7 +108,8 @@ def test_randomization_p_value_noise_and_signal() -> None:
 
 
 def test_paired_bootstrap_keeps_nan_columns_paired() -> None:
-    """A statistic with NaN-aware floors (nanmean): only rows present in a resample count; n is the item count."""
+    """A statistic with NaN-aware floors (nanmean): only rows present in a resample count; n is the item
+    count."""
     values = [0.9, 0.8, 0.0]
     floors = [0.6, 0.6, float("nan")]
 
@@ -138,8 +140,9 @@ def test_resamples_computed_by_rows_equal_all_at_once(monkeypatch) -> None:
 
 
 def test_index_rows_drawn_in_chunks_are_the_matrix_drawn_at_once(monkeypatch) -> None:
-    """The CIs draw their resample indices ROWS_AT_ONCE rows at a time (the whole matrix is never held): the same
-    indices as one draw of the whole matrix, for odd and even sizes and chunk sizes that do not divide it."""
+    """The CIs draw their resample indices ROWS_AT_ONCE rows at a time (the whole matrix is never held): the
+    same indices as one draw of the whole matrix, for odd and even sizes and chunk sizes that do not divide
+    it."""
     from ruwikibench.evaluators import stats
 
     for n, resamples, chunk in [(1_001, 2_000, 250), (7, 13, 3), (4_141, 501, 250), (2, 5, 1)]:
@@ -151,8 +154,9 @@ def test_index_rows_drawn_in_chunks_are_the_matrix_drawn_at_once(monkeypatch) ->
 
 
 def test_kept_index_draws_are_the_fresh_ones_and_are_drawn_once(monkeypatch) -> None:
-    """Every CI with seed 0 over n items resamples with the same indices: they are drawn once per (n, resamples,
-    seed) and kept; the kept ones (stored small, int16 up to uint32) are exactly those of a fresh draw."""
+    """Every CI with seed 0 over n items resamples with the same indices: they are drawn once per (n,
+    resamples, seed) and kept; the kept ones (stored small, int16 up to uint32) are exactly those of a fresh
+    draw."""
     from ruwikibench.evaluators import stats
 
     monkeypatch.setattr(stats, "_row_memo", stats.OrderedDict())

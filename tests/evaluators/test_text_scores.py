@@ -22,7 +22,8 @@ def test_text_scores_are_sentence_prf_plus_lexical_and_zero_when_empty() -> None
 
 
 def test_authors_prompt_adds_the_authors_sentence_prf_hand_computed() -> None:
-    """Every sentence encoded as "Classification" + sentence ('plain' use) for p/r/f1_authors; p/r/f1 unchanged."""
+    """Every sentence encoded as "Classification" + sentence ('plain' use) for p/r/f1_authors; p/r/f1
+    unchanged."""
     table = {
         "Кот спит.": [1.0, 0.0],
         "Пёс лает.": [0.0, 1.0],

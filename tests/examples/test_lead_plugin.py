@@ -1,6 +1,6 @@
-"""The example plug-in package examples/rwb_lead installed for real (`pip install --target`, its entry point in
-the installed dist-info), its `lead` stage run by `ruwikibench run stage lead` in a new process against the fake
-OpenAI-compatible endpoint, with its own options and model role."""
+"""The example plug-in package examples/rwb_lead installed for real (`pip install --target`, its entry point
+in the installed dist-info), its `lead` stage run by `ruwikibench run stage lead` in a new process against the
+fake OpenAI-compatible endpoint, with its own options and model role."""
 
 from __future__ import annotations
 
@@ -44,8 +44,8 @@ class Model(FakeWriterModel):
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The package installed into a folder of its own (the shared environment is not changed), built from a copy
-    (a build writes build/ and *.egg-info next to the sources; the checkout stays clean)."""
+    """The package installed into a folder of its own (the shared environment is not changed), built from a
+    copy (a build writes build/ and *.egg-info next to the sources; the checkout stays clean)."""
     target, build = tmp_path_factory.mktemp("site"), tmp_path_factory.mktemp("build")
     source = build / "rwb_lead"
     shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
@@ -169,7 +169,8 @@ def test_the_installed_lead_stage_runs_with_its_options_and_role(installed: Path
     usage = spec["last_session"]["llm"]
     assert usage["lead"]["calls"] == 1 and "writer" not in usage  # the stage's own role answered
 
-    # the stage's own description titles its table: console, report.md, report.html (no "paper - layout", no "()")
+    # the stage's own description titles its table: console, report.md, report.html (no "paper - layout", no
+    # "()")
     title = "lead (the lead written from the snippets that best match the title, ROUGE-L"
     assert "the lead written from the snippets" in first.stdout and "paper - layout" not in first.stdout
     report = cli(

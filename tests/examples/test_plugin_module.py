@@ -1,5 +1,5 @@
-"""ruwikibench.plugin is the one module plug-in authors import: the examples import nothing else of ruwikibench,
-and everything it lists in ``__all__`` is there."""
+"""ruwikibench.plugin is the one module plug-in authors import: the examples import nothing else of
+ruwikibench, and everything it lists in ``__all__`` is there."""
 
 from __future__ import annotations
 

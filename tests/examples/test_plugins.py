@@ -1,6 +1,6 @@
 """The example plug-in package (examples/rwb_plugins, importable through PYTHONPATH only — ruwikibench is not
-edited) run through `ruwikibench run all` in a real process against a fake OpenAI-compatible endpoint, beside a
-built-in run, compared in one `ruwikibench report`."""
+edited) run through `ruwikibench run all` in a real process against a fake OpenAI-compatible endpoint, beside
+a built-in run, compared in one `ruwikibench report`."""
 
 from __future__ import annotations
 

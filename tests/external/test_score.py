@@ -283,8 +283,8 @@ def test_a_scoring_error_fails_the_article_and_the_run_goes_on(context, tmp_path
 
 
 def test_an_external_run_without_format_version_scores_again(context, tmp_path) -> None:
-    """spec.json of an external run written before format_version existed: re-scored from its copy of the outputs
-    and scored again from the same file (the check against the old spec passes)."""
+    """spec.json of an external run written before format_version existed: re-scored from its copy of the
+    outputs and scored again from the same file (the check against the old spec passes)."""
     import json
 
     from ruwikibench.external.score import rescore_external

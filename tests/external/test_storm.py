@@ -1,4 +1,5 @@
-"""The STORM adapter on a hand-made folder in STORM's layout: conversion, scoring, missing files, unknown URLs."""
+"""The STORM adapter on a hand-made folder in STORM's layout: conversion, scoring, missing files, unknown
+URLs."""
 
 from __future__ import annotations
 

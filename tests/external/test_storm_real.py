@@ -1,8 +1,8 @@
-"""The STORM adapter on folders written by knowledge-storm 1.1.1 itself (tests/fixtures/storm_real, made by its
-script offline: scripted local LM, a retriever over two articles of the real sample).
+"""The STORM adapter on folders written by knowledge-storm 1.1.1 itself (tests/fixtures/storm_real, made by
+its script offline: scripted local LM, a retriever over two articles of the real sample).
 
-``truth.json`` holds what STORM kept in memory only: the polished article's own ``url_to_unified_index``; every
-polished marker must resolve to the URL STORM meant by it, or be counted unresolved."""
+``truth.json`` holds what STORM kept in memory only: the polished article's own ``url_to_unified_index``;
+every polished marker must resolve to the URL STORM meant by it, or be counted unresolved."""
 
 from __future__ import annotations
 

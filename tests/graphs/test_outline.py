@@ -38,7 +38,10 @@ TEXTS = {
         "Отступы обязательны в синтаксисе: неправильный отступ даёт ошибку IndentationError.",
     ],
     "lib": [
-        "Стандартная библиотека Python включает модули для работы с файлами, сетью и регулярными выражениями.",
+        (
+            "Стандартная библиотека Python включает модули для "
+            "работы с файлами, сетью и регулярными выражениями."
+        ),
         "Библиотеки NumPy и pandas используются для анализа данных на Python.",
     ],
 }
@@ -295,8 +298,8 @@ def test_score_and_texts_through_the_stage() -> None:
 
 
 def test_real_article_end_to_end_with_scripted_merge() -> None:
-    """Python from the sample: gold units, clustering over the real snippets; the merge answer is the reference
-    outline (F1 1.0) or another article's outline (clearly lower)."""
+    """Python from the sample: gold units, clustering over the real snippets; the merge answer is the
+    reference outline (F1 1.0) or another article's outline (clearly lower)."""
     path = sample_json_or_skip()
     from ruwikibench.corpus_builder.ruwikibench_json import import_ruwikibench_json
 

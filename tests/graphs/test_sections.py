@@ -315,7 +315,8 @@ def test_scores_exclusions_and_texts_through_the_compiled_graph() -> None:
 
 
 def test_authors_prompt_adds_the_authors_sentence_scores() -> None:
-    """With embedder.authors_prompt the records carry p/r/f1_authors (sentences encoded "Classification" + text)."""
+    """With embedder.authors_prompt the records carry p/r/f1_authors (sentences encoded "Classification" +
+    text)."""
     from ruwikibench.evaluators.similarity import sentence_prf
 
     dataset = sample_dataset()

@@ -41,8 +41,8 @@ def test_structure_is_uncompiled_with_stage_subgraphs() -> None:
 
 
 def check_citations(article, dataset) -> int:
-    """Every marker resolves to a reference whose snippet its section's writer saw, and the sentence's tags are
-    exactly the tags of the cited snippets. Returns the number of markers checked."""
+    """Every marker resolves to a reference whose snippet its section's writer saw, and the sentence's tags
+    are exactly the tags of the cited snippets. Returns the number of markers checked."""
     refs = {c.n: c for c in article.references}
     assert sorted(refs) == list(range(1, len(refs) + 1))
     checked = 0
@@ -66,7 +66,8 @@ def test_writes_a_cited_article_without_gold_data(tmp_path) -> None:
     # sources: only the target's six snippets pass the fake relevance judge
     assert {s.snippet_id.split("/")[0] for s in out["sources"]} == {TITLE}
     assert len(out["sources"]) == 6 and not any(s.topped_up for s in out["sources"])
-    # outline from the merged answer; the title line dropped; levels kept; «География» has a child: no own text
+    # outline from the merged answer; the title line dropped; levels kept; «География» has a child: no own
+    # text
     assert [(i.level, i.title) for i in article.outline] == [
         (2, "История"),
         (2, "География"),
@@ -75,7 +76,8 @@ def test_writes_a_cited_article_without_gold_data(tmp_path) -> None:
     ]
     texts = {s.title: s.text for s in article.sections}
     assert texts["География"] == "" and all(texts[t] for t in ("История", "Климат", "Экономика"))
-    # citations: every marker resolves to what that section's writer saw; out-of-range markers removed, counted
+    # citations: every marker resolves to what that section's writer saw; out-of-range markers removed,
+    # counted
     assert check_citations(article, context.dataset) == len(MARKER.findall(article.body())) >= 6
     assert "[99]" not in article.body() and "[77]" not in article.lead
     assert article.stats["markers_removed"] == 3 + 1  # one [99] per written section, the lead's [77]
@@ -87,7 +89,8 @@ def test_writes_a_cited_article_without_gold_data(tmp_path) -> None:
     # the lead was written last, from the body
     order = [kind(p) for p in prompts_of(chat)]
     assert order[-1] == "lead" and "## История" in prompts_of(chat, "lead")[0]
-    # writer mode: generated query (the config asked for the gold-based reference query), no gold text anywhere
+    # writer mode: generated query (the config asked for the gold-based reference query), no gold text
+    # anywhere
     assert prompts_of(chat, "query_ru") and all("ЗОЛОТО" not in p for p in prompts_of(chat))
 
 

@@ -126,8 +126,8 @@ class HashEmbedder:
 
 class HashEmbeddings:
     """:class:`HashEmbedder` as a LangChain ``Embeddings`` class: a config names it (``kind: langchain``,
-    ``name: tests.graphs.writer_fixture:HashEmbeddings``), so a process that builds its own services from the config
-    (the scoring process) gets the same vectors."""
+    ``name: tests.graphs.writer_fixture:HashEmbeddings``), so a process that builds its own services from the
+    config (the scoring process) gets the same vectors."""
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return HashEmbedder().embed(texts).tolist()

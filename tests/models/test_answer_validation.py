@@ -1,4 +1,5 @@
-"""Empty and unusable answers are never cached: empty ones fail (after retries), rejected ones are asked again."""
+"""Empty and unusable answers are never cached: empty ones fail (after retries), rejected ones are asked
+again."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Cache rows are checked when read: a vector of the wrong size or with non-finite values, or an answer that is
-not a completion, is a miss (computed or asked again, and replaced), never a silently wrong score or a unit that
-fails for ever; a cache file that is not a database is one error naming it."""
+"""Cache rows are checked when read: a vector of the wrong size or with non-finite values, or an answer that
+is not a completion, is a miss (computed or asked again, and replaced), never a silently wrong score or a unit
+that fails for ever; a cache file that is not a database is one error naming it."""
 
 from __future__ import annotations
 

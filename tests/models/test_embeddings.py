@@ -268,8 +268,9 @@ def test_embedder_options_change_the_cache_namespace_only_when_set() -> None:
 
 
 class FakeSentenceTransformer:
-    """sentence-transformers' prompt rule: ``prompt + sentence``; prompt None = the model's default prompt (BERTA
-    sets 'categorize_entailment: '). Vectors are character histograms of the string actually encoded."""
+    """sentence-transformers' prompt rule: ``prompt + sentence``; prompt None = the model's default prompt
+    (BERTA sets 'categorize_entailment: '). Vectors are character histograms of the string actually
+    encoded."""
 
     default_prompt = "categorize_entailment: "
 

@@ -1,4 +1,5 @@
-"""OpenAIBackend against a real HTTP server on 127.0.0.1: request body, retries with backoff, errors, logprobs."""
+"""OpenAIBackend against a real HTTP server on 127.0.0.1: request body, retries with backoff, errors,
+logprobs."""
 
 from __future__ import annotations
 
@@ -289,9 +290,9 @@ def test_sessions_are_closed_when_their_event_loop_ends(stub_server: StubServer)
 async def test_the_first_request_is_out_once_it_reaches_the_transport(
     stub_server: StubServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """first_request_sent (the warm-up and the other units wait for it) returns once the HTTP client's request hook
-    saw the request — built by langchain and the SDK, going to aiohttp — before the answer, not when the request is
-    handed to the backend; later requests notify no one."""
+    """first_request_sent (the warm-up and the other units wait for it) returns once the HTTP client's request
+    hook saw the request — built by langchain and the SDK, going to aiohttp — before the answer, not when the
+    request is handed to the backend; later requests notify no one."""
     from ruwikibench.models import openai_backend
 
     stub_server.delay = 0.3

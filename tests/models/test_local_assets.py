@@ -23,7 +23,8 @@ def _make_parts(root: Path, prefix: str) -> None:
         (package / "__init__.py").write_text(
             "import os\n"
             "def get_part_path():\n"
-            f"    return os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'part{index:02d}.bin')\n"
+            "    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "
+            f"'data', 'part{index:02d}.bin')\n"
         )
 
 

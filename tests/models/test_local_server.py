@@ -45,7 +45,8 @@ class H(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
     def do_GET(self):
-        self._send(200 if self.path == "/v1/models" else 404, {"object": "list", "data": [{"id": "stand-in"}]})
+        models = {"object": "list", "data": [{"id": "stand-in"}]}
+        self._send(200 if self.path == "/v1/models" else 404, models)
     def do_POST(self):
         self.rfile.read(int(self.headers["content-length"]))
         served.append(self.path)
@@ -65,8 +66,8 @@ HTTPServer(("127.0.0.1", port), H).serve_forever()
 
 def stand_in_launcher(tmp_path: Path, mode: str = "ok", load_seconds: float = 0.3) -> list[str]:
     """A stand-in for ``python -m llama_cpp.server``: a small HTTP server on 127.0.0.1 that gets the same
-    arguments; ``mode`` ok | crash (SIGSEGV on its first chat completion) | crash-later (on its second) | stall
-    (accepts chat completions and never answers) | slow-exit (takes a minute to obey SIGTERM)."""
+    arguments; ``mode`` ok | crash (SIGSEGV on its first chat completion) | crash-later (on its second) |
+    stall (accepts chat completions and never answers) | slow-exit (takes a minute to obey SIGTERM)."""
     script = tmp_path / "stand_in_server.py"
     script.write_text(STAND_IN)
     return [sys.executable, str(script), mode, str(load_seconds)]

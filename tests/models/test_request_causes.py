@@ -1,6 +1,6 @@
-"""A failed request says plainly why: connection refused (a real closed port on 127.0.0.1), an HTTP status (a real
-local server answering 500), a timeout (one that never answers) — never an unrelated error the transport happened
-to handle nearby ("RuntimeError: no running event loop")."""
+"""A failed request says plainly why: connection refused (a real closed port on 127.0.0.1), an HTTP status (a
+real local server answering 500), a timeout (one that never answers) — never an unrelated error the transport
+happened to handle nearby ("RuntimeError: no running event loop")."""
 
 from __future__ import annotations
 

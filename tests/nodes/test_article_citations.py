@@ -1,4 +1,5 @@
-"""Citation markers: parsing, out-of-range removal, global renumbering, reference entries (hand-computed cases)."""
+"""Citation markers: parsing, out-of-range removal, global renumbering, reference entries (hand-computed
+cases)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Outline node helpers: clustering (deterministic, three centroid modes), selection with neighbours, prompts."""
+"""Outline node helpers: clustering (deterministic, three centroid modes), selection with neighbours,
+prompts."""
 
 from __future__ import annotations
 

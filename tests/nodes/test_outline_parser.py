@@ -63,8 +63,8 @@ def test_numbered_headings_nest_by_components_under_the_last_hash_heading() -> N
 def test_numbered_lines_that_are_sentences_are_prose() -> None:
     text = (
         "1. История\n"
-        "2. Язык был создан Гвидо ван Россумом в 1991 году и с тех пор стал одним из самых популярных языков.\n"
-        "100 лет назад\n"
+        "2. Язык был создан Гвидо ван Россумом в 1991 году и с тех пор стал одним из самых популярных "
+        "языков.\n100 лет назад\n"
     )
     parsed = parse_outline(text)
     assert [(h.level, h.title) for h in parsed.headings] == [(1, "История")]
@@ -137,7 +137,8 @@ def _fixture_cases() -> list[Path]:
 
 @pytest.mark.parametrize("raw", _fixture_cases(), ids=lambda p: p.stem)
 def test_real_model_outputs(raw: Path) -> None:
-    """Each fixture ``X.txt`` is a raw answer of the local model; ``X.expected.md`` the outline read by hand."""
+    """Each fixture ``X.txt`` is a raw answer of the local model; ``X.expected.md`` the outline read by
+    hand."""
     expected = raw.with_name(raw.stem + ".expected.md").read_text(encoding="utf-8").strip()
     assert parse_outline(raw.read_text(encoding="utf-8")).markdown().strip() == expected
 

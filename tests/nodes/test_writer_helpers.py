@@ -1,4 +1,5 @@
-"""Writer node helpers: source selection, writable sections, rank fusion, assignment, shown-material mapping."""
+"""Writer node helpers: source selection, writable sections, rank fusion, assignment, shown-material
+mapping."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""``package:relative/path`` names a prompt file shipped inside an importable package (how plug-ins name theirs)."""
+"""``package:relative/path`` names a prompt file shipped inside an importable package (how plug-ins name
+theirs)."""
 
 from __future__ import annotations
 

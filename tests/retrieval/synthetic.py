@@ -87,7 +87,8 @@ ALL_WORDS = [w for words in TOPICS.values() for w in words]
 
 
 def _text(rng: random.Random, words: list[str], n: int, topical: float, stray: float = 0.0) -> str:
-    """n draws: the topic's words with probability ``topical``, any topic's words with ``stray``, else filler."""
+    """n draws: the topic's words with probability ``topical``, any topic's words with ``stray``, else
+    filler."""
     out = []
     for _ in range(n):
         x = rng.random()

@@ -1,4 +1,5 @@
-"""The numpy BM25 builder against bm25s's own tokenize + index: the same score for every document and query."""
+"""The numpy BM25 builder against bm25s's own tokenize + index: the same score for every document and
+query."""
 
 import random
 

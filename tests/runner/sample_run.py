@@ -28,8 +28,9 @@ def _serve(conn: Any) -> None:
 
 @contextmanager
 def fake_server_process() -> Iterator[str]:
-    """The fake endpoint in a child process, as a real endpoint would be: its request handling does not compete
-    with the run for this process's GIL (which would show as event-loop lag that is not the run's doing)."""
+    """The fake endpoint in a child process, as a real endpoint would be: its request handling does not
+    compete with the run for this process's GIL (which would show as event-loop lag that is not the run's
+    doing)."""
     context = multiprocessing.get_context("fork")
     parent, child = context.Pipe()
     process = context.Process(target=_serve, args=(child,), daemon=True)

@@ -8,8 +8,8 @@ from ruwikibench.runner.admission import FanOutSlots
 
 
 async def _run(slots: FanOutSlots, weights: list[int]) -> tuple[list[int], int]:
-    """Start one task per weight; each holds its slots for a moment. Returns the order they got in and the most
-    slots ever held at once."""
+    """Start one task per weight; each holds its slots for a moment. Returns the order they got in and the
+    most slots ever held at once."""
     order: list[int] = []
     held = [0, 0]
 

@@ -1,5 +1,6 @@
-"""No-LLM baselines beside a run: computed when a run is scored, kept in baselines.jsonl, shown in metrics.json and
-report.md, rebuilt by ``score`` for an old run; and on the real sample they order planted outputs as they must."""
+"""No-LLM baselines beside a run: computed when a run is scored, kept in baselines.jsonl, shown in
+metrics.json and report.md, rebuilt by ``score`` for an old run; and on the real sample they order planted
+outputs as they must."""
 
 from __future__ import annotations
 
@@ -76,7 +77,7 @@ def _context(rundir: RunDir) -> StageContext:
     )
 
 
-# --------------------------------------------------------------------------- planted outputs on the real sample
+# ------------------------------------------------------------------------- planted outputs on the real sample
 
 
 @lru_cache(maxsize=1)

@@ -107,8 +107,8 @@ async def test_capture_times_prompts_and_answers(tmp_path: Path) -> None:
 
 
 async def test_units_running_together_keep_only_their_own_calls(tmp_path: Path) -> None:
-    """Every unit's capture listens to the one LLM client: each records its own unit's calls and keeps nothing of
-    the others' (it kept a usage entry per call of every unit in flight: gigabytes at the paper's size)."""
+    """Every unit's capture listens to the one LLM client: each records its own unit's calls and keeps nothing
+    of the others' (it kept a usage entry per call of every unit in flight: gigabytes at the paper's size)."""
     for name in ("left", "right"):
         (tmp_path / f"{name}.txt").write_text(f"{name}: {{title}}", encoding="utf-8")
     chat = ScriptedChat(lambda messages: "ответ на " + messages[-1]["content"])

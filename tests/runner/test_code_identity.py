@@ -67,7 +67,8 @@ class EchoStage:
         return graph
 
     def units(self, dataset, article, config) -> list[Unit]:
-        return [Unit(stage=self.name, article=article.name, unit_id="article", input={"title": article.title})]
+        return [Unit(stage=self.name, article=article.name, unit_id="article", input={"title": \
+article.title})]
 
     def score(self, unit, output, context) -> list[ScoreRecord]:
         return [ScoreRecord(stage=self.name, article=unit.article, item="article",
@@ -120,8 +121,8 @@ def test_builtin_stages_have_no_code_identity_and_keep_their_run_ids() -> None:
 def test_an_older_plugin_stage_seen_through_the_adapter_keeps_its_own_code_identity(
     plugin: tuple[ModuleType, Path, Path],
 ) -> None:
-    """A plug-in object without the Stage base class is registered wrapped in AdaptedStage: its identity is still
-    the plug-in's class and file, never the adapter's (which would make it look built in)."""
+    """A plug-in object without the Stage base class is registered wrapped in AdaptedStage: its identity is
+    still the plug-in's class and file, never the adapter's (which would make it look built in)."""
     from ruwikibench.stage.contract import AdaptedStage
 
     _, source, _ = plugin

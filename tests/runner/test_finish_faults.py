@@ -1,6 +1,6 @@
-"""A run killed (SIGKILL, through the RUWIKIBENCH_FAULT hook) at each write of its finish phase and run again ends
-with the metrics.json of an uninterrupted run, byte for byte: floors.jsonl, baselines.jsonl and the metrics always
-match the results on disk."""
+"""A run killed (SIGKILL, through the RUWIKIBENCH_FAULT hook) at each write of its finish phase and run again
+ends with the metrics.json of an uninterrupted run, byte for byte: floors.jsonl, baselines.jsonl and the
+metrics always match the results on disk."""
 
 from __future__ import annotations
 
@@ -112,9 +112,9 @@ def test_kill_at_a_finish_write_then_resume_gives_the_uninterrupted_metrics(job,
 
 @pytest.mark.parametrize("point", ["before_floors", "before_baselines", "before_stamp"])
 def test_kill_before_floors_of_a_resumed_session_leaves_no_stale_floors(job, point: str) -> None:  # type: ignore[no-untyped-def]
-    """A first session finishes with some units failed (floors over part of the items); the second runs the rest
-    and is killed before its floors or baselines are rewritten; the third runs no unit and must still recompute
-    them."""
+    """A first session finishes with some units failed (floors over part of the items); the second runs the
+    rest and is killed before its floors or baselines are rewritten; the third runs no unit and must still
+    recompute them."""
     tmp, run, expected = job
     out = "partial-" + point
     (tmp / "flaky").touch()

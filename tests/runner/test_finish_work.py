@@ -1,6 +1,6 @@
-"""What the finish of a run no longer does: the units' baselines are scored as each unit is (baseline_scores.jsonl),
-the finish only gathers them — streaming the outputs, never holding them all — and the entities of a text are read
-by the NER once, so scoring a run again reads none."""
+"""What the finish of a run no longer does: the units' baselines are scored as each unit is
+(baseline_scores.jsonl), the finish only gathers them — streaming the outputs, never holding them all — and
+the entities of a text are read by the NER once, so scoring a run again reads none."""
 
 from __future__ import annotations
 

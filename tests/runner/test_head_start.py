@@ -1,5 +1,5 @@
-"""The first unit of a run starts alone: the others start once its first request is out, once it ends, or after
-HEAD_START seconds — so their first steps do not delay that request."""
+"""The first unit of a run starts alone: the others start once its first request is out, once it ends, or
+after HEAD_START seconds — so their first steps do not delay that request."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from ruwikibench.stage.contract import Unit
 
 
 class Units:
-    """A stand-in runner: unit 0 does ``first`` (given the LLM and the event list), every other unit records when
-    it starts."""
+    """A stand-in runner: unit 0 does ``first`` (given the LLM and the event list), every other unit records
+    when it starts."""
 
     def __init__(self, llm: LLM, first: Callable[[LLM, list[str]], Coroutine[Any, Any, None]]) -> None:
         self.llm, self.first = llm, first
@@ -103,8 +103,8 @@ class Building(ScriptedChat):
 
 
 async def test_only_the_first_role_s_clients_are_built_before_the_first_request() -> None:
-    """One role's clients (and with them the client library) before the first unit; the role of its first request
-    on that request; every other role's once it is out, before the other units start."""
+    """One role's clients (and with them the client library) before the first unit; the role of its first
+    request on that request; every other role's once it is out, before the other units start."""
     events: list[str] = []
     llm = LLM({role: Building(role, events) for role in ("writer", "query", "outline", "judge")})
     context = SimpleNamespace(llm=llm, config=SimpleNamespace(max_concurrency=8))

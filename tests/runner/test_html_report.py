@@ -184,8 +184,8 @@ def test_trace_counts_calls_on_the_inner_nodes_of_subgraphs() -> None:
 
 
 def test_timeline_bars_stay_inside_the_track_and_show_the_queue_wait() -> None:
-    """A node ending at the unit's end keeps its minimum width inside the track; a call's wait for a concurrency
-    slot is the hatched share of its bar and is said in the label."""
+    """A node ending at the unit's end keeps its minimum width inside the track; a call's wait for a
+    concurrency slot is the hatched share of its bar and is said in the label."""
     from ruwikibench.reporting.article_page import MIN_BAR, _trace
 
     def node(name: str, start: float, end: float, **extra: float) -> dict:
@@ -240,8 +240,8 @@ def test_page_errors_show_each_error_once() -> None:
 
 
 def test_chart_panels_group_each_metric_with_its_floor_and_mark_failed_runs(tmp_path) -> None:
-    """Outline: the three embedding metrics each with floor and rescaled, the rest in runs of up to three of one
-    scale; the PNG is 1260 px wide whatever the number of metrics, a failed run named with its reason."""
+    """Outline: the three embedding metrics each with floor and rescaled, the rest in runs of up to three of
+    one scale; the PNG is 1260 px wide whatever the number of metrics, a failed run named with its reason."""
     import struct
 
     from ruwikibench.reporting.failures import stage_failures

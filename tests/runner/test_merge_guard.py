@@ -1,5 +1,6 @@
-"""`merge` refuses shards that hold one article twice (shards cut with another share function, or a hand-edited
-spec.json): the article would be counted twice in the merged metrics. Nothing is written before the refusal."""
+"""`merge` refuses shards that hold one article twice (shards cut with another share function, or a
+hand-edited spec.json): the article would be counted twice in the merged metrics. Nothing is written before
+the refusal."""
 
 from __future__ import annotations
 

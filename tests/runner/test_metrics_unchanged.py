@@ -1,7 +1,7 @@
-"""The figures of a run do not drift: a whole three-stage run on the fixture corpus (deterministic fake model and
-embeddings) must reproduce the metrics stored in tests/fixtures/runner/sample_metrics.json, which were written
-by the pipeline before the executor and embed-once changes. Regenerate the file only for a deliberate change of
-a metric, and say why in the commit:
+"""The figures of a run do not drift: a whole three-stage run on the fixture corpus (deterministic fake model
+and embeddings) must reproduce the metrics stored in tests/fixtures/runner/sample_metrics.json, which were
+written by the pipeline before the executor and embed-once changes. Regenerate the file only for a deliberate
+change of a metric, and say why in the commit:
 
     python -m tests.runner.test_metrics_unchanged --write
 """

@@ -1,5 +1,6 @@
-"""Node and graph overrides from the run config: checked on load (one line naming the key), applied by the runner,
-captured in nodes.jsonl, recorded in spec.json, part of the run id, shown in the report's 'differs in' column."""
+"""Node and graph overrides from the run config: checked on load (one line naming the key), applied by the
+runner, captured in nodes.jsonl, recorded in spec.json, part of the run id, shown in the report's 'differs in'
+column."""
 
 from __future__ import annotations
 

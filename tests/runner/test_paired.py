@@ -1,5 +1,6 @@
-"""Paired comparison of runs, by hand: the difference over shared items only (missing and excluded items left out
-and counted), a planted improvement found, noise not, the rescaled difference, and the report's section."""
+"""Paired comparison of runs, by hand: the difference over shared items only (missing and excluded items left
+out and counted), a planted improvement found, noise not, the rescaled difference, and the report's
+section."""
 
 from __future__ import annotations
 
@@ -125,7 +126,8 @@ def test_rescaled_difference_by_hand() -> None:
     fb = [_floor("x", "s1", 0.6), _floor("x", "s2", 0.5), _floor("y", "s1", 0.55)]
     raw, rescaled = _rows(a, b, fa, fb)
     assert raw.key == "f1" and rescaled.key == "f1_rescaled" and rescaled.title == "Mean F1 rescaled"
-    # A: mean 0.7, floor mean (0.5 + 0.4) / 2 = 0.45 -> 0.25 / 0.55; B: mean 2.2 / 3, floor 0.55 -> (2.2/3 − 0.55) / 0.45
+    # A: mean 0.7, floor mean (0.5 + 0.4) / 2 = 0.45 -> 0.25 / 0.55; B: mean 2.2 / 3, floor 0.55 -> (2.2/3 −
+    # 0.55) / 0.45
     expected = (2.2 / 3 - 0.55) / 0.45 - 0.25 / 0.55
     assert rescaled.difference.mean == pytest.approx(expected) and rescaled.difference.n == 3
     assert raw.difference.mean == pytest.approx(0.1 / 3)

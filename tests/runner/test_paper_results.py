@@ -1,6 +1,6 @@
-"""The paper's published results (ruwikibench/reporting/paper_results.yaml): figures checked by hand against the
-paper's Tables 3, 4, 5 and 7, and the reference rows in a report, where a run with configs/paper.yaml's settings
-is marked comparable and a configs/local.yaml run is not, naming the settings that differ."""
+"""The paper's published results (ruwikibench/reporting/paper_results.yaml): figures checked by hand against
+the paper's Tables 3, 4, 5 and 7, and the reference rows in a report, where a run with configs/paper.yaml's
+settings is marked comparable and a configs/local.yaml run is not, naming the settings that differ."""
 
 from __future__ import annotations
 
@@ -126,8 +126,8 @@ def test_report_shows_the_paper_rows_when_asked(runs: list[Path], tmp_path: Path
     assert "paper Table 5 (Description): DeepSeek V3" in md and "Direct, no neighbors):" not in md
     assert "its columns here: Description → F1 (authors);" in md
     assert (
-        "Table 4, BM25 query generation (each model writes the query from the title): figures ×100 as published, "
-        "no CI; its columns here: the columns of the same name;" in md
+        "Table 4, BM25 query generation (each model writes the query from the title): figures ×100 as "
+        "published, no CI; its columns here: the columns of the same name;" in md
     )
     assert "paper-run: **comparable** with the paper's Table 5 (Description)" in md
     assert "local-run: not comparable with the paper's Table 5 (Description): " in md

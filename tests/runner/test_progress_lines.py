@@ -1,5 +1,5 @@
-"""Progress: each stage's bar shows that stage's own calls and tokens (not the run's totals), and output that is
-not a terminal gets plain lines (a live display shows nothing in a file until it ends)."""
+"""Progress: each stage's bar shows that stage's own calls and tokens (not the run's totals), and output that
+is not a terminal gets plain lines (a live display shows nothing in a file until it ends)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ CALLS = {"ranking": 3, "outline": 1}
 
 
 class Units:
-    """A stand-in runner: a unit makes its stage's number of calls, inside its capture as the runner's units do."""
+    """A stand-in runner: a unit makes its stage's number of calls, inside its capture as the runner's units
+    do."""
 
     def __init__(self, llm: LLM) -> None:
         self.llm = llm

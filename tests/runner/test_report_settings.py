@@ -1,5 +1,5 @@
-"""The settings table of compared runs: one row per setting the runs differ in, one column per run, grouped; the
-roles' equal model fields merged into one row; settings equal in every run kept apart (report.md: a folded
+"""The settings table of compared runs: one row per setting the runs differ in, one column per run, grouped;
+the roles' equal model fields merged into one row; settings equal in every run kept apart (report.md: a folded
 list, report.html: a <details> toggle); long values shortened in HTML with the whole value on hover."""
 
 from __future__ import annotations

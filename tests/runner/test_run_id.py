@@ -122,7 +122,8 @@ def test_reference_queries_file_is_part_of_the_run_id_and_the_spec(tmp_path) -> 
 
 
 def test_missing_reference_queries_do_not_break_the_run_id(tmp_path) -> None:
-    """No file (or no place for one): the id is computed; the ranking units then fail with the error naming the fix."""
+    """No file (or no place for one): the id is computed; the ranking units then fail with the error naming
+    the fix."""
     from ruwikibench.runner.execute import run_inputs
 
     dataset, options, config = (

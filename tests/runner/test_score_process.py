@@ -1,5 +1,6 @@
-"""Scoring in a process of its own (runner/score_process.py): the same records and metrics as scoring in the run's
-own process, really computed in the child, and every way the child can fail hands scoring back to the run."""
+"""Scoring in a process of its own (runner/score_process.py): the same records and metrics as scoring in the
+run's own process, really computed in the child, and every way the child can fail hands scoring back to the
+run."""
 
 from __future__ import annotations
 
@@ -166,8 +167,9 @@ def test_the_python_api_names_a_bad_score_in(tmp_path: Path) -> None:
 
 
 async def test_baselines_that_need_no_output_are_scored_ahead_and_taken_as_they_are(tmp_path: Path) -> None:
-    """The run's units handed over at its start: the idle child scores a sections unit's lead and random baselines,
-    and the unit's scoring takes them — the same record as scoring them with the unit (here, without the child)."""
+    """The run's units handed over at its start: the idle child scores a sections unit's lead and random
+    baselines, and the unit's scoring takes them — the same record as scoring them with the unit (here,
+    without the child)."""
     import asyncio
 
     from ruwikibench.aggregation.baselines import unit_baselines

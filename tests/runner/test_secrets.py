@@ -1,5 +1,6 @@
-"""Secrets expanded into a config (a token in an endpoint URL, a key in a header, the api_key_env variable) never
-reach spec.json, the other run files, the reports, the console or the logs — while the endpoint does get them."""
+"""Secrets expanded into a config (a token in an endpoint URL, a key in a header, the api_key_env variable)
+never reach spec.json, the other run files, the reports, the console or the logs — while the endpoint does get
+them."""
 
 from __future__ import annotations
 
@@ -80,9 +81,9 @@ LITERAL, GATEWAY_AUTH = "lit-planted-6b1f02", "gw-planted-e9d345"
 
 
 def test_url_credentials_query_keys_and_every_header_value_are_redacted(tmp_path: Path) -> None:
-    """``user:pass@`` and ``?key=`` in the endpoint, a literal header and one filled from a variable whose name
-    does not look secret: the endpoint gets them all (the credentials as a Basic header), and not one reaches
-    the run directory (spec, errors, results), the response cache, the report or the console."""
+    """``user:pass@`` and ``?key=`` in the endpoint, a literal header and one filled from a variable whose
+    name does not look secret: the endpoint gets them all (the credentials as a Basic header), and not one
+    reaches the run directory (spec, errors, results), the response cache, the report or the console."""
     import base64
 
     from tests.fake_openai import Failure

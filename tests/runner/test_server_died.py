@@ -1,4 +1,5 @@
-"""A local server that exits stops the run (one line, resumable), instead of every unit failing after retries."""
+"""A local server that exits stops the run (one line, resumable), instead of every unit failing after
+retries."""
 
 from __future__ import annotations
 

@@ -25,8 +25,8 @@ def _unit(rundir: RunDir, unit: str, calls: int) -> None:
 
 
 def test_units_that_made_no_llm_call_do_not_make_a_failed_run_partial(tmp_path: Path) -> None:
-    """The endpoint refused every request: the sections without snippets (no LLM call) succeeded anyway; that is
-    exit 1, not 0 or 3. Once one unit that asked the endpoint succeeded, it is a partial run (3)."""
+    """The endpoint refused every request: the sections without snippets (no LLM call) succeeded anyway; that
+    is exit 1, not 0 or 3. Once one unit that asked the endpoint succeeded, it is a partial run (3)."""
     rundir = RunDir(tmp_path / "r")
     rundir.create()
     _unit(rundir, "no-snippets", 0)

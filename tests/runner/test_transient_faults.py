@@ -1,6 +1,6 @@
-"""A fault of the machine (a full disk, an I/O error of the cache) while baselines or floors are computed is never
-kept as a result: no "baseline failed: OperationalError" row, no stamp saying the floors are current; the next run
-computes them again and ends with the files of an undisturbed run."""
+"""A fault of the machine (a full disk, an I/O error of the cache) while baselines or floors are computed is
+never kept as a result: no "baseline failed: OperationalError" row, no stamp saying the floors are current;
+the next run computes them again and ends with the files of an undisturbed run."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The run's warm-up (lazy imports, heap freeze) starts once the first request is out, not before it; so does the
-garbage collector paused for the start-up."""
+"""The run's warm-up (lazy imports, heap freeze) starts once the first request is out, not before it; so does
+the garbage collector paused for the start-up."""
 
 from __future__ import annotations
 

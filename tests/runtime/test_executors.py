@@ -197,8 +197,8 @@ def _arenas(mode: str, env: dict[str, str] | None = None) -> dict[str, object]:
     not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc", reason="glibc only"
 )
 def test_threads_share_the_limited_malloc_arenas() -> None:
-    """Eight threads allocating at once: one arena each without the limit, at most MALLOC_ARENAS with it (set once;
-    an environment's MALLOC_ARENA_MAX is left to glibc)."""
+    """Eight threads allocating at once: one arena each without the limit, at most MALLOC_ARENAS with it (set
+    once; an environment's MALLOC_ARENA_MAX is left to glibc)."""
     free = _arenas("none")
     assert free["heaps"] > executors.MALLOC_ARENAS  # type: ignore[operator]
     limited = _arenas("limit")
@@ -249,7 +249,8 @@ def _collections_while_requests_are_in_flight(
             counts[info["generation"]] += 1
 
     gc.collect()
-    gc.freeze()  # the test process's own heap out of the count (a full collection waits for 25 % more objects)
+    # the test process's own heap out of the count (a full collection waits for 25 % more objects)
+    gc.freeze()
     gc.callbacks.append(count)
     try:
         window: deque[dict[str, object]] = deque()

@@ -1,4 +1,5 @@
-"""Metric declarations: what the reports derive from them, and stages written with the deprecated attributes."""
+"""Metric declarations: what the reports derive from them, and stages written with the deprecated
+attributes."""
 
 from __future__ import annotations
 
@@ -69,7 +70,8 @@ LEGACY = {
 
 
 def test_the_deprecated_attributes_still_declare_the_metrics() -> None:
-    """A plug-in written before Metric (a plain object, or a Stage subclass) gets the equivalent declarations."""
+    """A plug-in written before Metric (a plain object, or a Stage subclass) gets the equivalent
+    declarations."""
 
     class Old:
         name = "old_plugin"

@@ -1,4 +1,5 @@
-"""The stage registry: built-in stages by decorator, third-party stages by the ``ruwikibench.stages`` entry points."""
+"""The stage registry: built-in stages by decorator, third-party stages by the ``ruwikibench.stages`` entry
+points."""
 
 from __future__ import annotations
 
@@ -113,7 +114,8 @@ def test_a_name_taken_by_another_class_is_refused() -> None:
 
 @pytest.fixture
 def installed_plugin(tmp_path: Path) -> Iterator[Path]:
-    """A package 'echo_plugin_pkg' installed the way pip leaves it: the module and a dist-info with entry points."""
+    """A package 'echo_plugin_pkg' installed the way pip leaves it: the module and a dist-info with entry
+    points."""
     (tmp_path / "echo_plugin_pkg.py").write_text(PLUGIN, encoding="utf-8")
     (tmp_path / "broken_plugin_pkg.py").write_text(
         "raise ImportError('needs a missing library')\n", encoding="utf-8"
@@ -124,7 +126,8 @@ def installed_plugin(tmp_path: Path) -> Iterator[Path]:
         "Metadata-Version: 2.1\nName: echo-plugin-pkg\nVersion: 0.1\n", encoding="utf-8"
     )
     (dist / "entry_points.txt").write_text(
-        "[ruwikibench.stages]\necho_plugin = echo_plugin_pkg:EchoStage\nbroken_plugin = broken_plugin_pkg:Stage\n",
+        "[ruwikibench.stages]\necho_plugin = "
+        "echo_plugin_pkg:EchoStage\nbroken_plugin = broken_plugin_pkg:Stage\n",
         encoding="utf-8",
     )
     sys.path.insert(0, str(tmp_path))

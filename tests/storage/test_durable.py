@@ -1,4 +1,5 @@
-"""Every atomic rename of a run file is followed by an fsync of its directory (the rename survives a power cut)."""
+"""Every atomic rename of a run file is followed by an fsync of its directory (the rename survives a power
+cut)."""
 
 from __future__ import annotations
 

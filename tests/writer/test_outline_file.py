@@ -1,4 +1,5 @@
-"""Outline files: Markdown headings <-> outline items (levels normalized, title line dropped, clear errors)."""
+"""Outline files: Markdown headings <-> outline items (levels normalized, title line dropped, clear
+errors)."""
 
 from __future__ import annotations
 

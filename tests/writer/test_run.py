@@ -1,4 +1,5 @@
-"""write_article: SQLite-checkpointed session, stop after the outline, edit the file, resume; exports and trace."""
+"""write_article: SQLite-checkpointed session, stop after the outline, edit the file, resume; exports and
+trace."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The writer's session.json is replaced atomically: a write that dies half-way (here: the disk fills after half
-the bytes) leaves the previous session readable by `write --resume`, never a torn file."""
+"""The writer's session.json is replaced atomically: a write that dies half-way (here: the disk fills after
+half the bytes) leaves the previous session readable by `write --resume`, never a torn file."""
 
 from __future__ import annotations
 

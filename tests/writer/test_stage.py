@@ -29,7 +29,8 @@ async def test_the_writer_runs_as_a_stage(tmp_path: Path) -> None:
     records = list(rundir.read("results.jsonl"))
     assert {r["stage"] for r in records} == {"outline", "sections", "writer"}
     article = next(r for r in records if r["stage"] == "writer")
-    # the fake model writes from the selected snippets, all of the article's own sources (the fixture's corpus)
+    # the fake model writes from the selected snippets, all of the article's own sources (the fixture's
+    # corpus)
     assert article["metrics"]["source_precision"] == 1.0 and article["metrics"]["sources_selected"] == 6
     assert {"f1", "rouge_l", "cited_own_share"} <= set(article["metrics"])
     texts = list(rundir.read("generated.jsonl"))
@@ -66,8 +67,8 @@ def test_a_config_naming_the_writer_article_runs_the_writer_stage(tmp_path: Path
 
 
 async def test_overrides_reach_the_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """An 'outline.merge' node override (a stage node) changes the outline `ruwikibench write` produces; the spec
-    of the written article records it."""
+    """An 'outline.merge' node override (a stage node) changes the outline `ruwikibench write` produces; the
+    spec of the written article records it."""
     import json
 
     from ruwikibench.writer.run import write_article

@@ -1,8 +1,8 @@
 """The ``lead`` stage: pick -> write, scored by ROUGE-L against the reference lead.
 
-Options (``stage_options.lead`` in a run config, validated by :class:`LeadOptions`): how many snippets to show,
-how long each may be, the answer cap and the prompt file. Role: ``lead`` (``models.lead``; without it the
-writer's model answers).
+Options (``stage_options.lead`` in a run config, validated by :class:`LeadOptions`): how many snippets to
+show, how long each may be, the answer cap and the prompt file. Role: ``lead`` (``models.lead``; without it
+the writer's model answers).
 """
 
 from __future__ import annotations

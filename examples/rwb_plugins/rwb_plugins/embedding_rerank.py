@@ -1,8 +1,9 @@
 """A node override for the ranking stage: ``rerank`` by embedding similarity instead of an LLM judgement.
 
-Config: ``overrides: {ranking.rerank: "rwb_plugins.embedding_rerank:rerank"}``. The node gets what the built-in
-``rerank`` gets (one candidate: title, query, BM25 hit) and returns a judgement whose score is the cosine between
-the query and the snippet under the run's embedder; the stage's ``rank`` node then orders by it. No LLM call.
+Config: ``overrides: {ranking.rerank: "rwb_plugins.embedding_rerank:rerank"}``. The node gets what the
+built-in ``rerank`` gets (one candidate: title, query, BM25 hit) and returns a judgement whose score is the
+cosine between the query and the snippet under the run's embedder; the stage's ``rank`` node then orders by
+it. No LLM call.
 """
 
 from __future__ import annotations

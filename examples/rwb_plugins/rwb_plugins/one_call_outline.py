@@ -1,9 +1,11 @@
-"""A graph override for the outline stage: the whole outline in ONE LLM call (no clustering, no mini-outlines).
+"""A graph override for the outline stage: the whole outline in ONE LLM call (no clustering, no
+mini-outlines).
 
-Config: ``overrides: {outline: "rwb_plugins.one_call_outline:build_graph"}``. The graph takes the outline stage's
-input (:class:`~ruwikibench.plugin.OutlineInput`: title, the article's snippets, …) and returns its output
-(:class:`~ruwikibench.plugin.OutlineOutput`), so the built-in scoring (heading F1 against the reference
-outline, depth statistics, floor) applies unchanged and the run sits in the same report table as built-in runs.
+Config: ``overrides: {outline: "rwb_plugins.one_call_outline:build_graph"}``. The graph takes the outline
+stage's input (:class:`~ruwikibench.plugin.OutlineInput`: title, the article's snippets, …) and returns its
+output (:class:`~ruwikibench.plugin.OutlineOutput`), so the built-in scoring (heading F1 against the reference
+outline, depth statistics, floor) applies unchanged and the run sits in the same report table as built-in
+runs.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""The web path of the corpus builder: article titles -> pages -> cited URLs -> downloads -> extracted texts -> dataset.
+"""The web path of the corpus builder: article titles -> pages -> cited URLs -> downloads -> extracted texts
+-> dataset.
 
-``fetch`` (polite, bounded downloader), ``safety`` (http(s) only, internal addresses refused after DNS and after
-every redirect), ``cache`` (on-disk results by URL: resumable builds), ``extract`` (trafilatura / newspaper4k on
-downloaded HTML), ``types`` (the downloader's and the build's settings), ``crawl`` (per article: the page,
-then each footnote's URLs until one gives text), ``manifest`` (an entry per URL, the summary), ``build`` (the
-pipeline: crawl, dataset, output files). CLI: ``ruwikibench corpus build``.
+``fetch`` (polite, bounded downloader), ``safety`` (http(s) only, internal addresses refused after DNS and
+after every redirect), ``cache`` (on-disk results by URL: resumable builds), ``extract`` (trafilatura /
+newspaper4k on downloaded HTML), ``types`` (the downloader's and the build's settings), ``crawl`` (per
+article: the page, then each footnote's URLs until one gives text), ``manifest`` (an entry per URL, the
+summary), ``build`` (the pipeline: crawl, dataset, output files). CLI: ``ruwikibench corpus build``.
 """
 
 from ruwikibench.corpus_builder.web.build import BuildResult, build_corpus, build_corpus_async, read_titles

@@ -1,16 +1,16 @@
 """Titles -> article pages -> references -> downloaded and extracted sources -> dataset (paper section 1).
 
 For each title the page ``https://<site>/wiki/<Title_with_underscores>`` is fetched and parsed once
-(:func:`~ruwikibench.corpus_builder.html_parser.parse_article_html`). Every footnote that is not an explanatory
-note and has URLs is one candidate source: its URLs are tried in order (original links first, archive copies
-after them) and the first that downloads and yields at least ``min_source_chars`` characters of main text
-becomes the footnote's source; the other URLs are not requested
+(:func:`~ruwikibench.corpus_builder.html_parser.parse_article_html`). Every footnote that is not an
+explanatory note and has URLs is one candidate source: its URLs are tried in order (original links first,
+archive copies after them) and the first that downloads and yields at least ``min_source_chars`` characters of
+main text becomes the footnote's source; the other URLs are not requested
 (:mod:`~ruwikibench.corpus_builder.web.crawl`).
 
 The result is written as (1) the published RuWikiBench JSON layout — the full page HTML plus
-``{source_id, source_text, file}`` per kept source — and (2) the processed dataset, produced from exactly those
-records by the same import the ``corpus import`` command uses (paper filters, snippets), so a build and an
-import of its JSON give the same dataset. ``manifest.jsonl`` has one line per URL (pages and sources;
+``{source_id, source_text, file}`` per kept source — and (2) the processed dataset, produced from exactly
+those records by the same import the ``corpus import`` command uses (paper filters, snippets), so a build and
+an import of its JSON give the same dataset. ``manifest.jsonl`` has one line per URL (pages and sources;
 :mod:`~ruwikibench.corpus_builder.web.manifest`).
 """
 

@@ -54,7 +54,8 @@ class NullProgress:
 
 
 def page_url(site: str, title: str, base_url: str | None = None) -> str:
-    """https://<site>/wiki/<title: spaces -> _, percent-encoded>; ``base_url`` replaces the scheme and host."""
+    """https://<site>/wiki/<title: spaces -> _, percent-encoded>; ``base_url`` replaces the scheme and
+    host."""
     base = (base_url or f"https://{site}").rstrip("/")
     return f"{base}/wiki/{quote(title.strip().replace(' ', '_'), safe=_TITLE_SAFE)}"
 

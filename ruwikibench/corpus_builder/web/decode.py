@@ -1,9 +1,9 @@
 """Content-Encoding decoding with the size cap applied WHILE decompressing.
 
-httpx's ``aiter_bytes`` inflates each network chunk whole: a few hundred kilobytes of gzip can become gigabytes
-before any cap is checked. :class:`CappedDecoder` inflates with zlib's ``max_length``, so at most ``limit`` bytes
-are ever produced, whatever the compression ratio. Only the encodings the fetcher asks for (``ENCODINGS``) are
-decoded; any other is refused.
+httpx's ``aiter_bytes`` inflates each network chunk whole: a few hundred kilobytes of gzip can become
+gigabytes before any cap is checked. :class:`CappedDecoder` inflates with zlib's ``max_length``, so at most
+``limit`` bytes are ever produced, whatever the compression ratio. Only the encodings the fetcher asks for
+(``ENCODINGS``) are decoded; any other is refused.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Per request: only http(s); redirects followed by hand (at most ``max_redirects`` hops, loops detected) so that
 every hop's URL is checked and every connection goes through the address guard of :mod:`.safety`; a total
-timeout per hop; the body read as a stream and abandoned past ``max_bytes`` (gzip/deflate inflated under that cap,
-never whole); the content type checked before
+timeout per hop; the body read as a stream and abandoned past ``max_bytes`` (gzip/deflate inflated under that
+cap, never whole); the content type checked before
 the body is read. Per host: at most ``per_host`` requests in flight and ``host_delay`` seconds between request
 starts. Transient failures (timeouts, connection errors, 429, 5xx) are retried with exponential backoff,
 honouring ``Retry-After``. Final outcomes are cached on disk by URL (:class:`.cache.PageCache`).
@@ -277,8 +277,8 @@ class Fetcher:
         return result, None
 
     async def _read_capped(self, response: httpx.Response) -> bytes:
-        """The decoded body, at most ``max_bytes`` + 1 bytes (the caller then refuses it): compressed bodies are
-        inflated under the cap (:class:`.decode.CappedDecoder`), never whole before it is checked."""
+        """The decoded body, at most ``max_bytes`` + 1 bytes (the caller then refuses it): compressed bodies
+        are inflated under the cap (:class:`.decode.CappedDecoder`), never whole before it is checked."""
         decoder = CappedDecoder(response.headers.get("content-encoding"), self.settings.max_bytes + 1)
         chunks: list[bytes] = []
         async for raw in response.aiter_raw():

@@ -94,8 +94,8 @@ def source_record(
 
 
 def refused_links(article: str, references: list[Reference]) -> list[UrlRecord]:
-    """A 'failed' manifest entry (reason ``bad_scheme``) per reference link that is not http(s): never fetched,
-    never silently dropped."""
+    """A 'failed' manifest entry (reason ``bad_scheme``) per reference link that is not http(s): never
+    fetched, never silently dropped."""
     return [
         source_record(
             article,

@@ -1,8 +1,9 @@
-"""LLM judges: criteria-based (POLLUX-style), pairwise side-by-side (rulm-sbs2-style), and their meta-evaluation.
+"""LLM judges: criteria-based (POLLUX-style), pairwise side-by-side (rulm-sbs2-style), and their
+meta-evaluation.
 
 Reports call :func:`summarize_judgements` (criteria verdicts of a run), :func:`summarize_pairwise`
-(comparisons stored in a folder) and :func:`summarize_meta` (judge-vs-human agreement); each returns table rows
-(``list[dict[str, str]]``, the same keys in every row) and an empty list when there is nothing to show.
+(comparisons stored in a folder) and :func:`summarize_meta` (judge-vs-human agreement); each returns table
+rows (``list[dict[str, str]]``, the same keys in every row) and an empty list when there is nothing to show.
 """
 
 from __future__ import annotations

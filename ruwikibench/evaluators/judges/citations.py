@@ -1,10 +1,11 @@
 """The support judge of citation faithfulness: does a set of cited snippets support a sentence (yes/no)?
 
-Each check (:class:`ruwikibench.evaluators.citations.Check`) is one call of the ``support`` role (falls back to
-``judge``) with ``prompts/ru/citation_support.txt``: the claim and the best-matching window of each cited snippet.
-The answer is read by the yes/no logprob scorer (:mod:`ruwikibench.models.yesno`): the probability is kept
-(P(yes) normalized over yes + no, or 1/0 from the text when the endpoint gives no logprobs), ``supported`` =
-probability >= ``citations.threshold``; an answer that is neither yes nor no is counted unparseable, never guessed.
+Each check (:class:`ruwikibench.evaluators.citations.Check`) is one call of the ``support`` role (falls back
+to ``judge``) with ``prompts/ru/citation_support.txt``: the claim and the best-matching window of each cited
+snippet. The answer is read by the yes/no logprob scorer (:mod:`ruwikibench.models.yesno`): the probability is
+kept (P(yes) normalized over yes + no, or 1/0 from the text when the endpoint gives no logprobs),
+``supported`` = probability >= ``citations.threshold``; an answer that is neither yes nor no is counted
+unparseable, never guessed.
 """
 
 from __future__ import annotations
@@ -188,7 +189,8 @@ def text_pending(text: CitedText, verdicts: dict[Check, Verdict]) -> list[tuple[
 
 
 def score_cited_text(text: CitedText, verdicts: dict[Check, Verdict], options: CitationsConfig) -> TextScore:
-    """Score a text whose checks all have verdicts (a check still failing with an error = unjudged sentence)."""
+    """Score a text whose checks all have verdicts (a check still failing with an error = unjudged
+    sentence)."""
     available = {n for n, body in text.sources.items() if body.strip()}
     sentences = split_sentences(text.text)
     scored, passages, probabilities = [], {}, {}
@@ -230,7 +232,8 @@ async def judge_texts(
     on_record=None,
 ) -> list[CheckRecord]:
     """Ask every check the texts still need, round by round (union, then singles, then leave-one-out), with
-    ``known`` records reused; every new record is passed to ``on_record`` as it arrives. Returns the new ones."""
+    ``known`` records reused; every new record is passed to ``on_record`` as it arrives. Returns the new
+    ones."""
     new: list[CheckRecord] = []
     asked: set[tuple[str, str, Check]] = set()
     while True:

@@ -1,11 +1,11 @@
 """Meta-evaluation of the support judge on hand-labelled sentence–passage pairs (``judge citations-meta``).
 
-The pairs (``support_pairs/pairs.jsonl``, rules in its README) hold the claim and, for the passage, only where it
-is in the shared Ruwiki sample (article, source file, character range) and a hash of it: the source texts are
-not copied into the project. Each scorer gives every pair a probability of "supported"; with a threshold it
-becomes a yes/no verdict compared with the label (supported = positive; contradicted, partial and unrelated =
-negative): accuracy, precision, recall, F1, ROC AUC from the probabilities (ties count half), accuracy per label.
-Pairs a scorer could not answer (unparseable, failed call) are counted and left out, never guessed.
+The pairs (``support_pairs/pairs.jsonl``, rules in its README) hold the claim and, for the passage, only where
+it is in the shared Ruwiki sample (article, source file, character range) and a hash of it: the source texts
+are not copied into the project. Each scorer gives every pair a probability of "supported"; with a threshold
+it becomes a yes/no verdict compared with the label (supported = positive; contradicted, partial and unrelated
+= negative): accuracy, precision, recall, F1, ROC AUC from the probabilities (ties count half), accuracy per
+label. Pairs a scorer could not answer (unparseable, failed call) are counted and left out, never guessed.
 
 Scorers: the ``support`` model of a run config (the local model or any endpoint), and a no-LLM baseline — the
 cosine of the claim's and the passage's embeddings above a threshold.
@@ -62,8 +62,8 @@ class SupportPair(BaseModel):
 
 
 def find_sample(explicit: str | Path | None = None) -> Path:
-    """The sample JSON: ``explicit``, else ``$RUWIKIBENCH_SAMPLE``, else ``shared/data/ruwiki`` beside the working
-    directory or the package, or one of their parents."""
+    """The sample JSON: ``explicit``, else ``$RUWIKIBENCH_SAMPLE``, else ``shared/data/ruwiki`` beside the
+    working directory or the package, or one of their parents."""
     given = explicit or os.environ.get("RUWIKIBENCH_SAMPLE")
     if given:
         path = Path(given)
@@ -211,8 +211,8 @@ def agreement(
 
 
 def best_threshold(truth: Sequence[bool], scores: Sequence[float]) -> tuple[float, float] | None:
-    """(threshold, accuracy) maximizing accuracy of ``score >= threshold``; candidates are the midpoints between
-    neighbouring distinct scores and one beyond each end; ties go to the lowest threshold."""
+    """(threshold, accuracy) maximizing accuracy of ``score >= threshold``; candidates are the midpoints
+    between neighbouring distinct scores and one beyond each end; ties go to the lowest threshold."""
     if not scores:
         return None
     values = np.unique(np.asarray(scores, dtype=np.float64))
@@ -275,7 +275,8 @@ def cosine_probabilities(pairs: Sequence[SupportPair], embedder: Embedder) -> li
 
 
 def agreement_row(result: Agreement) -> dict[str, str]:
-    """A table row: scorer, threshold, n, unparsed, accuracy, precision, recall, F1, AUC, per-label accuracy."""
+    """A table row: scorer, threshold, n, unparsed, accuracy, precision, recall, F1, AUC, per-label
+    accuracy."""
 
     def fmt(value: float | None) -> str:
         return "—" if value is None else f"{value:.3f}"

@@ -1,16 +1,17 @@
 """``ruwikibench judge citations RUN``: citation faithfulness of every cited article of a run directory.
 
 Texts: the lead and each section of every written article — ``articles/*/article.json`` of a ``write --batch``
-run, ``article.json`` of a single ``write --out`` folder, or the ``written`` article of an external ``article``
-run (``score-outputs --stage article``). A number's source text is the cited snippet the writer read; for an
-external article, the dataset's text of the matched source (``--dataset``); a number with no text counts as
-pointing at no source.
+run, ``article.json`` of a single ``write --out`` folder, or the ``written`` article of an external
+``article`` run (``score-outputs --stage article``). A number's source text is the cited snippet the writer
+read; for an external article, the dataset's text of the matched source (``--dataset``); a number with no text
+counts as pointing at no source.
 
 Results in the run directory: ``citations.jsonl`` (one line per support check, appended as it arrives: a rerun
 asks only what is missing, errors again; answers come from the LLM response cache) and ``citations.json``
 (per text: sentences with status, cited numbers, P(supported) and the best passage of each cited snippet; per
-article and overall: counts and the three figures with bootstrap 95% CIs over sentences / citations). The writer
-re-renders each of its articles' ``article.html`` with the sentences marked (:mod:`ruwikibench.writer.citations`).
+article and overall: counts and the three figures with bootstrap 95% CIs over sentences / citations). The
+writer re-renders each of its articles' ``article.html`` with the sentences marked
+(:mod:`ruwikibench.writer.citations`).
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ from ruwikibench.prompts import PromptLibrary
 from ruwikibench.stage.contract import GeneratedText
 
 Mode = Literal["free", "guided"]
-"""``free``: reference-free (the judge sees the task, the text and, where a criterion needs them, the sources);
-``guided``: reference-guided (the judge also sees the human-written reference text)."""
+"""``free``: reference-free (the judge sees the task, the text and, where a criterion needs them, the
+sources); ``guided``: reference-guided (the judge also sees the human-written reference text)."""
 Group = Literal["general", "critical", "encyclopedic"]
 RecordStatus = Literal["ok", "unparseable", "ambiguous", "out_of_range", "not_applicable", "error"]
 Order = Literal["random", "both"]
@@ -58,7 +58,8 @@ class JudgeOptions(BaseModel):
 
 
 def task_prompt_name(text: GeneratedText) -> str:
-    """The instruction template for a text: a section, the lead (section titled like the article), an outline…"""
+    """The instruction template for a text: a section, the lead (section titled like the article), an
+    outline…"""
     if text.stage == "sections" and text.title.strip().casefold() == text.article.strip().casefold():
         return TASK_PROMPTS["lead"]
     return TASK_PROMPTS.get(text.stage, DEFAULT_TASK_PROMPT)
@@ -89,7 +90,8 @@ def words(text: str) -> int:
 
 
 def judge_llm(config: RunConfig) -> tuple[LLM, str]:
-    """An LLM client holding only the ``judge`` role (other roles' endpoints are not needed) and its model name."""
+    """An LLM client holding only the ``judge`` role (other roles' endpoints are not needed) and its model
+    name."""
     model = config.model_for("judge")
     only_judge = config.model_copy(update={"models": {"judge": model}})
     return LLM.from_config(only_judge), model.name

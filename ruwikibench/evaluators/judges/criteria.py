@@ -40,7 +40,8 @@ class CriteriaOptions(JudgeOptions):
 def build_prompt(
     text: GeneratedText, criterion: Criterion, options: CriteriaOptions, prompts: PromptLibrary
 ) -> str:
-    """The judge prompt for one (text, criterion), POLLUX's layout (task, reference, answer, criterion, scale)."""
+    """The judge prompt for one (text, criterion), POLLUX's layout (task, reference, answer, criterion,
+    scale)."""
     context = ""
     if options.mode == "guided" and text.reference.strip():
         block = prompts.get(options.reference_block)

@@ -1,6 +1,6 @@
-"""Criteria verdicts -> per judge and mode: per-criterion score distributions and normalized means with CIs, the
-per-text overall score (general + encyclopedic criteria), critical failures, per-article and per-stage means;
-a run's verdicts as report rows."""
+"""Criteria verdicts -> per judge and mode: per-criterion score distributions and normalized means with CIs,
+the per-text overall score (general + encyclopedic criteria), critical failures, per-article and per-stage
+means; a run's verdicts as report rows."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The judges' one resumable loop: ask every pending judgement at once, keep each verdict the moment it arrives.
+"""The judges' one resumable loop: ask every pending judgement at once, keep each verdict the moment it
+arrives.
 
 The LLM client's global limit bounds how many calls are in flight; each verdict is appended (and fsynced) to
 the judge's JSONL file as soon as it is answered, so a killed run keeps everything answered and a rerun asks

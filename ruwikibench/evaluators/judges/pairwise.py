@@ -1,10 +1,10 @@
 """Pairwise side-by-side LLM judge (MT-Bench / rulm-sbs2 style) over the same items of two runs.
 
 The reference run plays A and sits at 0; the other run (the candidate) plays B. For each item the judge sees
-both texts (order randomized per item with a seed, or both orders) and ends with ``[[score_first score_second]]``
-on a 1–10 scale; scores are mapped back to runs and the per-item delta is B − A. Reported: mean delta with a
-bootstrap 95% CI, win/tie/loss, a length-controlled delta, per-category deltas, position consistency (both
-orders) and a PNG of horizontal bars with CI whiskers.
+both texts (order randomized per item with a seed, or both orders) and ends with
+``[[score_first score_second]]`` on a 1–10 scale; scores are mapped back to runs and the per-item delta is B −
+A. Reported: mean delta with a bootstrap 95% CI, win/tie/loss, a length-controlled delta, per-category deltas,
+position consistency (both orders) and a PNG of horizontal bars with CI whiskers.
 """
 
 from __future__ import annotations
@@ -158,8 +158,8 @@ async def judge_runs(
     prompts: PromptLibrary | None = None,
     progress: bool = True,
 ) -> PairwiseSummary:
-    """Judge every item of two runs (resuming), write the JSONL, the JSON summary and the PNG (holding the lock
-    of the directory written: ``out_dir``, default the candidate run's)."""
+    """Judge every item of two runs (resuming), write the JSONL, the JSON summary and the PNG (holding the
+    lock of the directory written: ``out_dir``, default the candidate run's)."""
     out_dir = out_dir or candidate.path
     with run_lock(out_dir):
         return await _judge_runs(

@@ -1,4 +1,5 @@
-"""Charts of pairwise comparisons: one comparison's deltas with CIs, and every candidate against one reference."""
+"""Charts of pairwise comparisons: one comparison's deltas with CIs, and every candidate against one
+reference."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from ruwikibench.evaluators.stats import Estimate
 def _bars(
     ax, labels: list[str], estimates: list[Estimate], reference: str, hatched: int | None = None
 ) -> None:
-    """Horizontal bars (mean delta) with CI whiskers and the reference at 0 (bar ``hatched`` drawn hatched)."""
+    """Horizontal bars (mean delta) with CI whiskers and the reference at 0 (bar ``hatched`` drawn
+    hatched)."""
     positions = list(range(len(labels)))[::-1]
     colors = ["#4c72b0" if e.n == 0 or e.mean >= 0 else "#dd8452" for e in estimates]
     bars = ci_bars(

@@ -1,5 +1,5 @@
-"""The pairwise judge's options and its verdict file's records: one :class:`PairRecord` per (item, presentation
-order) in ``judge_pairwise_<A>_vs_<B>.jsonl``."""
+"""The pairwise judge's options and its verdict file's records: one :class:`PairRecord` per (item,
+presentation order) in ``judge_pairwise_<A>_vs_<B>.jsonl``."""
 
 from __future__ import annotations
 

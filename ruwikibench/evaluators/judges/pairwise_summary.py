@@ -1,6 +1,6 @@
-"""Pairwise verdicts -> per-item deltas, the B − A estimate with its CI, a length-controlled estimate, wins / ties /
-losses, per-category figures and position consistency (rulm-sbs2's summary); stored summaries read back as
-report rows."""
+"""Pairwise verdicts -> per-item deltas, the B − A estimate with its CI, a length-controlled estimate, wins /
+ties / losses, per-category figures and position consistency (rulm-sbs2's summary); stored summaries read back
+as report rows."""
 
 from __future__ import annotations
 
@@ -41,7 +41,8 @@ class CategoryResult(BaseModel):
 
 
 class LengthControlled(BaseModel):
-    """OLS fit delta_i = intercept + slope · log((words_B + 1)/(words_A + 1)); intercept = delta at equal length."""
+    """OLS fit delta_i = intercept + slope · log((words_B + 1)/(words_A + 1)); intercept = delta at equal
+    length."""
 
     intercept: Estimate
     slope: float | None
@@ -82,7 +83,8 @@ def _sign(value: float) -> int:
 
 
 def item_results(records: Sequence[PairRecord], order: Order) -> tuple[list[ItemResult], list[float]]:
-    """Per-item deltas (both orders: the mean of the two, only when both parsed) and first-shown advantages."""
+    """Per-item deltas (both orders: the mean of the two, only when both parsed) and first-shown
+    advantages."""
     by_item: dict[tuple[str, str, str], list[PairRecord]] = defaultdict(list)
     advantages = []
     for r in records:
@@ -229,7 +231,8 @@ def summarize_pairwise(run_dir: str | Path) -> list[dict[str, str]]:
     """Table rows for reports, one per stored comparison in the folder.
 
     Columns: reference (A, at 0), candidate (B), judge, mode, order, n (items with a delta), delta B−A
-    (mean [95% CI]), length-controlled (intercept [95% CI]), W/T/L (for B), position consistency, unparsed, errors.
+    (mean [95% CI]), length-controlled (intercept [95% CI]), W/T/L (for B), position consistency, unparsed,
+    errors.
     """
     rows = []
     for s in load_summaries(run_dir):

@@ -14,7 +14,8 @@ from pydantic import BaseModel
 Status = Literal["ok", "unparseable", "ambiguous", "out_of_range"]
 
 _NUMBER = r"(\d+(?:[.,]\d+)?)"
-# "[RESULT] 2", "**[RESULT]** 2", "[RESULT]: 2", "[RESULT] (2)", "[RESULT] <2>", "[RESULT] 2/2", "[RESULT]\n`2`"
+# "[RESULT] 2", "**[RESULT]** 2", "[RESULT]: 2", "[RESULT] (2)", "[RESULT] <2>", "[RESULT] 2/2",
+# "[RESULT]\n`2`"
 _RESULT = re.compile(r"\[\s*RESULT\s*\][\s*_`:=\-–—(«<\"]*" + _NUMBER + r"(?:\s*/\s*\d+)?", re.IGNORECASE)
 _RESULT_MARK = re.compile(r"\[\s*RESULT\s*\]", re.IGNORECASE)
 _FEEDBACK_MARK = re.compile(r"\[\s*FEEDBACK\s*\]\s*:?", re.IGNORECASE)
@@ -75,7 +76,8 @@ def parse_criterion_verdict(text: str, scale: list[int]) -> CriterionVerdict:
 
 
 def parse_pair_verdict(text: str, low: float = 1, high: float = 10) -> PairVerdict:
-    """Parse the final ``[[A B]]`` block of a pairwise verdict (scores for the answers as shown: first, second)."""
+    """Parse the final ``[[A B]]`` block of a pairwise verdict (scores for the answers as shown: first,
+    second)."""
     pairs = {(_number(m.group(1)), _number(m.group(2))) for m in _PAIR.finditer(text)}
     rationale = _rationale(text, re.compile(r"\[\["))
     if not pairs:

@@ -62,7 +62,8 @@ def safe_id(run_id: str) -> str:
 
 def load_run(path: str | Path, stages: Iterable[str] | None = None) -> Run:
     """Load ``spec.json`` and ``generated.jsonl`` of a run directory (texts optionally filtered by stage): the
-    latest text of each item, as the runner reads them (a resumed run that re-scored an item wrote it again)."""
+    latest text of each item, as the runner reads them (a resumed run that re-scored an item wrote it
+    again)."""
     rundir = RunDir(path)
     spec_path = rundir.file(SPEC)
     if not rundir.path.is_dir():
@@ -127,7 +128,8 @@ def latest_verdicts(records: Iterable[K]) -> list[K]:
 
 
 class JsonlWriter(jsonl.JsonlAppender):
-    """Appends verdicts under the package's one durability rule (flush + fsync per record; torn tail cut off)."""
+    """Appends verdicts under the package's one durability rule (flush + fsync per record; torn tail cut
+    off)."""
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -136,5 +138,6 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def clip(text: str, limit: int | None) -> str:
-    """Cut a text for a judge prompt to ``limit`` characters (line breaks kept), marking the cut with «[…]»."""
+    """Cut a text for a judge prompt to ``limit`` characters (line breaks kept), marking the cut with
+    «[…]»."""
     return cut_text(text, limit, keep=0.8, marker=" […]", squash=False)

@@ -54,10 +54,11 @@ class Site:
 def text_page(title: str, text: str) -> str:
     paragraphs = "".join(f"<p>{html_lib.escape(line)}</p>" for line in text.splitlines() if line.strip())
     return (
-        f"<!DOCTYPE html><html lang='ru'><head><meta charset='utf-8'><title>{html_lib.escape(title)}</title></head>"
-        "<body><nav><a href='/'>Главная</a> | <a href='/politics'>Политика</a> | <a href='/sport'>Спорт</a></nav>"
-        f"<main><article><h1>{html_lib.escape(title)}</h1>{paragraphs}</article></main>"
-        "<footer>© Информационное агентство. Все права защищены. Перепечатка запрещена.</footer></body></html>"
+        f"<!DOCTYPE html><html lang='ru'><head><meta charset='utf-8'><title>{html_lib.escape(title)}</"
+        "title></head><body><nav><a href='/'>Главная</a> | <a href='/politics'>Политика</a> | <a "
+        f"href='/sport'>Спорт</a></nav><main><article><h1>{html_lib.escape(title)}</h1>{paragraphs}</"
+        "article></main><footer>© Информационное агентство. Все права защищены. "
+        "Перепечатка запрещена.</footer></body></html>"
     )
 
 

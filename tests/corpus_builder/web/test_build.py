@@ -1,4 +1,5 @@
-"""End-to-end builds against the local server: a real saved Ruwiki page, real web pages, every failure case."""
+"""End-to-end builds against the local server: a real saved Ruwiki page, real web pages, every failure
+case."""
 
 from __future__ import annotations
 
@@ -178,7 +179,8 @@ def test_build_from_local_server(server, site: Site, tmp_path: Path) -> None:  #
     assert [s.url for s in loaded.sources] == [kept[s.footnote_id]["url"] for s in loaded.sources]
     assert all(len(s.text) >= 1500 for s in loaded.sources)
     assert server.user_agents and all("ruwikibench" in ua for ua in server.user_agents)
-    # every request the server saw was counted; a timed-out one the busy server never read counts only client-side
+    # every request the server saw was counted; a timed-out one the busy server never read counts only
+    # client-side
     assert server.total <= summary.requests_sent <= server.total + 2
 
 
@@ -229,17 +231,20 @@ def test_without_allow_flag_nothing_internal_is_fetched(server, make_article, tm
 
 
 def test_small_synthetic_build(server, make_article, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """A hand-made wiki page: two footnotes, one long source, one short; filters remove the uncited paragraph."""
+    """A hand-made wiki page: two footnotes, one long source, one short; filters remove the uncited
+    paragraph."""
     long_url = server.page("/long", make_article("Длинный источник", paragraphs=14))
     short_url = server.page("/short", make_article("Короткий", paragraphs=2))
     wiki = (
         "<html><body><h1 id='firstHeading'>Тест</h1><div id='mw-content-text'><div class='mw-parser-output'>"
         "<p>Вводный абзац.<sup class='reference'><a href='#cite_note-1'>[1]</a></sup></p>"
         "<h2><span class='mw-headline'>История</span></h2>"
-        "<p>Абзац со ссылкой на короткий источник.<sup class='reference'><a href='#cite_note-2'>[2]</a></sup></p>"
-        "<h2><span class='mw-headline'>Примечания</span></h2><div class='mw-references-wrap'><ol class='references'>"
-        f"<li id='cite_note-1'><span class='reference-text'><a class='external text' href='{long_url}'>A</a></span></li>"
-        f"<li id='cite_note-2'><span class='reference-text'><a class='external text' href='{short_url}'>B</a></span></li>"
+        "<p>Абзац со ссылкой на короткий источник.<sup class='reference'><a "
+        "href='#cite_note-2'>[2]</a></sup></p><h2><span class='mw-headline'>Примечания</span></h2><div "
+        "class='mw-references-wrap'><ol class='references'><li id='cite_note-1'><span "
+        f"class='reference-text'><a class='external text' href='{long_url}'>A</a></span></li>"
+        "<li id='cite_note-2'><span class='reference-text'><a class='external text' "
+        f"href='{short_url}'>B</a></span></li>"
         "</ol></div></div></div></body></html>"
     )
     server.page("/wiki/Тест", wiki)
@@ -264,9 +269,9 @@ def test_non_http_reference_links_are_recorded_as_refused(server, make_article, 
         "<html><body><h1 id='firstHeading'>Тест</h1><div id='mw-content-text'><div class='mw-parser-output'>"
         "<p>Вводный абзац.<sup class='reference'><a href='#cite_note-1'>[1]</a></sup>"
         "<sup class='reference'><a href='#cite_note-2'>[2]</a></sup></p>"
-        "<h2><span class='mw-headline'>Примечания</span></h2><div class='mw-references-wrap'><ol class='references'>"
-        "<li id='cite_note-1'><span class='reference-text'><a class='external text' href='file:///etc/passwd'>F</a>"
-        f" <a class='external text' href='{long_url}'>A</a></span></li>"
+        "<h2><span class='mw-headline'>Примечания</span></h2><div class='mw-references-wrap'><ol "
+        "class='references'><li id='cite_note-1'><span class='reference-text'><a class='external text' "
+        f"href='file:///etc/passwd'>F</a> <a class='external text' href='{long_url}'>A</a></span></li>"
         "<li id='cite_note-2'><span class='reference-text'><a class='external text' href='gopher://example.org/1'>"
         "G</a> <a href='/wiki/Другая'>внутренняя</a> <a href='#cite_ref-2'>↑</a></span></li>"
         "</ol></div></div></div></body></html>"

@@ -42,7 +42,8 @@ async def test_newspaper_never_fetches_images(server, make_article) -> None:  # 
     imgs = "".join(f"<img src='{image}?n={i}' width='800' height='600'>" for i in range(5))
     html = make_article("Картинки", extra=imgs).replace(
         "<head>",
-        f"<head><meta property='og:image' content='{image}'><meta http-equiv='refresh' content='0;url={image}'>",
+        f"<head><meta property='og:image' content='{image}'><meta "
+        f"http-equiv='refresh' content='0;url={image}'>",
     )
     result = extract_text(html, server.url("/article"), chain=("newspaper",))
     assert "Абзац 1" in result.text
@@ -104,7 +105,8 @@ def test_default_chain_on_real_pages() -> None:
 
 
 def test_newspaper_reads_undeclared_cyrillic_page_as_russian(make_article) -> None:  # type: ignore[no-untyped-def]
-    """newspaper falls back to English stopwords and then finds no text on a Russian page without a lang tag."""
+    """newspaper falls back to English stopwords and then finds no text on a Russian page without a lang
+    tag."""
     html = make_article("Без языка", paragraphs=8).replace(" lang='ru'", "")
     assert not extract.declares_language(html) and extract.guess_cyrillic(html)
     assert extract.declares_language(make_article("С языком"))

@@ -28,7 +28,8 @@ TEXT = CitedText(
     article="Python",
     item="lead",
     title="Python",
-    text="Python выпущен в 1991 году [1][2]. Назван в честь цирка Монти Пайтона [3]. Создатель любит чай [1].",
+    text="Python выпущен в 1991 году [1][2]. Назван в честь "
+    "цирка Монти Пайтона [3]. Создатель любит чай [1].",
     sources=SOURCES,
 )
 
@@ -62,7 +63,8 @@ def run(texts, chat, known=None, options=None):  # type: ignore[no-untyped-def]
 def test_judge_scores_a_text_with_probabilities_kept() -> None:
     chat = ScriptedChat(responder)
     records = run([TEXT], chat)
-    # s0: union (1,2) yes -> singles (1,) no, (2,) yes -> leave-one-out of 1 is (2,): known. s1: (3,). s2: (1,).
+    # s0: union (1,2) yes -> singles (1,) no, (2,) yes -> leave-one-out of 1 is (2,): known. s1: (3,). s2:
+    # (1,).
     assert sorted((r.sentence, tuple(r.numbers)) for r in records) == [
         (0, (1,)),
         (0, (1, 2)),

@@ -1,5 +1,5 @@
-"""Meta-evaluation of the support judge: metrics cross-checked with scikit-learn, the bundled pairs against the
-shared sample (skipped without it), bad fixtures, and the CLI against a fake endpoint on a tiny sample."""
+"""Meta-evaluation of the support judge: metrics cross-checked with scikit-learn, the bundled pairs against
+the shared sample (skipped without it), bad fixtures, and the CLI against a fake endpoint on a tiny sample."""
 
 from __future__ import annotations
 
@@ -210,7 +210,8 @@ def test_best_threshold_and_leave_one_out_hand_computed() -> None:
 
     truth = [True, True, False, False, True]
     scores = [0.9, 0.8, 0.7, 0.2, 0.6]
-    # thresholds between neighbours: ≥0.85 → 3/5 right, ≥0.75 → 4/5, ≥0.65 → 3/5, ≥0.4 → 4/5 … best 0.4 (lowest)
+    # thresholds between neighbours: ≥0.85 → 3/5 right, ≥0.75 → 4/5, ≥0.65 → 3/5, ≥0.4 → 4/5 … best 0.4
+    # (lowest)
     assert best_threshold(truth, scores) == pytest.approx((0.4, 0.8))
     # leave out 0.9: best on the rest is 0.4 → 0.9 right; 0.8: 0.4 → right; 0.7 (False): 0.4 → wrong;
     # 0.2: best 0.65 → right; 0.6 (True): rest [.9,.8,.7,.2] best 0.75 (4/4) → 0.6 wrong

@@ -83,7 +83,8 @@ def test_judge_citations_command(tmp_path: Path) -> None:
         records = [
             json.loads(line) for line in (run / "citations.jsonl").read_text(encoding="utf-8").splitlines()
         ]
-        # lead: s0 (1); s1 union (1,2), then (1) and (2) alone; section: s0 (2); [7] has no source: never asked
+        # lead: s0 (1); s1 union (1,2), then (1) and (2) alone; section: s0 (2); [7] has no source: never
+        # asked
         assert sorted((r["item"], r["sentence"], tuple(r["numbers"])) for r in records) == [
             ("lead", 0, (1,)),
             ("lead", 1, (1,)),

@@ -96,7 +96,8 @@ SCORES = {"Грамотность": "2", "Структура и связност
 
 
 def scripted(prompt: str) -> str:
-    """Scores by criterion title; texts containing ПЛОХО get 0 everywhere; one criterion answers without a block."""
+    """Scores by criterion title; texts containing ПЛОХО get 0 everywhere; one criterion answers without a
+    block."""
     criterion = prompt.split("### Критерий оценки:\n", 1)[1].split("\n", 1)[0]
     if criterion == "Отсутствие речевых ошибок":
         return "Речевых ошибок не вижу, текст хороший."  # no [RESULT] block
@@ -262,7 +263,8 @@ def test_unreadable_run_config_only_matters_without_judge_config(make_run, tmp_p
 
 
 async def test_unparseable_verdict_is_never_cached(make_run, tmp_path: Path) -> None:
-    """With a response cache, an unparseable verdict is asked again on retry; a parsed one comes from the cache."""
+    """With a response cache, an unparseable verdict is asked again on retry; a parsed one comes from the
+    cache."""
     path = make_run("run1", [section("s1", "Текст.")])
     chosen = CRITERIA.select(["no_speech_errors", "literacy"])
     chat = ScriptedChat(lambda messages: scripted(messages[-1]["content"]), name="fake-judge")

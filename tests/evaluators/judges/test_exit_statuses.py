@@ -91,8 +91,8 @@ def test_judge_pairwise_exit_status(tmp_path: Path, case: str) -> None:
 
 @pytest.mark.parametrize("case", ["ok", "partial", "refused"])
 def test_judge_citations_exit_status(tmp_path: Path, case: str) -> None:
-    """The article of test_citations_run: three support requests (one per claim and source); in the partial run
-    the two that show source [2] fail."""
+    """The article of test_citations_run: three support requests (one per claim and source); in the partial
+    run the two that show source [2] fail."""
     with judge_url(case, support, CITED) as url:
         run = citations_run(tmp_path, url)
         result = runner.invoke(app, ["judge", "citations", str(run)])
