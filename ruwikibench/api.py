@@ -285,12 +285,12 @@ def run_coroutine(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
 
 def _status(rundir: RunDir) -> int:
-    from ruwikibench.runner.status import exit_status, run_status
+    from ruwikibench.runner.status import exit_status, run_status, succeeded_units
     from ruwikibench.storage.runspec import read_spec
 
     if read_spec(rundir.path).mode == "external":  # no endpoint: did any unit succeed at all
         errors = rundir.open_errors()
-        return exit_status(len(errors), len(rundir.output_keys()) if errors else 0)
+        return exit_status(len(errors), len(succeeded_units(rundir, errors)) if errors else 0)
     return run_status(rundir)
 
 

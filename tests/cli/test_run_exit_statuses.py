@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -168,3 +169,52 @@ def test_oracle_filter_excludes_sections_without_reference_text(tmp: Path) -> No
     sections = json.loads((run / "metrics.json").read_text(encoding="utf-8"))["sections"]
     assert sections["excluded_reasons"]["no reference text"] == 2
     assert sections["counts"]["failed_units"] == 0
+
+
+def run_ranking(tmp: Path, url: str, run_id: str) -> Any:
+    return runner.invoke(
+        app,
+        [
+            "run",
+            "ranking",
+            "--dataset",
+            str(tmp / "data"),
+            "--config",
+            str(config(tmp, url)),
+            "--out",
+            str(tmp / "runs"),
+            "--run-id",
+            run_id,
+            "--score-in",
+            "thread",
+        ],
+    )
+
+
+@pytest.mark.parametrize(("only_first", "status"), [(False, 1), (True, 3)])
+def test_scoring_failures_of_every_unit_exit_1_of_some_units_3(
+    tmp: Path, monkeypatch: pytest.MonkeyPatch, only_first: bool, status: int
+) -> None:
+    """Every unit asked the endpoint and has an output, but its score() raised: no unit succeeded, exit 1.
+    When only the units of one article fail to score, the run is partial: exit 3."""
+    from ruwikibench.graphs.ranking import RankingStage
+
+    scored = RankingStage.score
+    first = make_dataset().articles[0].name
+
+    def score(self: RankingStage, unit: Any, output: Any, context: Any) -> Any:
+        if not only_first or unit.article == first:
+            raise ValueError("scoring broke")
+        return scored(self, unit, output, context)
+
+    monkeypatch.setattr(RankingStage, "score", score)
+    save_dataset(make_dataset(), tmp / "data")
+    with fake_openai_server(BenchModel()) as url:
+        result = run_ranking(tmp, url, "r")
+    assert result.exit_code == status, result.output + repr(result.exception)
+    run = tmp / "runs" / "r"
+    errors = lines(run / "errors.jsonl")
+    outputs = lines(run / "outputs.jsonl")
+    assert errors and all(e["reason"].startswith("score: ") for e in errors)
+    assert len(outputs) == len(make_dataset().articles)  # every unit ran; only its scoring failed
+    assert "Traceback" not in result.output

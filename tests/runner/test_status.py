@@ -39,3 +39,21 @@ def test_units_that_made_no_llm_call_do_not_make_a_failed_run_partial(tmp_path: 
     assert run_status(rundir) == 3
     _unit(rundir, "s1", 1)  # the failed unit ran again and succeeded
     assert run_status(rundir) == 0
+
+
+def test_units_whose_scoring_failed_did_not_succeed(tmp_path: Path) -> None:
+    """A unit that asked the endpoint and has an output but whose score() failed is a failed unit: when every
+    unit is such, the status is 1, not 3; once one of them is scored, the run is partial."""
+    rundir = RunDir(tmp_path / "r")
+    rundir.create()
+    for unit in ("s1", "s2"):
+        _unit(rundir, unit, 2)
+        rundir.append(
+            "errors.jsonl",
+            {"stage": "sections", "article": "A", "unit": unit, "reason": "score: broke", "attempts": 0},
+        )
+    assert run_status(rundir) == 1
+    rundir.append(
+        "results.jsonl", {"stage": "sections", "article": "A", "unit": "s2", "item": "s2", "metrics": {}}
+    )
+    assert run_status(rundir) == 3
