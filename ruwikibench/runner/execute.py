@@ -120,6 +120,9 @@ async def _open(
     run_id = options.shard.run_id_of(opened.run_id) if options.shard is not None else opened.run_id
     spec = await run_cpu(new_spec, run_id, context.config, dataset, dataset_path, options, inputs)  # runs git
     opened.check_resume(spec, check_same_specs)
+    previous = opened.previous_spec()
+    if previous is not None:  # a rerun keeps the prompts earlier sessions served: this one may serve none
+        spec.prompts = previous.prompts
     return spec
 
 
@@ -142,8 +145,9 @@ async def _score_unscored(runner: Runner, plan: UnitPlan) -> None:
 def _record_session(
     spec: RunSpec, context: StageContext, plan: UnitPlan, started: float, session: dict[str, Any]
 ) -> None:
-    """spec.json's prompts, unit counts and last session (wall time since the units started, LLM usage)."""
-    spec.prompts = context.prompts.hashes()
+    """spec.json's prompts (earlier sessions' and this one's), unit counts and last session (wall time since
+    the units started, LLM usage)."""
+    spec.prompts = dict(sorted({**spec.prompts, **context.prompts.hashes()}.items()))
     spec.units = UnitCounts(total=plan.total, run_now=len(plan.units), scored_on_resume=len(plan.unscored))
     spec.last_session = {
         "wall_time_s": round(time.perf_counter() - started, 2),
