@@ -22,6 +22,7 @@ from ruwikibench.evaluators.entities import warm_entities
 from ruwikibench.evaluators.floor import FloorSide
 from ruwikibench.evaluators.outline import (
     HeadingSelection,
+    generated_headings,
     outline_similarity,
     reference_headings,
     score_outline,
@@ -259,12 +260,15 @@ class OutlineStage(Stage[OutlineOutput]):
 
     def floor_sides(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[FloorSide]:
         """The scored outline (title + generated headings) with its article as reference; none when the
-        article is excluded or the outline is empty (its metrics are 0 by convention, not a similarity)."""
+        article is excluded or nothing is left of the outline once the scorer drops what it does not score
+        (:func:`generated_headings`: title echoes): such an output scores 0 by convention, as an empty one,
+        and is floored as one — an outline of a single ``## <title>`` cannot lower the run's floor."""
         if context.dataset is None or not unit.input.get("snippets"):
             return []
         article = context.dataset.article(unit.article)
         titles = [h.title for h in OutlineOutput.model_validate(output).outline]
-        if not article.root.children or not titles:
+        scored = generated_headings(titles, article.title, selection(context.config.options(OutlineConfig)))
+        if not article.root.children or not scored:
             return []
         return [
             FloorSide(
