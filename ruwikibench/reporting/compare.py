@@ -96,15 +96,10 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded", 
     return out / "report.md"
 
 
-VIEWS = (
-    "failures_excluded",
-    "failures_as_zero",
-)  # the views of metrics.json (ruwikibench.aggregation.metrics.VIEWS)
-
-
 def check_report_args(paths: list[Path], out: Path, view: str) -> None:
     """``view`` is one of the metrics' views; ``out`` is neither a run directory nor inside one of ``paths``
     (its report.md, metrics and files would be overwritten). One :class:`RunInputError` line each."""
+    from ruwikibench.aggregation.metrics import VIEWS
     from ruwikibench.conf.config import RunInputError
 
     if view not in VIEWS:

@@ -90,10 +90,3 @@ def test_a_run_on_a_json_with_duplicate_titles_stops_in_one_line(tmp_path: Path)
     config = write_config(tmp_path, refused_url())
     line = _one_error(cli(tmp_path, "run", "ranking", "--dataset", "dup.json", "--config", str(config)))
     assert line.startswith("error: dup.json: article 'Python': entries #0 and #2 have this title"), line
-
-
-def test_the_reports_views_are_the_metrics_views() -> None:
-    from ruwikibench.aggregation.metrics import VIEWS
-    from ruwikibench.reporting.compare import VIEWS as REPORT_VIEWS
-
-    assert REPORT_VIEWS == VIEWS
