@@ -189,6 +189,8 @@ def _floor_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _verdict(row: Any, baseline: str) -> str:
     if row.shared == 0:
         return "no shared item"
+    if row.too_few:
+        return "cannot be significant"
     return {"run": "better", baseline: "worse"}.get(row.winner, "no significant difference")
 
 
@@ -200,8 +202,8 @@ def versus_baselines(
     baselines: dict[str, list[dict[str, Any]]],
 ) -> dict[str, Any]:
     """Per compared metric: the best baseline (highest mean) and the paired difference run − that baseline
-    over the items both scored (:mod:`ruwikibench.reporting.paired`: bootstrap CI, approximate-randomization
-    p, for a rescaled metric each item's score and floor kept together), with a verdict."""
+    over the items both scored (:mod:`ruwikibench.reporting.paired`: bootstrap CI, randomization p (exact up
+    to 16 items), for a rescaled metric each item's score and floor kept together), with a verdict."""
     from ruwikibench.reporting.paired import align, compare_metric, compare_rescaled, stage_items
     from ruwikibench.stage.metric import RESCALED_SUFFIX
 

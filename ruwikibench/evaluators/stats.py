@@ -187,17 +187,44 @@ def paired_difference(
     return paired_bootstrap([a, b], _mean_difference, confidence=confidence, resamples=resamples, seed=seed)
 
 
+EXACT_MAX_ITEMS = 16
+"""Up to this many items every one of the 2^n sign flips (swap patterns) is enumerated (65,536 at 16): the
+exact randomization p-value; above, Monte-Carlo draws."""
+
+
+def smallest_p(n: int, resamples: int = 9999) -> float:
+    """The smallest two-sided randomization p-value ``n`` paired items allow: 2 / 2^n when the flips are
+    enumerated (only the observed pattern and its mirror can be as extreme), 1 / (1 + resamples) from
+    Monte-Carlo draws; NaN with no item. 3 items: 0.25 — no difference over 3 items can be significant."""
+    if n <= 0:
+        return float("nan")
+    if n <= EXACT_MAX_ITEMS:
+        return 2.0 ** (1 - n)
+    return max(2.0 ** (1 - n), 1 / (1 + resamples))
+
+
+def items_needed(alpha: float, resamples: int = 9999) -> int:
+    """The fewest paired items whose :func:`smallest_p` is below ``alpha`` (6 for 0.05: 2 / 2^6 = 0.031,
+    while 5 items give 0.0625 at best)."""
+    n = 1
+    while not smallest_p(n, resamples) < alpha:
+        n += 1
+        if n > EXACT_MAX_ITEMS and 1 / (1 + resamples) >= alpha:
+            raise ValueError(f"no number of items reaches p < {alpha} with {resamples} resamples")
+    return n
+
+
 def randomization_p_value(
     a: Sequence[float], b: Sequence[float], *, resamples: int = 9999, seed: int = 0, batch: int = 500
 ) -> float:
     """Two-sided p-value of the mean paired difference a − b by approximate randomization (Noreen 1989; Koehn
     2004 for MT metrics): under the null hypothesis the two values of an item are exchangeable, so each item's
-    pair is swapped at random — its difference d flips sign. All 2^n sign flips are enumerated exactly when
-    there are no more than ``resamples`` (p = the share of flips whose |mean| reaches the observed one);
-    otherwise ``resamples`` random ones, ``batch`` at a time: p = (1 + #{|t*| ≥ |t|}) / (1 + resamples), the
-    draws of :func:`paired_randomization` with the mean difference. scipy's ``permutation_test`` is the
-    independent check in the tests; it spent ~2 s per comparison at the paper's size (random permutations
-    sorted per resample), this ~0.2 s. NaN with no item."""
+    pair is swapped at random — its difference d flips sign. All 2^n sign flips are enumerated exactly up to
+    :data:`EXACT_MAX_ITEMS` items (p = the share of flips whose |mean| reaches the observed one: 0.5 or 1.0
+    for 2 items); otherwise ``resamples`` random ones, ``batch`` at a time: p = (1 + #{|t*| ≥ |t|}) / (1 +
+    resamples), the draws of :func:`paired_randomization` with the mean difference. scipy's
+    ``permutation_test`` is the independent check in the tests; it spent ~2 s per comparison at the paper's
+    size (random permutations sorted per resample), this ~0.2 s. NaN with no item."""
     import numpy as np
 
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
@@ -207,7 +234,7 @@ def randomization_p_value(
         return float("nan")
     if x.size == 1 or np.allclose(x, y):  # one item: its two swaps give ±d, both as extreme as d
         return 1.0
-    if 2**x.size <= resamples:
+    if x.size <= EXACT_MAX_ITEMS:
         return _exact_sign_flip_p_value(x - y)
     return _random_sign_flip_p_value(x - y, resamples, seed, batch)
 
@@ -225,12 +252,21 @@ def _random_sign_flip_p_value(d: np.ndarray, resamples: int, seed: int, batch: i
     return (1 + extreme) / (1 + resamples)
 
 
+def swap_patterns(n: int, start: int = 0, stop: int | None = None) -> np.ndarray:
+    """Rows ``start`` to ``stop`` of the 2^n swap patterns of ``n`` items (row k swaps item i when bit i of k
+    is set; row 0 swaps nothing, the last row every item)."""
+    import numpy as np
+
+    rows = np.arange(start, 2**n if stop is None else stop)
+    return ((rows[:, None] >> np.arange(n)) & 1).astype(bool)
+
+
 def _exact_sign_flip_p_value(d: np.ndarray) -> float:
     """The share of the 2^n sign flips of ``d`` whose mean is at least as far from 0 as ``d``'s own."""
     import numpy as np
 
     n = d.size
-    flips = ((np.arange(2**n)[:, None] >> np.arange(n)) & 1) * 2 - 1
+    flips = np.where(swap_patterns(n), -1.0, 1.0)
     null = np.abs(flips @ d) / n
     return float(np.mean(null >= abs(float(d.mean())) - 1e-12))
 
@@ -244,31 +280,40 @@ def paired_randomization(
     seed: int = 0,
     batch: int = 250,
 ) -> float:
-    """Two-sided approximate-randomization p-value of ``statistic(*a_columns, *b_columns)`` (2-D arrays, one
-    resample per row, one value per row) for a statistic of two runs that is not a plain mean difference (e.g.
-    a difference of rescaled means): under the null hypothesis the runs are exchangeable item by item, so each
-    item's A columns and B columns are swapped together at random. p = (1 + #{|t*| ≥ |t|}) / (1 + resamples)
-    (:func:`randomization_p_value` uses it for a mean difference, and enumerates small n exactly). NaN with no
-    item."""
+    """Two-sided randomization p-value of ``statistic(*a_columns, *b_columns)`` (2-D arrays, one resample per
+    row, one value per row) for a statistic of two runs that is not a plain mean difference (e.g. a difference
+    of rescaled means): under the null hypothesis the runs are exchangeable item by item, so each item's A
+    columns and B columns are swapped together. Up to :data:`EXACT_MAX_ITEMS` items every one of the 2^n swap
+    patterns is tried and p is the share of them with |t*| ≥ |t| (exact: 0.5 or 1.0 for 2 items); above,
+    ``resamples`` random patterns, p = (1 + #{|t*| ≥ |t|}) / (1 + resamples) (as :func:`randomization_p_value`
+    for a mean difference). NaN with no item."""
     import numpy as np
 
     a = np.asarray(a_columns, dtype=float)
     b = np.asarray(b_columns, dtype=float)
     if a.shape != b.shape:
         raise ValueError(f"paired columns differ in shape: {a.shape} vs {b.shape}")
-    if a.shape[-1] == 0:
+    n = a.shape[-1]
+    if n == 0:
         return float("nan")
-    rng = np.random.default_rng(seed)
     with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         observed = abs(float(statistic(*a[:, None, :], *b[:, None, :])[0]))
         if not np.isfinite(observed):
             return float("nan")
-        extreme = 0
-        for start in range(0, resamples, batch):
-            swap = rng.random((min(batch, resamples - start), a.shape[-1])) < 0.5
+
+        def extreme(swap: np.ndarray) -> int:
             t = statistic(
                 *np.where(swap, b[:, None, :], a[:, None, :]), *np.where(swap, a[:, None, :], b[:, None, :])
             )
-            extreme += int(np.sum(np.abs(t) >= observed * (1 - 1e-12)))
-    return (1 + extreme) / (1 + resamples)
+            return int(np.sum(np.abs(t) >= observed * (1 - 1e-12)))
+
+        if n <= EXACT_MAX_ITEMS:
+            total = 2**n
+            found = sum(extreme(swap_patterns(n, s, min(s + batch, total))) for s in range(0, total, batch))
+            return found / total
+        rng = np.random.default_rng(seed)
+        found = sum(
+            extreme(rng.random((min(batch, resamples - s), n)) < 0.5) for s in range(0, resamples, batch)
+        )
+    return (1 + found) / (1 + resamples)

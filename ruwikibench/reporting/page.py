@@ -14,7 +14,7 @@ from typing import Any
 
 from ruwikibench.reporting.data import Run, RunData
 from ruwikibench.reporting.failures import short_reason, stage_failures
-from ruwikibench.reporting.paired import PairedRow, paired_table
+from ruwikibench.reporting.paired import PairedRow, no_winner_line, paired_table
 from ruwikibench.reporting.paper import PaperBlock, paper_notes, with_paper_rows
 from ruwikibench.reporting.plots import chart_description
 from ruwikibench.reporting.settings import SHORT_VALUE, SettingsTable, settings_table, shorten
@@ -183,6 +183,7 @@ def paired_block(rows: list[PairedRow]) -> dict[str, Any] | None:
         "note": PAIRED_NOTE.replace("*", ""),
         "rows": paired_table(rows),
         "verdicts": [row.sentence() for row in rows if row.winner is not None],
+        "none": no_winner_line(rows),
     }
 
 

@@ -4,11 +4,11 @@ runs scored.
 Items are keyed by (article, item) of results.jsonl. An item excluded in either run (the paper's exclusions),
 or scored in one run only (failed, missing or not selected in the other), is left out of the pair and counted.
 On the shared items: the mean difference (run − first run) with a paired bootstrap 95% CI (items resampled,
-each keeping its pair) and a two-sided approximate-randomization p-value (each item's two values swapped at
-random under the null hypothesis). Embedding metrics with a permutation floor (floors.jsonl) also get the
-difference of their rescaled means, (mean − floor) / (1 − floor) per run, resampled and randomized over the
-four columns (score and floor of each run) of the shared items; an item with no floor row counts in the score
-mean but not in the floor mean.
+each keeping its pair) and a two-sided randomization p-value (each item's two values swapped under the null
+hypothesis: every swap pattern up to 16 items, random ones above). Embedding metrics with a permutation floor
+(floors.jsonl) also get the difference of their rescaled means, (mean − floor) / (1 − floor) per run,
+resampled and randomized over the four columns (score and floor of each run) of the shared items; an item with
+no floor row counts in the score mean but not in the floor mean.
 
 Everything but :func:`load_items` is pure: records in, numbers out. Rendering lives in the report modules.
 """
@@ -29,6 +29,7 @@ from ruwikibench.evaluators.stats import (
     paired_difference,
     paired_randomization,
     randomization_p_value,
+    smallest_p,
 )
 from ruwikibench.stage.metric import RESCALED_SUFFIX
 from ruwikibench.storage.jsonl import latest
@@ -95,9 +96,17 @@ class PairedRow:
             return None
         return self.run if d.low > 0 else self.base if d.high < 0 else None
 
+    @property
+    def too_few(self) -> str:
+        """'cannot be significant: 3 items allow p ≥ 0.25 at best' when the shared items cannot reach p <
+        ALPHA, else ''."""
+        return too_few_items(self.shared)
+
     def verdict(self) -> str:
         if self.shared == 0:
             return "no shared item"
+        if self.too_few:
+            return self.too_few
         if self.winner is None:
             return "no significant difference"
         loser = self.base if self.winner == self.run else self.run
@@ -109,6 +118,33 @@ class PairedRow:
             f"{self.verdict()} on {self.stage} {self.title}: {format_delta(self.difference, self.scale)}, "
             f"p = {format_p(self.p)}, {self.shared} shared items"
         )
+
+
+def p_at_best(n: int, alpha: float = ALPHA) -> str:
+    """'3 items allow p ≥ 0.25 at best' when the smallest p ``n`` paired items allow
+    (:func:`~ruwikibench.evaluators.stats.smallest_p`) is not below ``alpha``; '' when it is (or no item)."""
+    best = smallest_p(n)
+    if n <= 0 or best < alpha:
+        return ""
+    return f"{n} item{'s' if n != 1 else ''} allow{'s' if n == 1 else ''} p ≥ {best:.3g} at best"
+
+
+def too_few_items(n: int, alpha: float = ALPHA) -> str:
+    """The verdict of a comparison of too few items: 'cannot be significant: 3 items allow p ≥ 0.25 at
+    best'; '' when ``n`` items can be significant."""
+    best = p_at_best(n, alpha)
+    return f"cannot be significant: {best}" if best else ""
+
+
+def no_winner_line(rows: Sequence[PairedRow]) -> str:
+    """The line under a paired table where no run wins: which rows had too few items to be significant."""
+    few = sorted({row.shared for row in rows if row.too_few})
+    if not few:
+        return "No significant difference in any metric."
+    notes = "; ".join(p_at_best(n) for n in few)
+    if all(row.too_few or row.shared == 0 for row in rows):
+        return f"No metric can be significant here: {notes}."
+    return f"No significant difference in any metric; rows with too few shared items: {notes}."
 
 
 def format_delta(estimate: Estimate, scale: float) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ruwikibench.reporting.paired import Headline, PairedRow, paired_table
+from ruwikibench.reporting.paired import Headline, PairedRow, no_winner_line, p_at_best, paired_table
 from ruwikibench.stage.contract import Stage
 from ruwikibench.stage.metric import (
     FLOOR_SUFFIX,
@@ -183,11 +183,15 @@ def baseline_lines(stage: str, data: StageMetrics, run: str = "the run") -> list
     for key, versus in data.vs_baseline.items():
         p = versus.p_value
         p_text = "—" if p is None or math.isnan(p) else f"{p:.3g}"
-        lines.append(
+        head = (
             f"- {titles.get(key, key)}: {run} − best baseline ({versus.baseline}) = "
-            f"{versus.difference.fmt(metric_scale(key, counts))}, p = {p_text}, {versus.items} paired items: "
-            f"{run} **{VERDICTS.get(versus.verdict, versus.verdict)}**"
+            f"{versus.difference.fmt(metric_scale(key, counts))}, p = {p_text}, "
         )
+        if few := p_at_best(versus.items):  # whatever the stored verdict (older runs: 'no significant …')
+            lines.append(f"{head}{versus.items} paired items: **cannot be significant** ({few})")
+        else:
+            verdict = VERDICTS.get(versus.verdict, versus.verdict)
+            lines.append(f"{head}{versus.items} paired items: {run} **{verdict}**")
     return lines
 
 
@@ -200,7 +204,7 @@ def baseline_note(stage: str, data: StageMetrics, run: str = "the run") -> list[
         return []
     head = (
         "Against the no-LLM baselines (rows '↳ baseline: …'; paired bootstrap 95% CI over the items both "
-        "scored, approximate-randomization p):"
+        "scored, randomization p, exact up to 16 items):"
     )
     return [head, "", *lines, ""]
 
@@ -277,9 +281,10 @@ def glossary_section(stage: str) -> list[str]:
 PAIRED_NOTE = (
     "Each run minus the first run, over the items both scored (items scored by one run only, or excluded in "
     "either, are left out and counted); ×100, mean difference [95% paired bootstrap CI]; p: two-sided "
-    "approximate randomization (the chance of a difference at least this large if the two runs were "
-    "interchangeable item by item), one test per row, no correction for the number of rows. A run *beats* "
-    "the other when p < 0.05 and the CI excludes 0."
+    "randomization, exact up to 16 items (the chance of a difference at least this large if the two runs "
+    "were interchangeable item by item), one test per row, no correction for the number of rows. A run "
+    "*beats* the other when p < 0.05 and the CI excludes 0; with 5 shared items or fewer no p can be below "
+    "0.05 (the smallest is 2/2^n) and the verdict says so."
 )
 
 
@@ -296,6 +301,6 @@ def paired_section(rows: list[PairedRow]) -> list[str]:
         "",
         markdown_table(paired_table(rows)),
         "",
-        *(found or ["No significant difference in any metric."]),
+        *(found or [no_winner_line(rows)]),
         "",
     ]

@@ -1,4 +1,5 @@
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -192,3 +193,47 @@ def test_the_kept_draws_stay_within_their_budget(monkeypatch) -> None:
     list(stats.seeded_row_chunks(301, 2_000, 0))
     list(stats.seeded_row_chunks(100_000, 2_000, 0))  # larger than the whole budget: not kept
     assert [key[0] for key in stats._row_memo] == [302, 301]
+
+
+def test_exact_p_by_hand() -> None:
+    """d = (0.3, −0.1, 0.2, 0.4), Σd = 0.8. Of the 16 sign flips only four reach |Σ| ≥ 0.8: none (0.8), the
+    −0.1 flipped (1.0), and their mirrors: p = 4 / 16 = 0.25, for the mean difference and for any statistic
+    of the paired columns."""
+    b = np.array([0.5, 0.5, 0.5, 0.5])
+    a = b + np.array([0.3, -0.1, 0.2, 0.4])
+    assert randomization_p_value(a, b) == pytest.approx(0.25, abs=1e-12)
+    assert paired_randomization([a], [b], lambda x, y: np.mean(x - y, axis=1)) == pytest.approx(
+        0.25, abs=1e-12
+    )
+
+
+def test_two_items_any_statistic_is_exact() -> None:
+    """2 items: the four swap patterns, p ∈ {0.5, 1.0} — Monte-Carlo draws gave 0.4911."""
+    mean_difference = lambda x, y: np.mean(x - y, axis=1)
+    assert paired_randomization([[0.9, 0.8]], [[0.3, 0.5]], mean_difference) == 0.5  # d = (0.6, 0.3)
+    assert paired_randomization([[0.9, 0.1]], [[0.3, 0.8]], mean_difference) == 1.0  # d = (0.6, −0.7)
+
+
+def test_up_to_16_items_every_flip_is_enumerated() -> None:
+    """14 items (16,384 flips, more than the 9,999 draws): the exact share, counted one flip at a time."""
+    rng = np.random.default_rng(14)
+    a, b = rng.uniform(0, 1, 14), rng.uniform(0, 1, 14)
+    d = a - b
+    observed = abs(d.sum())
+    exact = (
+        sum(abs(d @ np.array(s)) >= observed - 1e-12 for s in itertools.product([1, -1], repeat=14)) / 2**14
+    )
+    assert randomization_p_value(a, b) == pytest.approx(exact, abs=1e-12)
+    generic = paired_randomization([a], [b], lambda x, y: np.mean(x - y, axis=1))
+    assert generic == pytest.approx(exact, abs=1e-12)
+
+
+def test_the_smallest_p_of_n_items() -> None:
+    from ruwikibench.evaluators.stats import items_needed, smallest_p
+
+    assert [smallest_p(n) for n in (1, 2, 3, 5, 6)] == [1.0, 0.5, 0.25, 0.0625, 0.03125]
+    assert smallest_p(40) == pytest.approx(1 / 10_000)  # Monte-Carlo: (1 + 0) / (1 + 9,999)
+    assert math.isnan(smallest_p(0))
+    assert items_needed(0.05) == 6 and items_needed(0.01) == 8
+    for n in (2, 3, 5):  # reached: every difference the same sign and size
+        assert randomization_p_value(np.ones(n), np.zeros(n)) == smallest_p(n)

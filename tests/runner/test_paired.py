@@ -63,7 +63,7 @@ def test_difference_is_over_shared_items_only() -> None:
     assert (row.alignment.only_base, row.alignment.only_other, row.alignment.excluded) == (1, 1, 1)
     assert row.alignment.left_out() == "1 only in first run, 1 only in this run, 1 excluded"
     assert row.p == pytest.approx(1.0)  # 2 items: all 4 swaps enumerated, |mean| ≥ 0.1 in every one
-    assert row.verdict() == "no significant difference"
+    assert row.verdict() == "cannot be significant: 2 items allow p ≥ 0.5 at best"
 
 
 def test_one_shared_item_is_never_significant() -> None:
@@ -74,7 +74,7 @@ def test_one_shared_item_is_never_significant() -> None:
         [_floor("x", "s1", 0.1)],
     )
     assert raw.difference.mean == pytest.approx(0.7) and raw.p == 1.0 and rescaled.p == 1.0
-    assert raw.verdict() == rescaled.verdict() == "no significant difference"
+    assert raw.verdict() == rescaled.verdict() == "cannot be significant: 1 item allows p ≥ 1 at best"
 
 
 def test_a_later_record_replaces_an_earlier_one() -> None:
@@ -227,7 +227,8 @@ def test_compare_runs_writes_the_paired_section(tmp_path: Path) -> None:
     assert [line.split(":")[0] for line in verdicts] == [
         f"- better beats base on sections {m}" for m in ("Mean F1", "Mean F1 rescaled", "R", "R rescaled")
     ]
-    assert verdicts[0].startswith("- better beats base on sections Mean F1: +5.00 [+5.00, +5.00], p = 0.000")
+    # 16 items: all 2^16 swap patterns enumerated, only the observed one and its mirror as extreme: 2 / 65,536
+    assert verdicts[0].startswith("- better beats base on sections Mean F1: +5.00 [+5.00, +5.00], p = 3e-05")
     assert verdicts[0].endswith(", 16 shared items")
     # rescaled F1: (x̄ + 0.05 − 0.4) / 0.6 − (x̄ − 0.4) / 0.6 = 0.05 / 0.6
     assert "| Mean F1 rescaled | better | +8.33 [+8.33, +8.33] |" in section
