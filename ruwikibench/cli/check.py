@@ -16,7 +16,12 @@ from ruwikibench.cli.run import ConfigOpt, DatasetOpt, _load, console, print_tab
 def check_metrics(
     dataset: DatasetOpt,
     config: ConfigOpt,
-    articles: Annotated[int, typer.Option("--articles", "-n", help="articles to plant outputs on")] = 4,
+    articles: Annotated[
+        int,
+        typer.Option(
+            "--articles", "-n", help="articles to plant outputs on (a ladder needs 6+ items to decide)"
+        ),
+    ] = 8,
     sections: Annotated[int, typer.Option(help="sections per article (stage 3)")] = 2,
     sentences: Annotated[
         int, typer.Option(help="sentences per section (at least 4: one per 25-point rung)")
@@ -27,9 +32,20 @@ def check_metrics(
 ) -> None:
     """The validity ladder: planted outputs of known order (restated reference; 25/50/75 % replaced by other
     articles; wrong article; plus the reference itself, a title template and word salad, reported) scored with
-    the config's embedder. Exits 1 when a headline metric (outline f1, sections f1) fails the ladder."""
+    the config's embedder. Exit status: 0 every headline metric (outline f1, sections f1) passes; 1 one fails
+    the ladder; 2 unusable options or data; 4 none fails but one cannot be decided: its ladder has fewer items
+    than the 6 a paired test needs to reach p < 0.05 (plant on more articles)."""
     from ruwikibench.runner.setup import build_context
-    from ruwikibench.validity.check import check_rows, check_stage, failed_headlines, ladder_items, step_rows
+    from ruwikibench.validity.check import (
+        EXIT_UNDECIDED,
+        MIN_ITEMS,
+        check_rows,
+        check_stage,
+        failed_headlines,
+        ladder_items,
+        step_rows,
+        undecided_headlines,
+    )
 
     stages = stage or ["outline", "sections"]
     unknown = [s for s in stages if s not in ("outline", "sections")]
@@ -64,11 +80,20 @@ def check_metrics(
     print_table(
         f"{title}: paired differences of adjacent rungs (×100, mean [95% CI]) and verdicts", step_rows(checks)
     )
-    failed = failed_headlines(checks)
+    failed, undecided = failed_headlines(checks), undecided_headlines(checks)
     console.print(
         "PASS = the decisive rungs' means go down (restated > 25% > 50% > 75% > wrong article) and every "
-        "paired difference has its CI above 0; * = headline metric. "
-        + (f"Headline metrics failing: {', '.join(failed)}" if failed else "Every headline metric passes.")
+        f"paired difference has its CI above 0; a ladder of fewer than {MIN_ITEMS} items cannot decide (no "
+        f"paired test of fewer reaches p < 0.05); * = headline metric. {_summary(failed, undecided)}"
     )
     if failed:
         raise typer.Exit(1)
+    if undecided:
+        raise typer.Exit(EXIT_UNDECIDED)
+
+
+def _summary(failed: list[str], undecided: list[str]) -> str:
+    parts = [f"Headline metrics failing: {', '.join(failed)}."] if failed else []
+    if undecided:
+        parts.append(f"Headline metrics that cannot be decided: {', '.join(undecided)}.")
+    return " ".join(parts) or "Every headline metric passes."

@@ -8,6 +8,11 @@ is rescaled by it. A metric PASSES when the means of the decisive rungs (:data:`
 items (upper − lower rung, :func:`~ruwikibench.evaluators.stats.paired_difference`) has its 95 % CI above 0.
 The identity rung (the reference itself, 100 by construction) and the title-template and word-salad rungs are
 reported, with where they land, but do not decide.
+
+A ladder of fewer than :data:`MIN_ITEMS` items CANNOT DECIDE: a percentile bootstrap CI of n paired
+differences lies above 0 whenever all n are positive (at n = 2 one time in four by chance), and the sign-flip
+test of the same differences cannot reach p < 0.05 below 6 items (2 / 2^5 = 0.0625). Its verdict says so
+instead of PASS or FAIL, and ``check-metrics`` exits with :data:`EXIT_UNDECIDED`.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from ruwikibench.aggregation.floors import PER_ITEM, SEED
 from ruwikibench.conf.builtin_options import OutlineConfig
 from ruwikibench.dataset import Dataset
 from ruwikibench.evaluators.floor import FloorSide, draw_others, rescale, rescaled_estimate
-from ruwikibench.evaluators.stats import Estimate, bootstrap_ci, paired_difference
+from ruwikibench.evaluators.stats import Estimate, bootstrap_ci, items_needed, paired_difference
 from ruwikibench.stage.context import StageContext
 from ruwikibench.stage.metric import headline, ladder_keys
 from ruwikibench.stage.registry import get_stage
@@ -30,6 +35,12 @@ from ruwikibench.validity.ladder import RUNGS, PlantedItem, outline_items, secti
 
 DECISIVE = ("restated", "25%", "50%", "75%", "wrong article")
 REPORTED = ("reference", "title template", "shuffled words")
+CONFIDENCE = 0.95  # of the steps' paired CIs
+MIN_ITEMS = items_needed(1 - CONFIDENCE)
+"""The fewest items a ladder decides on: the smallest n whose two-sided sign-flip test reaches p < .05 (6)."""
+EXIT_UNDECIDED = 4
+"""``check-metrics`` exit status when no checked headline metric fails but one has too few items to
+decide."""
 
 __all__ = [
     "DECISIVE",
@@ -46,6 +57,7 @@ __all__ = [
     "section_items",
     "shuffle_words",
     "step_rows",
+    "undecided_headlines",
 ]
 
 
@@ -83,11 +95,23 @@ class MetricCheck(BaseModel):
         return all(a > b for a, b in pairwise(means))
 
     @property
+    def items(self) -> int:
+        """The items the steps are paired over (the fewest of any step)."""
+        return min((s.difference.n for s in self.steps), default=0)
+
+    @property
+    def decidable(self) -> bool:
+        """Enough items for a step to be told from chance (:data:`MIN_ITEMS`)."""
+        return self.items >= MIN_ITEMS
+
+    @property
     def passed(self) -> bool:
-        return self.monotone and all(s.separated for s in self.steps)
+        return self.decidable and self.monotone and all(s.separated for s in self.steps)
 
     def reason(self, scale: float = 100.0) -> str:
-        """PASS, or FAIL with the first step that breaks the ladder."""
+        """PASS, FAIL with the first step that breaks the ladder, or 'cannot decide' with too few items."""
+        if not self.decidable:
+            return f"cannot decide: {self.items} items, needs ≥ {MIN_ITEMS}"
         for step in self.steps:
             diff = step.difference.fmt(scale)
             if step.difference.mean <= 0:
@@ -283,8 +307,17 @@ def step_rows(checks: list[MetricCheck], scale: float = 100.0) -> list[list[str]
 
 
 def failed_headlines(checks: list[MetricCheck]) -> list[str]:
-    """``stage/metric`` of every headline metric that fails the ladder."""
-    return [f"{c.stage}/{c.metric}" for c in checks if c.headline and not c.passed]
+    """``stage/metric`` of every headline metric that fails the ladder (with enough items to decide)."""
+    return [f"{c.stage}/{c.metric}" for c in checks if c.headline and c.decidable and not c.passed]
+
+
+def undecided_headlines(checks: list[MetricCheck]) -> list[str]:
+    """``stage/metric (N items, needs ≥ M)`` of every headline metric with too few items to decide."""
+    return [
+        f"{c.stage}/{c.metric} ({c.items} items, needs ≥ {MIN_ITEMS})"
+        for c in checks
+        if c.headline and not c.decidable
+    ]
 
 
 def ladder_items(

@@ -119,20 +119,46 @@ def _words(text: str, limit: int) -> str:
 # --------------------------------------------------------------------------- outline
 
 
-def heading_proxy(section: Section, words: int = PROXY_WORDS) -> str | None:
-    """The opening words of the section's text, or of the first section below it that has text."""
-    for node in section.walk():
-        text = " ".join(node.text().split())
-        if text and text != section.title:
-            return _words(text, words)
-    return None
+def _openings(text: str, words: int) -> list[str]:
+    """Stand-ins cut from a text, best first: its opening words, the opening words from each later sentence
+    on, then ``words``-word windows further into it."""
+    text = " ".join(text.split())
+    if not text:
+        return []
+    sentences = split_sentences(text)
+    tokens = text.split()
+    starts = [_words(" ".join(sentences[k:]), words) for k in range(len(sentences))]
+    windows = [" ".join(tokens[k : k + words]) for k in range(words, len(tokens) - words // 2, words)]
+    return list(dict.fromkeys(starts + windows))
 
 
-def _outline_proxies(article: Article) -> list[tuple[str, str]]:
-    """(heading, proxy) for every heading below the title that has a proxy, in document order."""
+def proxy_candidates(section: Section, words: int = PROXY_WORDS) -> list[str]:
+    """What may stand in for the section's heading, best first: :func:`_openings` of its own text, or, when it
+    has none, of the text of the sections below it (document order)."""
+    own = _openings(section.text(), words)
+    if own:
+        return own
+    return [opening for node in list(section.walk())[1:] for opening in _openings(node.text(), words)]
+
+
+def heading_proxies(article: Article, words: int = PROXY_WORDS) -> list[tuple[str, str]]:
+    """(heading, proxy) for every heading below the title that gets a proxy, in document order; proxies are
+    distinct. A heading with text of its own takes the opening words of that text; one without (a parent of
+    subsections), the deepest first, then takes the first stand-in below it that no heading took — the
+    opening of a later sentence of its first subsection, say — so a parent and its first child never share
+    one string (which would plant the same unit twice and shrink the replacements to the distinct ones). A
+    candidate equal to a heading of the article is skipped; a heading left with no candidate is dropped."""
     titles = {s.title for s in article.sections()}
-    pairs = [(s.title, heading_proxy(s)) for s in article.sections() if s.level >= 2]
-    return [(title, proxy) for title, proxy in pairs if proxy and proxy not in titles]
+    headings = [s for s in article.sections() if s.level >= 2]
+    with_text = [s for s in headings if s.text().strip()]
+    parents = sorted((s for s in headings if not s.text().strip()), key=lambda s: -s.level)  # stable
+    taken: dict[str, str] = {}
+    for section in with_text + parents:
+        used = set(taken.values())
+        fresh = (c for c in proxy_candidates(section, words) if c not in used and c not in titles)
+        if (proxy := next(fresh, None)) is not None:
+            taken[section.id] = proxy
+    return [(s.title, taken[s.id]) for s in headings if s.id in taken]
 
 
 def _foreign(own: int, pools: Sequence[Sequence[str]], count: int, exclude: set[str]) -> list[str]:
@@ -152,7 +178,7 @@ def outline_items(dataset: Dataset, articles: int, stage: str) -> list[PlantedIt
     """The ladder for the first ``articles`` articles with at least :data:`MIN_UNITS` headings that have text;
     replacements are the proxies of the dataset's other articles (the following ones first). An article with
     more headings than the others can replace keeps its first ones only (the reference keeps them all)."""
-    proxied = [(a, _outline_proxies(a)) for a in dataset.articles]
+    proxied = [(a, heading_proxies(a)) for a in dataset.articles]
     chosen = [i for i, (_, pairs) in enumerate(proxied) if len(pairs) >= MIN_UNITS][:articles]
     if len(chosen) < 2:
         raise ValueError(

@@ -189,7 +189,7 @@ def test_sentence_proxies_pick_source_sentences_by_shared_stems() -> None:
 
 
 def _estimate(mean: float, low: float, high: float) -> Estimate:
-    return Estimate(mean=mean, low=low, high=high, n=5)
+    return Estimate(mean=mean, low=low, high=high, n=8)
 
 
 def _check(diffs: list[tuple[float, float, float]], means: list[float]) -> MetricCheck:
