@@ -192,6 +192,9 @@ EXACT_MAX_ITEMS = 16
 exact randomization p-value; above, Monte-Carlo draws."""
 
 
+EXACT_ROWS_AT_ONCE = 4096  # swap patterns evaluated at a time (16 items: 16 batches)
+
+
 def smallest_p(n: int, resamples: int = 9999) -> float:
     """The smallest two-sided randomization p-value ``n`` paired items allow: 2 / 2^n when the flips are
     enumerated (only the observed pattern and its mirror can be as extreme), 1 / (1 + resamples) from
@@ -309,8 +312,8 @@ def paired_randomization(
             return int(np.sum(np.abs(t) >= observed * (1 - 1e-12)))
 
         if n <= EXACT_MAX_ITEMS:
-            total = 2**n
-            found = sum(extreme(swap_patterns(n, s, min(s + batch, total))) for s in range(0, total, batch))
+            total, rows = 2**n, EXACT_ROWS_AT_ONCE
+            found = sum(extreme(swap_patterns(n, s, min(s + rows, total))) for s in range(0, total, rows))
             return found / total
         rng = np.random.default_rng(seed)
         found = sum(
