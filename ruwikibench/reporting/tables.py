@@ -72,6 +72,21 @@ def report_stages(metrics: list[dict[str, StageMetrics]]) -> list[str]:
     return known + sorted(present - set(known))
 
 
+def run_stages(spec: dict[str, Any], metrics: dict[str, StageMetrics]) -> list[str]:
+    """The stages a run ran: its spec's ``options.stages``, else the stages of its metrics."""
+    return list((spec.get("options") or {}).get("stages") or sorted(metrics))
+
+
+def not_run_note(stage: str, absent: list[tuple[str, list[str]]]) -> str:
+    """'Not run in the outline stage, …: B (its stages: ranking).' for the compared runs (name, the stages
+    they ran) that skipped the stage: they have no row in its table, no bar in its chart, no row in its
+    paired differences. '' when every run has it."""
+    if not absent:
+        return ""
+    which = "; ".join(f"{name} (its stages: {', '.join(stages) or 'none'})" for name, stages in absent)
+    return f"Not run in the {stage} stage, so not in its table, chart or paired differences: {which}."
+
+
 def stage_metrics(stage: str) -> tuple[Metric, ...]:
     """The stage's metric declarations (none when the stage module cannot be loaded)."""
     try:

@@ -36,12 +36,32 @@ def test_deltas_order_wins_and_losses_by_size() -> None:
     block = delta_block([base, other], "outline", list(PAGES), PAGES)
     assert block is not None and block["title"] == "Mean F1" and block["base"] == "base"
     # C: mean 0.3 -> 0.9 = +60; A: +10; B: -30; D: 0; E: no score in 'other'
-    assert [(r.article, round(r.first, 6)) for r in block["wins"]] == [("C", 60.0), ("A", 10.0)]
-    assert [(r.article, round(r.first, 6)) for r in block["losses"]] == [("B", -30.0)]
-    assert block["ties"] == 1
+    (pair,) = block["pairs"]
+    assert [(r["article"], round(r["delta"], 6)) for r in pair["wins"]] == [("C", 60.0), ("A", 10.0)]
+    assert [(r["article"], round(r["delta"], 6)) for r in pair["losses"]] == [("B", -30.0)]
+    assert pair["ties"] == 1 and pair["other"] == "other"
     assert [r.article for r in block["rows"]] == ["C", "B", "A", "D", "E"]  # |Δ| descending, unknown last
     assert block["rows"][-1].deltas == [None] and block["rows"][-1].before == pytest.approx(10.0)
     assert delta_block([base], "outline", list(PAGES), PAGES) is None  # one run: nothing to compare
+
+
+def test_deltas_give_wins_and_losses_of_every_compared_run() -> None:
+    """Three runs: the third run's wins and losses against the first are its own, not the second run's."""
+    base = _run("base", {"A": [0.5], "B": [0.5], "C": [0.5]})
+    second = _run("second", {"A": [0.9], "B": [0.4], "C": [0.5]})
+    third = _run("third", {"A": [0.1], "B": [0.8], "C": [0.6]})
+    block = delta_block([base, second, third], "outline", ["A", "B", "C"], PAGES)
+    assert block is not None and [p["other"] for p in block["pairs"]] == ["second", "third"]
+    extremes = [
+        ([r["article"] for r in p["wins"]], [r["article"] for r in p["losses"]], p["ties"])
+        for p in block["pairs"]
+    ]
+    assert extremes == [(["A"], ["B"], 1), (["B", "C"], ["A"], 0)]
+    assert [r.article for r in block["rows"]] == ["A", "B", "C"]  # by the largest |Δ| of any run: 40, 30, 10
+    page = environment().get_template("report.html.j2").render(**_empty_page(deltas=[block]))
+    assert "third vs base" in page and page.count("biggest wins") == 2
+    third_part = page.split("third vs base")[1]
+    assert 'a0002.html">B</a></td><td class="num win">+30.00' in third_part.split("biggest losses")[0]
 
 
 def test_timeline_puts_overlapping_nodes_on_separate_lanes() -> None:
@@ -100,24 +120,25 @@ def test_jsonl_index_reads_one_article_at_a_time(tmp_path: Path) -> None:
     assert JsonlIndex(tmp_path / "absent.jsonl").articles() == []
 
 
+def _empty_page(**context: object) -> dict[str, object]:
+    """The report template's context for a page with nothing in it, updated with ``context``."""
+    return {
+        "title": "t",
+        "created": "now",
+        "view": "failures excluded",
+        "runs": [],
+        "settings": {"runs": [], "differing": [], "same": [], "same_count": 0},
+        "stages": [],
+        "judges": [],
+        "problems": [],
+        "problem_count": 0,
+        "index": {"header": [], "rows": []},
+        "deltas": [],
+    } | context
+
+
 def test_page_template_loads_nothing_from_outside() -> None:
-    page = (
-        environment()
-        .get_template("report.html.j2")
-        .render(
-            title="t",
-            created="now",
-            view="failures excluded",
-            runs=[],
-            settings={"runs": [], "differing": [], "same": [], "same_count": 0},
-            stages=[],
-            judges=[],
-            problems=[],
-            problem_count=0,
-            index={"header": [], "rows": []},
-            deltas=[],
-        )
-    )
+    page = environment().get_template("report.html.j2").render(**_empty_page())
     assert "<style>" in page and "<script>" in page
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
     assert "<link" not in page and "@import" not in page
@@ -280,3 +301,26 @@ def test_chart_panels_group_each_metric_with_its_floor_and_mark_failed_runs(tmp_
     alt = chart_description("outline", ["A", "B"], failures, passed)
     assert alt.startswith("Bar chart of the outline stage") and "Mean F1 with its floor and rescaled" in alt
     assert alt.endswith("Runs: A, B (failed: OperationalError: unable to open …/ruwikibench/llm.sqlite).")
+
+
+def test_a_run_that_skipped_a_stage_is_named_at_its_table_chart_and_paired_table() -> None:
+    from ruwikibench.reporting.page import report_context
+
+    both = _run("both", {"A": [0.5]})
+    also = _run("also", {"A": [0.7]})
+    ranking_only = RunData("rank-only", {}, RunDir(Path("/nonexistent/rank-only")), {})
+    ranking_only.spec = {"options": {"stages": ["ranking"]}}
+    context = report_context([both, also, ranking_only], ["outline"], "failures_excluded", {}, ["A"], PAGES)
+    (block,) = context["stages"]
+    note = (
+        "Not run in the outline stage, so not in its table, chart or paired differences: "
+        "rank-only (its stages: ranking)."
+    )
+    assert block["not_run"] == note and block["alt"].endswith(note)
+    block |= {
+        "chart": "data:image/png;base64,",
+        "paired": {"note": "n", "rows": [["metric"]], "verdicts": []},
+    }
+    page = environment().get_template("report.html.j2").render(**context)
+    section = page.split('<h2 id="stage-outline">')[1]
+    assert section.count(f'not-run">{note}<') == 3  # above the table, in the paired block, under the chart
