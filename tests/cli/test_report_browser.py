@@ -373,7 +373,7 @@ def test_article_page_of_failed_runs_traces_and_errors_once(shapes: Path) -> Non
         assert text.count(shown) == 1, shown  # each long error once on the page, referred to elsewhere
     assert dom.select("table.trace-table a.failed[href^='#error-']")
     headers = [th.get_text() for th in dom.select("table.trace-table")[0].select("thead th")]
-    assert headers[2:5] == ["duration, s", "queued, s", "service, s"]
+    assert headers[2:5] == ["duration, s", "Σ queued, s", "Σ service, s"]
     base_rows = blocks[0].select("table.trace-table tbody tr")
     assert base_rows and all(row.select("td")[3].get_text() != "—" for row in base_rows)
     for bar in dom.select("div.timeline div.bar"):

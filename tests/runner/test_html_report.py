@@ -237,6 +237,77 @@ def test_timeline_bars_stay_inside_the_track_and_show_the_queue_wait() -> None:
     assert [n["queued_s"] for n in trace["nodes"]] == [80.0, 0.0]
 
 
+def test_timeline_has_a_time_axis_in_round_seconds() -> None:
+    from ruwikibench.reporting.article_page import _timeline, time_axis
+
+    nodes = [
+        {"node": "a", "started_at": 5.0, "ended_at": 8.0},
+        {"node": "b", "started_at": 8.0, "ended_at": 17.5},
+    ]
+    axis = _timeline(nodes)["axis"]
+    assert [t["label"] for t in axis] == ["0 s", "2 s", "4 s", "6 s", "8 s", "10 s", "12 s"]
+    assert [round(t["x"], 3) for t in axis[:3]] == [0.0, round(200 / 12.5, 3), round(400 / 12.5, 3)]
+    assert [t["label"] for t in time_axis(0.9)] == ["0.0 s", "0.2 s", "0.4 s", "0.6 s", "0.8 s"]
+    assert len(time_axis(1234.0)) <= 9 and time_axis(1234.0)[-1]["label"] == "1200 s"
+    html = environment().get_template("_macros.html.j2").module.timeline(_timeline(nodes))  # type: ignore[attr-defined]
+    assert '<div class="axis" aria-hidden="true"><span style="left: 0.000%">0 s</span>' in html
+    assert html.count('class="tick"') == 7
+
+
+def test_queue_and_service_times_of_concurrent_calls_are_labelled_as_sums() -> None:
+    """Three calls of one node in flight at once, each waiting 2 s of the node's 3 s: the sums (6 s, 3 s)
+    exceed the duration, and say so; the bar's hatched start is the wait per call."""
+    from ruwikibench.reporting.article_page import _trace
+
+    record = {
+        "node": "rerank",
+        "namespace": "",
+        "started_at": 0.0,
+        "ended_at": 3.0,
+        "llm_calls": 3,
+        "queued_s": 6.0,
+        "service_s": 3.0,
+    }
+    trace = _trace([record])
+    (bar,) = trace["timeline"]["bars"]
+    assert (
+        "3 LLM calls, summed over the calls: 6.00 s waiting for a concurrency slot, 3.00 s served"
+        in bar["label"]
+    )
+    assert "the calls overlapped, so the sums exceed the node's duration" in bar["label"]
+    assert bar["queued"] == pytest.approx(100 * 2.0 / 3.0)
+    unit = {"unit": "u", **trace}
+    page = (
+        environment()
+        .get_template("article.html.j2")
+        .render(
+            article="A",
+            title="A",
+            prev=None,
+            next=None,
+            position=1,
+            count=1,
+            stages=[
+                {
+                    "stage": "ranking",
+                    "paper": "",
+                    "runs": [
+                        {
+                            "name": "r",
+                            "view": {"kind": "texts", "texts": [], "problem": ""},
+                            "scores": {"rows": []},
+                            "failures": [],
+                            "units": [unit],
+                        }
+                    ],
+                }
+            ],
+        )
+    )
+    assert "summed over the calls: 6.00 s waiting for a slot, 3.00 s served" in page
+    assert "Σ queued, s" in page and "summed over the node's calls" in page
+
+
 def test_page_errors_show_each_error_once() -> None:
     """An error met again (or one that is part of an error shown before) is referred to, not repeated; paths
     are cut to their last two parts."""
