@@ -187,13 +187,22 @@ def run_summary(run: RunData) -> dict[str, Any]:
         "path": str(run.rundir.path),
         "models": ", ".join(f"{role}: {m.get('name')}" for role, m in spec.get("models", {}).items()),
         "embedder": spec.get("embedder", ""),
-        "dataset": spec.get("dataset", {}).get("id", ""),
+        "dataset": dataset_name(spec.get("dataset") or {}),
+        "dataset_id": (spec.get("dataset") or {}).get("id", ""),
+        "dataset_path": (spec.get("dataset") or {}).get("path") or "",
         "commit": (spec.get("git_commit") or "")[:10],
         "wall_time_s": session.get("wall_time_s"),
         "calls": sum(u.get("calls", 0) for u in llm.values()),
         "tokens": sum(u.get("prompt_tokens", 0) + u.get("completion_tokens", 0) for u in llm.values()),
         "dataset_note": run.dataset_note,
     }
+
+
+def dataset_name(record: dict[str, Any]) -> str:
+    """The dataset as a person names it: the last part of the path the run was given (a directory, a
+    RuWikiBench .json file, ``hub:REPO/FILE``); '' when the run recorded no path."""
+    path = str(record.get("path") or "").rstrip("/\\")
+    return path.replace("\\", "/").rsplit("/", 1)[-1] if path else ""
 
 
 def citation_block(data: list[RunData]) -> list[dict[str, Any]]:

@@ -395,3 +395,19 @@ def test_a_run_that_skipped_a_stage_is_named_at_its_table_chart_and_paired_table
     page = environment().get_template("report.html.j2").render(**context)
     section = page.split('<h2 id="stage-outline">')[1]
     assert section.count(f'not-run">{note}<') == 3  # above the table, in the paired block, under the chart
+
+
+def test_run_table_names_the_dataset_not_only_its_hash() -> None:
+    from ruwikibench.reporting.page import dataset_name, run_summary
+
+    run = _run("base", {"A": [0.5]})
+    run.spec = {"dataset": {"id": "a49c697eca4c8f5d", "path": "/data/ruwiki_sample/"}}
+    summary = run_summary(run)
+    assert (summary["dataset"], summary["dataset_id"]) == ("ruwiki_sample", "a49c697eca4c8f5d")
+    assert dataset_name({"path": "hub:org/ruwikibench/ruwiki.json"}) == "ruwiki.json"
+    assert dataset_name({"id": "abc"}) == ""  # no path recorded: the id alone
+    page = environment().get_template("report.html.j2").render(**_empty_page(runs=[summary]))
+    assert (
+        '<td title="/data/ruwiki_sample/">ruwiki_sample <span class="note">a49c697eca4c8f5d</span></td>'
+        in page
+    )
