@@ -471,3 +471,39 @@ r.cells[dcol].textContent.trim(); });
         values = [v for v in order if v != "—"]
         assert values and order[: len(values)] == values and set(order[len(values) :]) <= {"—"}, order
         assert "—" in order
+
+
+def test_article_index_filter_box_hides_the_rows_not_matching(tmp_path: Path) -> None:
+    """The filter box's script in Chromium: typing 'дом соб' keeps only the articles whose name holds both
+    words (any order, any case) and says how many are shown; an empty box shows every row."""
+    from ruwikibench.reporting.html import environment
+
+    names = ["Собака дом", "Кошка", "Дом собачий", "Python"]
+    rows = [{"article": n, "page": f"articles/a{i}.html", "cells": []} for i, n in enumerate(names)]
+    context = {
+        "title": "t",
+        "created": "now",
+        "view": "failures excluded",
+        "runs": [],
+        "settings": {"runs": [], "differing": [], "same": [], "same_count": 0},
+        "stages": [],
+        "judges": [],
+        "problems": [],
+        "problem_count": 0,
+        "index": {"header": [], "rows": rows},
+        "deltas": [],
+    }
+    page = environment().get_template("report.html.j2").render(**context)
+    typing = (
+        '<script>var box = document.getElementById("article-filter"); box.value = "ДОМ  соб";'
+        'box.dispatchEvent(new Event("input"));</script></body>'
+    )
+    (tmp_path / "typed.html").write_text(page.replace("</body>", typing), encoding="utf-8")
+    (tmp_path / "empty.html").write_text(page, encoding="utf-8")
+    typed = BeautifulSoup(dump_dom(tmp_path / "typed.html"), "html.parser")
+    shown = [r.td.get_text() for r in typed.select("#article-index tbody tr") if not r.has_attr("hidden")]
+    assert shown == ["Собака дом", "Дом собачий"]
+    assert typed.select_one("#article-filter-count").get_text() == "2 of 4 shown"
+    empty = BeautifulSoup(dump_dom(tmp_path / "empty.html"), "html.parser")
+    assert not any(r.has_attr("hidden") for r in empty.select("#article-index tbody tr"))
+    assert empty.select_one("label[for=article-filter]") is not None
