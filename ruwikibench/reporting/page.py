@@ -93,6 +93,7 @@ def report_context(
                     for line in baseline_lines(stage, m, name)
                 ],
                 "paired": paired_block(paired.get(stage, [])),
+                "items_csv": None,  # set by html.write_html_report once the file is written
             }
         )
     return {

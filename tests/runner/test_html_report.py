@@ -411,3 +411,47 @@ def test_run_table_names_the_dataset_not_only_its_hash() -> None:
         '<td title="/data/ruwiki_sample/">ruwiki_sample <span class="note">a49c697eca4c8f5d</span></td>'
         in page
     )
+
+
+def test_per_item_scores_are_written_as_csv_and_linked_from_the_stage(tmp_path: Path) -> None:
+    import csv
+
+    from ruwikibench.reporting.item_csv import write_item_csvs
+
+    base = _run("base", {"A": [0.5, 0.25]})
+    other = _run("other", {"A": [0.75]})
+    other.results[("outline", "B")] = [
+        ResultRow(stage="outline", article="B", item="article", excluded="reference outline has no sections"),
+        ResultRow(stage="outline", article="B", item="article", excluded="reference outline has no sections"),
+    ]
+    assert write_item_csvs([base, other], ["outline", "sections"], tmp_path) == {
+        "outline": "outline_items.csv"
+    }
+    with (tmp_path / "outline_items.csv").open(encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows == [
+        ["run", "article", "item", "excluded", "f1"],
+        ["base", "A", "s0", "", "0.5"],
+        ["base", "A", "s1", "", "0.25"],
+        ["other", "A", "s0", "", "0.75"],
+        ["other", "B", "article", "reference outline has no sections", ""],  # the item once
+    ]
+    assert not (tmp_path / "sections_items.csv").exists()
+    block = {"name": "outline", "items_csv": "outline_items.csv"}
+    stage = {
+        k: block.get(k)
+        for k in ("name", "paper", "label", "groups", "header", "chart", "paired", "floor_note", "items_csv")
+    }
+    stage |= {
+        "rows": [["run"], ["base"]],
+        "row_classes": [""],
+        "paper_notes": [],
+        "failures": {},
+        "alt": "",
+        "glossary": [],
+        "glossary_note": "",
+        "baselines": [],
+        "not_run": "",
+    }
+    page = environment().get_template("report.html.j2").render(**_empty_page(stages=[stage]))
+    assert '<a href="outline_items.csv" download>outline_items.csv</a>' in page
