@@ -13,7 +13,14 @@ from typing import Any
 from ruwikibench.reporting.article_views import ArticleRecords, article_view
 from ruwikibench.reporting.data import RunData
 from ruwikibench.reporting.failures import short_reason
-from ruwikibench.reporting.tables import count_keys, metric_scale, paper_table, stage_columns
+from ruwikibench.reporting.tables import (
+    column_marks,
+    column_meanings,
+    count_keys,
+    metric_scale,
+    paper_table,
+    stage_columns,
+)
 from ruwikibench.stage.metric import is_twin
 from ruwikibench.storage.jsonl import latest, unit_key
 from ruwikibench.storage.results import ResultRow, StageMetrics
@@ -127,7 +134,12 @@ def item_scores(stage: str, metrics: StageMetrics, results: list[ResultRow]) -> 
                 ],
             }
         )
-    return {"header": [title for title, _ in columns], "rows": rows}
+    marks, meanings = column_marks(stage), column_meanings(stage)
+    return {
+        "header": [marks.get(title, title) for title, _ in columns],
+        "meanings": [meanings.get(title, "") for title, _ in columns],
+        "rows": rows,
+    }
 
 
 def trace_units(nodes: list[dict[str, Any]], errors: PageErrors | None = None) -> list[dict[str, Any]]:

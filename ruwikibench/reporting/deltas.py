@@ -9,7 +9,7 @@ from typing import Any
 
 from ruwikibench.reporting.data import RunData
 from ruwikibench.reporting.failures import short_reason
-from ruwikibench.reporting.tables import count_keys, metric_scale, stage_columns, stage_metrics
+from ruwikibench.reporting.tables import count_keys, marked, metric_scale, stage_columns, stage_metrics
 from ruwikibench.stage.metric import headline as headline_metric
 from ruwikibench.stage.metric import is_twin
 from ruwikibench.storage.results import StageMetrics
@@ -66,7 +66,7 @@ def delta_block(
         rows.append(DeltaRow(article, pages[article], before, afters, deltas))
     return {
         "stage": stage,
-        "title": title,
+        "title": marked(stage, title),
         "base": base.name,
         "others": [r.name for r in others],
         "pairs": [

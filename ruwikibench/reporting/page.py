@@ -14,7 +14,7 @@ from typing import Any
 from ruwikibench.reporting.data import Run, RunData
 from ruwikibench.reporting.deltas import delta_block, headline, shown
 from ruwikibench.reporting.failures import stage_failures
-from ruwikibench.reporting.paired import PairedRow, paired_table
+from ruwikibench.reporting.paired import PairedRow
 from ruwikibench.reporting.paper import PaperBlock, paper_notes, with_paper_rows
 from ruwikibench.reporting.plots import chart_description
 from ruwikibench.reporting.settings import SHORT_VALUE, SettingsTable, settings_table, shorten
@@ -22,9 +22,12 @@ from ruwikibench.reporting.tables import (
     GLOSSARY_NOTE,
     PAIRED_NOTE,
     baseline_lines,
+    column_marks,
     column_meanings,
     floor_note,
     glossary_rows,
+    marked,
+    marked_paired_table,
     not_run_note,
     paper_table,
     run_stages,
@@ -164,8 +167,13 @@ def grouped_header(stage: str, metrics: StageMetrics | None, view: str) -> list[
     titles = {key: title for title, key in stage_columns(stage, metrics)}
     short = {titles[k]: "floor" for k in titles if k.endswith(FLOOR_SUFFIX)}
     short |= {titles[k]: "rescaled" for k in titles if k.endswith(RESCALED_SUFFIX)}
-    meanings = column_meanings(stage)
-    return [{"label": short.get(title, title), "full": meanings.get(title, title)} for title in header]
+    meanings, marks = column_meanings(stage), column_marks(stage)
+
+    def label(title: str) -> str:
+        mark = marks.get(title, title).removeprefix(title)
+        return short[title] + mark if title in short else title + mark
+
+    return [{"label": label(title), "full": meanings.get(title, title)} for title in header]
 
 
 def paired_block(rows: list[PairedRow]) -> dict[str, Any] | None:
@@ -174,7 +182,7 @@ def paired_block(rows: list[PairedRow]) -> dict[str, Any] | None:
         return None
     return {
         "note": PAIRED_NOTE.replace("*", ""),
-        "rows": paired_table(rows),
+        "rows": marked_paired_table(rows),
         "verdicts": [row.sentence() for row in rows if row.winner is not None],
     }
 
@@ -302,5 +310,8 @@ def index_table(
             for c in columns
         ]
         rows.append({"article": article, "page": pages[article], "cells": cells})
-    header = [f"{c.stage} {c.title}" + (f" · {c.run.name}" if len(data) > 1 else "") for c in columns]
+    several = len(data) > 1  # the run in brackets: '·' is the mark of a column with no better direction
+    header = [
+        f"{c.stage} {marked(c.stage, c.title)}" + (f" ({c.run.name})" if several else "") for c in columns
+    ]
     return {"header": header, "rows": rows}

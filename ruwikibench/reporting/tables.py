@@ -264,6 +264,31 @@ def stage_headlines(stage: str, metrics: StageMetrics | None = None) -> list[Hea
     return [Headline(m.label, m.key, factor(m), m.floor) for m in paired_metrics(declared)]
 
 
+def column_marks(stage: str) -> dict[str, str]:
+    """Per column title of the stage's table: the title with its direction mark ('Mean F1 ↑', 'Headings ·');
+    a column the stage does not declare keeps its title."""
+    return {m.label: header(m) for m in table_metrics(stage_metrics(stage))}
+
+
+def marked(stage: str, title: str) -> str:
+    """``title`` with its direction mark when the stage declares the column."""
+    return column_marks(stage).get(title, title)
+
+
+def marked_rows(stage: str, rows: list[list[str]]) -> list[list[str]]:
+    """A stage table (header first) with each declared column's header carrying its direction mark: what
+    report.md and the console print (the CSV files keep the bare titles)."""
+    marks = column_marks(stage)
+    return [[marks.get(title, title) for title in rows[0]], *rows[1:]] if rows else rows
+
+
+def marked_paired_table(rows: list[PairedRow]) -> list[list[str]]:
+    """:func:`~ruwikibench.reporting.paired.paired_table` with each metric's direction mark ('Mean F1 ↑',
+    'Mean F1 rescaled ↑'): a difference above 0 is better only for ↑."""
+    table = paired_table(rows)
+    return table[:1] + [[marked(row.stage, cells[0]), *cells[1:]] for row, cells in zip(rows, table[1:])]
+
+
 def column_meanings(stage: str) -> dict[str, str]:
     """Per column header of the stage's table: 'Mean F1 ↑ (×100): sentence F1 …' (the HTML header's hover)."""
     return {
@@ -309,7 +334,7 @@ def paired_section(rows: list[PairedRow]) -> list[str]:
         "",
         PAIRED_NOTE,
         "",
-        markdown_table(paired_table(rows)),
+        markdown_table(marked_paired_table(rows)),
         "",
         *(found or ["No significant difference in any metric."]),
         "",

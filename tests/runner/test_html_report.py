@@ -34,7 +34,7 @@ def test_deltas_order_wins_and_losses_by_size() -> None:
     base = _run("base", {"A": [0.5], "B": [0.5], "C": [0.2, 0.4], "D": [0.7], "E": [0.1]})
     other = _run("other", {"A": [0.6], "B": [0.2], "C": [0.9, 0.9], "D": [0.7]})  # E failed in 'other'
     block = delta_block([base, other], "outline", list(PAGES), PAGES)
-    assert block is not None and block["title"] == "Mean F1" and block["base"] == "base"
+    assert block is not None and block["title"] == "Mean F1 ↑" and block["base"] == "base"
     # C: mean 0.3 -> 0.9 = +60; A: +10; B: -30; D: 0; E: no score in 'other'
     (pair,) = block["pairs"]
     assert [(r["article"], round(r["delta"], 6)) for r in pair["wins"]] == [("C", 60.0), ("A", 10.0)]
@@ -87,7 +87,8 @@ def test_item_scores_scale_fractions_not_counts() -> None:
     ]
     table = item_scores("outline", StageMetrics(), results)
     row = dict(zip(table["header"], table["rows"][0]["cells"], strict=True))
-    assert row["Mean F1"] == pytest.approx(85.69) and row["Headings"] == 9.0 and row["Max depth"] == 1.0
+    assert row["Mean F1 ↑"] == pytest.approx(85.69) and row["Headings ·"] == 9.0 and row["Max depth ·"] == 1.0
+    assert table["meanings"][0].startswith("Mean F1 ↑ (×100): heading F1")  # the header's hover text
     assert table["rows"][1]["excluded"] == "reference outline has no sections"
     assert all(v is None for v in table["rows"][1]["cells"])
 
@@ -455,3 +456,24 @@ def test_per_item_scores_are_written_as_csv_and_linked_from_the_stage(tmp_path: 
     }
     page = environment().get_template("report.html.j2").render(**_empty_page(stages=[stage]))
     assert '<a href="outline_items.csv" download>outline_items.csv</a>' in page
+
+
+def test_every_column_header_carries_its_direction_mark() -> None:
+    """Stage tables (HTML and report.md/console), the paired table, the article index and the deltas: each
+    declared column is shown with ↑/↓/·, its meaning on hover."""
+    from ruwikibench.reporting.page import grouped_header, index_table
+    from ruwikibench.reporting.tables import marked_rows, stage_table
+
+    header = grouped_header("outline", None, "failures_excluded")
+    labels = [h["label"] for h in header]
+    assert labels[1:4] == ["Mean F1 ↑", "floor ·", "rescaled ↑"] and "Headings ·" in labels
+    assert header[1]["full"].startswith("Mean F1 ↑ (×100): ")
+    md_header = marked_rows("outline", stage_table("outline", [("r", StageMetrics())]))[0]
+    assert md_header[:4] == ["run", "Mean F1 ↑", "Mean F1 floor ·", "Mean F1 rescaled ↑"]
+    runs = [_run("base", {"A": [0.5]}), _run("other", {"A": [0.6]})]
+    assert index_table(runs, ["outline"], ["A"], PAGES)["header"] == [
+        "outline Mean F1 ↑ (base)",
+        "outline Mean F1 ↑ (other)",
+    ]
+    delta = delta_block(runs, "outline", ["A"], PAGES)
+    assert delta is not None and delta["title"] == "Mean F1 ↑"

@@ -218,9 +218,9 @@ def test_compare_runs_writes_the_paired_section(tmp_path: Path) -> None:
     md = compare_runs([base, better], tmp_path / "cmp").read_text(encoding="utf-8")
     section = md.split("## sections")[1]
     assert "### Paired differences" in section
-    assert "| Mean F1 | better | +5.00 [+5.00, +5.00] |" in section  # the same +0.05 on all 16 items
+    assert "| Mean F1 ↑ | better | +5.00 [+5.00, +5.00] |" in section  # the same +0.05 on all 16 items
     assert (
-        "| Mean ROUGE-L | better | +0.00 [+0.00, +0.00] | 1.000 | 16 | 0 | no significant difference |"
+        "| Mean ROUGE-L ↑ | better | +0.00 [+0.00, +0.00] | 1.000 | 16 | 0 | no significant difference |"
         in section
     )
     verdicts = [line for line in section.splitlines() if line.startswith("- ")]
@@ -230,7 +230,7 @@ def test_compare_runs_writes_the_paired_section(tmp_path: Path) -> None:
     assert verdicts[0].startswith("- better beats base on sections Mean F1: +5.00 [+5.00, +5.00], p = 0.000")
     assert verdicts[0].endswith(", 16 shared items")
     # rescaled F1: (x̄ + 0.05 − 0.4) / 0.6 − (x̄ − 0.4) / 0.6 = 0.05 / 0.6
-    assert "| Mean F1 rescaled | better | +8.33 [+8.33, +8.33] |" in section
+    assert "| Mean F1 rescaled ↑ | better | +8.33 [+8.33, +8.33] |" in section
     page = (tmp_path / "cmp" / "report.html").read_text(encoding="utf-8")
     assert '<table class="sortable paired-table">' in page and "Paired differences" in page
     assert "better beats base on sections Mean F1" in page
