@@ -151,7 +151,7 @@ def column_groups(stage: str, metrics: StageMetrics | None, view: str) -> list[d
         if is_twin(key):
             groups[-1]["span"] += 1
         elif key + FLOOR_SUFFIX in keys:
-            groups.append({"label": f"{title}: raw · floor · rescaled", "span": 1, "cls": "col-floor"})
+            groups.append({"label": f"{title}: raw, floor, rescaled", "span": 1, "cls": "col-floor"})
         elif groups[-1]["cls"] == "col-metrics":
             groups[-1]["span"] += 1
         else:

@@ -178,9 +178,9 @@ def test_report_page_tables_deltas_and_no_request(report: Path) -> None:
         )  # each run's baselines
     assert len(dom.select("ul.baselines")) == 3  # the verdict lines against the best baseline, per stage
     ranking = {th.get_text(): i for i, th in enumerate(stage_tables[0].select("thead tr:last-child th"))}
-    assert {"BM25 NDCG", "Rerank NDCG", "scored", "excluded", "failed"} <= set(ranking)
+    assert {"BM25 NDCG ↑", "Rerank NDCG ↑", "scored", "excluded", "failed"} <= set(ranking)
     cells = stage_tables[0].select("tbody tr")[0].select("td")
-    assert cells[ranking["Rerank NDCG"]].get_text().count("[") == 1  # mean [CI]
+    assert cells[ranking["Rerank NDCG ↑"]].get_text().count("[") == 1  # mean [CI]
     assert len(dom.select("img.chart[src^='data:image/png;base64,']")) == 3
     settings = {
         row.select_one("th").get_text(): [td.get_text() for td in row.select("td")]
@@ -343,11 +343,11 @@ def test_wide_tables_have_column_groups_and_a_sticky_first_column(shapes: Path) 
         assert sum(int(c.get("colspan", 1)) for c in table.select("tr.groups > *")) == columns
     outline = dom.select("table.stage-table")[1]
     groups = [th.get_text() for th in outline.select("tr.groups th")]
-    assert "Mean F1: raw · floor · rescaled" in groups and "items" in groups
+    assert "Mean F1: raw, floor, rescaled" in groups and "items" in groups
     assert [th.get_text() for th in outline.select("thead tr:last-child th")][1:4] == [
-        "Mean F1",
-        "floor",
-        "rescaled",
+        "Mean F1 ↑",
+        "floor ·",
+        "rescaled ↑",
     ]
     sticky = _measured(
         shapes / "report.html",
