@@ -9,7 +9,15 @@ from typing import Any
 
 from ruwikibench.reporting.data import RunData
 from ruwikibench.reporting.failures import short_reason
-from ruwikibench.reporting.tables import count_keys, marked, metric_scale, stage_columns, stage_metrics
+from ruwikibench.reporting.tables import (
+    count_keys,
+    marked,
+    metric_scale,
+    not_run_note,
+    run_stages,
+    stage_columns,
+    stage_metrics,
+)
 from ruwikibench.stage.metric import headline as headline_metric
 from ruwikibench.stage.metric import is_twin
 from ruwikibench.storage.results import StageMetrics
@@ -74,6 +82,9 @@ def delta_block(
             for index, other in enumerate(others)
         ],
         "rows": sorted(rows, key=_largest_change),
+        "not_run": not_run_note(
+            stage, [(r.name, run_stages(r.spec, r.metrics)) for r in data if stage not in r.metrics]
+        ),
     }
 
 

@@ -84,7 +84,7 @@ def not_run_note(stage: str, absent: list[tuple[str, list[str]]]) -> str:
     if not absent:
         return ""
     which = "; ".join(f"{name} (its stages: {', '.join(stages) or 'none'})" for name, stages in absent)
-    return f"Not run in the {stage} stage, so not in its table, chart or paired differences: {which}."
+    return f"Not run in the {stage} stage, so not in its table, chart, paired differences or deltas: {which}."
 
 
 def stage_metrics(stage: str) -> tuple[Metric, ...]:

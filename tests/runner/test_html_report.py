@@ -385,7 +385,7 @@ def test_a_run_that_skipped_a_stage_is_named_at_its_table_chart_and_paired_table
     context = report_context([both, also, ranking_only], ["outline"], "failures_excluded", {}, ["A"], PAGES)
     (block,) = context["stages"]
     note = (
-        "Not run in the outline stage, so not in its table, chart or paired differences: "
+        "Not run in the outline stage, so not in its table, chart, paired differences or deltas: "
         "rank-only (its stages: ranking)."
     )
     assert block["not_run"] == note and block["alt"].endswith(note)
@@ -395,7 +395,9 @@ def test_a_run_that_skipped_a_stage_is_named_at_its_table_chart_and_paired_table
     }
     page = environment().get_template("report.html.j2").render(**context)
     section = page.split('<h2 id="stage-outline">')[1]
-    assert section.count(f'not-run">{note}<') == 3  # above the table, in the paired block, under the chart
+    assert section.count(f'not-run">{note}<') == 4  # above the table, paired block, under the chart, deltas
+    (deltas,) = context["deltas"]
+    assert deltas["not_run"] == note and [p["other"] for p in deltas["pairs"]] == ["also"]
 
 
 def test_run_table_names_the_dataset_not_only_its_hash() -> None:
