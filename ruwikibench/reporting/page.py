@@ -294,12 +294,13 @@ class IndexColumn:
 def index_table(
     data: list[RunData], stages: list[str], articles: list[str], pages: dict[str, str]
 ) -> dict[str, Any]:
-    """One row per article: each run's headline score per stage (×100), failures marked."""
+    """One row per article: each run's headline score per stage (×100), failures marked; a run that did not
+    run a stage has no column of it."""
     columns: list[IndexColumn] = []
     for stage in stages:
         metrics = next((r.metrics[stage] for r in data if stage in r.metrics), None)
         title, key = headline(stage, metrics)
-        columns += [IndexColumn(stage, title, key, r) for r in data]
+        columns += [IndexColumn(stage, title, key, r) for r in data if stage in r.metrics]
     rows = []
     for article in articles:
         cells = [

@@ -396,6 +396,10 @@ def test_a_run_that_skipped_a_stage_is_named_at_its_table_chart_and_paired_table
     page = environment().get_template("report.html.j2").render(**context)
     section = page.split('<h2 id="stage-outline">')[1]
     assert section.count(f'not-run">{note}<') == 4  # above the table, paired block, under the chart, deltas
+    assert context["index"]["header"] == [
+        "outline Mean F1 ↑ (both)",
+        "outline Mean F1 ↑ (also)",
+    ]  # no empty column
     (deltas,) = context["deltas"]
     assert deltas["not_run"] == note and [p["other"] for p in deltas["pairs"]] == ["also"]
 
