@@ -268,3 +268,21 @@ def test_paired_comparison_reads_the_run_directories(tmp_path: Path) -> None:
         )[0].verdict()
         == "no shared item"
     )
+
+
+def test_the_verdict_follows_the_metric_direction() -> None:
+    """B is higher on every item: it beats A on a metric where higher is better, loses where lower is
+    better (an error rate a plug-in declares ``direction="lower"``), and beats nobody on a count."""
+    a, b = _planted(np.full(30, 0.05))
+    verdicts = {}
+    for direction in ("higher", "lower", "neither"):
+        headline = [Headline("Errors", "f1", 100.0, direction=direction)]
+        (row,) = compare_runs_paired([("A", a, []), ("B", b, [])], ["sections"], {"sections": headline})[
+            "sections"
+        ]
+        verdicts[direction] = (row.verdict(), row.winner)
+    assert verdicts == {
+        "higher": ("B beats A", "B"),
+        "lower": ("A beats B", "A"),
+        "neither": ("significant difference (neither direction is better)", None),
+    }
