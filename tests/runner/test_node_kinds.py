@@ -31,7 +31,9 @@ NODES = textwrap.dedent(
     from ruwikibench.plugin import ClusterTask, StageContext
 
 
-    async def describe(state: ClusterTask, runtime: Runtime[StageContext]) -> Command[Literal["mini_outline"]]:
+    async def describe(
+        state: ClusterTask, runtime: Runtime[StageContext]
+    ) -> Command[Literal["mini_outline"]]:
         """The recipe of docs/plugins.md: describe the cluster without an LLM call, then go on to
         mini_outline with the description, as the built-in node does."""
         description = "Кластер: " + state["cluster"].label

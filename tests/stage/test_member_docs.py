@@ -40,5 +40,6 @@ def test_subclasses_keep_their_own_docstring_and_the_source_is_read_only_when_as
     assert isinstance(lazy, MemberDocs) and lazy.full == {}  # nothing parsed at import
     assert (
         Documented.__doc__
-        == "A class.\n\nMembers (class attributes a subclass sets; the default in brackets):\n\nsize [3]\n    How big.\n"
+        == "A class.\n\nMembers (class attributes a subclass sets; the default in brackets):\n\n"
+        "size [3]\n    How big.\n"
     )
