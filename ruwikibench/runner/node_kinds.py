@@ -5,12 +5,15 @@ where a Command is expected leaves the fan-out with nowhere to go, and every uni
 
 The built-in node's kind is known from its graph (a node added with ``destinations=`` routes by Command) or
 from its return annotation (``Command[...]``); the override's kind only from its return annotation. An
-override without a return annotation is not checked here.
+override without a return annotation is not checked at load; at run time :func:`routing_checked` fails its
+unit with one clear line when it returns a state update for a routing node.
 """
 
 from __future__ import annotations
 
 import collections.abc
+import functools
+import inspect
 import types
 import typing
 from typing import Any, Literal
@@ -95,3 +98,45 @@ def kind_mismatch(graph: StateGraph, node: str, fn: Any) -> str | None:
         f"{getattr(fn, '__name__', fn)!r} is annotated to return a state update: return a Command as the "
         "built-in node does (see docs/plugins.md, 'A node override')"
     )
+
+
+class NodeKindError(TypeError):
+    """A node override returned a state update where the node it replaces routes with a Command."""
+
+
+def _is_command(result: Any) -> bool:
+    if isinstance(result, Command):
+        return True
+    return isinstance(result, list | tuple) and bool(result) and all(isinstance(r, Command) for r in result)
+
+
+def routing_checked(graph: StateGraph, node: str, fn: Any, key: str) -> Any:
+    """``fn`` as the override of ``node``; for a routing node (:func:`builtin_kind` 'command') wrapped so a
+    return that is not a Command fails the unit with one line naming the config key, instead of LangGraph's
+    error about concurrent updates further on. The wrapper keeps ``fn``'s signature (LangGraph still injects
+    ``runtime``)."""
+    if builtin_kind(graph, node) != "command":
+        return fn
+
+    def check(result: Any) -> Any:
+        if not _is_command(result):
+            raise NodeKindError(
+                f"overrides.{key}: returned {type(result).__name__}, but the {node!r} node routes itself: "
+                "return Command(goto=Send(<next node>, <its input>)) as the built-in node does "
+                "(docs/plugins.md, 'A node override')"
+            )
+        return result
+
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def checked_async(*args: Any, **kwargs: Any) -> Any:
+            return check(await fn(*args, **kwargs))
+
+        return checked_async
+
+    @functools.wraps(fn)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        return check(fn(*args, **kwargs))
+
+    return checked

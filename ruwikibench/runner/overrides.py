@@ -38,7 +38,7 @@ from pydantic import BaseModel
 
 from ruwikibench.conf.config import ConfigError, RunConfig
 from ruwikibench.runner.identity import CodeIdentity, code_identity, file_sha256
-from ruwikibench.runner.node_kinds import kind_mismatch
+from ruwikibench.runner.node_kinds import kind_mismatch, routing_checked
 from ruwikibench.stage.contract import Stage
 from ruwikibench.stage.registry import StageRegistryError, get_stage
 
@@ -299,7 +299,9 @@ def stage_graph(stage: Stage[Any], overrides: dict[str, Override]) -> StateGraph
         graph = stage.build_graph()
     for override in overrides.values():
         if override.stage == stage.name and override.node is not None:
-            replace_node(graph, override.node, override.obj)
+            replace_node(
+                graph, override.node, routing_checked(graph, override.node, override.obj, override.key)
+            )
     return graph
 
 

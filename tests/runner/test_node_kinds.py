@@ -110,3 +110,27 @@ def test_the_documented_command_recipe_runs_through_the_outline_graph(module: st
     descriptions = sorted(r.description for r in out["cluster_results"])
     assert descriptions == ["Кластер: Библиотеки", "Кластер: История", "Кластер: Синтаксис"]
     assert len(chat.calls) == 3 + 1  # three mini-outlines and the merge: the override asked nothing
+
+
+def test_an_unannotated_dict_for_a_routing_node_fails_its_unit_with_one_clear_line(module: str) -> None:
+    """Not knowable at load (no annotation): the run says what is wrong instead of LangGraph's error about
+    concurrent updates of 'description'. The recipe's Command passes the same wrapper."""
+    from ruwikibench.runner.node_kinds import NodeKindError
+    from ruwikibench.runner.overrides import stage_graph
+
+    dataset = tiny_dataset()
+    stage = get_stage("outline")
+    for target, fails in (("describe_unannotated", True), ("describe", False)):
+        overrides = check_overrides(_config({"outline.describe": f"{module}:{target}"}))
+        graph = stage_graph(stage, overrides)
+        context = context_for(dataset, ScriptedChat(responder()), mode="description", per_cluster=1)
+        run = graph.compile().ainvoke(python_unit(dataset), context=context)
+        if not fails:
+            assert len(asyncio.run(run)["cluster_results"]) == 3
+            continue
+        with pytest.raises(NodeKindError) as caught:
+            asyncio.run(run)
+        assert str(caught.value).startswith(
+            "overrides.outline.describe: returned dict, but the 'describe' node routes itself: "
+            "return Command(goto=Send(<next node>, <its input>))"
+        )
