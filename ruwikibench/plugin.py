@@ -35,9 +35,17 @@ What nodes use:
 - :func:`prompt_slot`: an options field naming a prompt file (its text is hashed into the run's identity);
 - the built-in stages' options models (``RankingConfig``, ``OutlineConfig``, ``SectionsConfig``,
   ``WriterConfig``: ``config.options(OutlineConfig)``) and :class:`ModelRole` for a role with fallbacks;
-- the built-in stages' input/output schemas (``RankingInput`` … ``SectionsOutput``; the ``…OutputModel`` each
-  stage's ``score()`` receives), for graph and node
-  overrides that must fit them, and :func:`parse_outline` for outline answers.
+- the built-in stages' input/output schemas (``RankingInput`` … ``WriterOutput``; the ``…OutputModel`` each
+  stage's ``score()`` receives) for graph overrides, and each overridable node's input type for node
+  overrides: ranking ``RankingState`` (expand_query, retrieve, rank), ``RerankTask`` (rerank); outline
+  ``OutlineState`` (cluster, merge, parse), ``ClusterTask`` (select, describe, mini_outline; with ``Cluster``
+  and ``ClusterResult``); sections ``SectionsState`` (finish), ``SectionInput`` (section: one section's
+  subgraph, whose own nodes use ``SectionState``, ``CompressInput``, ``GroupSummary``, ``SectionResult``);
+  writer ``WriterState``. ``select`` and ``describe`` route themselves: an override returns
+  ``Command(goto=Send(...))`` as they do, not a dict (docs/plugins.md, "A node override");
+- the data model a stage's ``units()`` and ``score()`` read: :class:`Dataset`, :class:`Article`,
+  :class:`Section` (a heading with its paragraphs and subsections), :class:`Snippet` (a source's text window);
+  and :func:`parse_outline` for outline answers.
 
 What ``score()`` uses: the evaluators' pure functions (:func:`rouge_l`, :func:`sentence_bleu`,
 :func:`lexical_scores`, :func:`sentence_prf`, :func:`text_scores`, :func:`entity_scores`,
@@ -49,7 +57,7 @@ from __future__ import annotations
 
 from ruwikibench.conf.builtin_options import OutlineConfig, RankingConfig, SectionsConfig, WriterConfig
 from ruwikibench.conf.config import ModelRole, RunConfig, prompt_slot
-from ruwikibench.dataset import Article, Dataset
+from ruwikibench.dataset import Article, Dataset, Section, Snippet
 from ruwikibench.evaluators.entities import entity_scores
 from ruwikibench.evaluators.floor import FloorSide
 from ruwikibench.evaluators.lexical import corpus_bleu, lexical_scores, rouge_l, sentence_bleu
@@ -58,7 +66,15 @@ from ruwikibench.evaluators.ranking import ndcg, r_precision, ranking_metrics
 from ruwikibench.evaluators.similarity import sentence_prf
 from ruwikibench.evaluators.text_scores import text_scores
 from ruwikibench.nodes.answers import ask, clean_answer
-from ruwikibench.nodes.outline import OutlineInput, OutlineOutput, OutlineSnippet, OutlineState
+from ruwikibench.nodes.outline import (
+    Cluster,
+    ClusterResult,
+    ClusterTask,
+    OutlineInput,
+    OutlineOutput,
+    OutlineSnippet,
+    OutlineState,
+)
 from ruwikibench.nodes.outline_parser import Heading, parse_outline
 from ruwikibench.nodes.ranking import (
     Candidate,
@@ -67,9 +83,22 @@ from ruwikibench.nodes.ranking import (
     RankingInput,
     RankingOutput,
     RankingOutputModel,
+    RankingState,
     RerankTask,
 )
-from ruwikibench.nodes.sections import SectionsInput, SectionsOutput, SectionsOutputModel, SectionsState
+from ruwikibench.nodes.sections import (
+    CompressInput,
+    GroupSummary,
+    SectionInput,
+    SectionOutput,
+    SectionResult,
+    SectionsInput,
+    SectionsOutput,
+    SectionsOutputModel,
+    SectionsState,
+    SectionState,
+)
+from ruwikibench.nodes.writer import WriterInput, WriterOutput, WriterOutputModel, WriterState
 from ruwikibench.prompts.render import cut_text, numbered_texts
 from ruwikibench.stage.context import StageContext
 from ruwikibench.stage.contract import (
@@ -91,9 +120,14 @@ __all__ = [
     "Baseline",
     "BaselineSkipped",
     "Candidate",
+    "Cluster",
+    "ClusterResult",
+    "ClusterTask",
+    "CompressInput",
     "Dataset",
     "FloorSide",
     "GeneratedText",
+    "GroupSummary",
     "Heading",
     "Hit",
     "Judgement",
@@ -108,14 +142,21 @@ __all__ = [
     "RankingInput",
     "RankingOutput",
     "RankingOutputModel",
+    "RankingState",
     "RerankTask",
     "RunConfig",
     "ScoreRecord",
+    "Section",
+    "SectionInput",
+    "SectionOutput",
+    "SectionResult",
+    "SectionState",
     "SectionsConfig",
     "SectionsInput",
     "SectionsOutput",
     "SectionsOutputModel",
     "SectionsState",
+    "Snippet",
     "Stage",
     "StageContext",
     "StageOutputError",
@@ -123,6 +164,10 @@ __all__ = [
     "StageScore",
     "Unit",
     "WriterConfig",
+    "WriterInput",
+    "WriterOutput",
+    "WriterOutputModel",
+    "WriterState",
     "ask",
     "clean_answer",
     "corpus_bleu",

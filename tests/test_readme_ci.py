@@ -58,3 +58,22 @@ def test_extras_hold_what_the_tests_install_with() -> None:
     assert not any(req.startswith("llama-cpp-python") for req in extras["score"])
     assert {req.split("==")[0] for req in extras["score"]} == {"onnx", "onnxruntime"}
     assert any(req.startswith("pandas") for req in extras["notebook"])
+
+
+def test_docs_that_use_pandas_name_the_extra_that_installs_it() -> None:
+    """pandas is no dependency of ruwikibench: a README or docs passage whose code uses it (``import pandas``,
+    ``pd.DataFrame``) names the ``notebook`` extra within the same paragraph or the one before its code."""
+    import re
+
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    found = 0
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for use in re.finditer(r"import pandas|pd\.DataFrame", text):
+            found += 1
+            before = text[max(0, use.start() - 700) : use.start()]
+            paragraph = text[use.start() : text.find("\n\n", use.start())]
+            assert "[notebook]" in before + paragraph, (
+                f"{page.name}: pandas used without naming the notebook extra"
+            )
+    assert found >= 2  # the Python API example and the README's pointer to it

@@ -379,14 +379,17 @@ def report(
     """Compare runs in the paper's table layouts: Markdown, CSV, PNG charts with CIs, report.html + article
     pages."""
     from ruwikibench.reporting.compare import compare_runs, load_run, paper_blocks
-    from ruwikibench.reporting.tables import report_stages, stage_table, table_title
+    from ruwikibench.reporting.tables import marked, marked_rows, report_stages, stage_table, table_title
 
     path = compare_runs(run_dirs, out, view, paper)
     runs = [load_run(p) for p in run_dirs]
     references = paper_blocks(runs) if paper else {}
     for stage in report_stages([m for _, m, _ in runs]):
         present = [(name, m[stage]) for name, m, _ in runs if stage in m]
-        print_table(table_title(stage, f"×100, mean [95% CI], {view}"), stage_table(stage, present, view))
+        print_table(
+            table_title(stage, f"×100, mean [95% CI], {view}"),
+            marked_rows(stage, stage_table(stage, present, view)),
+        )
         for name, data in present:
             print_baseline_lines(stage, data, name)
         print_glossary(stage)
@@ -399,6 +402,7 @@ def report(
         if paired.exists():
             with open(paired, newline="", encoding="utf-8") as handle:
                 rows = list(csv.reader(handle))
+            rows = rows[:1] + [[marked(stage, row[0]), *row[1:]] for row in rows[1:]]
             print_table(
                 f"{stage}: paired differences vs {present[0][0]} (×100, shared items; p: randomization)", rows
             )

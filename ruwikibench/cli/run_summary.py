@@ -42,13 +42,13 @@ def print_glossary(stage: str) -> None:
 
 
 def _show(rundir: Any, stages: list[str]) -> None:
-    from ruwikibench.reporting.tables import judgements_line, stage_table, table_title
+    from ruwikibench.reporting.tables import judgements_line, marked_rows, stage_table, table_title
     from ruwikibench.storage.results import read_metrics
 
     metrics = read_metrics(rundir).stages
     for stage in stages:
         if stage in metrics:
-            rows = stage_table(stage, [(rundir.path.name, metrics[stage])])
+            rows = marked_rows(stage, stage_table(stage, [(rundir.path.name, metrics[stage])]))
             print_table(table_title(stage, "×100, mean [95% CI]"), rows)
             print_baseline_lines(stage, metrics[stage], "the run")
             print_glossary(stage)

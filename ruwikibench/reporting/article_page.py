@@ -5,6 +5,7 @@ trace and timeline of every unit."""
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,14 @@ from typing import Any
 from ruwikibench.reporting.article_views import ArticleRecords, article_view
 from ruwikibench.reporting.data import RunData
 from ruwikibench.reporting.failures import short_reason
-from ruwikibench.reporting.tables import count_keys, metric_scale, paper_table, stage_columns
+from ruwikibench.reporting.tables import (
+    column_marks,
+    column_meanings,
+    count_keys,
+    metric_scale,
+    paper_table,
+    stage_columns,
+)
 from ruwikibench.stage.metric import is_twin
 from ruwikibench.storage.jsonl import latest, unit_key
 from ruwikibench.storage.results import ResultRow, StageMetrics
@@ -126,7 +134,12 @@ def item_scores(stage: str, metrics: StageMetrics, results: list[ResultRow]) -> 
                 ],
             }
         )
-    return {"header": [title for title, _ in columns], "rows": rows}
+    marks, meanings = column_marks(stage), column_meanings(stage)
+    return {
+        "header": [marks.get(title, title) for title, _ in columns],
+        "meanings": [meanings.get(title, "") for title, _ in columns],
+        "rows": rows,
+    }
 
 
 def trace_units(nodes: list[dict[str, Any]], errors: PageErrors | None = None) -> list[dict[str, Any]]:
@@ -200,20 +213,47 @@ def _bar_span(start: float, end: float, origin: float, span: float) -> tuple[flo
 def _bar_label(record: dict[str, Any], inside: int) -> str:
     total = record["ended_at"] - record["started_at"]
     label = f"{record['node']}: {total:.2f} s"
-    if "queued_s" in record and record.get("llm_calls"):
-        label += (
-            f" ({record['llm_calls']} LLM call{'s' if record['llm_calls'] > 1 else ''}: "
-            f"{record['queued_s']:.2f} s waiting for a concurrency slot, {record['service_s']:.2f} s served)"
+    calls = record.get("llm_calls") or 0
+    if "queued_s" in record and calls:
+        timing = (
+            f"{record['queued_s']:.2f} s waiting for a concurrency slot, {record['service_s']:.2f} s served"
         )
+        if calls == 1:
+            label += f" (1 LLM call: {timing})"
+        else:
+            label += f" ({calls} LLM calls, summed over the calls: {timing}"
+            over = record["queued_s"] + record["service_s"] > total
+            label += "; the calls overlapped, so the sums exceed the node's duration)" if over else ")"
     if inside:
         label += f"; {inside} LLM call{'s' if inside > 1 else ''} by the nodes inside it"
     return label
 
 
+def _mean_wait(record: dict[str, Any]) -> float:
+    """A node's wait for a concurrency slot per LLM call: ``queued_s`` sums the waits of all its calls, which
+    may overlap (the hatched share of its bar would otherwise pass 100% for a node of concurrent calls)."""
+    return float(record.get("queued_s", 0.0)) / max(int(record.get("llm_calls") or 1), 1)
+
+
+NICE_STEPS = (1.0, 2.0, 5.0)
+MAX_TICKS = 8
+
+
+def time_axis(span: float) -> list[dict[str, Any]]:
+    """The timeline's time axis: ticks at a round step (1, 2 or 5 × 10^k seconds) from 0 to ``span``, at most
+    :data:`MAX_TICKS` + 1 of them, each with its offset in % of the track and its label."""
+    magnitude = 10.0 ** math.floor(math.log10(max(span, 1e-6) / MAX_TICKS))
+    step = next(m * magnitude for m in (*NICE_STEPS, 10.0) if span / (m * magnitude) <= MAX_TICKS)
+    digits = max(0, -math.floor(math.log10(step)))
+    count = int(span / step + 1e-9)
+    return [{"x": 100 * i * step / span, "label": f"{i * step:.{digits}f} s"} for i in range(count + 1)]
+
+
 def _timeline(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Bars on lanes: a node goes on the first lane free at its start, so nodes that ran at once stack up. A
-    bar's hatched start is the time its LLM calls waited for a concurrency slot (``queued_s``, when recorded);
-    a subgraph's parent is coloured by its children's LLM calls."""
+    bar's hatched start is the time its LLM calls waited for a concurrency slot, per call (``queued_s`` over
+    ``llm_calls``, when recorded); a subgraph's parent is coloured by its children's LLM calls. ``axis``:
+    the time axis under the bars."""
     start = min(r["started_at"] for r in records)
     span = max(max(r["ended_at"] for r in records) - start, 1e-6)
     inside = _children_calls(records)
@@ -236,7 +276,7 @@ def _timeline(records: list[dict[str, Any]]) -> dict[str, Any]:
                 "llm_inside": not record.get("llm_calls") and children > 0,
                 "x": x,
                 "width": width,
-                "queued": min(100.0, 100 * record.get("queued_s", 0.0) / duration),
+                "queued": min(100.0, 100 * _mean_wait(record) / duration),
                 "label": _bar_label(record, children),
             }
         )
@@ -247,4 +287,5 @@ def _timeline(records: list[dict[str, Any]]) -> dict[str, Any]:
         "span_s": span,
         "parallel": len(lane_ends) > 1,
         "queued_s": sum(queued) if queued else None,
+        "axis": time_axis(span),
     }

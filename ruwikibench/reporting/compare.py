@@ -20,8 +20,11 @@ from ruwikibench.reporting.tables import (
     baseline_note,
     glossary_section,
     markdown_table,
+    marked_rows,
+    not_run_note,
     paired_section,
     report_stages,
+    run_stages,
     stage_headlines,
     stage_table,
     table_title,
@@ -29,6 +32,7 @@ from ruwikibench.reporting.tables import (
 from ruwikibench.storage.durable import write_atomic
 from ruwikibench.storage.results import StageMetrics, read_metrics
 from ruwikibench.storage.rundir import RunDir
+from ruwikibench.storage.runspec import spec_record
 
 
 def load_run(path: str | Path) -> tuple[str, dict[str, StageMetrics], RunDir]:
@@ -68,10 +72,12 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded", 
         block = references.get(stage)
         rows = with_paper_rows(stage, stage_table(stage, present, view), block, present[0][1])
         notes = paper_notes(stage, block, present[0][1])
+        absent = [(name, run_stages(spec_record(rd), m)) for name, m, rd in runs if stage not in m]
+        notes += [note] if (note := not_run_note(stage, absent)) else []
         parts += [
             f"## {table_title(stage)}",
             "",
-            markdown_table(rows),
+            markdown_table(marked_rows(stage, rows)),
             "",
             *[line for note in notes for line in (note, "")],
             *[line for name, data in present for line in baseline_note(stage, data, name)],

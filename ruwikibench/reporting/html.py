@@ -19,6 +19,7 @@ from ruwikibench.dataset import Dataset
 from ruwikibench.reporting.article_page import article_context
 from ruwikibench.reporting.data import Run, RunData
 from ruwikibench.reporting.failures import short_reason
+from ruwikibench.reporting.item_csv import write_item_csvs
 from ruwikibench.reporting.page import report_context
 from ruwikibench.reporting.paired import PairedRow
 from ruwikibench.reporting.paper import PaperBlock
@@ -59,7 +60,8 @@ def write_html_report(
     paired: dict[str, list[PairedRow]] | None = None,
     paper: dict[str, PaperBlock] | None = None,
 ) -> Path:
-    """Write ``out/report.html`` and ``out/articles/aNNNN.html``; returns report.html. ``paired``: the stages'
+    """Write ``out/report.html``, ``out/articles/aNNNN.html`` and ``out/<stage>_items.csv`` (each item's
+    scores, linked from the stage's section); returns report.html. ``paired``: the stages'
     paired differences (:func:`ruwikibench.reporting.paired_comparison`), shown after each stage's table;
     ``paper``: the paper's reference rows per stage (:func:`ruwikibench.reporting.compare.paper_blocks`)."""
     datasets: dict[str, tuple[Dataset | None, str]] = {}
@@ -73,6 +75,9 @@ def write_html_report(
         context = article_context(data, stages, article, articles, index, pages)
         write_atomic(out / pages[article], env.get_template("article.html.j2").render(**context))
     context = report_context(data, stages, view, charts, articles, pages, paired or {}, paper or {})
+    item_csvs = write_item_csvs(data, stages, out)
+    for block in context["stages"]:
+        block["items_csv"] = item_csvs.get(block["name"])
     write_atomic(
         out / "report.html", env.get_template("report.html.j2").render(**context)
     )  # secrets redacted

@@ -6,15 +6,15 @@ template."""
 from __future__ import annotations
 
 import base64
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ruwikibench.reporting.data import Run, RunData
-from ruwikibench.reporting.failures import short_reason, stage_failures
-from ruwikibench.reporting.paired import PairedRow, no_winner_line, paired_table
+from ruwikibench.reporting.deltas import delta_block, headline, shown
+from ruwikibench.reporting.failures import stage_failures
+from ruwikibench.reporting.paired import PairedRow, no_winner_line
 from ruwikibench.reporting.paper import PaperBlock, paper_notes, with_paper_rows
 from ruwikibench.reporting.plots import chart_description
 from ruwikibench.reporting.settings import SHORT_VALUE, SettingsTable, settings_table, shorten
@@ -22,36 +22,27 @@ from ruwikibench.reporting.tables import (
     GLOSSARY_NOTE,
     PAIRED_NOTE,
     baseline_lines,
+    column_marks,
     column_meanings,
-    count_keys,
     floor_note,
     glossary_rows,
-    metric_scale,
+    marked,
+    marked_paired_table,
+    not_run_note,
     paper_table,
+    run_stages,
     stage_columns,
     stage_label,
-    stage_metrics,
     stage_table,
 )
 from ruwikibench.stage.metric import FLOOR_SUFFIX, RESCALED_SUFFIX, is_twin
-from ruwikibench.stage.metric import headline as headline_metric
 from ruwikibench.storage.results import StageMetrics
 
-TOP_DELTAS = 10
+__all__ = ["delta_block", "headline", "report_context"]
 
 
 def data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
-
-
-def headline(stage: str, metrics: StageMetrics | None) -> tuple[str, str]:
-    """The (title, key) the article index and the deltas rank by: the stage's declared headline metric, else
-    its first column (an unknown stage: its first metric key)."""
-    declared = headline_metric(stage_metrics(stage))
-    if declared is not None:
-        return declared.label, declared.key
-    columns = [c for c in stage_columns(stage, metrics) if not is_twin(c[1])]
-    return columns[0] if columns else ("", "")
 
 
 def report_context(
@@ -69,6 +60,8 @@ def report_context(
     stage_blocks = []
     for stage in stages:
         present = [(r.name, r.metrics[stage]) for r in data if stage in r.metrics]
+        skipped = [(r.name, run_stages(r.spec, r.metrics)) for r in data if stage not in r.metrics]
+        absent = not_run_note(stage, skipped)
         floors = [m.floor for _, m in present if m.floor]
         rows = stage_table(stage, present, view)
         with_paper = with_paper_rows(stage, rows, paper.get(stage), present[0][1])
@@ -91,7 +84,9 @@ def report_context(
                 "chart": data_uri(charts[stage]) if stage in charts and charts[stage].exists() else None,
                 "alt": chart_description(
                     stage, [name for name, _ in present], failures, present[0][1] if present else None
-                ),
+                )
+                + (f" {absent}" if absent else ""),
+                "not_run": absent,
                 "floor_note": floor_note(floors[0]) if floors else "",
                 "glossary": glossary_rows(stage)[1:],
                 "glossary_note": GLOSSARY_NOTE,
@@ -101,6 +96,7 @@ def report_context(
                     for line in baseline_lines(stage, m, name)
                 ],
                 "paired": paired_block(paired.get(stage, [])),
+                "items_csv": None,  # set by html.write_html_report once the file is written
             }
         )
     return {
@@ -155,7 +151,7 @@ def column_groups(stage: str, metrics: StageMetrics | None, view: str) -> list[d
         if is_twin(key):
             groups[-1]["span"] += 1
         elif key + FLOOR_SUFFIX in keys:
-            groups.append({"label": f"{title}: raw · floor · rescaled", "span": 1, "cls": "col-floor"})
+            groups.append({"label": f"{title}: raw, floor, rescaled", "span": 1, "cls": "col-floor"})
         elif groups[-1]["cls"] == "col-metrics":
             groups[-1]["span"] += 1
         else:
@@ -171,8 +167,13 @@ def grouped_header(stage: str, metrics: StageMetrics | None, view: str) -> list[
     titles = {key: title for title, key in stage_columns(stage, metrics)}
     short = {titles[k]: "floor" for k in titles if k.endswith(FLOOR_SUFFIX)}
     short |= {titles[k]: "rescaled" for k in titles if k.endswith(RESCALED_SUFFIX)}
-    meanings = column_meanings(stage)
-    return [{"label": short.get(title, title), "full": meanings.get(title, title)} for title in header]
+    meanings, marks = column_meanings(stage), column_marks(stage)
+
+    def label(title: str) -> str:
+        mark = marks.get(title, title).removeprefix(title)
+        return short[title] + mark if title in short else title + mark
+
+    return [{"label": label(title), "full": meanings.get(title, title)} for title in header]
 
 
 def paired_block(rows: list[PairedRow]) -> dict[str, Any] | None:
@@ -181,7 +182,7 @@ def paired_block(rows: list[PairedRow]) -> dict[str, Any] | None:
         return None
     return {
         "note": PAIRED_NOTE.replace("*", ""),
-        "rows": paired_table(rows),
+        "rows": marked_paired_table(rows),
         "verdicts": [row.sentence() for row in rows if row.winner is not None],
         "none": no_winner_line(rows),
     }
@@ -196,13 +197,22 @@ def run_summary(run: RunData) -> dict[str, Any]:
         "path": str(run.rundir.path),
         "models": ", ".join(f"{role}: {m.get('name')}" for role, m in spec.get("models", {}).items()),
         "embedder": spec.get("embedder", ""),
-        "dataset": spec.get("dataset", {}).get("id", ""),
+        "dataset": dataset_name(spec.get("dataset") or {}),
+        "dataset_id": (spec.get("dataset") or {}).get("id", ""),
+        "dataset_path": (spec.get("dataset") or {}).get("path") or "",
         "commit": (spec.get("git_commit") or "")[:10],
         "wall_time_s": session.get("wall_time_s"),
         "calls": sum(u.get("calls", 0) for u in llm.values()),
         "tokens": sum(u.get("prompt_tokens", 0) + u.get("completion_tokens", 0) for u in llm.values()),
         "dataset_note": run.dataset_note,
     }
+
+
+def dataset_name(record: dict[str, Any]) -> str:
+    """The dataset as a person names it: the last part of the path the run was given (a directory, a
+    RuWikiBench .json file, ``hub:REPO/FILE``); '' when the run recorded no path."""
+    path = str(record.get("path") or "").rstrip("/\\")
+    return path.replace("\\", "/").rsplit("/", 1)[-1] if path else ""
 
 
 def citation_block(data: list[RunData]) -> list[dict[str, Any]]:
@@ -274,10 +284,6 @@ def problem_rows(data: list[RunData], pages: dict[str, str]) -> list[dict[str, A
     return [row | {"articles": list(row["articles"].values())} for row in rows.values()]
 
 
-def _shown(stage: str, key: str, value: float | None) -> float | None:
-    return None if value is None else value * metric_scale(key, count_keys(stage))
-
-
 @dataclass
 class IndexColumn:
     stage: str
@@ -289,116 +295,25 @@ class IndexColumn:
 def index_table(
     data: list[RunData], stages: list[str], articles: list[str], pages: dict[str, str]
 ) -> dict[str, Any]:
-    """One row per article: each run's headline score per stage (×100), failures marked."""
+    """One row per article: each run's headline score per stage (×100), failures marked; a run that did not
+    run a stage has no column of it."""
     columns: list[IndexColumn] = []
     for stage in stages:
         metrics = next((r.metrics[stage] for r in data if stage in r.metrics), None)
         title, key = headline(stage, metrics)
-        columns += [IndexColumn(stage, title, key, r) for r in data]
+        columns += [IndexColumn(stage, title, key, r) for r in data if stage in r.metrics]
     rows = []
     for article in articles:
         cells = [
             {
-                "value": _shown(c.stage, c.key, c.run.article_value(c.stage, article, c.key)),
+                "value": shown(c.stage, c.key, c.run.article_value(c.stage, article, c.key)),
                 "failed": bool(c.run.failed(c.stage, article)),
             }
             for c in columns
         ]
         rows.append({"article": article, "page": pages[article], "cells": cells})
-    header = [f"{c.stage} {c.title}" + (f" · {c.run.name}" if len(data) > 1 else "") for c in columns]
-    return {"header": header, "rows": rows}
-
-
-@dataclass
-class DeltaRow:
-    """An article's headline score in the first run, in each other run, and the differences (None:
-    unscored)."""
-
-    article: str
-    page: str
-    before: float | None
-    afters: list[float | None]
-    deltas: list[float | None]
-
-    @property
-    def first(self) -> float | None:
-        return self.deltas[0]
-
-
-def delta_block(
-    data: list[RunData], stage: str, articles: list[str], pages: dict[str, str]
-) -> dict[str, Any] | None:
-    """Per-article deltas of the stage's headline metric, each run against the first; None for one run."""
-    present = [r for r in data if stage in r.metrics]
-    if len(present) < 2:
-        return None
-    base, others = present[0], present[1:]
-    title, key = headline(stage, base.metrics[stage])
-    rows = []
-    for article in articles:
-        before = _shown(stage, key, base.article_value(stage, article, key))
-        afters = [_shown(stage, key, r.article_value(stage, article, key)) for r in others]
-        if (
-            before is None
-            and all(a is None for a in afters)
-            and not _failed_anywhere(present, stage, article)
-        ):
-            continue
-        deltas = [None if before is None or after is None else after - before for after in afters]
-        rows.append(DeltaRow(article, pages[article], before, afters, deltas))
-    scored = [(row, row.first) for row in rows if row.first is not None]
-    return {
-        "stage": stage,
-        "title": title,
-        "base": base.name,
-        "others": [r.name for r in others],
-        "wins": [row for row, d in sorted(scored, key=lambda x: -x[1]) if d > 0][:TOP_DELTAS],
-        "losses": [row for row, d in sorted(scored, key=lambda x: x[1]) if d < 0][:TOP_DELTAS],
-        "ties": sum(1 for _, d in scored if d == 0),
-        "skipped": [note for other in others for note in skipped_notes(stage, base, other, articles)],
-        "rows": sorted(rows, key=lambda r: -abs(r.first) if r.first is not None else math.inf),
-    }
-
-
-def _failed_anywhere(runs: list[RunData], stage: str, article: str) -> bool:
-    return any(run.failed(stage, article) for run in runs)
-
-
-def _why_unscored(run: RunData, stage: str, article: str) -> str:
-    errors = run.failed(stage, article)
-    if errors:
-        return f"run {run.name} failed: {short_reason(errors[0]['reason'])}"
-    return f"run {run.name} scored no item of it"
-
-
-def skipped_notes(stage: str, base: RunData, other: RunData, articles: list[str]) -> list[dict[str, Any]]:
-    """Why articles have no delta between ``base`` and ``other``: one note per reason ('both articles skipped:
-    run X failed: …'), with the articles it covers; articles neither run has anything of are left out."""
-    headline_key = headline(stage, base.metrics[stage])[1]
-    by_reason: dict[str, list[str]] = {}
-    for article in articles:
-        values = {run.name: run.article_value(stage, article, headline_key) for run in (base, other)}
-        if all(v is not None for v in values.values()):
-            continue
-        if all(v is None for v in values.values()) and not _failed_anywhere([base, other], stage, article):
-            continue
-        why = "; ".join(
-            _why_unscored(run, stage, article) for run in (base, other) if values[run.name] is None
-        )
-        by_reason.setdefault(why, []).append(article)
-    compared = sum(
-        1
-        for a in articles
-        if _failed_anywhere([base, other], stage, a)
-        or any(r.article_value(stage, a, headline_key) is not None for r in (base, other))
-    )
-    return [
-        {"text": f"{_how_many(len(names), compared)} skipped: {why}", "articles": names}
-        for why, names in by_reason.items()
+    several = len(data) > 1  # the run in brackets: '·' is the mark of a column with no better direction
+    header = [
+        f"{c.stage} {marked(c.stage, c.title)}" + (f" ({c.run.name})" if several else "") for c in columns
     ]
-
-
-def _how_many(count: int, total: int) -> str:
-    if count == total:
-        return "both articles" if count == 2 else f"all {count} articles" if count > 1 else "the article"
-    return f"{count} article{'s' if count != 1 else ''}"
+    return {"header": header, "rows": rows}

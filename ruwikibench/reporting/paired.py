@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -83,6 +83,7 @@ class PairedRow:
     p: float
     alignment: Alignment
     scale: float = 100.0
+    direction: str = "higher"  # the metric's: "higher" or "lower" is better, or "neither" (no winner)
 
     @property
     def shared(self) -> int:
@@ -90,7 +91,17 @@ class PairedRow:
 
     @property
     def winner(self) -> str | None:
-        """The run that is significantly better (p < ALPHA and the CI on that side of 0), else None."""
+        """The run that is significantly better (p < ALPHA and the CI on that side of 0: above it for a metric
+        where higher is better, below it where lower is), else None; never one for a metric with no better
+        direction."""
+        higher = self.significant_side()
+        if higher is None or self.direction == "neither":
+            return None
+        lower = self.base if higher == self.run else self.run
+        return lower if self.direction == "lower" else higher
+
+    def significant_side(self) -> str | None:
+        """The run with the significantly higher value (p < ALPHA, the CI on that side of 0), else None."""
         d = self.difference
         if not (self.p < ALPHA and math.isfinite(d.low) and math.isfinite(d.high)):
             return None
@@ -107,6 +118,8 @@ class PairedRow:
             return "no shared item"
         if self.too_few:
             return self.too_few
+        if self.direction == "neither" and self.significant_side() is not None:
+            return "significant difference (neither direction is better)"
         if self.winner is None:
             return "no significant difference"
         loser = self.base if self.winner == self.run else self.run
@@ -265,6 +278,7 @@ class Headline:
     key: str
     scale: float = 100.0
     floor: bool = False
+    direction: str = "higher"
 
 
 def compare_stage(
@@ -278,11 +292,13 @@ def compare_stage(
         alignment = align(base[1], other[1], h.key)
         if not (alignment.keys or alignment.only_base or alignment.only_other):
             continue  # neither run has the metric (e.g. entity recall where no reference names an entity)
-        rows.append(compare_metric(stage, h.title, h.key, names, alignment, h.scale))
+        rows.append(
+            replace(compare_metric(stage, h.title, h.key, names, alignment, h.scale), direction=h.direction)
+        )
         if h.floor and (
             row := compare_rescaled(stage, h.title, h.key, names, alignment, base[1], other[1], h.scale)
         ):
-            rows.append(row)
+            rows.append(replace(row, direction=h.direction))
     return rows
 
 

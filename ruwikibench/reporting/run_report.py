@@ -11,6 +11,7 @@ from ruwikibench.reporting.tables import (
     glossary_section,
     judgements_line,
     markdown_table,
+    marked_rows,
     report_stages,
     stage_table,
     table_title,
@@ -36,7 +37,7 @@ def write_run_report(
             parts += [
                 f"*{view.replace('_', ' ')}*",
                 "",
-                markdown_table(stage_table(stage, [(rundir.path.name, data)], view)),
+                markdown_table(marked_rows(stage, stage_table(stage, [(rundir.path.name, data)], view))),
                 "",
             ]
         parts += baseline_note(stage, data)

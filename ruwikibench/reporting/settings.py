@@ -1,10 +1,11 @@
 """The settings of compared runs (from each run's spec.json) as a table: one row per setting the runs differ
-in, one column per run, grouped (models, stage options, overrides, prompts, other); the settings equal in
-every run are kept apart. report.md, settings.csv and report.html are all written from one
+in, one column per run, grouped (models, stage options, overrides, plug-in code, prompts, other); the settings
+equal in every run are kept apart. report.md, settings.csv and report.html are all written from one
 :class:`SettingsTable`."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from typing import Any
@@ -15,7 +16,7 @@ from ruwikibench.storage.rundir import RunDir
 from ruwikibench.storage.runspec import spec_record
 
 IGNORED_SETTINGS = ("cache_dir", "options.out", "options.run_id")
-GROUPS = ("models", "stage options", "overrides", "prompts", "other")
+GROUPS = ("models", "stage options", "overrides", "plug-in code", "prompts", "other")
 JUDGE_OPTION_PREFIXES = ("citations.", "judges.", "stage_options.")
 SHORT_VALUE = 40
 """HTML cells show this many characters of a value (the whole value on hover)."""
@@ -102,13 +103,53 @@ def _markdown_table(rows: list[list[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows[1:]])
 
 
+ABSENT = "—"
+"""A setting a run does not have (an older run, or no override where another run has one)."""
+CODE_PREFIX = "stage_code."
+PROMPT_HASH_PREFIX = "prompt_sha256."
+SHORT_HASH = 12
+
+
 def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(data, dict) and data:
+    """Nested dicts as dotted keys, one per leaf. An empty dict is no setting: ``overrides: {}`` beside a run
+    with ``overrides.ranking.judge`` would otherwise be a row ``overrides`` showing ``{}`` and null."""
+    if isinstance(data, dict):
         flat: dict[str, Any] = {}
         for key, value in data.items():
             flat.update(_flatten(value, f"{prefix}{key}."))
         return flat
     return {prefix.rstrip("."): data} if prefix else {}
+
+
+def _short(sha: Any) -> str:
+    return str(sha or "")[:SHORT_HASH]
+
+
+def code_digest(code: dict[str, Any]) -> str:
+    """A plug-in stage's code as one short hash: its file's sha256, or with a ``files`` map (path ->
+    sha256) the hash of all of them (paths left out: moving a checkout changes nothing)."""
+    files = code.get("files")
+    if isinstance(files, dict) and files:
+        joined = json.dumps(sorted(str(v) for v in files.values())).encode()
+        return _short(hashlib.sha256(joined).hexdigest())
+    return _short(code.get("sha256"))
+
+
+def identity_settings(spec: dict[str, Any]) -> dict[str, str]:
+    """Plug-in stages' code (``stage_code.<stage>``: its hash first, so a shortened cell still shows it, then
+    the class and the distribution's version when installed) and every prompt file's sha256
+    (``prompt_sha256.<file>``: the plug-in stages' declared prompts and the prompts the run's sessions
+    read), so two versions of a plug-in are told apart."""
+    flat: dict[str, str] = {}
+    prompts: dict[str, Any] = dict(spec.get("prompts") or {})
+    for stage, record in (spec.get("stage_identity") or {}).items():
+        code = record.get("code")
+        if isinstance(code, dict):
+            version = f" ({code['distribution']} {code.get('version')})" if code.get("distribution") else ""
+            flat[f"{CODE_PREFIX}{stage}"] = f"{code_digest(code)} {code.get('qualname', '')}{version}"
+        prompts |= record.get("prompts") or {}
+    flat |= {f"{PROMPT_HASH_PREFIX}{name}": _short(sha) for name, sha in sorted(prompts.items())}
+    return flat
 
 
 def read_spec(rundir: RunDir) -> dict[str, Any]:
@@ -118,14 +159,21 @@ def read_spec(rundir: RunDir) -> dict[str, Any]:
 
 
 def spec_settings(spec: dict[str, Any]) -> dict[str, Any]:
-    """A run's settings, flat: the config's keys, ``dataset`` (its id), ``options.*`` and the overrides' code
-    hashes (``override.<key>.sha256``)."""
+    """A run's settings, flat: the config's keys, ``dataset`` (its id), ``options.*``, the overrides' code
+    hashes (``override.<key>.sha256``), plug-in stages' code and the prompt files' hashes
+    (:func:`identity_settings`)."""
     overrides = {
         f"override.{key}.sha256": (o.get("sha256") or "")[:12] for key, o in spec.get("overrides", {}).items()
     }
     dataset = {"dataset": spec["dataset"].get("id")} if spec.get("dataset") else {}
     config = _aliased(spec.get("config", {}))
-    flat = _flatten(config) | dataset | _flatten(spec.get("options", {}), "options.") | overrides
+    flat = (
+        _flatten(config)
+        | dataset
+        | _flatten(spec.get("options", {}), "options.")
+        | overrides
+        | identity_settings(spec)
+    )
     return {key: value for key, value in flat.items() if not key.startswith(IGNORED_SETTINGS)}
 
 
@@ -150,6 +198,10 @@ def _aliased(config: dict[str, Any]) -> dict[str, Any]:
 def setting_group(key: str) -> str:
     """The group a setting is shown in: models (and the embedder), stage options, overrides, prompts,
     other."""
+    if key.startswith(CODE_PREFIX):
+        return "plug-in code"
+    if key.startswith(PROMPT_HASH_PREFIX):
+        return "prompts"
     last = key.rsplit(".", 1)[-1]
     if "prompt" in last and not key.startswith("embedder."):
         return "prompts"
@@ -164,7 +216,10 @@ def setting_group(key: str) -> str:
 
 
 def _value(settings: dict[str, Any], key: str) -> str:
-    """A setting as shown: a string as it is, anything else (numbers, lists, null) as JSON."""
+    """A setting as shown: a string as it is, anything else (numbers, lists, null) as JSON; :data:`ABSENT`
+    when the run has no such setting."""
+    if key not in settings:
+        return ABSENT
     value = settings.get(key)
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
@@ -200,11 +255,9 @@ def settings_table(runs: list[tuple[str, dict[str, Any], RunDir]]) -> SettingsTa
     differing: list[SettingRow] = []
     same: list[SettingRow] = []
     for key in keys:
-        compared = {json.dumps(settings.get(key), sort_keys=True) for settings in flat}
-        row = SettingRow(
-            group=setting_group(key), key=key, values=[_value(settings, key) for settings in flat]
-        )
-        (same if len(compared) == 1 else differing).append(row)
+        values = [_value(settings, key) for settings in flat]
+        row = SettingRow(group=setting_group(key), key=key, values=values)
+        (same if len(set(values)) == 1 else differing).append(row)
     return SettingsTable(
         runs=[name for name, _, _ in runs],
         differing=_merge_model_roles(differing, roles),

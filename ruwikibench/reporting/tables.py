@@ -72,6 +72,21 @@ def report_stages(metrics: list[dict[str, StageMetrics]]) -> list[str]:
     return known + sorted(present - set(known))
 
 
+def run_stages(spec: dict[str, Any], metrics: dict[str, StageMetrics]) -> list[str]:
+    """The stages a run ran: its spec's ``options.stages``, else the stages of its metrics."""
+    return list((spec.get("options") or {}).get("stages") or sorted(metrics))
+
+
+def not_run_note(stage: str, absent: list[tuple[str, list[str]]]) -> str:
+    """'Not run in the outline stage, …: B (its stages: ranking).' for the compared runs (name, the stages
+    they ran) that skipped the stage: they have no row in its table, no bar in its chart, no row in its
+    paired differences. '' when every run has it."""
+    if not absent:
+        return ""
+    which = "; ".join(f"{name} (its stages: {', '.join(stages) or 'none'})" for name, stages in absent)
+    return f"Not run in the {stage} stage, so not in its table, chart, paired differences or deltas: {which}."
+
+
 def stage_metrics(stage: str) -> tuple[Metric, ...]:
     """The stage's metric declarations (none when the stage module cannot be loaded)."""
     try:
@@ -250,7 +265,32 @@ def stage_headlines(stage: str, metrics: StageMetrics | None = None) -> list[Hea
             for key in sorted(keys)
             if not is_twin(key)
         ]
-    return [Headline(m.label, m.key, factor(m), m.floor) for m in paired_metrics(declared)]
+    return [Headline(m.label, m.key, factor(m), m.floor, m.direction) for m in paired_metrics(declared)]
+
+
+def column_marks(stage: str) -> dict[str, str]:
+    """Per column title of the stage's table: the title with its direction mark ('Mean F1 ↑', 'Headings ·');
+    a column the stage does not declare keeps its title."""
+    return {m.label: header(m) for m in table_metrics(stage_metrics(stage))}
+
+
+def marked(stage: str, title: str) -> str:
+    """``title`` with its direction mark when the stage declares the column."""
+    return column_marks(stage).get(title, title)
+
+
+def marked_rows(stage: str, rows: list[list[str]]) -> list[list[str]]:
+    """A stage table (header first) with each declared column's header carrying its direction mark: what
+    report.md and the console print (the CSV files keep the bare titles)."""
+    marks = column_marks(stage)
+    return [[marks.get(title, title) for title in rows[0]], *rows[1:]] if rows else rows
+
+
+def marked_paired_table(rows: list[PairedRow]) -> list[list[str]]:
+    """:func:`~ruwikibench.reporting.paired.paired_table` with each metric's direction mark ('Mean F1 ↑',
+    'Mean F1 rescaled ↑'): a difference above 0 is better only for ↑."""
+    table = paired_table(rows)
+    return table[:1] + [[marked(row.stage, cells[0]), *cells[1:]] for row, cells in zip(rows, table[1:])]
 
 
 def column_meanings(stage: str) -> dict[str, str]:
@@ -299,7 +339,7 @@ def paired_section(rows: list[PairedRow]) -> list[str]:
         "",
         PAIRED_NOTE,
         "",
-        markdown_table(paired_table(rows)),
+        markdown_table(marked_paired_table(rows)),
         "",
         *(found or [no_winner_line(rows)]),
         "",

@@ -14,8 +14,10 @@ like the built-in ones. A graph override is a function without arguments returni
 stage's ``score()`` reads.
 
 Everything is checked by :func:`resolve_overrides` when a command loads the config, before any LLM call: an
-import error, a missing attribute, a callable with the wrong signature, an unknown stage or node, or a graph
-whose schemas do not fit the stage contract each give one :class:`OverrideError` line naming the config key.
+import error, a missing attribute, a callable with the wrong signature, a node annotated to return a state
+update where the built-in node routes with a ``Command`` (:mod:`ruwikibench.runner.node_kinds`), an unknown
+stage or node, or a graph whose schemas do not fit the stage contract each give one :class:`OverrideError`
+line naming the config key.
 Every override is recorded in ``spec.json`` (import path, the source file the object is defined in, its
 sha256, the installed distribution holding it) and enters the run id.
 """
@@ -36,6 +38,7 @@ from pydantic import BaseModel
 
 from ruwikibench.conf.config import ConfigError, RunConfig
 from ruwikibench.runner.identity import CodeIdentity, code_identity, file_sha256
+from ruwikibench.runner.node_kinds import kind_mismatch, routing_checked
 from ruwikibench.stage.contract import Stage
 from ruwikibench.stage.registry import StageRegistryError, get_stage
 
@@ -250,6 +253,8 @@ def resolve_overrides(config: RunConfig) -> dict[str, Override]:
                     key, f"the {stage_name} graph has no node {node!r} (nodes: {', '.join(graph.nodes)})"
                 )
             check_node_signature(key, obj)
+            if (mismatch := kind_mismatch(graph, node, obj)) is not None:
+                raise _fail(key, mismatch)
         resolved[f"{stage_name}.{node}" if node else stage_name] = Override(
             key=key,
             stage=stage_name,
@@ -294,7 +299,9 @@ def stage_graph(stage: Stage[Any], overrides: dict[str, Override]) -> StateGraph
         graph = stage.build_graph()
     for override in overrides.values():
         if override.stage == stage.name and override.node is not None:
-            replace_node(graph, override.node, override.obj)
+            replace_node(
+                graph, override.node, routing_checked(graph, override.node, override.obj, override.key)
+            )
     return graph
 
 

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from ruwikibench.conf.config import ModelRole, RunConfig
 from ruwikibench.dataset import Article, Dataset
+from ruwikibench.stage.member_docs import with_member_docs
 from ruwikibench.stage.metric import LEGACY_ATTRIBUTES, Metric, legacy_metrics
 from ruwikibench.stage.records import (
     GeneratedText,
@@ -67,6 +68,7 @@ class Baseline:
 OutputT = TypeVar("OutputT")
 
 
+@with_member_docs
 class Stage(Generic[OutputT]):
     """The base class of a stage. ``OutputT`` is what ``score()`` receives (the type of ``output_model``).
 

@@ -178,9 +178,9 @@ def test_report_page_tables_deltas_and_no_request(report: Path) -> None:
         )  # each run's baselines
     assert len(dom.select("ul.baselines")) == 3  # the verdict lines against the best baseline, per stage
     ranking = {th.get_text(): i for i, th in enumerate(stage_tables[0].select("thead tr:last-child th"))}
-    assert {"BM25 NDCG", "Rerank NDCG", "scored", "excluded", "failed"} <= set(ranking)
+    assert {"BM25 NDCG ↑", "Rerank NDCG ↑", "scored", "excluded", "failed"} <= set(ranking)
     cells = stage_tables[0].select("tbody tr")[0].select("td")
-    assert cells[ranking["Rerank NDCG"]].get_text().count("[") == 1  # mean [CI]
+    assert cells[ranking["Rerank NDCG ↑"]].get_text().count("[") == 1  # mean [CI]
     assert len(dom.select("img.chart[src^='data:image/png;base64,']")) == 3
     settings = {
         row.select_one("th").get_text(): [td.get_text() for td in row.select("td")]
@@ -343,11 +343,11 @@ def test_wide_tables_have_column_groups_and_a_sticky_first_column(shapes: Path) 
         assert sum(int(c.get("colspan", 1)) for c in table.select("tr.groups > *")) == columns
     outline = dom.select("table.stage-table")[1]
     groups = [th.get_text() for th in outline.select("tr.groups th")]
-    assert "Mean F1: raw · floor · rescaled" in groups and "items" in groups
+    assert "Mean F1: raw, floor, rescaled" in groups and "items" in groups
     assert [th.get_text() for th in outline.select("thead tr:last-child th")][1:4] == [
-        "Mean F1",
-        "floor",
-        "rescaled",
+        "Mean F1 ↑",
+        "floor ·",
+        "rescaled ↑",
     ]
     sticky = _measured(
         shapes / "report.html",
@@ -373,7 +373,7 @@ def test_article_page_of_failed_runs_traces_and_errors_once(shapes: Path) -> Non
         assert text.count(shown) == 1, shown  # each long error once on the page, referred to elsewhere
     assert dom.select("table.trace-table a.failed[href^='#error-']")
     headers = [th.get_text() for th in dom.select("table.trace-table")[0].select("thead th")]
-    assert headers[2:5] == ["duration, s", "queued, s", "service, s"]
+    assert headers[2:5] == ["duration, s", "Σ queued, s", "Σ service, s"]
     base_rows = blocks[0].select("table.trace-table tbody tr")
     assert base_rows and all(row.select("td")[3].get_text() != "—" for row in base_rows)
     for bar in dom.select("div.timeline div.bar"):
@@ -471,3 +471,39 @@ r.cells[dcol].textContent.trim(); });
         values = [v for v in order if v != "—"]
         assert values and order[: len(values)] == values and set(order[len(values) :]) <= {"—"}, order
         assert "—" in order
+
+
+def test_article_index_filter_box_hides_the_rows_not_matching(tmp_path: Path) -> None:
+    """The filter box's script in Chromium: typing 'дом соб' keeps only the articles whose name holds both
+    words (any order, any case) and says how many are shown; an empty box shows every row."""
+    from ruwikibench.reporting.html import environment
+
+    names = ["Собака дом", "Кошка", "Дом собачий", "Python"]
+    rows = [{"article": n, "page": f"articles/a{i}.html", "cells": []} for i, n in enumerate(names)]
+    context = {
+        "title": "t",
+        "created": "now",
+        "view": "failures excluded",
+        "runs": [],
+        "settings": {"runs": [], "differing": [], "same": [], "same_count": 0},
+        "stages": [],
+        "judges": [],
+        "problems": [],
+        "problem_count": 0,
+        "index": {"header": [], "rows": rows},
+        "deltas": [],
+    }
+    page = environment().get_template("report.html.j2").render(**context)
+    typing = (
+        '<script>var box = document.getElementById("article-filter"); box.value = "ДОМ  соб";'
+        'box.dispatchEvent(new Event("input"));</script></body>'
+    )
+    (tmp_path / "typed.html").write_text(page.replace("</body>", typing), encoding="utf-8")
+    (tmp_path / "empty.html").write_text(page, encoding="utf-8")
+    typed = BeautifulSoup(dump_dom(tmp_path / "typed.html"), "html.parser")
+    shown = [r.td.get_text() for r in typed.select("#article-index tbody tr") if not r.has_attr("hidden")]
+    assert shown == ["Собака дом", "Дом собачий"]
+    assert typed.select_one("#article-filter-count").get_text() == "2 of 4 shown"
+    empty = BeautifulSoup(dump_dom(tmp_path / "empty.html"), "html.parser")
+    assert not any(r.has_attr("hidden") for r in empty.select("#article-index tbody tr"))
+    assert empty.select_one("label[for=article-filter]") is not None

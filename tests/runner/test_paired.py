@@ -218,9 +218,9 @@ def test_compare_runs_writes_the_paired_section(tmp_path: Path) -> None:
     md = compare_runs([base, better], tmp_path / "cmp").read_text(encoding="utf-8")
     section = md.split("## sections")[1]
     assert "### Paired differences" in section
-    assert "| Mean F1 | better | +5.00 [+5.00, +5.00] |" in section  # the same +0.05 on all 16 items
+    assert "| Mean F1 ↑ | better | +5.00 [+5.00, +5.00] |" in section  # the same +0.05 on all 16 items
     assert (
-        "| Mean ROUGE-L | better | +0.00 [+0.00, +0.00] | 1.000 | 16 | 0 | no significant difference |"
+        "| Mean ROUGE-L ↑ | better | +0.00 [+0.00, +0.00] | 1.000 | 16 | 0 | no significant difference |"
         in section
     )
     verdicts = [line for line in section.splitlines() if line.startswith("- ")]
@@ -231,7 +231,7 @@ def test_compare_runs_writes_the_paired_section(tmp_path: Path) -> None:
     assert verdicts[0].startswith("- better beats base on sections Mean F1: +5.00 [+5.00, +5.00], p = 3e-05")
     assert verdicts[0].endswith(", 16 shared items")
     # rescaled F1: (x̄ + 0.05 − 0.4) / 0.6 − (x̄ − 0.4) / 0.6 = 0.05 / 0.6
-    assert "| Mean F1 rescaled | better | +8.33 [+8.33, +8.33] |" in section
+    assert "| Mean F1 rescaled ↑ | better | +8.33 [+8.33, +8.33] |" in section
     page = (tmp_path / "cmp" / "report.html").read_text(encoding="utf-8")
     assert '<table class="sortable paired-table">' in page and "Paired differences" in page
     assert "better beats base on sections Mean F1" in page
@@ -269,3 +269,21 @@ def test_paired_comparison_reads_the_run_directories(tmp_path: Path) -> None:
         )[0].verdict()
         == "no shared item"
     )
+
+
+def test_the_verdict_follows_the_metric_direction() -> None:
+    """B is higher on every item: it beats A on a metric where higher is better, loses where lower is
+    better (an error rate a plug-in declares ``direction="lower"``), and beats nobody on a count."""
+    a, b = _planted(np.full(30, 0.05))
+    verdicts = {}
+    for direction in ("higher", "lower", "neither"):
+        headline = [Headline("Errors", "f1", 100.0, direction=direction)]
+        (row,) = compare_runs_paired([("A", a, []), ("B", b, [])], ["sections"], {"sections": headline})[
+            "sections"
+        ]
+        verdicts[direction] = (row.verdict(), row.winner)
+    assert verdicts == {
+        "higher": ("B beats A", "B"),
+        "lower": ("A beats B", "A"),
+        "neither": ("significant difference (neither direction is better)", None),
+    }

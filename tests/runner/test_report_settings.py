@@ -90,3 +90,62 @@ def test_one_run_lists_its_settings_as_equal(tmp_path: Path) -> None:
     table = settings_table([(p.name, {}, RunDir(p)) for p in _two_runs(tmp_path)[:1]])
     assert table.differing == [] and {"ranking.query_mode", "models.*.name"} <= {r.key for r in table.same}
     assert "The runs differ in" not in "\n".join(table.markdown())
+
+
+def _plugin_run(tmp: Path, name: str, code_sha: str, prompt_sha: str, overrides: dict[str, str]) -> Path:
+    """A run of a plug-in stage 'lead' (its code and declared prompt in spec.json's stage_identity)."""
+    path = tmp / name
+    path.mkdir()
+    spec = {
+        "dataset": {"id": "d1"},
+        "config": {"name": "lead", "stages": ["lead"], "overrides": overrides},
+        "options": {"stages": ["lead"]},
+        "stage_identity": {
+            "lead": {
+                "code": {
+                    "qualname": "lead_pkg.stage.LeadStage",
+                    "file": f"/src/{name}/lead_pkg/stage.py",
+                    "sha256": code_sha * 64,
+                    "distribution": "lead-pkg",
+                    "version": "0.1",
+                },
+                "prompts": {"lead/ru/lead.txt": prompt_sha * 64},
+            }
+        },
+        "prompts": {"ru/outline_merge.txt": "c" * 64},
+    }
+    (path / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+    (path / "metrics.json").write_text("{}", encoding="utf-8")
+    return path
+
+
+def test_two_versions_of_a_plugin_stage_differ_in_code_and_prompt_rows(tmp_path: Path) -> None:
+    """Same config, same stage name: only the code and the prompt file changed between the runs."""
+    paths = [
+        _plugin_run(tmp_path, "v1", "1", "a", {}),
+        _plugin_run(tmp_path, "v2", "2", "a", {}),
+        _plugin_run(tmp_path, "v3", "2", "b", {}),
+    ]
+    table = settings_table([(p.name, {}, RunDir(p)) for p in paths])
+    rows = {r.key: (r.group, r.values) for r in table.differing}
+    code = "{} lead_pkg.stage.LeadStage (lead-pkg 0.1)"
+    assert rows["stage_code.lead"] == ("plug-in code", [code.format("1" * 12), *[code.format("2" * 12)] * 2])
+    assert rows["prompt_sha256.lead/ru/lead.txt"] == ("prompts", ["a" * 12, "a" * 12, "b" * 12])
+    assert {r.key: r.values for r in table.same}["prompt_sha256.ru/outline_merge.txt"] == ["c" * 12] * 3
+    page = tmp_path / "cmp"
+    compare_runs(paths, page)
+    html = (page / "report.html").read_text(encoding="utf-8").split('<h3 id="settings">')[1].split("<h2")[0]
+    assert ">plug-in code</th>" in html and f'<td title="{code.format("1" * 12)}">{"1" * 12} lead_pkg' in html
+
+
+def test_an_override_row_names_the_override_and_is_blank_for_runs_without(tmp_path: Path) -> None:
+    """No row 'overrides' showing {} for the runs without overrides and null for the one with them."""
+    paths = [
+        _plugin_run(tmp_path, "plain", "1", "a", {}),
+        _plugin_run(tmp_path, "swapped", "1", "a", {"lead.write": "my_nodes:write"}),
+    ]
+    table = settings_table([(p.name, {}, RunDir(p)) for p in paths])
+    rows = {r.key: (r.group, r.values) for r in table.differing + table.same}
+    assert "overrides" not in rows
+    assert rows["overrides.lead.write"] == ("overrides", ["—", "my_nodes:write"])
+    assert "overrides" not in {r.key for r in settings_table([(paths[0].name, {}, RunDir(paths[0]))]).same}
