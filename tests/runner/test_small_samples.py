@@ -78,7 +78,7 @@ def test_a_three_item_comparison_says_it_cannot_be_significant(tmp_path: Path) -
     worse = _run(tmp_path / "worse", [0.0, 0.0, 0.0])
     md = compare_runs([base, worse], tmp_path / "cmp").read_text(encoding="utf-8")
     note = "cannot be significant: 3 items allow p ≥ 0.25 at best"
-    assert f"| Mean F1 | worse | -100.00 [-100.00, -100.00] | 0.250 | 3 | 0 | {note} |" in md
+    assert f"| Mean F1 ↑ | worse | -100.00 [-100.00, -100.00] | 0.250 | 3 | 0 | {note} |" in md
     assert "No metric can be significant here: 3 items allow p ≥ 0.25 at best." in md
     assert "no significant difference" not in md.casefold()
     csv = (tmp_path / "cmp" / "sections_paired.csv").read_text(encoding="utf-8")  # what the console prints
