@@ -13,6 +13,15 @@ entities are computed once per cache folder — by the unit's scoring, its basel
 Another model or normalization (other files, other package versions, :data:`NORMALIZATION_VERSION`) is another
 identity: nothing stored under the old one is read.
 
+**Sentence-initial common nouns are not entities.** The NER takes a capitalized word for a name, and the first
+word of every sentence is capitalized: «Аккрецией называют…», «Решением суда…», «Интерпретатор читает…»
+came out as entities — and whether they did depended on the neighbouring sentences, so reordering a text's
+sentences could turn an item's entity recall from 100 to 0. A single-word mention that starts a sentence and
+is a common noun — pymorphy3's most probable parse a noun, and none of its parses a name, surname,
+patronymic, place, organisation, trade mark or abbreviation (:func:`is_common_noun`; «Москва», «Волга» have
+one) — is dropped. Whether a word starts its sentence does not depend on the order of the sentences. The same
+word inside a sentence, capitalized, is kept («в Сенате»): there the capital is evidence of a name.
+
 An entity's normalized form is the pymorphy3 lemma (a proper-name reading preferred) of each of its word
 tokens, lowercased, ё folded to е, joined by spaces: «Москве» and «Москву» → «москва», «Петра Первого» → «петр
 первый». Matching compares normalized forms only, not types (the NER may call a country LOC in one sentence
@@ -49,9 +58,11 @@ KEYS = ("entity_recall", "entity_precision", "entity_f1")
 EMBEDDING_FILE = "emb/navec_news_v1_1B_250K_300d_100q.tar"
 NER_FILE = "model/slovnet_ner_news_v1.tar"
 PROPER = frozenset({"Name", "Surn", "Patr", "Geox", "Orgn", "Trad"})
-NORMALIZATION_VERSION = (
-    1  # bump when normalize_entity or the stored form changes: stored entities are not reused
-)
+NAME_LIKE = PROPER | {"Abbr"}
+"""Grammemes of a parse that make a word a possible name (:func:`is_common_noun`)."""
+NORMALIZATION_VERSION = 2
+"""Bump when normalize_entity, the entities kept or the stored form change: stored entities are not reused.
+2: sentence-initial common nouns dropped (:func:`is_common_noun`)."""
 IDENTITY_PACKAGES = ("slovnet", "navec", "pymorphy3", "pymorphy3-dicts-ru", "razdel")
 CACHE_FILE = "entities.sqlite"
 
@@ -266,13 +277,66 @@ def _run_model(texts: list[str]) -> list[tuple[Entity, ...]]:
 
 
 def _entities(text: str, markup: Any) -> tuple[Entity, ...]:
-    found = []
+    mentions = []
     for span in markup.spans:
         surface = text[span.start : span.stop]
         normal = normalize_entity(surface)
         if normal:
-            found.append(Entity(type=span.type, text=surface, normal=normal))
-    return tuple(found)
+            mentions.append((span, surface, normal))
+    doubtful = _sentence_initial_common_nouns(text, [(span.start, surface) for span, surface, _ in mentions])
+    named_elsewhere = {
+        word for i, (_, _, normal) in enumerate(mentions) if i not in doubtful for word in normal.split()
+    }
+    return tuple(
+        Entity(type=span.type, text=surface, normal=normal)
+        for i, (span, surface, normal) in enumerate(mentions)
+        if i not in doubtful or normal in named_elsewhere
+    )
+
+
+def _sentence_initial_common_nouns(text: str, mentions: list[tuple[int, str]]) -> set[int]:
+    """Indices of the ``(start, surface)`` mentions that are one common noun starting a sentence."""
+    doubtful: set[int] = set()
+    starts: set[int] | None = None  # where the text's sentences start: computed when a mention needs it
+    for index, (start, surface) in enumerate(mentions):
+        words = _words(surface)
+        if len(words) == 1 and is_common_noun(words[0]):
+            starts = sentence_starts(text) if starts is None else starts
+            if start + surface.index(words[0]) in starts:
+                doubtful.add(index)
+    return doubtful
+
+
+def _words(text: str) -> list[str]:
+    from razdel import tokenize as razdel_tokenize
+
+    return [t.text for t in razdel_tokenize(text) if any(ch.isalnum() for ch in t.text)]
+
+
+@lru_cache(maxsize=100_000)
+def is_common_noun(word: str) -> bool:
+    """True when pymorphy3's most probable parse of ``word`` is a noun, none of its parses is a name, surname,
+    patronymic, place, organisation, trade mark or abbreviation, and ``word`` has no capital after its first
+    letter («Решением», «Аккрецией»: True; «Москва», «Волга», «Роза», «Python», «НОК»: False)."""
+    if any(ch.isupper() for ch in word[1:]):
+        return False  # an acronym or a capital inside («НОК», «ВЭБ-лизинг»): written as a name
+    parses = _morph().parse(fold(word))
+    if not parses or "NOUN" not in parses[0].tag:
+        return False
+    return not any(NAME_LIKE & p.tag.grammemes for p in parses)
+
+
+def sentence_starts(text: str) -> set[int]:
+    """Offsets in ``text`` of the first word of each razdel sentence."""
+    from razdel import sentenize
+    from razdel import tokenize as razdel_tokenize
+
+    starts = set()
+    for sentence in sentenize(text):
+        first = next((t for t in razdel_tokenize(sentence.text) if any(ch.isalnum() for ch in t.text)), None)
+        if first is not None:
+            starts.add(sentence.start + first.start)
+    return starts
 
 
 def extract_entities(text: str) -> list[Entity]:

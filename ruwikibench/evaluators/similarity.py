@@ -3,6 +3,9 @@
 P = mean over generated sentences of the best cosine to a reference sentence, R = mean over reference
 sentences of the best cosine to a generated sentence, F1 = 2PR / (P + R) (paper eqs. 5–7, sentences instead of
 tokens). Sentences come from razdel; vectors must be L2-normalized (every :class:`Embedder` returns them so).
+A sentence with no letter or digit («.», «—») is not a sentence to score: it is dropped on both sides, so a
+generated text made of punctuation has no sentence and scores 0 (its embedding would sit at the embedder's
+chance level).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from contextvars import ContextVar
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from ruwikibench.evaluators.coverage import has_content
 from ruwikibench.models.embeddings import Embedder, RecentVectors, embed_prompted
 
 if TYPE_CHECKING:  # numpy is imported where it is used: a run loads this module before its first request
@@ -23,6 +27,11 @@ def split_sentences(text: str) -> list[str]:
     """razdel sentences of ``text``, stripped, empty ones dropped (kept per text: a reference is split for its
     item's score, each baseline's and each floor pair it is drawn into)."""
     return list(_sentences(text or ""))
+
+
+def scored_sentences(text: str) -> list[str]:
+    """The sentences of ``text`` that :func:`sentence_prf` scores: those with a letter or digit."""
+    return [s for s in _sentences(text or "") if has_content(s)]
 
 
 SENTENCE_MEMO = 2_048
@@ -60,7 +69,7 @@ def sentence_prf(
 ) -> dict[str, float]:
     """Sentence-level embedding P / R / F1 of ``generated`` against ``reference``; 0 when generated is empty.
     With ``prompt`` every sentence is encoded as ``prompt + sentence`` (:func:`embed_prompted`)."""
-    gen_sents, ref_sents = split_sentences(generated), split_sentences(reference)
+    gen_sents, ref_sents = scored_sentences(generated), scored_sentences(reference)
     if not ref_sents:
         raise ValueError("sentence_prf: the reference text has no sentence")
     if not gen_sents:

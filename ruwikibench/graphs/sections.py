@@ -24,10 +24,11 @@ from ruwikibench.baselines.sections import SECTIONS_BASELINES
 from ruwikibench.conf.builtin_options import SectionsConfig
 from ruwikibench.conf.config import ModelRole, RunConfig
 from ruwikibench.dataset import Article, Dataset
-from ruwikibench.evaluators.entities import entity_scores, prefetch_entities, warm_entities
+from ruwikibench.evaluators.coverage import coverage, has_content
+from ruwikibench.evaluators.entities import prefetch_entities, warm_entities
 from ruwikibench.evaluators.floor import FloorSide
 from ruwikibench.evaluators.similarity import sentence_prf
-from ruwikibench.evaluators.text_scores import text_scores
+from ruwikibench.evaluators.text_scores import section_scores
 from ruwikibench.graphs.views import section_texts_view
 from ruwikibench.nodes.sections import (
     CompressInput,
@@ -113,7 +114,7 @@ def gold_sections(dataset: Dataset, article: Article) -> list[SectionSpec]:
 def exclusion(spec: dict[str, Any], result: dict[str, Any]) -> str | None:
     """The paper's exclusions (no penalty, counted): no gold text, no source snippet, nothing left by the
     oracle."""
-    if not (spec.get("reference") or "").strip():
+    if not has_content(spec.get("reference") or ""):
         return "no reference text"
     if result["status"] == "no_snippets":
         return "no source snippet"
@@ -126,8 +127,9 @@ def score_section(
     unit: Unit, spec: dict[str, Any], result: dict[str, Any], context: StageContext
 ) -> ScoreRecord:
     """Embedding P/R/F1 over sentences, ROUGE-L, BLEU and entity R/P/F1 (absent when the reference names no
-    entity) of one section (+ ``*_authors`` P/R/F1 when ``embedder.authors_prompt`` is set); empty output
-    scores 0 (not excluded)."""
+    entity) of one section (+ ``*_authors`` P/R/F1 when ``embedder.authors_prompt`` is set), recalls scaled by
+    the text's coverage (``info.coverage`` when below 1); an output with no word (empty, ".") scores 0 (not
+    excluded)."""
     cfg = context.config.options(SectionsConfig)
     info: dict[str, Any] = {
         "title": result["title"],
@@ -147,9 +149,11 @@ def score_section(
         record.excluded = reason
         return record
     text, reference = result["text"], spec["reference"]
-    if not text.strip():
+    if not has_content(text):
         record.info["empty_output"] = True
-    record.metrics = text_scores(
+    elif (share := coverage(text, reference)) < 1.0:
+        record.info["coverage"] = round(share, 4)
+    record.metrics = section_scores(
         text,
         reference,
         context.embedder,
@@ -157,7 +161,6 @@ def score_section(
         lemmatize=cfg.rouge_lemmatize,
         authors_prompt=context.config.embedder.authors_prompt,
     )
-    record.metrics.update(entity_scores(text, reference))
     return record
 
 
@@ -304,25 +307,27 @@ class SectionsStage(Stage[SectionsOutputModel]):
         return StageScore(records=records, texts=self.texts(unit, output))
 
     def floor_sides(self, unit: Unit, output: dict[str, Any], context: StageContext) -> list[FloorSide]:
-        """Each scored, non-empty section: its text and its reference text (the floor's pool: the run's
-        sections)."""
+        """Each scored section with a word in it: its text and its reference text (the floor's pool: the run's
+        sections). A text with no word (empty, ".") scores 0 as an empty one and is floored as one: it adds
+        no floor."""
         return [
             FloorSide(
                 article=unit.article, item=result["id"], generated=result["text"], reference=spec["reference"]
             )
             for spec, result in _pairs(unit, output.get("results", []))
-            if exclusion(spec, result) is None and result["text"].strip()
+            if exclusion(spec, result) is None and has_content(result["text"])
         ]
 
     def cross_score(self, generated: str, reference: str, context: StageContext) -> dict[str, float]:
-        """Sentence P/R/F1 of a section text against a reference text (the metric, on another pair)."""
+        """Sentence P/R/F1 of a section text against a reference text (the metric's similarity, on another
+        pair; without the coverage, which reads two lengths and has no chance level)."""
         return sentence_prf(generated, reference, context.embedder)
 
     def texts(self, unit: Unit, output: SectionsOutputModel) -> list[GeneratedText]:
         """Each written section with its gold text and the snippet texts it was written from."""
         generated = []
         for spec, result in _pairs(unit, output.results):
-            if not result["text"].strip():
+            if not has_content(result["text"]):
                 continue
             by_id = {s["id"]: s["text"] for s in spec.get("snippets", [])}
             generated.append(

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ruwikibench.aggregation.floors import PER_ITEM, SEED, floors_of_sides
+from ruwikibench.evaluators.coverage import has_content
 from ruwikibench.evaluators.floor import FloorSide
 from ruwikibench.stage.context import StageContext
 from ruwikibench.stage.registry import get_stage
@@ -44,8 +45,9 @@ def outline_side(text: dict[str, Any], context: StageContext) -> FloorSide | Non
 
 
 def section_side(text: dict[str, Any]) -> FloorSide | None:
-    """A scored section text and its reference text as the sections stage's floor side."""
-    if not text["text"].strip() or not (text.get("reference") or "").strip():
+    """A scored section text and its reference text as the sections stage's floor side; none when either has
+    no word (an empty or content-free text scores 0 and adds no floor)."""
+    if not has_content(text["text"]) or not has_content(text.get("reference") or ""):
         return None
     return FloorSide(
         article=text["article"], item=text["item"], generated=text["text"], reference=text["reference"]

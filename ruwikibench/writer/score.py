@@ -98,13 +98,13 @@ def best_matches(
 
 
 def text_metrics(text: str, reference: str, context: StageContext) -> dict[str, float]:
-    from ruwikibench.evaluators.entities import entity_scores
-    from ruwikibench.evaluators.text_scores import HEADLINE, text_scores
+    from ruwikibench.evaluators.entities import KEYS as ENTITY_KEYS
+    from ruwikibench.evaluators.text_scores import HEADLINE, section_scores
 
-    metrics = text_scores(
+    metrics = section_scores(
         text, reference, context.embedder, tokenize=context.config.options(SectionsConfig).bleu_tokenize
     )
-    return {**{key: metrics[key] for key in HEADLINE}, **entity_scores(text, reference)}
+    return {key: metrics[key] for key in (*HEADLINE, *ENTITY_KEYS) if key in metrics}
 
 
 def score_section_records(

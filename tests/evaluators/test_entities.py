@@ -23,8 +23,9 @@ from ruwikibench.evaluators.entities import (
 from tests.sample import sample_dataset_or_skip
 
 LABELLED = Path(__file__).parent / "data" / "entities_ru.jsonl"
-# Measured on the 52 labelled sentences (78 gold mentions): typed exact-span P 0.901, R 0.936;
-# normalized forms (what the metric matches) P 0.926, R 0.962. The thresholds leave a little room.
+# Measured on the 52 labelled sentences (78 gold mentions): typed exact-span P 0.923, R 0.923;
+# normalized forms (what the metric matches) P 0.949, R 0.949 (before sentence-initial common nouns were
+# dropped: P 0.901, R 0.936; P 0.926, R 0.962). The thresholds leave a little room.
 MIN_PRECISION, MIN_RECALL = 0.85, 0.90
 
 
@@ -152,6 +153,57 @@ def test_planted_order_all_over_half_over_noise() -> None:
     assert recall["all"] >= 0.9 and 0.3 <= recall["half"] <= 0.7
     assert recall["noise"] == 0.0 and scores["noise"]["entity_precision"] == 0.0
     assert scores["all"]["entity_f1"] > scores["half"]["entity_f1"] > scores["noise"]["entity_f1"]
+
+
+def _model_tags(text: str) -> set[str]:
+    """The surfaces slovnet itself marks in ``text`` (before any mention is dropped)."""
+    markup = next(iter(entities.ner_model().map([text])))
+    return {text[span.start : span.stop] for span in markup.spans}
+
+
+# Sentences whose first word, a common noun, the NER marks as an entity (found in the sample's snippets and
+# the labelled set); the lemma must not come out as an entity.
+SENTENCE_INITIAL_NOUNS = [
+    ("Интерпретатор читает исходный код построчно и выполняет его.", "Интерпретатор", "интерпретатор"),
+    ("Армией командовал Михаил Илларионович Кутузов.", "Армией", "армия"),
+    ("Табак также является основным фактором риска неинфекционных заболеваний.", "Табак", "табак"),
+    (
+        "Дополнительность также приводит к тому, что свойства системы нельзя перечислить.",
+        "Дополнительность",
+        "дополнительность",
+    ),
+    ("Неприятели горячо ждали случая воскликнуть.", "Неприятели", "неприятель"),
+    ("Институтом было предложено новое решение.", "Институтом", "институт"),
+    ("Сцепленность играет роль катализатора.", "Сцепленность", "сцепленность"),
+]
+
+
+@pytest.mark.parametrize(("text", "word", "lemma"), SENTENCE_INITIAL_NOUNS)
+def test_a_common_noun_starting_a_sentence_is_not_an_entity(text: str, word: str, lemma: str) -> None:
+    assert word in _model_tags(text)  # the NER marks it: without the rule it would be an entity
+    assert lemma not in entity_set(text)
+
+
+def test_names_starting_a_sentence_stay_entities() -> None:
+    """A word with a name reading, an acronym, and a common noun the same text names inside a sentence."""
+    assert entity_set("Москва — столица России.") == {"москва", "россия"}
+    assert "сенат" in entity_set("Сенат собрался в Москве. Указом императора был создан Сенат.")
+    assert entities.is_common_noun("Решением") and entities.is_common_noun("Аккрецией")
+    assert not any(map(entities.is_common_noun, ("Москва", "Волга", "Роза", "Python", "НОК", "ВЭБ-лизинг")))
+
+
+def test_entity_recall_does_not_depend_on_sentence_order() -> None:
+    """The NER marks «Армией» / «Институтом» when their sentence opens the text and not after another one:
+    reordering the sentences moved recall (0.75, and 0 for a reference whose only "entity" it was)."""
+    first = "Армией командовал Михаил Илларионович Кутузов."
+    second = "Пётр Первый основал Санкт-Петербург в 1703 году."
+    assert "Армией" in _model_tags(f"{first} {second}") and "Армией" not in _model_tags(f"{second} {first}")
+    assert entity_scores(f"{second} {first}", f"{first} {second}") == dict.fromkeys(KEYS, 1.0)
+    assert entity_scores(f"{first} {second}", f"{second} {first}") == dict.fromkeys(KEYS, 1.0)
+    only = "Институтом было предложено новое решение."
+    other = "Работа над ним продолжилась через год."
+    assert "Институтом" in _model_tags(f"{only} {other}")
+    assert entity_scores(f"{other} {only}", f"{only} {other}") == {}  # the reference names no entity
 
 
 def test_headings_text_keeps_headings_apart() -> None:

@@ -353,6 +353,44 @@ def test_empty_answer_fails_the_unit_and_empty_text_scores_zero() -> None:
     assert STAGE.texts(unit, STAGE.parse_output(output)) == []
 
 
+def test_a_text_with_no_word_scores_and_floors_as_an_empty_one() -> None:
+    """A section that is "." used to be embedded and floored (rescaled F1 at chance, above a real section of
+    the wrong article): now it scores 0, is marked empty, adds no floor and is no text for the judges."""
+    dataset = sample_dataset()
+    context, _ = make_context(lambda m: "текст" if kind(m[-1]["content"]) == "write" else "описание")
+    unit = STAGE.units(dataset, dataset.articles[0], context.config)[1]
+    output = run(STAGE.build_graph(), unit.input, context)
+    output["results"][0] |= {"text": " . "}
+    (record,) = STAGE.checked_score(unit, output, context).records
+    assert record.excluded is None and record.info["empty_output"] is True
+    assert {k: record.metrics[k] for k in ("p", "r", "f1", "rouge_l", "bleu")} == dict.fromkeys(
+        ("p", "r", "f1", "rouge_l", "bleu"), 0.0
+    )
+    assert STAGE.floor_sides(unit, output, context) == []
+    assert STAGE.texts(unit, STAGE.parse_output(output)) == []
+
+
+def test_a_short_text_keeps_the_share_of_recall_its_length_allows() -> None:
+    """One word of the reference against its sentence: recall scaled by its coverage (written in info), the
+    floor side kept (its floor is the similarity's chance level)."""
+    from ruwikibench.evaluators.coverage import coverage
+    from ruwikibench.evaluators.similarity import sentence_prf
+
+    dataset = sample_dataset()
+    context, _ = make_context(lambda m: "текст" if kind(m[-1]["content"]) == "write" else "описание")
+    (unit,) = [u for u in STAGE.units(dataset, dataset.articles[0], context.config) if u.unit_id == "s1"]
+    output = run(STAGE.build_graph(), unit.input, context)
+    output["results"][0] |= {"text": "Вулкан."}
+    reference = unit.input["sections"][0]["reference"]
+    (record,) = STAGE.checked_score(unit, output, context).records
+    share = coverage("Вулкан.", reference)
+    raw = sentence_prf("Вулкан.", reference, context.embedder)
+    assert share < 1 and record.info["coverage"] == round(share, 4)
+    assert record.metrics["r"] == pytest.approx(raw["r"] * share) and record.metrics["p"] == raw["p"]
+    (side,) = STAGE.floor_sides(unit, output, context)
+    assert STAGE.cross_score(side.generated, reference, context) == raw
+
+
 def test_runs_under_a_checkpointer_and_the_output_is_json() -> None:
     import json
 
