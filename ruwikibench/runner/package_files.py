@@ -96,8 +96,12 @@ def top_level_files(module: str, defining_file: str | None) -> dict[str, Path]:
 
 def distribution_files(dist: Distribution) -> dict[str, Path]:
     """The files the installed distribution put in place (its ``RECORD``), code and data: not its metadata
-    folder, not scripts installed outside the site folder, not an editable install's finder or ``.pth``."""
+    folder, not scripts installed outside the site folder, not an editable install's finder or ``.pth``. A
+    distribution without a ``RECORD`` (an old ``setup.py develop`` egg-info, whose ``SOURCES.txt`` lists
+    source paths, not installed ones) gives none: its package folder is walked instead."""
     found: dict[str, Path] = {}
+    if dist.read_text("RECORD") is None:
+        return found
     for entry in dist.files or []:
         parts = entry.parts
         if not parts or parts[0] == ".." or parts[0].endswith((".dist-info", ".egg-info")):

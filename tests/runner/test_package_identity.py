@@ -249,3 +249,35 @@ def test_uses_prompts_keeps_the_function_and_refuses_other_declarations() -> Non
     assert declared_prompts(uses_prompts(DescribePrompts)(node))[1].fields == ("title", "texts")
     with pytest.raises(TypeError, match="neither a prompt file name nor a pydantic model"):
         uses_prompts(42)  # type: ignore[arg-type]
+
+
+def test_distribution_files_come_from_its_record_only(tmp_path: Path) -> None:
+    """RECORD entries count except metadata, scripts installed elsewhere, an editable install's finder and
+    caches; an egg-info without RECORD (SOURCES.txt lists source paths, not installed files) gives none."""
+    from importlib.metadata import PathDistribution
+
+    from ruwikibench.runner.package_files import distribution_files
+
+    legacy = tmp_path / "old.egg-info"
+    legacy.mkdir()
+    (legacy / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: old\nVersion: 1\n", encoding="utf-8")
+    (legacy / "SOURCES.txt").write_text("old/__init__.py\nsetup.py\n", encoding="utf-8")
+    assert distribution_files(PathDistribution(legacy)) == {}
+
+    info = tmp_path / "new-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: new\nVersion: 1.0\n", encoding="utf-8")
+    entries = [
+        "new/__init__.py",
+        "new/data/words.txt",
+        "new_util.py",
+        "new/__pycache__/__init__.cpython-311.pyc",
+        "new-1.0.dist-info/RECORD",
+        "../../bin/new-cli",
+        "__editable___new_1_0_finder.py",
+        "__editable__.new-1.0.pth",
+    ]
+    (info / "RECORD").write_text("".join(f"{e},,\n" for e in entries), encoding="utf-8")
+    assert distribution_files(PathDistribution(info)) == {
+        name: tmp_path / name for name in ["new/__init__.py", "new/data/words.txt", "new_util.py"]
+    }
