@@ -157,3 +157,30 @@ async def test_a_resumed_run_keeps_the_record_of_a_rescoring(
     assert again.path == run.path
     scored_with = read_spec(run.path).scored_with
     assert scored_with is not None and scored_with.changed == ["stage scored_plugin"]
+
+
+async def test_the_score_command_says_when_other_code_scored(
+    plugin: tuple[ModuleType, Path], tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from ruwikibench.cli import app
+    from ruwikibench.corpus_builder.store import save_dataset
+
+    module, source = plugin
+    context = _context()
+    assert context.dataset is not None
+    save_dataset(context.dataset, tmp_path / "data")
+    options = RunOptions(stages=["scored_plugin"], out=tmp_path / "runs", progress=False)
+    run = await execute(context, str(tmp_path / "data"), options)
+    same = CliRunner().invoke(app, ["score", str(run.path)])
+    assert same.exit_code == 0, same.output
+    assert "note: scored with other code" not in same.output
+
+    _set_weight(module, source, "10.0")
+    changed = CliRunner().invoke(app, ["score", str(run.path)])
+    assert changed.exit_code == 0, changed.output
+    assert (
+        "note: scored with other code than made the outputs (stage scored_plugin); spec.json records it "
+        "under scored_with" in " ".join(changed.output.split())
+    )
