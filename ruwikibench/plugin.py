@@ -33,6 +33,8 @@ What nodes use:
 - :func:`ask` (format a prompt file, ask a role's model, clean the answer), :func:`clean_answer`;
 - :func:`cut_text` and :func:`numbered_texts`: texts cut to a character budget at a word boundary, numbered;
 - :func:`prompt_slot`: an options field naming a prompt file (its text is hashed into the run's identity);
+- :func:`uses_prompts`: a node or graph override's declaration of the prompt files it reads (file names, or a
+  model of ``prompt_slot`` fields): checked when the config loads, hashed into the run's identity;
 - the built-in stages' options models (``RankingConfig``, ``OutlineConfig``, ``SectionsConfig``,
   ``WriterConfig``: ``config.options(OutlineConfig)``) and :class:`ModelRole` for a role with fallbacks;
 - the built-in stages' input/output schemas (``RankingInput`` … ``WriterOutput``; the ``…OutputModel`` each
@@ -113,6 +115,7 @@ from ruwikibench.stage.contract import (
     Unit,
 )
 from ruwikibench.stage.metric import Metric
+from ruwikibench.stage.prompt_use import uses_prompts
 from ruwikibench.stage.registry import get_stage, register_stage, stage_options, stage_roles
 
 __all__ = [
@@ -189,4 +192,5 @@ __all__ = [
     "stage_roles",
     "structure_stats",
     "text_scores",
+    "uses_prompts",
 ]

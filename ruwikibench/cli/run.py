@@ -319,12 +319,19 @@ def stages() -> None:
 
 @app.command("score", epilog=EXIT_CODES)
 def score(run_dir: Annotated[Path, typer.Argument(help="a run directory")]) -> None:
-    """Re-score a saved run from its captured outputs (no LLM call)."""
+    """Re-score a saved run from its captured outputs (no LLM call); spec.json records the code that scored
+    (`scored_with`)."""
     from ruwikibench.api import rescore_run
     from ruwikibench.storage.runspec import read_spec
 
     rundir = rescore_run(run_dir)
-    _show(rundir, read_spec(rundir.path).stages)
+    spec = read_spec(rundir.path)
+    if spec.scored_with is not None and spec.scored_with.changed:
+        console.print(
+            f"note: scored with other code than made the outputs ({', '.join(spec.scored_with.changed)}); "
+            "spec.json records it under scored_with"
+        )
+    _show(rundir, spec.stages)
 
 
 @app.command("merge", epilog=EXIT_CODES)

@@ -123,6 +123,7 @@ async def _open(
     previous = opened.previous_spec()
     if previous is not None:  # a rerun keeps the prompts earlier sessions served: this one may serve none
         spec.prompts = previous.prompts
+        spec.scored_with = previous.scored_with  # scores a `ruwikibench score` wrote are still in the run
     return spec
 
 

@@ -3,10 +3,11 @@ the package.
 
 For an object (a stage class, a node function, a graph builder) the identity is the sha256 of the source file
 the object is *defined* in (``inspect.getsourcefile`` of the unwrapped function or of the class — a function
-re-exported by another module hashes the module that defines it), and the name and version of the installed
-distribution that holds that file, if any. Built-in stages (modules of :mod:`ruwikibench`) have no code
-identity: the package version and git commit in spec.json already say which code ran, and their run ids stay
-as they were.
+re-exported by another module hashes the module that defines it), the name and version of the installed
+distribution that holds that file, if any, and the sha256 of every file of its top-level package and of
+that distribution (:mod:`ruwikibench.runner.package_files`: the helpers it imports, directly or not, and its
+package data). Built-in stages (modules of :mod:`ruwikibench`) have no code identity: the package version
+and git commit in spec.json already say which code ran, and their run ids stay as they were.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ import hashlib
 import inspect
 import json
 from dataclasses import asdict, dataclass
-from functools import lru_cache
-from importlib.metadata import Distribution, PackageNotFoundError, distribution, packages_distributions
+from importlib.metadata import Distribution
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 from ruwikibench.conf.config import RunConfig
 from ruwikibench.prompts import PromptLibrary
+from ruwikibench.runner.package_files import code_files, distributions_of
 from ruwikibench.stage.contract import Stage, defining_stage
 from ruwikibench.stage.registry import stage_options
 
@@ -39,6 +40,7 @@ class CodeIdentity:
     sha256: str | None
     distribution: str | None = None
     version: str | None = None
+    files: dict[str, str] | None = None  # path relative to the package's folder -> sha256
 
     def record(self) -> dict[str, Any]:
         """What spec.json keeps of it."""
@@ -76,27 +78,34 @@ def code_identity(obj: Any) -> CodeIdentity:
     qualname = str(getattr(target, "__qualname__", getattr(target, "__name__", "")))
     name = module if inspect.ismodule(target) else f"{module}.{qualname}"
     file = source_file(target)
+    return module_identity(name, module, file)
+
+
+def module_identity(name: str, module: str, file: str | None) -> CodeIdentity:
+    """The identity of code named ``name`` defined in ``file`` of ``module``: the file's sha256, its installed
+    distribution, the files of its top-level package and distribution."""
     dist = distribution_of(module, file)
-    return CodeIdentity(name, file, file_sha256(file), *(dist or (None, None)))
+    files = code_files(module, file, dist) if file is not None else None
+    if dist is None:
+        return CodeIdentity(name, file, file_sha256(file), files=files)
+    return CodeIdentity(name, file, file_sha256(file), dist.metadata["Name"], dist.version, files)
 
 
-def distribution_of(module: str, file: str | None) -> tuple[str, str] | None:
-    """(name, version) of the installed distribution that holds ``file`` (module ``module``), if any."""
+def distribution_of(module: str, file: str | None) -> Distribution | None:
+    """The installed distribution that holds ``file`` (module ``module``), if any."""
     if file is None:
         return None
-    for name in _distributions().get(module.split(".")[0], []):
-        try:
-            dist = distribution(name)
-        except PackageNotFoundError:
-            continue
-        if _holds(dist, Path(file).resolve()):
-            return dist.metadata["Name"], dist.version
-    return None
+    resolved = Path(file).resolve()
+    return next((dist for dist in distributions_of(module) if _holds(dist, resolved)), None)
 
 
-@lru_cache(maxsize=1)
-def _distributions() -> dict[str, list[str]]:
-    return dict(packages_distributions())
+def files_key(code: dict[str, Any]) -> list[list[str]] | None:
+    """The run-id part of a code record's ``files`` (sorted [path, sha256] pairs); None when they say no more
+    than ``sha256`` (a plug-in made of its one defining file keeps the run id it had)."""
+    files = code.get("files") or {}
+    if len(files) <= 1 and set(files.values()) <= {code.get("sha256")}:
+        return None
+    return [[path, digest] for path, digest in sorted(files.items())]
 
 
 def _holds(dist: Distribution, file: Path) -> bool:
@@ -182,6 +191,9 @@ def identity_key(records: dict[str, dict[str, Any]]) -> str:
         if "code" in record:
             code = record["code"]
             key["code"] = [code["qualname"], code["sha256"], code["distribution"], code["version"]]
+            files = files_key(code)
+            if files is not None:
+                key["code"].append(files)
         return key
 
     return json.dumps({name: one(record) for name, record in sorted(records.items())}, sort_keys=True)

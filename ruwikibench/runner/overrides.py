@@ -17,9 +17,12 @@ Everything is checked by :func:`resolve_overrides` when a command loads the conf
 import error, a missing attribute, a callable with the wrong signature, a node annotated to return a state
 update where the built-in node routes with a ``Command`` (:mod:`ruwikibench.runner.node_kinds`), an unknown
 stage or node, or a graph whose schemas do not fit the stage contract each give one :class:`OverrideError`
-line naming the config key.
+line naming the config key. An override declares the prompt files it reads with
+:func:`ruwikibench.plugin.uses_prompts` (names, or a model of :func:`~ruwikibench.plugin.prompt_slot` fields):
+each must exist and use only the fields it is given.
 Every override is recorded in ``spec.json`` (import path, the source file the object is defined in, its
-sha256, the installed distribution holding it) and enters the run id.
+sha256, the installed distribution holding it, every file of its top-level package and distribution, its
+declared prompts) and enters the run id (:mod:`ruwikibench.runner.identity`).
 """
 
 from __future__ import annotations
@@ -37,9 +40,11 @@ from langgraph.graph import StateGraph
 from pydantic import BaseModel
 
 from ruwikibench.conf.config import ConfigError, RunConfig
-from ruwikibench.runner.identity import CodeIdentity, code_identity, file_sha256
+from ruwikibench.prompts import PromptLibrary, placeholders
+from ruwikibench.runner.identity import CodeIdentity, code_identity, files_key, module_identity
 from ruwikibench.runner.node_kinds import kind_mismatch, routing_checked
 from ruwikibench.stage.contract import Stage
+from ruwikibench.stage.prompt_use import declared_prompts
 from ruwikibench.stage.registry import StageRegistryError, get_stage
 
 INJECTED = frozenset("runtime config writer store".split())  # noqa: SIM905 - parameter names, no stage among them
@@ -61,10 +66,12 @@ class Override:
     sha256: str | None
     distribution: str | None = None
     version: str | None = None
+    files: dict[str, str] | None = None  # every file of its top-level package and distribution -> sha256
+    prompts: dict[str, str] = dataclasses.field(default_factory=dict)  # declared prompt file -> sha256
 
     def record(self) -> dict[str, Any]:
         """What spec.json keeps of it."""
-        record = {
+        record: dict[str, Any] = {
             "kind": "node" if self.node else "graph",
             "target": self.target,
             "file": self.file,
@@ -72,12 +79,22 @@ class Override:
         }
         if self.distribution:
             record |= {"distribution": self.distribution, "version": self.version}
+        if self.files is not None:
+            record["files"] = self.files
+        if self.prompts:
+            record["prompts"] = self.prompts
         return record
 
-    def id_key(self) -> list[str | None]:
-        """What the run id hashes (the import path and the code; an installed distribution's name and
-        version)."""
-        return [self.target, self.sha256] + ([self.distribution, self.version] if self.distribution else [])
+    def id_key(self) -> list[Any]:
+        """What the run id hashes: the import path and the code (an installed distribution's name and
+        version; the package's files and the declared prompts' hashes, each only when there are any beyond the
+        defining file, so an override of one file and no prompts keeps the run id it had)."""
+        key: list[Any] = [self.target, self.sha256]
+        key += [self.distribution, self.version] if self.distribution else []
+        files = files_key({"sha256": self.sha256, "files": self.files})
+        key += [{"files": files}] if files is not None else []
+        key += [{"prompts": sorted(self.prompts.values())}] if self.prompts else []
+        return key
 
 
 def _fail(key: str, message: str) -> OverrideError:
@@ -101,8 +118,7 @@ def load_target(key: str, target: str) -> tuple[Any, CodeIdentity]:
         obj = getattr(obj, part)
     identity = code_identity(obj)
     if identity.file is None:  # an object without source of its own (an instance, a C function): its module's
-        file = getattr(module, "__file__", None)
-        identity = dataclasses.replace(identity, file=file, sha256=file_sha256(file))
+        identity = module_identity(identity.qualname, module_name, getattr(module, "__file__", None))
     return obj, identity
 
 
@@ -132,6 +148,31 @@ def check_node_signature(key: str, fn: Any) -> None:
             f"wrong signature {signature}: a node takes (state) or (state, runtime); "
             f"{', '.join(extra)} would never be given",
         )
+
+
+def check_declared_prompts(key: str, obj: Any, config: RunConfig) -> dict[str, str]:
+    """The prompt files ``obj`` declares (:func:`ruwikibench.stage.prompt_use.uses_prompts`), each found by
+    the prompt loader (a slot's file using only the fields it names): name -> sha256."""
+    library = PromptLibrary(config.prompts_dir)
+    hashes: dict[str, str] = {}
+    for declared in declared_prompts(obj):
+        try:
+            prompt = library.get(declared.name)
+        except FileNotFoundError as exc:
+            raise _fail(key, f"declared {exc}") from None
+        if declared.fields is not None:
+            try:
+                unknown = sorted(placeholders(prompt.text) - set(declared.fields))
+            except ValueError as exc:
+                raise _fail(key, f"prompt file {prompt.path}: not a str.format template: {exc}") from None
+            if unknown:
+                raise _fail(
+                    key,
+                    f"prompt file {prompt.path}: unknown field(s) {', '.join('{' + u + '}' for u in unknown)}"
+                    f"; this prompt is given {', '.join('{' + g + '}' for g in sorted(declared.fields))}",
+                )
+        hashes[declared.name] = prompt.sha256
+    return dict(sorted(hashes.items()))
 
 
 def schema_keys(schema: Any) -> tuple[set[str], set[str]]:
@@ -255,6 +296,7 @@ def resolve_overrides(config: RunConfig) -> dict[str, Override]:
             check_node_signature(key, obj)
             if (mismatch := kind_mismatch(graph, node, obj)) is not None:
                 raise _fail(key, mismatch)
+        prompts = check_declared_prompts(key, obj, config)
         resolved[f"{stage_name}.{node}" if node else stage_name] = Override(
             key=key,
             stage=stage_name,
@@ -265,6 +307,8 @@ def resolve_overrides(config: RunConfig) -> dict[str, Override]:
             sha256=code.sha256,
             distribution=code.distribution,
             version=code.version,
+            files=code.files,
+            prompts=prompts,
         )
     return resolved
 

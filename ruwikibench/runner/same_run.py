@@ -32,28 +32,53 @@ def check_same_specs(rundir: RunDir, old: RunSpec, spec: RunSpec) -> None:
         )
 
 
-def _code_hashes(spec: RunSpec) -> dict[str, Any]:
-    """The code hashes a spec records: overrides' and plug-in stages' (file sha256, distribution version)."""
-    hashes: dict[str, Any] = {
-        f"override {key}": [record.get("sha256"), record.get("version")]
+def _code_hashes(spec: RunSpec) -> dict[str, dict[str, Any]]:
+    """The code hashes a spec records: overrides' and plug-in stages' (file sha256, distribution version, the
+    files of its package and distribution, declared prompts, a stage's options)."""
+    hashes: dict[str, dict[str, Any]] = {
+        f"override {key}": _present(
+            sha256=record.get("sha256"),
+            version=record.get("version"),
+            files=record.get("files"),
+            prompts=record.get("prompts"),
+        )
         for key, record in spec.overrides.items()
     }
     for name, record in (spec.stage_identity or {}).items():
         code = record.get("code") or {}
-        hashes[f"stage {name}"] = [
-            code.get("sha256"),
-            code.get("version"),
-            record.get("prompts"),
-            record.get("options"),
-        ]
+        hashes[f"stage {name}"] = _present(
+            sha256=code.get("sha256"),
+            version=code.get("version"),
+            files=code.get("files"),
+            prompts=record.get("prompts"),
+            options=record.get("options"),
+        )
     return hashes
+
+
+def _present(**fields: Any) -> dict[str, Any]:
+    """``fields`` without the newer ones a spec lacks (``files``, an override's ``prompts``: None)."""
+    newer = ("files", "prompts")
+    return {key: value for key, value in fields.items() if value is not None or key not in newer}
+
+
+def _differs(before: dict[str, Any], now: dict[str, Any]) -> bool:
+    """Two code records differ in a field both have (a spec written before ``files`` were recorded is
+    compared by what it holds)."""
+    return any(before[key] != now[key] for key in before.keys() & now.keys())
+
+
+def code_changes(old: RunSpec, spec: RunSpec) -> list[str]:
+    """The overrides and plug-in stages (``override <key>``, ``stage <name>``) whose code, prompts or options
+    differ between two specs."""
+    before, now = _code_hashes(old), _code_hashes(spec)
+    return sorted(key for key in before.keys() & now.keys() if _differs(before[key], now[key]))
 
 
 def _check_same_code(rundir: RunDir, old: RunSpec, spec: RunSpec) -> None:
     """A named run (``--run-id``) does not resume over outputs of other plug-in or override code (or other
     options of a stage)."""
-    before, now = _code_hashes(old), _code_hashes(spec)
-    changed = sorted(key for key in before.keys() & now.keys() if before[key] != now[key])
+    changed = code_changes(old, spec)
     if changed:
         raise RunInputError(
             f"{rundir.path}: holds a run made with other code ({', '.join(changed)} changed since); "

@@ -93,6 +93,18 @@ class ShardRecord(_Record):
     articles: list[str] = Field(default_factory=list)
 
 
+class ScoredWithRecord(_Record):
+    """The code that last scored the run again (``ruwikibench score``): when, ruwikibench's version and git
+    commit, the plug-in stages' code identity (as ``stage_identity``), and what differs from the code that
+    made the outputs (``changed``: ``ruwikibench``, ``stage <name>``)."""
+
+    at: str | None = None
+    package_version: str | None = None
+    git_commit: str | None = None
+    stage_identity: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    changed: list[str] = Field(default_factory=list)
+
+
 # left out of spec.json when None (blocks only some runs have; fields a spec of another version may lack)
 OMITTED_WHEN_NONE = (
     "stage_identity",
@@ -105,6 +117,7 @@ OMITTED_WHEN_NONE = (
     "config",
     "created",
     "shard",
+    "scored_with",
 )
 
 
@@ -131,6 +144,7 @@ class RunSpec(_Record):
     units: UnitCounts | None = None
     last_session: dict[str, Any] | None = None
     shard: ShardRecord | None = None
+    scored_with: ScoredWithRecord | None = None
 
     @property
     def dataset_id(self) -> str | None:

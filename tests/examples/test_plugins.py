@@ -113,6 +113,8 @@ def test_plugins_run_beside_a_builtin_run_in_one_report(tmp_path: Path) -> None:
     spec = json.loads((plugin_dir / "spec.json").read_text(encoding="utf-8"))
     assert {k: v["target"] for k, v in spec["overrides"].items()} == overrides
     assert all(len(v["sha256"]) == 64 for v in spec["overrides"].values())
+    assert list(spec["overrides"]["outline"]["prompts"]) == ["rwb_plugins:prompts/one_call_outline.txt"]
+    assert "rwb_plugins/prompts/one_call_outline.txt" in spec["overrides"]["outline"]["files"]
 
     metrics = json.loads((plugin_dir / "metrics.json").read_text(encoding="utf-8"))
     outline = metrics["outline"]["metrics"]["f1"]["failures_excluded"]["mean"]

@@ -148,11 +148,13 @@ def test_good_overrides_resolve_with_the_source_hash(plugin: str, tmp_path: Path
     resolved = resolve_overrides(_config(**{"toy.ask": f"{plugin}:shout"}))
     record = resolved["toy.ask"].record()
     source = tmp_path / f"{plugin}.py"
+    sha256 = hashlib.sha256(source.read_bytes()).hexdigest()
     assert record == {
         "kind": "node",
         "target": f"{plugin}:shout",
         "file": str(source),
-        "sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
+        "sha256": sha256,
+        "files": {source.name: sha256},  # a top-level module: its package is that one file
     }
 
 

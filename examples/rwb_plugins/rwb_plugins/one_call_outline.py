@@ -10,7 +10,6 @@ runs.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
@@ -24,9 +23,10 @@ from ruwikibench.plugin import (
     OutlineState,
     StageContext,
     parse_outline,
+    uses_prompts,
 )
 
-PROMPT = Path(__file__).parent / "prompts" / "one_call_outline.txt"
+PROMPT = "rwb_plugins:prompts/one_call_outline.txt"  # a file shipped in this package (package:path)
 MAX_SNIPPETS = 12  # the snippets shown, in input order, each cut to the config's outline.snippet_chars
 
 
@@ -38,7 +38,7 @@ def snippets_block(state: OutlineState, chars: int) -> str:
 async def outline_in_one_call(state: OutlineState, runtime: Runtime[StageContext]) -> dict[str, Any]:
     """Ask for the outline once and parse the answer with the package's outline parser."""
     config = runtime.context.config.options(OutlineConfig)
-    prompt = PROMPT.read_text(encoding="utf-8").format(
+    prompt = runtime.context.prompts.get(PROMPT).format(
         title=state["title"], snippets=snippets_block(state, config.snippet_chars)
     )
     completion = await runtime.context.llm.complete("outline", prompt, max_tokens=config.merge_max_tokens)
@@ -54,6 +54,7 @@ async def outline_in_one_call(state: OutlineState, runtime: Runtime[StageContext
     }
 
 
+@uses_prompts(PROMPT)  # checked when the config loads, its sha256 in the run id and spec.json
 def build_graph() -> StateGraph:
     """START -> outline_in_one_call -> END, with the outline stage's input and output schemas."""
     graph = StateGraph(
