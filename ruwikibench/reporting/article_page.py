@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ruwikibench.reporting.article_views import ArticleRecords, article_view
+from ruwikibench.reporting.call_views import trace_with_calls
 from ruwikibench.reporting.data import RunData
 from ruwikibench.reporting.failures import short_reason
 from ruwikibench.reporting.tables import count_keys, metric_scale, paper_table, stage_columns
@@ -85,7 +86,9 @@ def article_context(
                     "view": article_view(records),
                     "scores": item_scores(stage, run.metrics[stage], records.results),
                     "failures": failures,
-                    "units": trace_units(node_records[run.name].get(stage, []), errors),
+                    "units": trace_with_calls(
+                        trace_units(node_records[run.name].get(stage, []), errors), run.rundir, stage, article
+                    ),
                 }
             )
         if runs:
@@ -166,6 +169,7 @@ def _node_row(record: dict[str, Any], errors: PageErrors) -> dict[str, Any]:
     cut = len(output) - OUTPUT_CHARS
     return {
         "node": record["node"],
+        "task_id": record.get("task_id"),
         "depth": len([p for p in (record.get("namespace") or "").split("|") if p]),
         "duration_s": record.get("duration_s"),
         "queued_s": record.get("queued_s"),
