@@ -1,7 +1,7 @@
 """Every LLM call's messages as sent and its answer are kept per node call in the run directory
-(``messages/<stage>/<article>.jsonl.gz``), answers from the response cache included, appended by a resumed run,
-and shown on the article page behind a toggle, the rendered prompt beside its template's name and hash; a run
-directory made before messages were kept still renders and says so."""
+(``messages/<stage>/<article>.jsonl.gz``), answers from the response cache included, appended by a resumed
+run, and shown on the article page behind a toggle, the rendered prompt beside its template's name and hash;
+a run directory made before messages were kept still renders and says so."""
 
 from __future__ import annotations
 
@@ -54,7 +54,9 @@ async def test_calls_are_kept_per_node_call_and_a_resumed_run_appends(tmp_path: 
     assert len(failed) == 2 and all(c["error"].startswith("EmptyAnswer") for c in failed)  # both attempts
     path = shard_path(rundir / MESSAGES_DIR, "toy", "Плохая статья")
     assert gzip.decompress(path.read_bytes()).decode().count("Опиши: Плохая статья") == 1  # stored once
-    await execute(_toy_context(["Кошка", "Плохая статья"])[0], "mem", options)  # resumes: the failed one again
+    await execute(
+        _toy_context(["Кошка", "Плохая статья"])[0], "mem", options
+    )  # resumes: the failed one again
     assert len(_calls(rundir, "toy", "Плохая статья")) == 4 and len(_calls(rundir, "toy", "Кошка")) == 1
     assert gzip.decompress(path.read_bytes()).decode().count("Опиши: Плохая статья") == 1
 
@@ -64,7 +66,9 @@ async def test_answers_from_the_response_cache_are_recorded_with_their_messages(
     await execute(first, "mem", RunOptions(stages=["toy"], out=tmp_path / "runs", run_id="a", progress=False))
     first.llm.close()
     second, chat2 = _toy_context(["Кошка"], cache=tmp_path / "llm.sqlite")
-    await execute(second, "mem", RunOptions(stages=["toy"], out=tmp_path / "runs", run_id="b", progress=False))
+    await execute(
+        second, "mem", RunOptions(stages=["toy"], out=tmp_path / "runs", run_id="b", progress=False)
+    )
     second.llm.close()
     assert len(chat.calls) == 1 and not chat2.calls  # the second run was answered from the cache
     [call] = _calls(tmp_path / "runs" / "b", "toy", "Кошка")
@@ -79,7 +83,9 @@ def _outline_context(tmp_path: Path) -> StageContext:
         name="outline", models={"outline": ModelConfig(name="fake")}, cache_dir=str(tmp_path / "cache")
     )
     llm = LLM({"outline": chat}, max_concurrency=4)
-    return StageContext(config=config, llm=llm, embedder=HashEmbedder(), prompts=PromptLibrary(), dataset=dataset)
+    return StageContext(
+        config=config, llm=llm, embedder=HashEmbedder(), prompts=PromptLibrary(), dataset=dataset
+    )
 
 
 async def test_the_rendered_prompt_is_in_the_run_directory_and_on_the_article_page(tmp_path: Path) -> None:
@@ -93,7 +99,9 @@ async def test_the_rendered_prompt_is_in_the_run_directory_and_on_the_article_pa
     assert library.get(template["name"]).sha256.startswith(template["sha256"])
     prompt = merge[0]["messages"][-1]["content"]
     head = library.get(template["name"]).text.split("{")[0].strip()
-    assert head and prompt.startswith(head) and "{" not in prompt[: len(head) + 1]  # rendered, not the template
+    assert (
+        head and prompt.startswith(head) and "{" not in prompt[: len(head) + 1]
+    )  # rendered, not the template
     assert len(calls) == sum(n.get("llm_calls", 0) for n in _nodes(rundir))  # every call of every node
 
     compare_runs([rundir], tmp_path / "report")
