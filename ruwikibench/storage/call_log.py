@@ -22,13 +22,15 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ruwikibench.conf.secrets import redact
+from ruwikibench.storage.durable import write_atomic
 
 MESSAGES_DIR = "messages"
 _UNSAFE = re.compile(r"[^\w.-]+")
@@ -165,6 +167,21 @@ class CallLog:
             elif "messages" in row:
                 calls.append(_resolved(row, texts))
         return calls
+
+
+def merge_logs(sources: Sequence[Path], target: Path) -> None:
+    """Replace the ``target`` folder by the join of the ``sources`` folders (the shards of one run): each
+    file the whole members of that file in every source, in the order of the sources."""
+    joined: dict[Path, list[bytes]] = {}
+    for source in sources:
+        for path in sorted(source.rglob("*.jsonl.gz")) if source.is_dir() else []:
+            raw = path.read_bytes()
+            end = max((end for end, _ in whole_members(raw)), default=0)
+            joined.setdefault(path.relative_to(source), []).append(raw[:end])
+    shutil.rmtree(target, ignore_errors=True)
+    for relative, parts in joined.items():
+        (target / relative).parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(target / relative, b"".join(parts))
 
 
 def _resolved(row: dict[str, Any], texts: dict[str, str]) -> dict[str, Any]:
