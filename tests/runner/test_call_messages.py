@@ -128,3 +128,41 @@ def _escaped(text: str) -> str:
     from markupsafe import escape
 
     return str(escape(text))
+
+
+async def test_each_call_names_the_templates_its_own_task_was_served() -> None:
+    """Concurrent calls of one node each name their own template; a template served once and sent twice
+    names it on both calls; a call after another template names only that one."""
+    import asyncio
+
+    from ruwikibench.runner.call_capture import capturing_calls
+    from ruwikibench.runner.capture import NodeCapture
+
+    context, _ = _toy_context(["Кошка"])
+    library = context.prompts
+
+    async def ask(name: str, times: int = 1) -> None:
+        text = library.get(name).text
+        await asyncio.sleep(0)  # the other task is served its template meanwhile
+        for _ in range(times):
+            await context.llm.complete("writer", text)
+
+    capture = NodeCapture("s", "Кошка", "u")
+    with capture.active(), capturing_calls(context, capture) as calls:
+        await asyncio.gather(ask("ru/query_description_ru.txt"), ask("ru/query_description_en.txt", times=2))
+        await ask("ru/relevance.txt")
+    sent = {
+        (
+            c["messages"][0]["content"] == library.get(c["templates"][0]["name"]).text,
+            c["templates"][0]["name"],
+        )
+        for c in calls.calls
+    }
+    assert len(calls.calls) == 4 and all(len(c["templates"]) == 1 for c in calls.calls)
+    assert sent == {
+        (True, "ru/query_description_ru.txt"),
+        (True, "ru/query_description_en.txt"),
+        (True, "ru/relevance.txt"),
+    }
+    await context.llm.complete("writer", "вне блока")
+    assert len(calls.calls) == 4  # the capture records nothing once its block has ended
