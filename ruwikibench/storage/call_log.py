@@ -36,6 +36,9 @@ MESSAGES_DIR = "messages"
 COMPRESSION = 6
 """gzip level of the members: on a ranking unit's 167 calls (867 kB of JSONL) 34 ms of CPU and 203 kB; level 9
 took 82 ms for 197 kB, level 1 6 ms for 273 kB."""
+KNOWN_FILES = 64
+"""Files whose stored texts a writer keeps in memory (the units running at a time are those of a few articles:
+they start article by article)."""
 _UNSAFE = re.compile(r"[^\w.-]+")
 _NAME_CHARS = 60
 
@@ -92,7 +95,9 @@ class CallLog:
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
-        self._known: dict[Path, set[str]] = {}  # texts already in each file this process wrote to
+        # texts already in the files this process wrote to last (at most KNOWN_FILES; an older file's are
+        # read from it again when it is written to again)
+        self._known: dict[Path, set[str]] = {}
         self._lock = threading.Lock()
 
     def recorded(self) -> bool:
@@ -121,7 +126,10 @@ class CallLog:
         """The texts already stored in ``path``; on the first look in this process a torn last member (a
         killed run) is cut off first."""
         if path in self._known:
+            self._known[path] = self._known.pop(path)  # the most recent last
             return self._known[path]
+        while len(self._known) >= KNOWN_FILES:
+            self._known.pop(next(iter(self._known)))
         known: set[str] = set()
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists():

@@ -68,3 +68,15 @@ def test_article_names_become_safe_distinct_file_names(tmp_path: Path) -> None:
     assert odd.parent == tmp_path / "sections" and odd.name.startswith("Война_и_мир_том_1-")
     assert shard_path(tmp_path, "s", "a/b") != shard_path(tmp_path, "s", "a_b")
     assert not CallLog(tmp_path / "none").recorded() and CallLog(tmp_path / "none").calls("s", "A") == []
+
+
+def test_a_file_written_again_after_its_texts_were_forgotten_still_stores_each_text_once(
+    tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setattr("ruwikibench.storage.call_log.KNOWN_FILES", 2)
+    log = CallLog(tmp_path)
+    for article in ("A", "B", "C", "A"):  # A's texts are forgotten when C is written, read again for A
+        log.append("s", article, [_call("u", "вопрос")])
+    assert len(log._known) == 2
+    assert sorted(_texts(shard_path(tmp_path, "s", "A"))) == sorted([SYSTEM, "вопрос", "ответ"])
+    assert len(CallLog(tmp_path).calls("s", "A")) == 2
