@@ -87,7 +87,11 @@ def article_context(
                     "scores": item_scores(stage, run.metrics[stage], records.results),
                     "failures": failures,
                     "units": trace_with_calls(
-                        trace_units(node_records[run.name].get(stage, []), errors), run.rundir, stage, article
+                        trace_units(node_records[run.name].get(stage, []), errors),
+                        run.rundir,
+                        stage,
+                        article,
+                        errors.note,
                     ),
                 }
             )

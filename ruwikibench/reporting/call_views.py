@@ -9,6 +9,7 @@ page (the whole stays in the run directory). A run made before messages were kep
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from ruwikibench.storage.call_log import MESSAGES_DIR, CallLog, shard_path
@@ -18,6 +19,9 @@ MESSAGE_CHARS = 20000
 NOT_RECORDED = "messages not recorded for this run"
 
 Calls = dict[tuple[str, str], list[dict[str, Any]]]  # (unit, task id) -> the node's calls in order
+Note = Callable[
+    [str], dict[str, Any]
+]  # an error text -> {id, short, full, first} (the page's PageErrors.note)
 
 
 def article_calls(rundir: RunDir, stage: str, article: str) -> Calls | None:
@@ -31,25 +35,33 @@ def article_calls(rundir: RunDir, stage: str, article: str) -> Calls | None:
     return calls
 
 
-def with_calls(units: list[dict[str, Any]], calls: Calls | None, where: str = "") -> list[dict[str, Any]]:
+def with_calls(
+    units: list[dict[str, Any]], calls: Calls | None, where: str = "", note: Note | None = None
+) -> list[dict[str, Any]]:
     """The trace's units with each node row's calls (``sent``) and, per unit, ``messages_note``: why a node
-    that called the LLM shows no messages (the run keeps none). ``where``: the file, named in that note."""
+    that called the LLM shows no messages (the run keeps none). ``where``: the messages file, named where a
+    text is cut; ``note``: the page's error register (an error shown once, then referred to)."""
     for unit in units:
         unit["messages_note"] = NOT_RECORDED if calls is None else ""
         for row in unit["nodes"]:
             found = [] if calls is None else calls.get((unit["unit"], str(row.get("task_id"))), [])
-            row["sent"] = [call_view(call, where) for call in found]
+            row["sent"] = [call_view(call, where, note) for call in found]
     return units
 
 
-def call_view(call: dict[str, Any], where: str = "") -> dict[str, Any]:
+def _plain_note(text: str) -> dict[str, Any]:
+    return {"id": "", "short": text, "full": text, "first": True}
+
+
+def call_view(call: dict[str, Any], where: str = "", note: Note | None = None) -> dict[str, Any]:
     """One call as the page shows it: role, model, cached, templates, messages and answer (cut)."""
+    error = call.get("error")
     return {
         "call": call.get("call"),
         "role": call.get("role", ""),
         "model": call.get("model") or "",
         "cached": bool(call.get("cached")),
-        "error": call.get("error"),
+        "error": (note or _plain_note)(str(error)) if error else None,
         "templates": call.get("templates") or [],
         "messages": [
             {"role": m.get("role", "user"), "content": _cut(m.get("content"), where)}
@@ -75,7 +87,8 @@ def messages_file(rundir: RunDir, stage: str, article: str) -> str:
 
 
 def trace_with_calls(
-    units: list[dict[str, Any]], rundir: RunDir, stage: str, article: str
+    units: list[dict[str, Any]], rundir: RunDir, stage: str, article: str, note: Note | None = None
 ) -> list[dict[str, Any]]:
     """:func:`with_calls` with the run's calls of the article and stage."""
-    return with_calls(units, article_calls(rundir, stage, article), messages_file(rundir, stage, article))
+    calls = article_calls(rundir, stage, article)
+    return with_calls(units, calls, messages_file(rundir, stage, article), note)
