@@ -19,6 +19,8 @@ endpoints (:class:`OpenAIBackend`, through langchain-openai's ChatOpenAI) or a s
   retries, failures, and the seconds calls waited for a slot (``queued_s``) and were then served
   (``service_s``); each :class:`Completion` carries its own ``queued_s``/``service_s`` (node traces record
   them per node).
+* Messages: ``sent_listeners`` get every call's messages with its answer or error (:class:`SentCall`), cached
+  answers included (the run directory keeps them: :mod:`ruwikibench.runner.call_capture`).
 * Local servers: while a request of a client that started local servers is out, the servers are watched; when
   one exits, the request is cancelled and :class:`~ruwikibench.models.local_server.LocalServerDied` names its
   exit code or signal and its log at once — every later request too — instead of retries against a dead port.
@@ -51,6 +53,17 @@ class EmptyAnswer(RuntimeError):
 
 
 Accept = Callable[[Completion], bool]
+
+
+@dataclass(frozen=True)
+class SentCall:
+    """One call of :meth:`LLM.complete` as its ``sent_listeners`` see it: the role, the messages as sent and
+    the answer (``completion``, a cached one too) or the error the call ended with."""
+
+    role: str
+    messages: Messages
+    completion: Completion | None
+    error: str | None = None
 
 
 def as_messages(prompt: str | Messages) -> Messages:
@@ -106,6 +119,7 @@ class LLM:
         self.max_concurrency = max_concurrency
         self.usage = Usage()
         self.listeners: list[Callable[[str, Completion], None]] = []
+        self.sent_listeners: list[Callable[[SentCall], None]] = []  # every call's messages and outcome
         self.cache = cache
         self.servers = list(servers or [])
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
@@ -197,11 +211,17 @@ class LLM:
             completion = await self._cached_or_sent(request)
         except Exception as exc:
             self.usage.fail(role, exc)
+            self._tell_sent(SentCall(role, request.messages, None, f"{type(exc).__name__}: {exc}"))
             raise
         self.usage.add(role, completion)
         for listener in self.listeners:
             listener(role, completion)
+        self._tell_sent(SentCall(role, request.messages, completion))
         return completion
+
+    def _tell_sent(self, call: SentCall) -> None:
+        for listener in self.sent_listeners:
+            listener(call)
 
     async def _cached_or_sent(self, request: _Request) -> Completion:
         identity = getattr(request.backend, "identity", None)

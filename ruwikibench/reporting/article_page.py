@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ruwikibench.reporting.article_views import ArticleRecords, article_view
+from ruwikibench.reporting.call_views import trace_with_calls
 from ruwikibench.reporting.data import RunData
 from ruwikibench.reporting.failures import short_reason
 from ruwikibench.reporting.tables import (
@@ -93,7 +94,13 @@ def article_context(
                     "view": article_view(records),
                     "scores": item_scores(stage, run.metrics[stage], records.results),
                     "failures": failures,
-                    "units": trace_units(node_records[run.name].get(stage, []), errors),
+                    "units": trace_with_calls(
+                        trace_units(node_records[run.name].get(stage, []), errors),
+                        run.rundir,
+                        stage,
+                        article,
+                        errors.note,
+                    ),
                 }
             )
         if runs:
@@ -179,6 +186,7 @@ def _node_row(record: dict[str, Any], errors: PageErrors) -> dict[str, Any]:
     cut = len(output) - OUTPUT_CHARS
     return {
         "node": record["node"],
+        "task_id": record.get("task_id"),
         "depth": len([p for p in (record.get("namespace") or "").split("|") if p]),
         "duration_s": record.get("duration_s"),
         "queued_s": record.get("queued_s"),

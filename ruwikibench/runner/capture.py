@@ -40,6 +40,11 @@ PROMPT_HASH_CHARS = 12
 _ACTIVE: ContextVar[NodeCapture | None] = ContextVar("ruwikibench_node_capture", default=None)
 
 
+def active_capture() -> NodeCapture | None:
+    """The capture of the unit whose graph runs in this context, if any."""
+    return _ACTIVE.get()
+
+
 def active_stage() -> str | None:
     """The stage of the unit whose graph runs in this context (its capture is active), if any."""
     capture = _ACTIVE.get()

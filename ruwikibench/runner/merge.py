@@ -3,9 +3,10 @@
 The shards must share one run id and one shard count and hold every share 1…N exactly once, with no article in
 two shards; anything else is a :class:`~ruwikibench.conf.config.RunInputError` naming the missing share, the
 share given twice or the directory of another run. Their records (outputs, node traces, scores, generated
-texts, errors) are concatenated into ``<into>/<run id>``; floors and baselines are computed again over the
-whole (a permutation floor depends on every item of the run), then metrics.json/.csv and report.md — so the
-merged directory's metrics equal those of the same run made on one machine. No LLM call is made.
+texts, errors, the LLM calls' messages) are concatenated into ``<into>/<run id>``; floors and baselines are
+computed again over the whole (a permutation floor depends on every item of the run), then metrics.json/.csv
+and report.md — so the merged directory's metrics equal those of the same run made on one machine. No LLM
+call is made.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ruwikibench.aggregation.baselines import UNIT_BASELINES_FILE
 from ruwikibench.aggregation.derived import compute_floors_and_baselines
 from ruwikibench.conf.config import RunConfig, RunInputError
 from ruwikibench.runner.finalize import finalize
+from ruwikibench.storage.call_log import MESSAGES_DIR, merge_logs
 from ruwikibench.storage.jsonl import read_records
 from ruwikibench.storage.rundir import RunDir
 from ruwikibench.storage.runspec import SPEC_FILE, parse_spec, read_spec
@@ -158,6 +160,7 @@ def merge_shards(paths: Sequence[str | Path], into: Path | None = None, dataset:
             rundir.rewrite(
                 name, (record for shard in shards for record in read_records(shard.rundir.file(name)))
             )
+        merge_logs([shard.rundir.file(MESSAGES_DIR) for shard in shards], rundir.file(MESSAGES_DIR))
         rundir.write_json(SPEC_FILE, parse_spec(spec).record())
         compute_floors_and_baselines(rundir, context)
         finalize(rundir)

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from ruwikibench.aggregation.baselines import UNIT_BASELINES_FILE, baseline_names
 from ruwikibench.dataset import Article
 from ruwikibench.models.local_server import LocalServerDied
+from ruwikibench.runner.call_capture import CallCapture, capturing_calls
 from ruwikibench.runner.capture import NodeCapture
 from ruwikibench.runner.options import RunOptions
 from ruwikibench.runner.overrides import check_overrides, stage_graph
@@ -22,6 +23,7 @@ from ruwikibench.runtime.faults import fault_point
 from ruwikibench.stage.context import StageContext
 from ruwikibench.stage.contract import Stage, StageScore, Unit
 from ruwikibench.stage.registry import get_stage
+from ruwikibench.storage.call_log import MESSAGES_DIR, CallLog
 from ruwikibench.storage.jsonl import unit_key
 from ruwikibench.storage.results import versioned
 from ruwikibench.storage.rundir import RunDir, scored_units
@@ -40,6 +42,7 @@ class Runner:
         overrides = check_overrides(context.config)
         self.graphs = {name: stage_graph(stage, overrides).compile() for name, stage in self.stages.items()}
         self.scoring: ScoringProcess | None = None  # set by the run when it scores in a process of its own
+        self.call_log = CallLog(rundir.file(MESSAGES_DIR))  # every call's messages, written per attempt
 
     def pending_units(self, articles: list[Article]) -> tuple[list[Unit], int]:
         """The units to run, article by article (each article's stages in stage order), and how many units the
@@ -125,8 +128,9 @@ class Runner:
         # one fsync per node on the event loop took ~4.5 ms each on a busy disk, ~100k nodes at the paper's
         # size
         nodes: list[dict[str, Any]] = []
+        calls: CallCapture | None = None
         try:
-            with capture.active():
+            with capture.active(), capturing_calls(self.context, capture) as calls:
                 async for namespace, mode, data in graph.astream(  # type: ignore[call-overload]  # no context type
                     unit.input, context=self.context, stream_mode=["tasks", "values"], subgraphs=True
                 ):
@@ -139,6 +143,8 @@ class Runner:
         finally:
             self.context.llm.listeners.remove(capture.on_completion)
             self.context.prompts.listeners.remove(capture.on_prompt)
+            if calls is not None and calls.calls:
+                await run_io(self.call_log.append, unit.stage, unit.article, calls.calls)
             if nodes:
                 await run_io(self.rundir.append_many, "nodes.jsonl", nodes)
         return {k: v for k, v in final.items() if not output_keys or k in output_keys}

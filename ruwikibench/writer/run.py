@@ -9,6 +9,7 @@ resume) and finally ``article.md``, ``article.html`` and ``article.json``.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,9 +21,11 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
 from ruwikibench.dataset import safe_name
+from ruwikibench.runner.call_capture import capturing_calls
 from ruwikibench.runner.capture import NodeCapture
 from ruwikibench.runner.overrides import check_overrides, spec_records
 from ruwikibench.stage.context import StageContext
+from ruwikibench.storage.call_log import MESSAGES_DIR, CallLog
 from ruwikibench.storage.durable import write_atomic
 from ruwikibench.storage.jsonl import append_jsonl, read_records
 from ruwikibench.storage.rundir import run_lock
@@ -152,14 +155,18 @@ async def _stream(
     capture = NodeCapture("writer", name, "article")
     context.llm.listeners.append(capture.on_completion)
     context.prompts.listeners.append(capture.on_prompt)
+    log = CallLog(out_dir / MESSAGES_DIR)  # each call's messages, appended with the node records
     try:
-        with capture.active():  # the calls of this article's graph, not of other articles written meanwhile
+        # the calls of this article's graph, not of other articles written meanwhile
+        with capture.active(), capturing_calls(context, capture) as calls:
             async for namespace, mode, data in app.astream(
                 graph_input, config, context=context, stream_mode=["tasks"], subgraphs=True
             ):
                 record = capture.on_task(namespace, data) if mode == "tasks" else None
                 if record:
                     append_trace(out_dir / TRACE, record)
+                    log.append("writer", name, calls.calls)
+                    calls.calls.clear()
     finally:
         context.llm.listeners.remove(capture.on_completion)
         context.prompts.listeners.remove(capture.on_prompt)
@@ -215,6 +222,7 @@ async def _write_article(context: StageContext, request: _WriteRequest) -> Write
             raise WriteError("a title is needed to start writing")
         session = Session(title=title, thread_id=f"{safe_name(title)}-{time.strftime('%Y%m%d-%H%M%S')}")
         (out / TRACE).unlink(missing_ok=True)
+        shutil.rmtree(out / MESSAGES_DIR, ignore_errors=True)
     config: RunnableConfig = {"configurable": {"thread_id": session.thread_id}, "recursion_limit": 200}
     before = _usage_totals(context)
     started = time.perf_counter()

@@ -11,6 +11,7 @@ import pytest
 
 from ruwikibench.conf.config import RunInputError
 from ruwikibench.runner.shard import Shard, share_of
+from ruwikibench.storage.call_log import MESSAGES_DIR, CallLog
 from ruwikibench.storage.jsonl import unit_key
 from ruwikibench.storage.rundir import RunDir
 from tests.cli.small_runs import app, fake_setup, runner
@@ -45,6 +46,16 @@ def _sorted(rundir: Path, name: str) -> list[dict]:
     return sorted(records, key=lambda r: json.dumps(r, sort_keys=True, ensure_ascii=False))
 
 
+def _calls(rundir: Path) -> dict[tuple[str, str], int]:
+    """(stage, article) -> calls kept in the run's messages."""
+    log = CallLog(rundir / MESSAGES_DIR)
+    stages = [p.name for p in log.root.iterdir()]
+    pairs = {
+        (stage, o["article"]) for o in RunDir(rundir).outputs() for stage in stages if stage == o["stage"]
+    }
+    return {pair: len(log.calls(*pair)) for pair in sorted(pairs)}
+
+
 def test_two_shards_merge_into_the_unsharded_run(tmp_path, monkeypatch) -> None:
     with fake_setup(tmp_path, monkeypatch) as (tmp, configs, _model):
         first = _run(tmp, configs[0], "machine1", "--shard", "1/2")
@@ -76,8 +87,12 @@ def test_two_shards_merge_into_the_unsharded_run(tmp_path, monkeypatch) -> None:
         assert [m["shard"] for m in spec["merged_from"]] == ["1/2", "2/2"]
         assert spec["units"]["total"] == RunDir(whole).read_json("spec.json")["units"]["total"]
 
+        assert _calls(merged) == _calls(first) | _calls(second) and set(_calls(merged)) == set(_calls(whole))
+        assert len(_calls(whole)) == 9 and all(_calls(whole).values())  # 3 stages × 3 articles, all called
+
         assert _merge(first, second, "--into", tmp / "merged")[0] == 0  # merged again: replaced, same figures
         assert json.loads((merged / "metrics.json").read_text(encoding="utf-8")) == metrics
+        assert _calls(merged) == _calls(first) | _calls(second)  # not appended twice
 
         status, output = _merge(first)
         assert status == 2 and "shard 2/2 missing" in output

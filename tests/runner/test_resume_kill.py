@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from ruwikibench.storage.call_log import MESSAGES_DIR, CallLog
 from tests.fake_openai import StubServer, serving
 
 JOB = Path(__file__).with_name("resume_job.py")
@@ -46,3 +47,7 @@ def test_kill_9_then_resume_sends_no_request_twice(tmp_path: Path) -> None:
     assert finished_before >= 2
     results = (tmp_path / "runs" / "r" / "results.jsonl").read_text().splitlines()
     assert len(results) == 6
+    # the messages of the units finished before the kill were kept then; the resumed run appended the others
+    log = CallLog(tmp_path / "runs" / "r" / MESSAGES_DIR)
+    kept = {x["article"]: log.calls("toy", x["article"]) for x in lines}
+    assert all([c["messages"][-1]["content"] for c in calls] == [f"Опиши: {a}"] for a, calls in kept.items())

@@ -4,6 +4,7 @@ them."""
 
 from __future__ import annotations
 
+import gzip
 import logging
 from pathlib import Path
 
@@ -19,7 +20,12 @@ TOKEN, HEADER_KEY, API_KEY = "tok-planted-7f3a91", "hdr-planted-55c2e0", "api-pl
 
 
 def _files(root: Path) -> dict[Path, str]:
-    return {p: p.read_bytes().decode("utf-8", "replace") for p in root.rglob("*") if p.is_file()}
+    """Every file's text (gzip'ed files, such as the messages the run kept, decompressed)."""
+    return {p: _bytes(p).decode("utf-8", "replace") for p in root.rglob("*") if p.is_file()}
+
+
+def _bytes(path: Path) -> bytes:
+    return gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
 
 
 def test_planted_secrets_are_redacted_everywhere(tmp_path: Path) -> None:
@@ -53,6 +59,7 @@ def test_planted_secrets_are_redacted_everywhere(tmp_path: Path) -> None:
     assert sent and all(h.get("x-gateway-key") == HEADER_KEY for h in sent)  # the plants are real
     assert all(h.get("authorization") == f"Bearer {API_KEY}" for h in sent)
     files = _files(tmp_path / "runs") | _files(tmp_path / "cmp")
+    assert any(p.suffix == ".gz" and "Да" in text for p, text in files.items())  # the messages kept, read
     spec = files[tmp_path / "runs" / "r" / "spec.json"]
     assert f"/gw/{MASK}/v1" in spec and f'"X-Gateway-Key": "{MASK}"' in spec
     for secret in (TOKEN, HEADER_KEY, API_KEY):

@@ -9,6 +9,7 @@ from collections import Counter
 
 import pytest
 
+from ruwikibench.storage.call_log import MESSAGES_DIR, CallLog
 from ruwikibench.writer.run import WriteError, read_session, serde_allowlist, write_article
 from tests.graphs.writer_fixture import TITLE, kind, make_context, prompts_of
 
@@ -43,6 +44,10 @@ def test_stop_edit_resume_export(tmp_path, caplog) -> None:
     assert sum(r["llm_calls"] for r in data["trace"]) == len(chat.calls) + len(chat2.calls)
     session = read_session(out)
     assert session.status == "done" and session.llm_calls == len(chat.calls) + len(chat2.calls)
+    kept = CallLog(out / MESSAGES_DIR).calls("writer", TITLE)  # both sessions' calls, messages as sent
+    assert sorted(c["messages"][-1]["content"] for c in kept) == sorted(
+        m[-1]["content"] for m in chat.calls + chat2.calls
+    )
     assert "<details class='sources'>" in done.paths["html"].read_text(encoding="utf-8")
 
 
