@@ -277,7 +277,9 @@ def test_queue_and_service_times_of_concurrent_calls_are_labelled_as_sums() -> N
     )
     assert "the calls overlapped, so the sums exceed the node's duration" in bar["label"]
     assert bar["queued"] == pytest.approx(100 * 2.0 / 3.0)
-    unit = {"unit": "u", **trace}
+    from ruwikibench.reporting.call_views import with_calls
+
+    (unit,) = with_calls([{"unit": "u", **trace}], None)
     page = (
         environment()
         .get_template("article.html.j2")
@@ -391,7 +393,7 @@ def test_a_run_that_skipped_a_stage_is_named_at_its_table_chart_and_paired_table
     assert block["not_run"] == note and block["alt"].endswith(note)
     block |= {
         "chart": "data:image/png;base64,",
-        "paired": {"note": "n", "rows": [["metric"]], "verdicts": []},
+        "paired": {"note": "n", "rows": [["metric"]], "verdicts": [], "none": ""},
     }
     page = environment().get_template("report.html.j2").render(**context)
     section = page.split('<h2 id="stage-outline">')[1]
