@@ -98,6 +98,8 @@ class PairedRow:
     def verdict(self) -> str:
         if self.shared == 0:
             return "no shared item"
+        if not math.isfinite(self.difference.mean):  # a rescaled mean whose floor is 100: nothing to compare
+            return "not computed: no floor below 100"
         if self.winner is None:
             return "no significant difference"
         loser = self.base if self.winner == self.run else self.run
