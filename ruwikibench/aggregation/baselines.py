@@ -167,7 +167,7 @@ def headline_keys(stage: str, metrics: dict[str, Any]) -> list[str]:
     """The metrics compared with the baselines: those the stage declares ``vs_baselines`` (else its paired
     ones), each embedding metric followed by its rescaled key; only those the run has."""
     from ruwikibench.reporting.tables import stage_headlines
-    from ruwikibench.stage.metric import RESCALED_SUFFIX
+    from ruwikibench.stage.metric import RESCALED_SUFFIX, is_twin
     from ruwikibench.storage.results import StageMetrics
 
     try:
@@ -178,12 +178,59 @@ def headline_keys(stage: str, metrics: dict[str, Any]) -> list[str]:
             for h in stage_headlines(stage, StageMetrics.model_validate(metrics))
             for key in (h.key, *([h.key + RESCALED_SUFFIX] if h.floor else []))
         ]
-    return [key for key in declared if key in metrics.get("metrics", {})]
+    run = metrics.get("metrics", {})
+    return [
+        key for key in declared if key in run or (is_twin(key) and key.removesuffix(RESCALED_SUFFIX) in run)
+    ]
 
 
 def _floor_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Baseline rows with their item floor as ``metrics``: the shape of floors.jsonl rows."""
-    return [{**r, "metrics": r["floor"]} for r in rows if r.get("floor")]
+    """Baseline rows with their item floor as ``metrics`` (and the references left out as copies of the
+    baseline's output as ``copied``): the shape of floors.jsonl rows."""
+    return [
+        {**r, "metrics": r.get("floor") or {}, "copied": r.get("floor_copied") or []}
+        for r in rows
+        if r.get("floor") or r.get("floor_copied")
+    ]
+
+
+def no_floor_reason(who: str, floors: list[dict[str, Any]], items: list[tuple[str, str]], key: str) -> str:
+    """Why ``who`` has no usable floor of ``key`` on ``items`` ('' when it has one): its items were floored
+    only against references their outputs copy, or it has no floor row, or its floor is 100."""
+    rows = {(str(r["article"]), str(r["item"])): r for r in floors}
+    values = [rows[i]["metrics"][key] for i in items if key in rows.get(i, {}).get("metrics", {})]
+    if values and sum(values) / len(values) < 1.0:
+        return ""
+    if values:
+        return f"{who}'s floor is 100: every reference it was floored against scores as a perfect match"
+    copying = [i for i in items if rows.get(i, {}).get("copied")]
+    if copying:
+        article, item = copying[0]
+        first = rows[copying[0]]["copied"][0]
+        return (
+            f"{who} has no floor: the outputs of {len(copying)} of {len(items)} items copy every reference "
+            f"of another article they could be floored against (first: {article}/{item} copies {first})"
+        )
+    if not rows:
+        return f"{who} has no floor (none was computed for this stage)"
+    return (
+        f"{who} has no floor on its {len(items)} items (outputs empty once the scorer filters them, or no "
+        "reference of another article to draw)"
+    )
+
+
+def _no_floor(best: str, alignment: Any, reasons: list[str]) -> dict[str, Any]:
+    """A compared rescaled metric that has no floor on one side: no difference, the reason instead."""
+    nan = float("nan")
+    return {
+        "baseline": best,
+        "difference": {"mean": nan, "low": nan, "high": nan, "n": 0},
+        "p_value": None,
+        "items": len(alignment.keys),
+        "left_out": alignment.left_out(),
+        "verdict": "no floor",
+        "reason": "; ".join(r for r in reasons if r) or "no floor",
+    }
 
 
 def _verdict(row: Any, baseline: str) -> str:
@@ -211,14 +258,9 @@ def versus_baselines(
     out: dict[str, Any] = {}
     for key in headline_keys(stage, data):
         raw = key.removesuffix(RESCALED_SUFFIX)
-        means = {
-            name: summary["metrics"].get(key, {}).get("failures_excluded", {}).get("mean")
-            for name, summary in data.get("baselines", {}).items()
-        }
-        means = {name: m for name, m in means.items() if m is not None and not math.isnan(m)}
-        if not means:
+        best = _best_baseline(data, key) or (_best_baseline(data, raw) if key != raw else None)
+        if best is None:
             continue
-        best = max(sorted(means), key=lambda name: means[name])
         base = stage_items(baselines[best], _floor_rows(baselines[best]), stage)
         alignment = align(base, run, raw)
         names = (best, "run")
@@ -227,6 +269,13 @@ def versus_baselines(
             if key != raw
             else compare_metric(stage, key, raw, names, alignment)
         )
+        if key != raw and (row is None or not math.isfinite(row.difference.mean)):
+            reasons = [
+                no_floor_reason("the run", floors, alignment.keys, raw),
+                no_floor_reason(f"baseline {best}", _floor_rows(baselines[best]), alignment.keys, raw),
+            ]
+            out[key] = _no_floor(best, alignment, reasons)
+            continue
         if row is None:
             continue
         out[key] = {
@@ -238,6 +287,16 @@ def versus_baselines(
             "verdict": _verdict(row, best),
         }
     return out
+
+
+def _best_baseline(data: dict[str, Any], key: str) -> str | None:
+    """The baseline with the highest mean of ``key`` (failures excluded); None when none has one."""
+    means = {
+        name: summary["metrics"].get(key, {}).get("failures_excluded", {}).get("mean")
+        for name, summary in data.get("baselines", {}).items()
+    }
+    means = {name: m for name, m in means.items() if m is not None and not math.isnan(m)}
+    return max(sorted(means), key=lambda name: means[name]) if means else None
 
 
 def add_baselines(

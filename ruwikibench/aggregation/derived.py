@@ -152,10 +152,13 @@ def one_blas_thread() -> Iterator[None]:
 
 
 def _attach_floors(name: str, rows: list[dict[str, Any]], floors: list[dict[str, Any]]) -> None:
-    by_item = {item_key(row): row["metrics"] for row in floors}
+    by_item = {item_key(row): row for row in floors}
     for row in rows:
-        if row["baseline"] == name and item_key(row) in by_item:
-            row["floor"] = by_item[item_key(row)]
+        found = by_item.get(item_key(row)) if row["baseline"] == name else None
+        if found and found["metrics"]:
+            row["floor"] = found["metrics"]
+        if found and found.get("copied"):
+            row["floor_copied"] = found["copied"]  # references left out: the baseline's output copies them
 
 
 def _floor_sides(

@@ -121,15 +121,27 @@ def _stage_metrics(
         "metrics": metrics,
     }
     if floors:
-        data["floor"] = {
-            "method": "permutation: each output against the references of other articles (other items of the "
-            "same article when the pool has no other article)",
-            "items": len(floors),
-            "pairs": sum(len(row.get("against", [])) for row in floors),
-            "per_item_max": max(len(row.get("against", [])) for row in floors),
-            "seed": floors[0].get("seed"),
-        }
+        data["floor"] = floor_info(floors)
     return data
+
+
+def floor_info(floors: list[dict[str, Any]]) -> dict[str, Any]:
+    """metrics.json's ``floor`` block: how the floors were measured; ``copied`` (pairs left out because the
+    output copies the reference) and ``unfloored`` (items left with no reference at all) only when not 0."""
+    floored = [row for row in floors if row.get("metrics")]
+    info: dict[str, Any] = {
+        "method": "permutation: each output against the references of other articles (other items of the "
+        "same article when the pool has no other article)",
+        "items": len(floored),
+        "pairs": sum(len(row.get("against", [])) for row in floors),
+        "per_item_max": max(len(row.get("against", [])) for row in floors),
+        "seed": floors[0].get("seed"),
+    }
+    copied = sum(len(row.get("copied") or []) for row in floors)
+    if copied:
+        info["copied"] = copied
+        info["unfloored"] = len(floors) - len(floored)
+    return info
 
 
 FAILED_JUDGEMENTS = ("error", "unparseable")

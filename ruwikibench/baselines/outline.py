@@ -3,7 +3,9 @@
 - ``template``: generic encyclopedia headings (no title);
 - ``title template``: the same headings with the article's title in them;
 - ``frequent headings``: the most frequent H2 headings of the OTHER articles of the dataset (leave-one-out),
-  as many as the reference has H2 headings (the pipeline is given that number too).
+  as many as the reference has H2 headings (the pipeline is given that number too); skipped, with the reason,
+  when fewer than :data:`MIN_OTHER_ARTICLES` other articles have H2 headings — on a tiny dataset it would be
+  one other article's outline, the very reference its floor is measured against, not a frequency.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from ruwikibench.nodes.outline_parser import Heading
 from ruwikibench.stage.context import StageContext
 from ruwikibench.stage.contract import Baseline, BaselineSkipped, Unit
 
+MIN_OTHER_ARTICLES = 5
+"""``frequent headings`` needs this many other articles with H2 headings (below it, a heading's frequency is
+one or two articles' choice)."""
 TEMPLATE = ("Определение", "История", "Описание", "Применение", "Критика", "Значение")
 TITLE_TEMPLATE = (
     "{title}",
@@ -62,8 +67,13 @@ def frequent_headings(unit: Unit, output: dict[str, Any], context: StageContext)
             counts[title] += 1
         for title in article.h2_titles():
             spelling.setdefault(_normalized(title), title)
-    if not counts:
-        raise BaselineSkipped("no other article has H2 headings")
+    others = sum(
+        1 for article in context.dataset.articles if article.name != unit.article and article.h2_titles()
+    )
+    if others < MIN_OTHER_ARTICLES:
+        raise BaselineSkipped(
+            f"needs at least {MIN_OTHER_ARTICLES} other articles with H2 headings, the dataset has {others}"
+        )
     k = max(1, len(unit.input.get("headings") or []))
     ranked = sorted(counts, key=lambda t: (-counts[t], t))[:k]
     return outline_output([spelling[t] for t in ranked], "baseline: frequent headings")

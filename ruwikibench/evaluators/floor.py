@@ -61,22 +61,49 @@ def draw_others(
     keys alone, so the order of the pool or of ``items`` changes nothing, and an item's references change when
     the pool grows only where a new candidate ranks among its ``per_item`` lowest (consistent sampling). Each
     item costs a few numpy passes over the pool (thousands of items against thousands at the paper's size)."""
-    import numpy as np
+    draws = OtherDraws(pool, seed)
+    return [sorted(draws.ranked(article, item, per_item), key=draws.key) for article, item in items]
 
-    keys = [(str(a), str(i)) for a, i in pool]
-    hashed = _mix(np.array([_key_hash(seed, *key) for key in keys], dtype=np.uint64))
-    codes: dict[str, int] = {}
-    articles = np.array([codes.setdefault(a, len(codes)) for a, _ in keys], dtype=np.int64)
-    draws: list[list[int]] = []
-    for article, item in items:
-        others = np.flatnonzero(articles != codes.get(article, -1))
+
+class OtherDraws:
+    """The draw of :func:`draw_others` one item at a time, as deep as asked: :meth:`ranked` gives an item's
+    ``k`` lowest-ranked candidates, and the ``k`` lowest always begin the ``k + 1`` lowest, so a caller that
+    leaves some out (:mod:`ruwikibench.aggregation.floors`: references the output copies) asks for more and
+    gets the next ones in rank order."""
+
+    def __init__(self, pool: Sequence[tuple[str, str]], seed: int = 0) -> None:
+        import numpy as np
+
+        self.keys = [(str(a), str(i)) for a, i in pool]
+        self.seed = seed
+        self._hashed = _mix(np.array([_key_hash(seed, *key) for key in self.keys], dtype=np.uint64))
+        self._codes: dict[str, int] = {}
+        self._articles = np.array(
+            [self._codes.setdefault(a, len(self._codes)) for a, _ in self.keys], dtype=np.int64
+        )
+
+    def key(self, index: int) -> tuple[str, str]:
+        return self.keys[index]
+
+    def candidates(self, article: str, item: str) -> np.ndarray:
+        """Indices of the item's candidates in pool order: other articles', else the same article's other
+        items."""
+        import numpy as np
+
+        others = np.flatnonzero(self._articles != self._codes.get(article, -1))
         if not len(others):
-            others = np.array([j for j, key in enumerate(keys) if key != (article, item)], dtype=np.int64)
-        if len(others) > per_item:
-            own = _key_hash(seed, article, item)
-            others = others[_lowest(_mix(hashed[others] ^ own), per_item)]
-        draws.append(sorted((int(j) for j in others), key=lambda j: keys[j]))
-    return draws
+            same = [j for j, key in enumerate(self.keys) if key != (article, item)]
+            others = np.array(same, dtype=np.int64)
+        return others
+
+    def ranked(self, article: str, item: str, k: int) -> list[int]:
+        """The item's ``k`` lowest-ranked candidates in rank order; all of them, in pool order, when there
+        are no more than ``k``."""
+        others = self.candidates(article, item)
+        if len(others) > k:
+            own = _key_hash(self.seed, article, item)
+            others = others[_lowest(_mix(self._hashed[others] ^ own), k)]
+        return [int(j) for j in others]
 
 
 def _lowest(values: np.ndarray, k: int) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import warnings
 from collections import OrderedDict
@@ -21,7 +22,8 @@ class Estimate(BaseModel):
     n: int
 
     def fmt(self, scale: float = 1.0, digits: int = 2) -> str:
-        if self.n == 0:
+        """'mean [low, high]'; '—' for no estimate (no item, or a rescaled mean whose floor is 100: NaN)."""
+        if self.n == 0 or not math.isfinite(self.mean):
             return "—"
         return (
             f"{self.mean * scale:.{digits}f} [{self.low * scale:.{digits}f}, {self.high * scale:.{digits}f}]"

@@ -116,6 +116,8 @@ class PairedRow:
     def verdict(self) -> str:
         if self.shared == 0:
             return "no shared item"
+        if not math.isfinite(self.difference.mean):  # a rescaled mean whose floor is 100: nothing to compare
+            return "not computed: no floor below 100"
         if self.too_few:
             return self.too_few
         if self.direction == "neither" and self.significant_side() is not None:

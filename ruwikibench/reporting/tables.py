@@ -196,6 +196,12 @@ def baseline_lines(stage: str, data: StageMetrics, run: str = "the run") -> list
     counts = count_keys(stage)
     lines = []
     for key, versus in data.vs_baseline.items():
+        if versus.verdict == "no floor":
+            lines.append(
+                f"- {titles.get(key, key)}: {run} is not compared with the best baseline "
+                f"({versus.baseline}): {versus.reason or 'no floor'}"
+            )
+            continue
         p = versus.p_value
         p_text = "—" if p is None or math.isnan(p) else f"{p:.3g}"
         head = (
@@ -207,6 +213,21 @@ def baseline_lines(stage: str, data: StageMetrics, run: str = "the run") -> list
         else:
             verdict = VERDICTS.get(versus.verdict, versus.verdict)
             lines.append(f"{head}{versus.items} paired items: {run} **{verdict}**")
+    return lines + skipped_baselines(data)
+
+
+def skipped_baselines(data: StageMetrics) -> list[str]:
+    """One line per baseline that could not be built for some items, with the reason its builder gave (e.g.
+    ``frequent headings`` on a dataset of too few articles)."""
+    lines = []
+    for name, summary in data.baselines.items():
+        items = summary.counts.evaluated + summary.counts.excluded
+        for reason, count in sorted(summary.excluded_reasons.items()):
+            if reason.startswith(("baseline: ", "baseline failed: ")):
+                lines.append(
+                    f"- baseline {name}: not built for {count} of {items} items: "
+                    f"{reason.removeprefix('baseline: ')}"
+                )
     return lines
 
 
@@ -247,9 +268,15 @@ FAILED_SOURCES = ("error", "unparseable")
 
 def floor_note(floor: FloorInfo) -> str:
     """One line saying how the floor columns were measured and what the rescaled columns are."""
+    copied = (
+        f"; {floor.copied} references left out as copies of the output"
+        + (f", {floor.unfloored} items left with no floor" if floor.unfloored else "")
+        if floor.copied
+        else ""
+    )
     return (
         f"Floor: the metric of each output against the references of other articles ({floor.items} items, "
-        f"{floor.pairs} pairs, up to {floor.per_item_max} per item, seed {floor.seed}); "
+        f"{floor.pairs} pairs, up to {floor.per_item_max} per item, seed {floor.seed}{copied}); "
         "rescaled = (score − floor) / (1 − floor): 0 is chance level, 100 a perfect match."
     )
 

@@ -83,6 +83,8 @@ class FloorInfo(_Block):
     pairs: int = 0
     per_item_max: int = 0
     seed: int | None = None
+    copied: int = 0  # pairs left out: the output copies the reference (aggregation/floors.py COPY_SCORE)
+    unfloored: int = 0  # items with no floor: every reference they could be floored against is copied
 
 
 class BaselineSummary(_Block):
@@ -102,6 +104,7 @@ class VersusBaseline(_Block):
     items: int = 0
     left_out: str = ""
     verdict: str
+    reason: str | None = None  # why there is no difference (verdict 'no floor')
 
 
 class StageMetrics(_Block):

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from ruwikibench.evaluators.stats import (
+    Estimate,
     bootstrap_ci,
     paired_bootstrap,
     paired_difference,
@@ -20,6 +21,13 @@ def test_bootstrap_mean_is_sample_mean_and_ci_brackets_it() -> None:
     # normal approximation of the 95% interval: mean ± 1.96·sd/√n
     half = 1.96 * np.std(values, ddof=1) / np.sqrt(len(values))
     assert abs((est.high - est.low) / 2 - half) < 0.02
+
+
+def test_an_estimate_without_a_number_prints_a_dash() -> None:
+    nan = float("nan")
+    assert Estimate(mean=0.5, low=0.4, high=0.6, n=3).fmt(100) == "50.00 [40.00, 60.00]"
+    assert Estimate(mean=nan, low=nan, high=nan, n=3).fmt(100) == "—"  # a rescaled mean whose floor is 100
+    assert Estimate(mean=nan, low=nan, high=nan, n=0).fmt() == "—"
 
 
 def test_bootstrap_edge_cases() -> None:

@@ -77,6 +77,20 @@ def test_one_shared_item_is_never_significant() -> None:
     assert raw.verdict() == rescaled.verdict() == "cannot be significant: 1 item allows p ≥ 1 at best"
 
 
+def test_a_rescaled_difference_with_a_floor_of_100_is_not_called_a_verdict() -> None:
+    """A floor of 100 leaves nothing to rescale (NaN): the row says so instead of 'no significant
+    difference'."""
+    items = [("x", "s1", 0.2, 0.9), ("y", "s1", 0.3, 0.8)]
+    raw, rescaled = _rows(
+        [_record(a, i, fa) for a, i, fa, _ in items],
+        [_record(a, i, fb) for a, i, _, fb in items],
+        [_floor(a, i, 1.0) for a, i, _, _ in items],
+        [_floor(a, i, 0.5) for a, i, _, _ in items],
+    )
+    assert raw.verdict() == "no significant difference"
+    assert rescaled.verdict() == "not computed: no floor below 100"
+
+
 def test_a_later_record_replaces_an_earlier_one() -> None:
     items = stage_items(
         [
