@@ -87,7 +87,7 @@ def test_a_rescaled_difference_with_a_floor_of_100_is_not_called_a_verdict() -> 
         [_floor(a, i, 1.0) for a, i, _, _ in items],
         [_floor(a, i, 0.5) for a, i, _, _ in items],
     )
-    assert raw.verdict() == "no significant difference"
+    assert raw.verdict() == "cannot be significant: 2 items allow p ≥ 0.5 at best"
     assert rescaled.verdict() == "not computed: no floor below 100"
 
 
