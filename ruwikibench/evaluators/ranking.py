@@ -12,10 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-WITHIN_POOL_KEYS = frozenset({"bm25_ndcg", "bm25_r_precision", "rerank_ndcg", "rerank_r_precision"})
-"""The metrics normalised inside the run's own pool: they compare runs on the same pool only (not across query
-modes)."""
-
 
 def dcg(relevances: Sequence[float], k: int | None = None) -> float:
     """Σ rel_i / log2(i + 1) over the first k positions (i from 1)."""

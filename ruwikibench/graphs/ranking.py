@@ -11,6 +11,7 @@ order, and pool recall.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from typing import Any
 
@@ -39,6 +40,10 @@ from ruwikibench.stage.context import StageContext
 from ruwikibench.stage.contract import ScoreRecord, Stage, StageScore, Unit
 from ruwikibench.stage.metric import Metric
 
+POOL = "pool"
+"""``info`` key of a ranking record: the digest of its candidate pool (sorted snippet ids). Two runs are
+paired on NDCG and R-Precision only on items whose pools are the same."""
+
 METRICS = (
     Metric(
         key="bm25_ndcg",
@@ -46,6 +51,7 @@ METRICS = (
         description="NDCG of the candidate pool in BM25 order (retrieval alone, before the rerank); "
         "normalised inside the pool: compares runs on the same pool only",
         kind="ranking",
+        paired_when_equal=POOL,
     ),
     Metric(
         key="bm25_r_precision",
@@ -53,6 +59,7 @@ METRICS = (
         description="share of the article's own snippets among the first R of the BM25 order "
         "(R = their count in the pool): compares runs on the same pool only",
         kind="ranking",
+        paired_when_equal=POOL,
     ),
     Metric(
         key="rerank_ndcg",
@@ -60,6 +67,7 @@ METRICS = (
         description="NDCG of the candidate pool in the LLM's reranked order (the stage's result); "
         "normalised inside the pool: compares runs on the same pool only",
         kind="ranking",
+        paired_when_equal=POOL,
         vs_baselines=True,
         headline=True,
     ),
@@ -69,6 +77,7 @@ METRICS = (
         description="share of the article's own snippets among the first R of the reranked order "
         "(R = their count in the pool): compares runs on the same pool only",
         kind="ranking",
+        paired_when_equal=POOL,
         vs_baselines=True,
     ),
     Metric(
@@ -94,8 +103,9 @@ METRICS = (
     ),
 )
 """NDCG and R-Precision are normalised inside the run's own pool (a pool of 10 relevant snippets out of 16
-scores R-Precision 1.0): they compare rerankers on one pool only. Pool recall and R-recall divide by the
-article's full relevant set, so they compare runs whose pools differ (query modes)."""
+scores R-Precision 1.0): they compare rerankers on one pool only, so paired comparisons of runs pair them on
+items with the same pool (``paired_when_equal``). Pool recall and R-recall divide by the article's full
+relevant set, so they compare runs whose pools differ (query modes)."""
 
 
 def build_ranking_graph() -> StateGraph[RankingState, StageContext, RankingInput, RankingOutput]:
@@ -125,6 +135,13 @@ def pool_size(dataset: Dataset, article: Article, config: RunConfig) -> int:
 
 
 FAILED_SOURCES = ("error", "unparseable")
+
+
+def pool_digest(candidates: list[dict[str, Any]]) -> str:
+    """sha256 (16 hex digits) of the pool's sorted snippet ids: equal for two runs that ranked the same
+    pool."""
+    ids = "\n".join(sorted(str(c["snippet_id"]) for c in candidates))
+    return hashlib.sha256(ids.encode("utf-8")).hexdigest()[:16]
 
 
 def _judgement_counts(candidates: list[dict[str, Any]]) -> dict[str, int]:
@@ -203,6 +220,7 @@ class RankingStage(Stage[RankingOutputModel]):
             "candidates": len(candidates),
             "relevant_total": len(relevant),
             "relevant_in_pool": sum(c["snippet_id"] in relevant for c in candidates),
+            POOL: pool_digest(candidates),
             **_judgement_counts(candidates),
         }
         if not relevant:

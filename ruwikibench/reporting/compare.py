@@ -15,7 +15,6 @@ from ruwikibench.reporting.html import write_html_report
 from ruwikibench.reporting.paired import PairedRow, compare_runs_paired, load_items, paired_table
 from ruwikibench.reporting.paper import PaperBlock, paper_block, paper_notes, with_paper_rows
 from ruwikibench.reporting.plots import plot_stage
-from ruwikibench.reporting.pools import comparable_headlines, pool_note, query_modes
 from ruwikibench.reporting.settings import settings_table
 from ruwikibench.reporting.tables import (
     baseline_note,
@@ -62,7 +61,6 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded", 
         "",
     ]
     charts: dict[str, Path] = {}
-    modes = query_modes(runs)
     paired = paired_comparison(runs)
     references = paper_blocks(runs) if paper else {}
     for stage in report_stages([m for _, m, _ in runs]):
@@ -76,7 +74,6 @@ def compare_runs(paths: list[Path], out: Path, view: str = "failures_excluded", 
             markdown_table(rows),
             "",
             *[line for note in notes for line in (note, "")],
-            *pool_note(stage, modes),
             *[line for name, data in present for line in baseline_note(stage, data, name)],
             *glossary_section(stage),
             *paired_section(paired.get(stage, [])),
@@ -156,16 +153,12 @@ def _write_csv(path: Path, rows: list[list[str]]) -> None:
 
 def paired_comparison(runs: list[tuple[str, dict[str, Any], RunDir]]) -> dict[str, list[PairedRow]]:
     """Per stage, each run after the first against the first over the items both scored (see
-    :mod:`ruwikibench.reporting.paired`); empty for one run. Ranking runs of different query modes are
-    compared on the metrics that compare across pools only (:mod:`ruwikibench.reporting.pools`)."""
+    :mod:`ruwikibench.reporting.paired`); empty for one run."""
     if len(runs) < 2:
         return {}
     stages = report_stages([m for _, m, _ in runs])
     first = {stage: next(m[stage] for _, m, _ in runs if stage in m) for stage in stages}
-    modes = query_modes(runs)
-    headlines = {
-        stage: comparable_headlines(stage, stage_headlines(stage, first[stage]), modes) for stage in stages
-    }
+    headlines = {stage: stage_headlines(stage, first[stage]) for stage in stages}
     items = [(name, *load_items(rundir)) for name, _, rundir in runs]
     return compare_runs_paired(items, stages, headlines)
 

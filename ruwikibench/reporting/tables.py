@@ -246,7 +246,9 @@ def stage_headlines(stage: str, metrics: StageMetrics | None = None) -> list[Hea
             for key in sorted(keys)
             if not is_twin(key)
         ]
-    return [Headline(m.label, m.key, factor(m), m.floor) for m in paired_metrics(declared)]
+    return [
+        Headline(m.label, m.key, factor(m), m.floor, m.paired_when_equal) for m in paired_metrics(declared)
+    ]
 
 
 def column_meanings(stage: str) -> dict[str, str]:

@@ -256,12 +256,15 @@ def test_a_small_perfect_pool_has_r_precision_100_but_a_lower_r_recall() -> None
     other = [s.id for s in DATASET.snippets if s.article != ARTICLE.name]
     assert len(own) == 6
 
-    def scored(ids: list[str]) -> dict[str, float]:
+    def record(ids: list[str]):
         candidates = [
             {"snippet_id": i, "bm25_rank": n, "rank": n, "source": "logprobs"} for n, i in enumerate(ids, 1)
         ]
         output = {"query_mode": "title", "pool_size": 18, "candidates": candidates}
-        return STAGE.checked_score(unit, output, context).records[0].metrics
+        return STAGE.checked_score(unit, output, context).records[0]
+
+    def scored(ids: list[str]) -> dict[str, float]:
+        return record(ids).metrics
 
     small = scored(own[:4] + other[:2])
     full = scored(own[:5] + other[:1] + own[5:] + other[1:12])
@@ -270,3 +273,13 @@ def test_a_small_perfect_pool_has_r_precision_100_but_a_lower_r_recall() -> None
     assert full["rerank_recall_at_r"] == pytest.approx(5 / 6)
     assert full["rerank_recall_at_r"] > small["rerank_recall_at_r"]
     assert small["pool_recall"] == pytest.approx(4 / 6) and full["pool_recall"] == 1.0
+    # the pool's digest (paired comparisons pair NDCG and R-Pr on equal pools only): order does not matter
+    pool = own[:4] + other[:2]
+    assert record(pool).info["pool"] == record(list(reversed(pool))).info["pool"]
+    assert record(pool).info["pool"] != record(own[:5] + other[:1]).info["pool"]
+    assert {m.key for m in STAGE.metrics if m.paired_when_equal == "pool"} == {
+        "bm25_ndcg",
+        "bm25_r_precision",
+        "rerank_ndcg",
+        "rerank_r_precision",
+    }

@@ -1,10 +1,9 @@
-"""Paired comparison of ranking runs whose pools differ (query modes): the within-pool NDCG and R-Precision
-are left out, R-recall and pool recall compared, and report.md says why; runs of one query mode keep every
-metric."""
+"""Paired comparison of ranking runs whose pools differ (query modes): NDCG and R-Precision, normalised
+inside each pool, pair only items ranked on the same pool (the others are left out and counted), while
+R-recall and pool recall are compared on every item; runs on the same pools keep every metric."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,9 @@ from ruwikibench.storage.rundir import RunDir
 ARTICLES = 10
 
 
-def _ranking_run(path: Path, mode: str, metrics: dict[str, float]) -> Path:
+def _ranking_run(path: Path, pool: str, metrics: dict[str, float]) -> Path:
     """A ranking run of ``ARTICLES`` articles with the same metrics each (a little noise so the CI is not a
-    point), recorded as run in query mode ``mode``."""
+    point), each item's pool digest ``pool``."""
     path.mkdir(parents=True)
     rundir = RunDir(path)
     results: list[dict[str, Any]] = [
@@ -28,14 +27,12 @@ def _ranking_run(path: Path, mode: str, metrics: dict[str, float]) -> Path:
             "article": f"art{i}",
             "item": "article",
             "metrics": {key: min(1.0, value + 0.001 * (i % 3)) for key, value in metrics.items()},
+            "info": {"pool": f"{pool}{i}", "relevant_total": 16},
         }
         for i in range(ARTICLES)
     ]
     rundir.append_many("results.jsonl", results)
     rundir.write_json("metrics.json", aggregate(results, [], []))
-    (path / "spec.json").write_text(
-        json.dumps({"config": {"ranking": {"query_mode": mode}}}), encoding="utf-8"
-    )
     return path
 
 
@@ -61,24 +58,27 @@ DESCRIPTION = {
 }
 
 
-def test_runs_of_different_query_modes_compare_on_recall_only(tmp_path: Path) -> None:
-    title = _ranking_run(tmp_path / "title", "title", TITLE)
-    described = _ranking_run(tmp_path / "described", "reference", DESCRIPTION)
-    rows = paired_comparison([load_run(title), load_run(described)])["ranking"]
-    assert {r.key for r in rows} == {"pool_recall", "bm25_recall_at_r", "rerank_recall_at_r"}
-    recall = next(r for r in rows if r.key == "rerank_recall_at_r")
+def test_runs_on_different_pools_compare_on_recall_only(tmp_path: Path) -> None:
+    title = _ranking_run(tmp_path / "title", "title-pool", TITLE)
+    described = _ranking_run(tmp_path / "described", "description-pool", DESCRIPTION)
+    rows = {r.key: r for r in paired_comparison([load_run(title), load_run(described)])["ranking"]}
+    for key in ("bm25_ndcg", "bm25_r_precision", "rerank_ndcg", "rerank_r_precision"):
+        assert rows[key].shared == 0 and rows[key].alignment.differ == ARTICLES, key
+        assert rows[key].verdict() == "no shared item" and rows[key].alignment.left_out() == "10 another pool"
+    recall = rows["rerank_recall_at_r"]
+    assert recall.shared == ARTICLES and recall.alignment.left_out() == "0"
     assert recall.winner == "described" and recall.difference.mean == pytest.approx(3 / 16)
-    report = compare_runs([title, described], tmp_path / "cmp")
-    text = report.read_text(encoding="utf-8")
-    assert "**Different pools.**" in text and "title: title, described: reference" in text
+    assert rows["pool_recall"].winner == "described"
+    text = compare_runs([title, described], tmp_path / "cmp").read_text(encoding="utf-8")
     assert "described beats title on ranking Rerank R-recall" in text
     assert "on ranking Rerank R-Pr:" not in text  # the within-pool verdict that would mislead
+    assert "10 another pool" in text
 
 
-def test_runs_of_one_query_mode_keep_the_within_pool_metrics(tmp_path: Path) -> None:
-    a = _ranking_run(tmp_path / "a", "reference", TITLE)
-    b = _ranking_run(tmp_path / "b", "reference", DESCRIPTION)
-    rows = paired_comparison([load_run(a), load_run(b)])["ranking"]
-    assert {"rerank_ndcg", "rerank_r_precision", "rerank_recall_at_r"} <= {r.key for r in rows}
+def test_runs_on_the_same_pools_keep_the_within_pool_metrics(tmp_path: Path) -> None:
+    a = _ranking_run(tmp_path / "a", "pool", TITLE)
+    b = _ranking_run(tmp_path / "b", "pool", DESCRIPTION)
+    rows = {r.key: r for r in paired_comparison([load_run(a), load_run(b)])["ranking"]}
+    assert rows["rerank_r_precision"].shared == ARTICLES and rows["rerank_r_precision"].winner == "a"
     text = compare_runs([a, b], tmp_path / "cmp").read_text(encoding="utf-8")
-    assert "Different pools" not in text and "a beats b on ranking Rerank R-Pr" in text
+    assert "another pool" not in text and "a beats b on ranking Rerank R-Pr" in text
