@@ -110,7 +110,7 @@ def baseline(args: argparse.Namespace) -> None:
     config = RunConfig(models={})
     header = (
         f"{'query':<10} {'norm':<6} {'NDCG':>18} {'NDCG@10':>18} "
-        f"{'R-Pr':>18} {'pool recall':>18} {'build s':>8}"
+        f"{'R-Pr':>18} {'pool recall':>18} {'R-recall':>18} {'build s':>8}"
     )
     print(header)
     print("-" * len(header))
@@ -128,12 +128,14 @@ def baseline(args: argparse.Namespace) -> None:
                 if args.per_article:
                     print(
                         f"   {article.name[:40]:<40} pool {len(hits):>4} rel {sum(labels):>4} "
-                        f"ndcg {metrics['bm25_ndcg']:.3f} rpr {metrics['bm25_r_precision']:.3f}"
+                        f"ndcg {metrics['bm25_ndcg']:.3f} rpr {metrics['bm25_r_precision']:.3f} "
+                        f"r-recall {metrics['bm25_recall_at_r']:.3f}"
                     )
             s = summarize(records, resamples=2000)
             print(
                 f"{mode:<10} {kind:<6} {s['bm25_ndcg'].fmt(100):>18} {s['bm25_ndcg@10'].fmt(100):>18} "
-                f"{s['bm25_r_precision'].fmt(100):>18} {s['pool_recall'].fmt(100):>18} {built:>8.1f}"
+                f"{s['bm25_r_precision'].fmt(100):>18} {s['pool_recall'].fmt(100):>18} "
+                f"{s['bm25_recall_at_r'].fmt(100):>18} {built:>8.1f}"
             )
 
 

@@ -10,7 +10,7 @@ baseline.
 
 A stage declares its baselines itself (``Stage.baselines``, a tuple of :class:`Baseline`), built-in or
 plug-in: the modules here define the built-in stages' (``RANKING_BASELINES``, ``OUTLINE_BASELINES``,
-``SECTIONS_BASELINES``), which those stages name.
+``SECTIONS_BASELINES``, ``WRITER_BASELINES``), which those stages name.
 """
 
 from ruwikibench.stage.contract import Baseline, BaselineSkipped

@@ -120,11 +120,17 @@ def score_outputs(
     _show(rundir, ["outline", "sections"] if stage == "writer" else [stage])
     if stage == "writer":
         from ruwikibench.cli.run import print_table
+        from ruwikibench.cli.run_summary import print_baseline_lines
         from ruwikibench.storage.results import read_metrics
         from ruwikibench.writer.batch import article_table
 
-        rows = article_table(rundir.path.name, read_metrics(rundir).stages)
-        print_table("writer — whole article (×100, mean [95% CI], failures excluded)", rows)
+        stages = read_metrics(rundir).stages
+        print_table(
+            "writer — whole article (×100, mean [95% CI], failures excluded)",
+            article_table(rundir.path.name, stages),
+        )
+        if "writer" in stages:
+            print_baseline_lines("writer", stages["writer"], "the run")
     _score_exit(rundir)
 
 

@@ -97,6 +97,7 @@ def _batch(
     citations: bool = True,
 ) -> None:
     from ruwikibench.cli.run import print_table
+    from ruwikibench.cli.run_summary import print_baseline_lines
     from ruwikibench.evaluators.judges.citations import summarize_citations
     from ruwikibench.reporting.tables import stage_table
     from ruwikibench.storage.results import read_metrics
@@ -120,8 +121,10 @@ def _batch(
                 f"{stage} — writer mode (×100, mean [95% CI])",
                 stage_table(stage, [(rundir.path.name, metrics[stage])]),
             )
+            print_baseline_lines(stage, metrics[stage], "the run")
     if "writer" in metrics:
         print_table("writer — whole article (×100, mean [95% CI])", article_table(rundir.path.name, metrics))
+        print_baseline_lines("writer", metrics["writer"], "the run")
     rows = summarize_citations(rundir.path)
     if rows:
         print_table(

@@ -1,8 +1,11 @@
-"""Ranking metrics of stage 1 (paper section 4.1): NDCG (whole pool and @K), R-Precision, pool recall.
+"""Ranking metrics of stage 1 (paper section 4.1): NDCG (whole pool and @K), R-Precision, pool recall, and
+recall at R over all the article's snippets.
 
 All functions take binary relevance labels in ranked order (1 = the snippet belongs to the article's sources).
 The ideal ranking is the same pool sorted (as the paper and the authors' code define it), so NDCG measures the
-ordering of what BM25 retrieved; pool recall measures what BM25 missed.
+ordering of what BM25 retrieved and R-Precision counts R within the pool: both are normalised inside the pool
+and cannot compare runs whose pools differ (query modes). Pool recall measures what BM25 missed; recall at R
+(:func:`recall_at_r`) divides by the article's full relevant set, so it compares across pools.
 """
 
 from __future__ import annotations
@@ -40,6 +43,15 @@ def pool_recall(found: int, total: int) -> float:
     return found / total if total > 0 else 0.0
 
 
+def recall_at_r(relevances: Sequence[int], relevant_total: int) -> float:
+    """Relevant snippets among the first R of the order / R, R = all the article's snippets
+    (``relevant_total``, from the dataset, not the pool): a pool that misses relevant snippets cannot reach
+    1.0, whatever its order; 0.0 when the article has none."""
+    if relevant_total <= 0:
+        return 0.0
+    return float(sum(relevances[:relevant_total])) / relevant_total
+
+
 def ranking_metrics(
     bm25_labels: Sequence[int],
     rerank_labels: Sequence[int] | None,
@@ -54,6 +66,7 @@ def ranking_metrics(
     for name, labels in orders.items():
         metrics[f"{name}_ndcg"] = ndcg(labels)
         metrics[f"{name}_r_precision"] = r_precision(labels)
+        metrics[f"{name}_recall_at_r"] = recall_at_r(labels, relevant_total)
         for k in ks:
             metrics[f"{name}_ndcg@{k}"] = ndcg(labels, k)
     return metrics

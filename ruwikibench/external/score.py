@@ -21,7 +21,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, Field
 
 from ruwikibench.aggregation.baselines import BASELINES_FILE, UNIT_BASELINES_FILE
-from ruwikibench.aggregation.derived import compute_floors, compute_floors_and_baselines
+from ruwikibench.aggregation.derived import compute_floors_and_baselines
 from ruwikibench.conf.builtin_options import OutlineConfig
 from ruwikibench.dataset import Article, Dataset
 from ruwikibench.external.formats import (
@@ -277,7 +277,7 @@ class ExternalScorer:
 
     def writer(self, selected: list[Article], by_article: dict[str, tuple[int, ArticleRow]]) -> None:
         from ruwikibench.external.article import SourceIndex, selected_snippets, written_article
-        from ruwikibench.writer.score import generated_texts, score_written
+        from ruwikibench.writer.score import generated_texts, score_written, writer_outputs
 
         index = SourceIndex(self.dataset)
         for article in selected:
@@ -313,11 +313,8 @@ class ExternalScorer:
                 "written": written.model_dump(mode="json"),
                 "matches": [m.model_dump() for m in matches],
             }
-            for stage in WRITER_TABLES:
-                self.rundir.append(
-                    "outputs.jsonl",
-                    {"stage": stage, "article": article.name, "unit": "article", "output": output},
-                )
+            for saved in writer_outputs(article.name, article.title, output):
+                self.rundir.append("outputs.jsonl", saved)
 
 
 def external_run_id(stage: str, sha: str, dataset: Dataset, options: ExternalOptions) -> str:
@@ -381,10 +378,9 @@ def score_outputs(context: StageContext, dataset_path: str, options: ExternalOpt
         getattr(scorer, stage)(selected, checked)
         spec.last_session = {"wall_time_s": round(time.perf_counter() - started, 2), "llm": {}}
         opened.write_spec(spec)
-        if stage == "writer":  # the permutation floor of the outline and section metrics, as for writer runs
-            compute_floors(rundir, context)
-        else:  # the floor of the embedding metrics and the no-LLM baselines, as for native runs
-            compute_floors_and_baselines(rundir, context)
+        # the floor of the embedding metrics (for whole articles: of the outline and section metrics, as for
+        # writer runs) and the no-LLM baselines, as for native runs
+        compute_floors_and_baselines(rundir, context)
         finalize(rundir)
         if stage == "writer":
             _append_unmatched(rundir)

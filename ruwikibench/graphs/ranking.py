@@ -4,12 +4,14 @@ expand_query → retrieve → rerank (``Send``, one per candidate) → rank; the
 ``ruwikibench graph ranking``.
 
 Benchmark mode: one unit per article, pool size k = pool_ratio × R (R = the article's snippet count);
-a snippet is relevant iff it belongs to the article's sources. Scores: NDCG (whole pool, @K), R-Precision
-and pool recall for the BM25 order (the baseline) and the reranked order.
+a snippet is relevant iff it belongs to the article's sources. Scores: NDCG (whole pool, @K), R-Precision,
+R-recall (recall at R over all the article's snippets) for the BM25 order (the baseline) and the reranked
+order, and pool recall.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from typing import Any
 
@@ -38,33 +40,44 @@ from ruwikibench.stage.context import StageContext
 from ruwikibench.stage.contract import ScoreRecord, Stage, StageScore, Unit
 from ruwikibench.stage.metric import Metric
 
+POOL = "pool"
+"""``info`` key of a ranking record: the digest of its candidate pool (sorted snippet ids). Two runs are
+paired on NDCG and R-Precision only on items whose pools are the same."""
+
 METRICS = (
     Metric(
         key="bm25_ndcg",
         label="BM25 NDCG",
-        description="NDCG of the candidate pool in BM25 order (retrieval alone, before the rerank)",
+        description="NDCG of the candidate pool in BM25 order (retrieval alone, before the rerank); "
+        "normalised inside the pool: compares runs on the same pool only",
         kind="ranking",
+        paired_when_equal=POOL,
     ),
     Metric(
         key="bm25_r_precision",
         label="BM25 R-Pr",
-        description="share of the article's own snippets among the "
-        "first R of the BM25 order (R = their count)",
+        description="share of the article's own snippets among the first R of the BM25 order "
+        "(R = their count in the pool): compares runs on the same pool only",
         kind="ranking",
+        paired_when_equal=POOL,
     ),
     Metric(
         key="rerank_ndcg",
         label="Rerank NDCG",
-        description="NDCG of the candidate pool in the LLM's reranked order (the stage's result)",
+        description="NDCG of the candidate pool in the LLM's reranked order (the stage's result); "
+        "normalised inside the pool: compares runs on the same pool only",
         kind="ranking",
+        paired_when_equal=POOL,
         vs_baselines=True,
         headline=True,
     ),
     Metric(
         key="rerank_r_precision",
         label="Rerank R-Pr",
-        description="share of the article's own snippets among the first R of the reranked order",
+        description="share of the article's own snippets among the first R of the reranked order "
+        "(R = their count in the pool): compares runs on the same pool only",
         kind="ranking",
+        paired_when_equal=POOL,
         vs_baselines=True,
     ),
     Metric(
@@ -73,7 +86,26 @@ METRICS = (
         description="share of the article's own snippets that BM25 put into the candidate pool",
         kind="ranking",
     ),
+    Metric(
+        key="bm25_recall_at_r",
+        label="BM25 R-recall",
+        description="the article's own snippets among the first R of the BM25 order over all of them "
+        "(R = the article's snippet count in the dataset); compares across pools and query modes",
+        kind="ranking",
+    ),
+    Metric(
+        key="rerank_recall_at_r",
+        label="Rerank R-recall",
+        description="the article's own snippets among the first R of the reranked order over all of them "
+        "(R = the article's snippet count in the dataset); compares across pools and query modes",
+        kind="ranking",
+        vs_baselines=True,
+    ),
 )
+"""NDCG and R-Precision are normalised inside the run's own pool (a pool of 10 relevant snippets out of 16
+scores R-Precision 1.0): they compare rerankers on one pool only, so paired comparisons of runs pair them on
+items with the same pool (``paired_when_equal``). Pool recall and R-recall divide by the article's full
+relevant set, so they compare runs whose pools differ (query modes)."""
 
 
 def build_ranking_graph() -> StateGraph[RankingState, StageContext, RankingInput, RankingOutput]:
@@ -103,6 +135,13 @@ def pool_size(dataset: Dataset, article: Article, config: RunConfig) -> int:
 
 
 FAILED_SOURCES = ("error", "unparseable")
+
+
+def pool_digest(candidates: list[dict[str, Any]]) -> str:
+    """sha256 (16 hex digits) of the pool's sorted snippet ids: equal for two runs that ranked the same
+    pool."""
+    ids = "\n".join(sorted(str(c["snippet_id"]) for c in candidates))
+    return hashlib.sha256(ids.encode("utf-8")).hexdigest()[:16]
 
 
 def _judgement_counts(candidates: list[dict[str, Any]]) -> dict[str, int]:
@@ -166,7 +205,7 @@ class RankingStage(Stage[RankingOutputModel]):
         ]
 
     def score(self, unit: Unit, output: RankingOutputModel, context: StageContext) -> StageScore:
-        """NDCG, R-Precision and pool recall of the BM25 and the reranked order; no texts."""
+        """NDCG, R-Precision and R-recall of the BM25 and the reranked order, and pool recall; no texts."""
         return StageScore(records=[self.ranking_record(unit, output, context)])
 
     def ranking_record(self, unit: Unit, output: RankingOutputModel, context: StageContext) -> ScoreRecord:
@@ -181,6 +220,7 @@ class RankingStage(Stage[RankingOutputModel]):
             "candidates": len(candidates),
             "relevant_total": len(relevant),
             "relevant_in_pool": sum(c["snippet_id"] in relevant for c in candidates),
+            POOL: pool_digest(candidates),
             **_judgement_counts(candidates),
         }
         if not relevant:

@@ -2,7 +2,9 @@
 runs scored.
 
 Items are keyed by (article, item) of results.jsonl. An item excluded in either run (the paper's exclusions),
-or scored in one run only (failed, missing or not selected in the other), is left out of the pair and counted.
+or scored in one run only (failed, missing or not selected in the other), is left out of the pair and counted;
+so is, for a metric that declares ``paired_when_equal``, an item whose info value under that key differs
+between the runs (ranking: NDCG and R-Precision of articles ranked on different pools).
 On the shared items: the mean difference (run − first run) with a paired bootstrap 95% CI (items resampled,
 each keeping its pair) and a two-sided randomization p-value (each item's two values swapped under the null
 hypothesis: every swap pattern up to 16 items, random ones above). Embedding metrics with a permutation floor
@@ -48,6 +50,7 @@ class StageItems:
     scores: dict[ItemKey, dict[str, float]] = field(default_factory=dict)
     excluded: frozenset[ItemKey] = frozenset()
     floors: dict[ItemKey, dict[str, float]] = field(default_factory=dict)
+    tags: dict[ItemKey, dict[str, str]] = field(default_factory=dict)  # the string values of each item's info
 
 
 @dataclass(frozen=True)
@@ -60,12 +63,15 @@ class Alignment:
     only_base: int
     only_other: int
     excluded: int
+    differ: int = 0
+    differ_on: str = ""
 
     def left_out(self) -> str:
         parts = [
             (self.only_base, "only in first run"),
             (self.only_other, "only in this run"),
             (self.excluded, "excluded"),
+            (self.differ, f"another {self.differ_on}"),
         ]
         return ", ".join(f"{n} {what}" for n, what in parts if n) or "0"
 
@@ -183,6 +189,7 @@ def stage_items(
     """One stage's items from score records (results.jsonl or baselines rows, read as :class:`ResultRow`) and
     floors.jsonl rows (the last record of an item wins)."""
     scores: dict[ItemKey, dict[str, float]] = {}
+    tags: dict[ItemKey, dict[str, str]] = {}
     excluded: set[ItemKey] = set()
     for record in result_rows([r for r in results if r["stage"] == stage], f"{stage} score records"):
         key = (record.article, record.item)
@@ -192,10 +199,11 @@ def stage_items(
         else:
             excluded.discard(key)
             scores[key] = {k: v for k, v in record.metrics.items() if isinstance(v, int | float)}
+            tags[key] = {k: v for k, v in (record.info or {}).items() if isinstance(v, str)}
     rows = {
         (str(r["article"]), str(r["item"])): dict(r.get("metrics", {})) for r in floors if r["stage"] == stage
     }
-    return StageItems(scores, frozenset(excluded), rows)
+    return StageItems(scores, frozenset(excluded), rows, tags)
 
 
 def load_items(rundir: RunDir) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -204,13 +212,18 @@ def load_items(rundir: RunDir) -> tuple[list[dict[str, Any]], list[dict[str, Any
     return rundir.results(), floors
 
 
-def align(base: StageItems, other: StageItems, key: str) -> Alignment:
+def align(base: StageItems, other: StageItems, key: str, same: str | None = None) -> Alignment:
     """The items scored in ``key`` by both runs; items scored by one run only, and items excluded in either
-    run (whatever the other did), counted."""
+    run (whatever the other did), counted. ``same``: an info key both runs' items must agree on to be paired
+    (the metric's ``paired_when_equal``); items where both have it and it differs are left out and counted."""
     has_base = {k for k, m in base.scores.items() if _finite(m.get(key))}
     has_other = {k for k, m in other.scores.items() if _finite(m.get(key))}
     excluded = base.excluded | other.excluded
-    shared = sorted((has_base & has_other) - excluded)
+    both = (has_base & has_other) - excluded
+    differ = {
+        k for k in both if same and _differ(base.tags.get(k, {}).get(same), other.tags.get(k, {}).get(same))
+    }
+    shared = sorted(both - differ)
     return Alignment(
         keys=shared,
         base=[base.scores[k][key] for k in shared],
@@ -218,7 +231,14 @@ def align(base: StageItems, other: StageItems, key: str) -> Alignment:
         only_base=len(has_base - has_other - excluded),
         only_other=len(has_other - has_base - excluded),
         excluded=len(excluded),
+        differ=len(differ),
+        differ_on=same or "",
     )
+
+
+def _differ(a: str | None, b: str | None) -> bool:
+    """Both known and unequal (a run from before the tag was recorded is paired as it was)."""
+    return a is not None and b is not None and a != b
 
 
 def _finite(value: Any) -> bool:
@@ -281,6 +301,7 @@ class Headline:
     scale: float = 100.0
     floor: bool = False
     direction: str = "higher"
+    same: str | None = None  # the metric's paired_when_equal
 
 
 def compare_stage(
@@ -291,8 +312,8 @@ def compare_stage(
     names = (base[0], other[0])
     rows: list[PairedRow] = []
     for h in headlines:
-        alignment = align(base[1], other[1], h.key)
-        if not (alignment.keys or alignment.only_base or alignment.only_other):
+        alignment = align(base[1], other[1], h.key, h.same)
+        if not (alignment.keys or alignment.only_base or alignment.only_other or alignment.differ):
             continue  # neither run has the metric (e.g. entity recall where no reference names an entity)
         rows.append(
             replace(compare_metric(stage, h.title, h.key, names, alignment, h.scale), direction=h.direction)

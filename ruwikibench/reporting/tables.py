@@ -292,7 +292,10 @@ def stage_headlines(stage: str, metrics: StageMetrics | None = None) -> list[Hea
             for key in sorted(keys)
             if not is_twin(key)
         ]
-    return [Headline(m.label, m.key, factor(m), m.floor, m.direction) for m in paired_metrics(declared)]
+    return [
+        Headline(m.label, m.key, factor(m), m.floor, m.direction, m.paired_when_equal)
+        for m in paired_metrics(declared)
+    ]
 
 
 def column_marks(stage: str) -> dict[str, str]:

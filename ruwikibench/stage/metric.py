@@ -46,7 +46,10 @@ class Metric(BaseModel):
     compared with the no-LLM baselines; ``paired``: compared in paired run comparisons (None: every table
     metric that is not a count); ``ladder``: checked by the validity ladder (None: every floored metric);
     ``headline``: the metric the HTML report's article index and per-article deltas rank by (at most one;
-    none: the first column)."""
+    none: the first column); ``paired_when_equal``: an ``info`` key of the item's score record that must be
+    equal in two runs for their item to be paired on this metric (ranking: the candidate pool's digest, as
+    NDCG and R-Precision are normalised inside the pool); items where both runs have it and it differs are
+    left out of the pair and counted."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -62,6 +65,7 @@ class Metric(BaseModel):
     paired: bool | None = None
     ladder: bool | None = None
     headline: bool = False
+    paired_when_equal: str | None = None
 
     @property
     def compared_in_pairs(self) -> bool:

@@ -4,7 +4,8 @@ The run directory has the benchmark runner's layout (``spec.json``, ``outputs.js
 ``generated.jsonl``, ``errors.jsonl``, ``metrics.json``/``.csv``, ``report.md``) plus ``articles/<name>/``
 with each written article and its writer session. Scores use the stage names ``outline`` and ``sections`` (so
 ``ruwikibench report BENCHMARK_RUN WRITER_RUN`` shows writer-mode figures beside benchmark-mode figures) and
-``article`` (whole-article figures, in this run's report.md). A rerun skips the articles already written.
+``writer`` (whole-article figures, in this run's report.md), each table with the writer's no-LLM baseline
+beside the run. A rerun skips the articles already written.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ruwikibench.aggregation.derived import compute_floors
+from ruwikibench.aggregation.derived import compute_floors_and_baselines
 from ruwikibench.reporting.tables import markdown_table
 from ruwikibench.runner.execute import RunOptions, finalize, new_spec, select_articles
 from ruwikibench.runner.open_run import OpenRun, open_run, run_id, run_path, writer_key
@@ -26,7 +27,13 @@ from ruwikibench.stage.context import StageContext
 from ruwikibench.storage.durable import write_atomic
 from ruwikibench.storage.results import StageMetrics, versioned
 from ruwikibench.storage.rundir import RunDir
-from ruwikibench.writer.score import ARTICLE_METRICS, WRITER_TABLES, generated_texts, score_written
+from ruwikibench.writer.score import (
+    ARTICLE_METRICS,
+    WRITER_TABLES,
+    generated_texts,
+    score_written,
+    writer_outputs,
+)
 
 
 class BatchOptions(BaseModel):
@@ -95,9 +102,8 @@ async def _write_batch(
                     s["snippet_id"] for s in json.loads(result.paths["json"].read_text("utf-8"))["sources"]
                 ]
                 records = await run_on_model_lane(score_written, article, result.article, selected, context)
-                _record(
-                    rundir, article.name, result, records, generated_texts(article, result.article, records)
-                )
+                texts = generated_texts(article, result.article, records)
+                _record(rundir, article.name, article.title, result, records, texts)
             except Exception as exc:  # noqa: BLE001 - counted as a failure of the article in every stage
                 for stage in WRITER_TABLES:
                     rundir.append(
@@ -117,7 +123,8 @@ async def _write_batch(
         "llm": context.llm.usage.as_dict(),
     }
     opened.write_spec(spec)
-    await run_on_model_lane(compute_floors, rundir, context)  # floors of the outline and section metrics
+    # floors of the outline and section metrics, and the no-LLM baseline (ruwikibench/baselines/writer.py)
+    await run_on_model_lane(compute_floors_and_baselines, rundir, context)
     finalize(rundir)
     if options.citations and any((rundir.path / "articles").glob("*/article.json")):
         await judge_batch_citations(context, rundir)
@@ -163,7 +170,7 @@ async def write_or_resume(context: StageContext, title: str, out_dir: Path) -> A
     return await write_article(context, title, out_dir)
 
 
-def _record(rundir: RunDir, name: str, result: Any, records: list[Any], texts: list[Any]) -> None:
+def _record(rundir: RunDir, name: str, title: str, result: Any, records: list[Any], texts: list[Any]) -> None:
     tag = {"unit": "article"}
     rundir.append_many(
         "results.jsonl", [versioned(record.model_dump(mode="json") | tag) for record in records]
@@ -174,25 +181,26 @@ def _record(rundir: RunDir, name: str, result: Any, records: list[Any], texts: l
         "stats": result.article.stats,
         "session": result.session.model_dump(),
     }
-    rundir.append_many(
-        "outputs.jsonl",
-        [{"stage": stage, "article": name, "unit": "article", "output": output} for stage in WRITER_TABLES],
-    )
+    rundir.append_many("outputs.jsonl", writer_outputs(name, title, output))
 
 
 def article_table(
     run: str, metrics: dict[str, StageMetrics], view: str = "failures_excluded"
 ) -> list[list[str]]:
-    """The whole-article figures of a writer run as table rows (header first)."""
-    from ruwikibench.reporting.tables import cell
+    """The whole-article figures of a writer run as table rows (header first), the run followed by its no-LLM
+    baselines."""
+    from ruwikibench.reporting.tables import cell, with_baseline_rows
 
-    data = metrics.get("writer") or StageMetrics()
-    counts = data.counts
     header = ["run", *[m.label for m in ARTICLE_METRICS], "n", "failed"]
-    row = [
-        run,
-        *[cell(data, m.key, view) for m in ARTICLE_METRICS],
-        str(counts.evaluated),
-        str(counts.failed_units),
-    ]
-    return [header, row]
+    rows = [header]
+    for name, data in with_baseline_rows([(run, metrics.get("writer") or StageMetrics())]):
+        counts = data.counts
+        rows.append(
+            [
+                name,
+                *[cell(data, m.key, view) for m in ARTICLE_METRICS],
+                str(counts.evaluated),
+                str(counts.failed_units),
+            ]
+        )
+    return rows

@@ -31,12 +31,14 @@ ARTICLE_METRICS = (
         label="Article F1",
         description="sentence F1 of the whole article against the reference article (embedding matching)",
         kind="embedding",
+        vs_baselines=True,
     ),
     Metric(
         key="rouge_l",
         label="Article ROUGE-L",
         description="ROUGE-L F of the whole article against the reference article",
         kind="lexical",
+        vs_baselines=True,
     ),
     Metric(key="p", label="P", description="sentence precision of the whole article", kind="embedding"),
     Metric(key="r", label="R", description="sentence recall of the whole article", kind="embedding"),
@@ -59,7 +61,26 @@ ARTICLE_METRICS = (
         kind="statistic",
     ),
 )
-"""The writer table's metrics (whole-article records); its outline and sections records use those stages'."""
+"""The writer table's metrics (whole-article records); its outline and sections records use those stages'.
+Compared with the baseline: article F1 and ROUGE-L (the source columns are not: the extractive baseline is
+given the article's own sources)."""
+
+
+def writer_outputs(name: str, title: str, output: dict[str, Any]) -> list[dict[str, Any]]:
+    """outputs.jsonl's records of one article written or scored as a whole (``write --batch``,
+    ``score-outputs --stage writer``): one per table. The writer's carries the writer stage's unit input (the
+    title), so its no-LLM baselines are built and scored for the article as for ``run stage writer``; the
+    outline and sections records carry none (their floors come from the writer's ``run_floors``)."""
+    return [
+        {
+            "stage": stage,
+            "article": name,
+            "unit": "article",
+            **({"input": {"title": title}} if stage == "writer" else {}),
+            "output": output,
+        }
+        for stage in WRITER_TABLES
+    ]
 
 
 def reference_text(article: Article) -> str:

@@ -5,7 +5,9 @@ It goes through the same registry and runner as the benchmark stages (``ruwikibe
 ``profile: writer`` in the config; ``ruwikibench write --dataset`` is the writer's own batch command with
 resume per article and exports). Its records are the writer's batch scoring (:mod:`ruwikibench.writer.score`):
 the outline against the reference outline, each reference section against the best-matching written section,
-and the whole article (F1, ROUGE-L, sources); they land in the outline, sections and writer tables.
+and the whole article (F1, ROUGE-L, sources); they land in the outline, sections and writer tables, and so
+do the records of its no-LLM baseline (:mod:`ruwikibench.baselines.writer`), each table with its paired
+verdict of the run against it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, TypeVar
 from langgraph.graph import StateGraph
 from pydantic import BaseModel
 
+from ruwikibench.baselines.writer import WRITER_BASELINES
 from ruwikibench.conf.builtin_options import OutlineConfig, RankingConfig, SectionsConfig, WriterConfig
 from ruwikibench.conf.config import ModelRole, RunConfig
 from ruwikibench.dataset import Article, Dataset
@@ -47,6 +50,7 @@ class WriterStage(Stage[WriterOutputModel]):
         ModelRole("writer", general_rank=1),
     )  # the writer's lead; the first to answer an unconfigured role
     metrics = ARTICLE_METRICS
+    baselines = WRITER_BASELINES  # scored by score() as the written articles are: outline, sections, writer
     subgraph_stages = ("ranking", "outline", "sections")  # overrides of these stages reach the writer too
 
     def profile_options(self, profile: str, options: dict[str, BaseModel]) -> dict[str, BaseModel]:

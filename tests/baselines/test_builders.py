@@ -36,12 +36,14 @@ def _article(name: str, titles: list[str]) -> SimpleNamespace:
 
 def test_every_builtin_stage_has_its_baselines() -> None:
     names = {
-        stage: [b.name for b in get_stage(stage).baselines] for stage in ("ranking", "outline", "sections")
+        stage: [b.name for b in get_stage(stage).baselines]
+        for stage in ("ranking", "outline", "sections", "writer")
     }
     assert names == {
         "ranking": ["bm25 order", "random order"],
         "outline": ["template", "title template", "frequent headings"],
         "sections": ["lead", "random sentences"],
+        "writer": ["extractive"],
     }
 
 

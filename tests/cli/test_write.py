@@ -111,6 +111,9 @@ def test_batch(setup) -> None:
         "w",
     )
     assert "outline — writer mode" in result.output and "writer — whole article" in result.output
+    # the writer's no-LLM baseline, with its verdicts in every table
+    for line in ("outline: Mean F1", "sections: Mean ROUGE-L", "writer: Article ROUGE-L"):
+        assert f"{line}: the run − best baseline (extractive)" in result.output
     metrics = json.loads((tmp / "runs" / "w" / "metrics.json").read_text(encoding="utf-8"))
     assert metrics["outline"]["counts"]["evaluated"] == 1 and metrics["writer"]["counts"]["failed_units"] == 0
 

@@ -5,7 +5,7 @@ import random
 import pytest
 from sklearn.metrics import ndcg_score
 
-from ruwikibench.evaluators.ranking import dcg, ndcg, pool_recall, r_precision, ranking_metrics
+from ruwikibench.evaluators.ranking import dcg, ndcg, pool_recall, r_precision, ranking_metrics, recall_at_r
 
 
 def sk_ndcg(labels: list[int], k: int | None = None) -> float:
@@ -72,3 +72,30 @@ def test_ranking_metrics_keys_and_values() -> None:
     with pytest.raises(ValueError, match="permutation"):
         ranking_metrics([0, 1], [1, 1], relevant_total=2)
     assert pool_recall(0, 0) == 0.0
+    # recall at R over all 4 of the article's snippets: the first 4 of each order hold 2 of them
+    assert metrics["bm25_recall_at_r"] == metrics["rerank_recall_at_r"] == 0.5
+
+
+def test_recall_at_r_by_hand() -> None:
+    # 5 relevant snippets in the article; the order's first 5 hold 3 of them (positions 1, 3, 4).
+    assert recall_at_r([1, 0, 1, 1, 0, 1, 0], 5) == pytest.approx(3 / 5)
+    assert recall_at_r([1, 1], 5) == pytest.approx(2 / 5)  # a pool shorter than R
+    assert recall_at_r([0, 1], 0) == 0.0
+    assert recall_at_r([1, 1, 1], 3) == 1.0
+
+
+def test_a_pool_that_misses_snippets_scores_lower_recall_though_its_r_precision_is_perfect() -> None:
+    """The article has 16 snippets. A title query's pool finds 10 of them, ranked first: R-Precision 1.0
+    (R = 10, the pool's count). A description's pool of 48 finds all 16, 13 of them in its first 16:
+    R-Precision 13/16, yet it found more of the article."""
+    title_pool = [1] * 10 + [0] * 2
+    description_pool = [1] * 12 + [0, 1, 0, 0, 1] + [0] * 28 + [1, 0, 1]
+    assert sum(description_pool) == 16 and len(description_pool) == 48
+    title = ranking_metrics(title_pool, title_pool, relevant_total=16)
+    description = ranking_metrics(description_pool, description_pool, relevant_total=16)
+    assert title["rerank_r_precision"] == 1.0 and title["rerank_ndcg"] == 1.0
+    assert description["rerank_r_precision"] == pytest.approx(13 / 16)  # below the title pool's 1.0
+    # recall at R: first 16 of each order over the 16 snippets of the article
+    assert title["rerank_recall_at_r"] == pytest.approx(10 / 16)
+    assert description["rerank_recall_at_r"] == pytest.approx(13 / 16)
+    assert description["rerank_recall_at_r"] > title["rerank_recall_at_r"]

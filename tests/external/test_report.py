@@ -86,10 +86,9 @@ def test_external_runs_beside_native_in_one_report(native) -> None:
     assert report.exit_code == 0, report.output + repr(report.exception)
     table = list(csv.reader((tmp / "cmp" / "outline.csv").open(encoding="utf-8")))
     rows = [table[0]] + [r for r in table[1:] if not r[0].startswith(BASELINE_PREFIX)]
-    assert (
-        len(table) - len(rows) == 3 * 2
-    )  # the native run and the outline rows have their 3 baselines; STORM's
-    # writer outline none (the writer stage has no baselines)
+    # the native run and the outline rows have their 3 baselines; STORM's writer outline the writer's one
+    assert len(table) - len(rows) == 3 * 2 + 1
+    assert [r[0] for r in table[1:]].count(f"{BASELINE_PREFIX}extractive") == 1
     assert [r[0] for r in rows[1:]] == [native_dir.rstrip("/").split("/")[-1], "other-outline", "storm"]
     assert all(r[1] != "—" for r in rows[1:])  # every run has an outline F1
     failed = {r[0]: r[-1] for r in rows[1:]}

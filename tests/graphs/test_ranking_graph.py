@@ -40,6 +40,8 @@ def test_stage_contract() -> None:
         "rerank_ndcg",
         "rerank_r_precision",
         "pool_recall",
+        "bm25_recall_at_r",
+        "rerank_recall_at_r",
     ]
     graph = build_ranking_graph()
     assert not getattr(graph, "compiled", False)
@@ -76,6 +78,7 @@ async def test_oracle_end_to_end_title_mode(tmp_path) -> None:
     assert record.metrics["bm25_ndcg"] == pytest.approx(ndcg(labels))
     assert record.metrics["bm25_r_precision"] == pytest.approx(r_precision(labels))
     assert record.metrics["pool_recall"] == pytest.approx(sum(labels) / relevant_total)
+    assert record.metrics["bm25_recall_at_r"] == pytest.approx(sum(labels[:relevant_total]) / relevant_total)
     assert record.info["judged_logprobs"] == len(hits) and record.info["judged_text"] == 0
     assert [c["rank"] for c in output["candidates"]] == list(range(1, len(hits) + 1))
 
@@ -241,3 +244,42 @@ def test_a_unit_declares_its_fan_out_the_candidates_judged_at_once() -> None:
         context.config.options(RankingConfig).model_copy(update={"max_candidates": 2})
     )
     assert STAGE.units(DATASET, ARTICLE, thinned)[0].fan_out == 2
+
+
+def test_a_small_perfect_pool_has_r_precision_100_but_a_lower_r_recall() -> None:
+    """Planted through the stage's score(): a pool holding 4 of the article's 6 snippets, all ranked first,
+    scores R-Precision 1.0 (R counted in its pool); a pool holding all 6 with one other snippet among the
+    first 6 scores less on R-Precision but more on R-recall, which divides by the article's 6."""
+    context = make_context(DATASET, {}, Path("/nonexistent"))
+    unit = STAGE.units(DATASET, ARTICLE, context.config)[0]
+    own = [s.id for s in DATASET.snippets_of(ARTICLE.name)]
+    other = [s.id for s in DATASET.snippets if s.article != ARTICLE.name]
+    assert len(own) == 6
+
+    def record(ids: list[str]):
+        candidates = [
+            {"snippet_id": i, "bm25_rank": n, "rank": n, "source": "logprobs"} for n, i in enumerate(ids, 1)
+        ]
+        output = {"query_mode": "title", "pool_size": 18, "candidates": candidates}
+        return STAGE.checked_score(unit, output, context).records[0]
+
+    def scored(ids: list[str]) -> dict[str, float]:
+        return record(ids).metrics
+
+    small = scored(own[:4] + other[:2])
+    full = scored(own[:5] + other[:1] + own[5:] + other[1:12])
+    assert small["rerank_r_precision"] == 1.0 and full["rerank_r_precision"] == pytest.approx(5 / 6)
+    assert small["rerank_recall_at_r"] == pytest.approx(4 / 6)  # by hand: 4 of the 6 in the first 6
+    assert full["rerank_recall_at_r"] == pytest.approx(5 / 6)
+    assert full["rerank_recall_at_r"] > small["rerank_recall_at_r"]
+    assert small["pool_recall"] == pytest.approx(4 / 6) and full["pool_recall"] == 1.0
+    # the pool's digest (paired comparisons pair NDCG and R-Pr on equal pools only): order does not matter
+    pool = own[:4] + other[:2]
+    assert record(pool).info["pool"] == record(list(reversed(pool))).info["pool"]
+    assert record(pool).info["pool"] != record(own[:5] + other[:1]).info["pool"]
+    assert {m.key for m in STAGE.metrics if m.paired_when_equal == "pool"} == {
+        "bm25_ndcg",
+        "bm25_r_precision",
+        "rerank_ndcg",
+        "rerank_r_precision",
+    }

@@ -44,7 +44,11 @@ async def test_a_run_has_its_baselines_and_score_rebuilds_them(tmp_path, monkeyp
         lead["excluded_reasons"] == sections["excluded_reasons"]
     )  # a section with no snippet: excluded, counted
     assert set(sections["vs_baseline"]) == {"f1", "f1_rescaled", "rouge_l", "bleu"}
-    assert set(metrics["ranking"]["vs_baseline"]) == {"rerank_ndcg", "rerank_r_precision"}
+    assert set(metrics["ranking"]["vs_baseline"]) == {
+        "rerank_ndcg",
+        "rerank_r_precision",
+        "rerank_recall_at_r",
+    }
     assert (
         "f1_rescaled" in lead["metrics"] and "f1_floor" in lead["metrics"]
     )  # floors of the baseline outputs

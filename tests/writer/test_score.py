@@ -95,6 +95,8 @@ def test_batch_writes_scores_and_resumes(tmp_path) -> None:
     assert report.count("\n## writer") == 1  # the whole-article table once, with its title
     assert {"f1_floor", "f1_rescaled"} <= set(metrics["outline"]["metrics"])  # floored as the stage tables
     assert {"f1_floor", "f1_rescaled"} <= set(metrics["sections"]["metrics"])
+    for stage in ("outline", "sections", "writer"):  # the writer's no-LLM baseline beside the run, compared
+        assert list(metrics[stage]["baselines"]) == ["extractive"] and metrics[stage]["vs_baseline"]
     spec = json.loads((rundir.path / "spec.json").read_text(encoding="utf-8"))
     assert spec["mode"] == "writer"
     # citation faithfulness: each section sentence names the tag of the snippet it cites (supported); the
