@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
@@ -10,6 +10,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from ruwikibench.cli import app
 from ruwikibench.cli.console import print_error
 from ruwikibench.cli.run import ConfigOpt, DatasetOpt, _load, console, print_table
+
+if TYPE_CHECKING:
+    from ruwikibench.stage.context import StageContext
+    from ruwikibench.validity.ladder import PlantedItem
 
 
 @app.command("check-metrics")
@@ -27,9 +31,12 @@ def check_metrics(
 ) -> None:
     """The validity ladder: planted outputs of known order (restated reference; 25/50/75 % replaced by other
     articles; wrong article; plus the reference itself, a title template and word salad, reported) scored with
-    the config's embedder. Exits 1 when a headline metric (outline f1, sections f1) fails the ladder."""
+    the config's embedder; for the outline also the structure rung (restated headings in order > shuffled >
+    shuffled and flattened). Exits 1 when a headline metric (outline f1, sections f1) fails the ladder or a
+    structure metric (outline structure_f1) fails its rung."""
     from ruwikibench.runner.setup import build_context
     from ruwikibench.validity.check import check_rows, check_stage, failed_headlines, ladder_items, step_rows
+    from ruwikibench.validity.structure import stage_structure_items
 
     stages = stage or ["outline", "sections"]
     unknown = [s for s in stages if s not in ("outline", "sections")]
@@ -42,6 +49,13 @@ def check_metrics(
     except ValueError as exc:
         print_error(exc)
         raise typer.Exit(2) from exc
+    structure: dict[str, list[PlantedItem]] = {}
+    skipped: list[str] = []
+    for name in stages:
+        try:
+            structure[name] = stage_structure_items(name, data, articles, context)
+        except ValueError as exc:
+            skipped.append(str(exc))
     checks = []
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -70,5 +84,32 @@ def check_metrics(
         "paired difference has its CI above 0; * = headline metric. "
         + (f"Headline metrics failing: {', '.join(failed)}" if failed else "Every headline metric passes.")
     )
-    if failed:
+    for reason in skipped:
+        console.print(f"The structure rung is skipped: {reason}")
+    unstructured = [
+        m for name, found in structure.items() for m in _structure_rung(name, found, context, title)
+    ]
+    if failed or unstructured:
         raise typer.Exit(1)
+
+
+def _structure_rung(name: str, items: list[PlantedItem], context: StageContext, title: str) -> list[str]:
+    """Print a stage's structure rung (none without items); the structure metrics that fail it."""
+    from ruwikibench.validity.structure import failed_structure, structure_checks, structure_rows
+
+    if not items:
+        return []
+    with console.status(f"{name}: the structure rung"):
+        checks = structure_checks(name, items, context)
+    print_table(
+        f"{title}: {name} structure rung, {len(items)} articles: restated headings in order, shuffled, "
+        "shuffled and flattened (rescaled ×100, mean [95% CI])",
+        structure_rows(checks),
+    )
+    failed = failed_structure(checks)
+    console.print(
+        "Structure rung: PASS = in order > shuffled > shuffled and flattened, each paired difference with "
+        "its CI above 0 (set-based metrics shown for contrast, not required). "
+        + (f"Structure metrics failing: {', '.join(failed)}" if failed else "Every structure metric passes.")
+    )
+    return failed

@@ -74,6 +74,22 @@ def test_exit_code_follows_the_headline_verdicts(tmp_path, monkeypatch) -> None:
     assert _verdicts(outline.output)["outline/f1 *"].startswith("FAIL: ")
 
 
+def test_structure_rung_decides_the_exit_code_too(tmp_path, monkeypatch) -> None:
+    """The outline's structure rung is printed after the ladder; structure F1 failing it (random vectors)
+    exits 1 on its own, and a bag-of-words embedder, which matches a restated heading («история») to its
+    heading («История») by its words, passes it."""
+    random_run = runner.invoke(app, [*_args(tmp_path, RANDOM), "--stage", "outline"], terminal_width=400)
+    assert random_run.exit_code == 1, random_run.output + repr(random_run.exception)
+    verdicts = _verdicts(random_run.output)
+    assert verdicts["outline/structure_f1"].startswith("FAIL: ")
+    assert verdicts["outline/f1"].startswith("not required (FAIL")  # heading F1: blind to the rung
+    assert "Structure metrics failing: outline/structure_f1" in " ".join(random_run.output.split())
+    monkeypatch.setattr("ruwikibench.runner.setup.make_embedder", lambda config, *_: HashEmbedder())
+    words = runner.invoke(app, [*_args(tmp_path), "--stage", "outline"], terminal_width=400)
+    assert _verdicts(words.output)["outline/structure_f1"] == "PASS", words.output
+    assert "Every structure metric passes" in words.output
+
+
 def test_bad_options_exit_2(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr("ruwikibench.runner.setup.make_embedder", lambda config, *_: HashEmbedder())
     args = _args(tmp_path)
