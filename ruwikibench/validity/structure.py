@@ -18,9 +18,9 @@ A heading is restated as its words in dictionary form, lowercased («Ранни�
 other words lowercased), never equal to a reference heading. Verbatim headings would let an embedder of random
 vectors pass: identical strings get identical vectors, so every heading would find itself, and the rung would
 be true by construction. A restated heading is another string, matched to its heading only by an embedder
-that sees they mean the same. The decisive chain's proxies (a section's opening words) are not used: a
-sentence opening is its heading's best match for only about 40 % of headings with e5 (measured on the sample),
-so the rung would test the matching rather than the structure.
+that sees they mean the same. The decisive chain's proxies (a section's opening words) are not used: with
+e5-int8 only 19 of the sample's 107 proxied headings have their own heading as mutual best match (restated
+headings: 95 of 96), so the rung would test the matching rather than the structure.
 """
 
 from __future__ import annotations
