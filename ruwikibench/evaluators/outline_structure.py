@@ -11,8 +11,8 @@ headings shuffled and flattened to one level score exactly as the reference does
 3. **In order**: k is the largest number of placed pairs that appear in the same order in both outlines (the
    longest increasing subsequence of their reference positions read in generated order) — equivalently, the
    longest common subsequence of the two outlines read as (heading, depth) sequences, two headings being equal
-   when they are a placed pair. A pre-order sequence with depths determines a tree, so k counts the headings
-   whose position in the tree agrees.
+   when they are a placed pair. A pre-order sequence with depths determines a tree, so k reaches |G| = |R|
+   exactly when the two trees are the same up to the wording of their headings.
 4. **Structure F1** = 2k / (|G| + |R|): precision k / |G| and recall k / |R|, so a heading with no match
    (junk, a duplicate, a missing section) counts against it on its side. An empty side gives 0.
 
