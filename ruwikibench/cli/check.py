@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
@@ -10,6 +10,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from ruwikibench.cli import app
 from ruwikibench.cli.console import print_error
 from ruwikibench.cli.run import ConfigOpt, DatasetOpt, _load, console, print_table
+
+if TYPE_CHECKING:
+    from ruwikibench.stage.context import StageContext
+    from ruwikibench.validity.ladder import PlantedItem
 
 
 @app.command("check-metrics")
@@ -32,9 +36,11 @@ def check_metrics(
 ) -> None:
     """The validity ladder: planted outputs of known order (restated reference; 25/50/75 % replaced by other
     articles; wrong article; plus the reference itself, a title template and word salad, reported) scored with
-    the config's embedder. Exit status: 0 every headline metric (outline f1, sections f1) passes; 1 one fails
-    the ladder; 2 unusable options or data; 4 none fails but one cannot be decided: its ladder has fewer items
-    than the 6 a paired test needs to reach p < 0.05 (plant on more articles)."""
+    the config's embedder; for the outline also the structure rung (restated headings in order > shuffled >
+    shuffled and flattened). Exit status: 0 every headline metric (outline f1, sections f1) passes and every
+    structure metric (outline structure_f1) passes its rung; 1 one fails; 2 unusable options or data; 4 none
+    fails but one cannot be decided: its ladder has fewer items than the 6 a paired test needs to reach
+    p < 0.05 (plant on more articles)."""
     from ruwikibench.runner.setup import build_context
     from ruwikibench.validity.check import (
         EXIT_UNDECIDED,
@@ -46,6 +52,7 @@ def check_metrics(
         step_rows,
         undecided_headlines,
     )
+    from ruwikibench.validity.structure import stage_structure_items
 
     stages = stage or ["outline", "sections"]
     unknown = [s for s in stages if s not in ("outline", "sections")]
@@ -58,6 +65,13 @@ def check_metrics(
     except ValueError as exc:
         print_error(exc)
         raise typer.Exit(2) from exc
+    structure: dict[str, list[PlantedItem]] = {}
+    skipped: list[str] = []
+    for name in stages:
+        try:
+            structure[name] = stage_structure_items(name, data, articles, context)
+        except ValueError as exc:
+            skipped.append(str(exc))
     checks = []
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -86,9 +100,12 @@ def check_metrics(
         f"paired difference has its CI above 0; a ladder of fewer than {MIN_ITEMS} items cannot decide (no "
         f"paired test of fewer reaches p < 0.05); * = headline metric. {_summary(failed, undecided)}"
     )
-    if failed:
+    for reason in skipped:
+        console.print(f"The structure rung is skipped: {reason}")
+    rungs = [_structure_rung(name, found, context, title) for name, found in structure.items()]
+    if failed or any(rung_failed for rung_failed, _ in rungs):
         raise typer.Exit(1)
-    if undecided:
+    if undecided or any(rung_undecided for _, rung_undecided in rungs):
         raise typer.Exit(EXIT_UNDECIDED)
 
 
@@ -97,3 +114,36 @@ def _summary(failed: list[str], undecided: list[str]) -> str:
     if undecided:
         parts.append(f"Headline metrics that cannot be decided: {', '.join(undecided)}.")
     return " ".join(parts) or "Every headline metric passes."
+
+
+def _structure_rung(
+    name: str, items: list[PlantedItem], context: StageContext, title: str
+) -> tuple[list[str], list[str]]:
+    """Print a stage's structure rung (none without items); the structure metrics that fail it and those it
+    cannot decide (too few articles)."""
+    from ruwikibench.validity.structure import (
+        failed_structure,
+        structure_checks,
+        structure_rows,
+        undecided_structure,
+    )
+
+    if not items:
+        return [], []
+    with console.status(f"{name}: the structure rung"):
+        checks = structure_checks(name, items, context)
+    print_table(
+        f"{title}: {name} structure rung, {len(items)} articles: restated headings in order, shuffled, "
+        "shuffled and flattened (rescaled ×100, mean [95% CI])",
+        structure_rows(checks),
+    )
+    failed, undecided = failed_structure(checks), undecided_structure(checks)
+    parts = [f"Structure metrics failing: {', '.join(failed)}."] if failed else []
+    if undecided:
+        parts.append(f"Structure metrics that cannot be decided: {', '.join(undecided)}.")
+    console.print(
+        "Structure rung: PASS = in order > shuffled > shuffled and flattened, each paired difference with "
+        "its CI above 0 (set-based metrics shown for contrast, not required). "
+        + (" ".join(parts) or "Every structure metric passes.")
+    )
+    return failed, undecided

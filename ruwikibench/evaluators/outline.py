@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict
 
 from ruwikibench.dataset import Article
+from ruwikibench.evaluators.outline_structure import structure_score
 from ruwikibench.models.embeddings import Embedder, embed_prompted, normalize
 
 if TYPE_CHECKING:  # numpy is imported where it is used: a run loads this module before its first request
@@ -44,6 +45,8 @@ class HeadingSelection(BaseModel):
 
 DEFAULT = HeadingSelection()
 AUTHORS = HeadingSelection(min_level=1, include_title=True, drop_title_echo=False)
+FLAT_LEVEL = 2
+"""The level given to headings scored without levels (a plain list of titles: one flat level)."""
 
 
 class PRF(BaseModel):
@@ -112,29 +115,43 @@ def _norm(text: str) -> str:
     return re.sub(r"[\W_]+", " ", text.casefold()).strip()
 
 
-def reference_headings(article: Article, selection: HeadingSelection = DEFAULT) -> list[str]:
-    """Reference heading titles chosen by ``selection`` (the title is the level-1 root section)."""
+def reference_outline(article: Article, selection: HeadingSelection = DEFAULT) -> list[tuple[int, str]]:
+    """(level, title) of the reference headings chosen by ``selection`` (the title is the level-1 root
+    section), in document order."""
     chosen = []
     for section in article.sections():
         if section.level == 1:
             if selection.include_title:
-                chosen.append(section.title)
+                chosen.append((1, section.title))
             continue
         if section.level >= selection.min_level and (
             selection.max_level is None or section.level <= selection.max_level
         ):
-            chosen.append(section.title)
+            chosen.append((section.level, section.title))
     return chosen
+
+
+def reference_headings(article: Article, selection: HeadingSelection = DEFAULT) -> list[str]:
+    """Reference heading titles chosen by ``selection`` (:func:`reference_outline` without levels)."""
+    return [title for _, title in reference_outline(article, selection)]
+
+
+def generated_outline(
+    headings: Sequence[tuple[int, str]], article_title: str, selection: HeadingSelection = DEFAULT
+) -> list[tuple[int, str]]:
+    """Generated (level, title) headings; with ``drop_title_echo`` the ones equal to the article title are
+    left out."""
+    if not selection.drop_title_echo:
+        return list(headings)
+    title = _norm(article_title)
+    return [(level, t) for level, t in headings if _norm(t) != title]
 
 
 def generated_headings(
     titles: Sequence[str], article_title: str, selection: HeadingSelection = DEFAULT
 ) -> list[str]:
     """Generated heading titles; with ``drop_title_echo`` the ones equal to the article title are left out."""
-    if not selection.drop_title_echo:
-        return list(titles)
-    title = _norm(article_title)
-    return [t for t in titles if _norm(t) != title]
+    return [t for _, t in generated_outline([(FLAT_LEVEL, t) for t in titles], article_title, selection)]
 
 
 class OutlineScore(BaseModel):
@@ -152,15 +169,18 @@ SIMILARITY_KEYS = (
     "precision_authors",
     "recall_authors",
     "f1_authors",
+    "structure_f1",
 )
 
 
 class Similarity(BaseModel):
-    """The embedding metrics of one outline against one reference outline, and how many headings took part."""
+    """The embedding metrics of one outline against one reference outline, and how many headings took part
+    (``structure``: the counts behind structure F1)."""
 
     metrics: dict[str, float]
     generated_scored: int
     reference_scored: int
+    structure: dict[str, int] = {}
 
 
 def _heading_vectors(
@@ -189,17 +209,22 @@ def outline_similarity(
     embedder: Embedder,
     selection: HeadingSelection = DEFAULT,
     authors_prompt: str | None = None,
+    levels: Sequence[int] | None = None,
 ) -> Similarity:
-    """Heading P/R/F1 under ``selection`` and the authors' variant, and soft recall, of generated heading
-    ``titles`` (written for the article titled ``own_title``, whose echoes are dropped) against the outline of
-    ``reference`` — the article's own for the metric, another article's for its permutation floor.
-    ``authors_prompt``: the authors' variant encodes ``prompt + heading`` (see :func:`embed_prompted`)."""
+    """Heading P/R/F1 under ``selection`` and the authors' variant, soft recall and structure F1, of generated
+    heading ``titles`` (written for the article titled ``own_title``, whose echoes are dropped) against the
+    outline of ``reference`` — the article's own for the metric, another article's for its permutation floor.
+    ``levels``: the generated headings' levels (None: one flat level, :data:`FLAT_LEVEL`); only structure F1
+    reads them. ``authors_prompt``: the authors' variant encodes ``prompt + heading`` (see
+    :func:`embed_prompted`)."""
     import numpy as np
 
     variants = {"": selection, "_authors": AUTHORS}
+    written = list(zip(levels if levels is not None else [FLAT_LEVEL] * len(titles), titles, strict=True))
+    generated = {suffix: generated_outline(written, own_title, sel) for suffix, sel in variants.items()}
+    outlines = {suffix: reference_outline(reference, sel) for suffix, sel in variants.items()}
     sides = {
-        suffix: (generated_headings(titles, own_title, sel), reference_headings(reference, sel))
-        for suffix, sel in variants.items()
+        suffix: ([t for _, t in generated[suffix]], [t for _, t in outlines[suffix]]) for suffix in variants
     }
     vectors = _heading_vectors(sides, embedder, authors_prompt)
 
@@ -214,7 +239,18 @@ def outline_similarity(
         )
     gen, ref = sides[""]
     metrics["soft_recall"] = heading_soft_recall(ref, gen, vectors[""])
-    return Similarity(metrics=metrics, generated_scored=len(gen), reference_scored=len(ref))
+    sims = (
+        normalize(matrix(gen, vectors[""])) @ normalize(matrix(ref, vectors[""])).T
+        if gen and ref
+        else np.zeros((len(gen), len(ref)), dtype=np.float32)
+    )
+    structure = structure_score(
+        [level for level, _ in generated[""]], [level for level, _ in outlines[""]], sims
+    )
+    metrics["structure_f1"] = structure.f1
+    return Similarity(
+        metrics=metrics, generated_scored=len(gen), reference_scored=len(ref), structure=structure.info()
+    )
 
 
 def score_outline(
@@ -226,14 +262,18 @@ def score_outline(
 ) -> OutlineScore:
     """Score (level, title) headings against the article's reference outline.
 
-    Metrics: ``precision``/``recall``/``f1`` and ``soft_recall`` under ``selection``; ``*_authors`` under
-    the authors' variant (see :func:`outline_similarity`, also for ``authors_prompt``); structure stats
+    Metrics: ``precision``/``recall``/``f1``, ``soft_recall`` and ``structure_f1`` (levels as written) under
+    ``selection``; ``*_authors`` under the authors' variant (see :func:`outline_similarity`, also for
+    ``authors_prompt``); structure stats
     ``gen_*`` (all generated headings, levels as written) and ``ref_*`` (every reference heading, the title
     counted as level 1); ``entity_*`` (:func:`heading_entity_scores`, absent when the reference headings name
     no entity).
     """
     titles = [t for _, t in generated]
-    similarity = outline_similarity(titles, article.title, article, embedder, selection, authors_prompt)
+    levels = [level for level, _ in generated]
+    similarity = outline_similarity(
+        titles, article.title, article, embedder, selection, authors_prompt, levels=levels
+    )
     metrics = dict(similarity.metrics)
     for key, value in structure_stats([level for level, _ in generated]).items():
         metrics[f"gen_{key}"] = value
@@ -244,6 +284,7 @@ def score_outline(
         "generated_scored": similarity.generated_scored,
         "reference_scored": similarity.reference_scored,
         "empty_outline": not titles,
+        "structure": similarity.structure,
     }
     metrics.update(heading_entity_scores(titles, article, selection))
     return OutlineScore(metrics=metrics, info=info)

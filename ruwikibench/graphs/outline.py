@@ -140,6 +140,19 @@ def _structure(prefix: str, labels: tuple[str, str, str], whose: str) -> list[Me
     ]
 
 
+STRUCTURE_F1 = Metric(
+    key="structure_f1",
+    label="Structure F1",
+    description="headings matched by embedding (each the other's best cosine) that sit at the reference's "
+    "depth and in its order, as F1 over both outlines' headings (unmatched ones count against it)",
+    kind="structure",
+    floor=True,
+    vs_baselines=True,
+    ladder=False,  # the chain plants flat heading lists; checked on its own rung (validity/structure.py)
+)
+"""Order and hierarchy (:mod:`ruwikibench.evaluators.outline_structure`): heading P/R/F1 score the reference's
+headings shuffled and flattened as the reference itself; this one does not."""
+
 ENTITY_METRICS = (
     Metric(
         key="entity_recall",
@@ -175,6 +188,7 @@ METRICS = (
         kind="embedding",
         floor=True,
     ),
+    STRUCTURE_F1,
     *ENTITY_METRICS,
     *_structure("gen", ("Headings", "Max depth", "Share > 3"), "generated"),
     *_structure("ref", ("Ref headings", "Ref max depth", "Ref share > 3"), "reference"),
@@ -230,8 +244,8 @@ class OutlineStage(Stage[OutlineOutput]):
         return [Unit(stage=NAME, article=article.name, unit_id="article", input=data.model_dump(mode="json"))]
 
     def score(self, unit: Unit, output: OutlineOutput, context: StageContext) -> StageScore:
-        """Heading P/R/F1 (configured selection and the authors' variant), soft recall, structure stats; the
-        generated outline as Markdown."""
+        """Heading P/R/F1 (configured selection and the authors' variant), soft recall, structure F1 and
+        statistics; the generated outline as Markdown."""
         return StageScore(
             records=[self.outline_record(unit, output, context)], texts=self.texts(unit, output)
         )
@@ -266,7 +280,8 @@ class OutlineStage(Stage[OutlineOutput]):
         if context.dataset is None or not unit.input.get("snippets"):
             return []
         article = context.dataset.article(unit.article)
-        titles = [h.title for h in OutlineOutput.model_validate(output).outline]
+        outline = OutlineOutput.model_validate(output).outline
+        titles = [h.title for h in outline]
         scored = generated_headings(titles, article.title, selection(context.config.options(OutlineConfig)))
         if not article.root.children or not scored:
             return []
@@ -274,7 +289,7 @@ class OutlineStage(Stage[OutlineOutput]):
             FloorSide(
                 article=article.name,
                 item=unit.unit_id,
-                generated=(article.title, titles),
+                generated=(article.title, titles, [h.level for h in outline]),
                 reference=article.name,
             )
         ]
@@ -291,12 +306,13 @@ class OutlineStage(Stage[OutlineOutput]):
         ]
 
     def cross_score(
-        self, generated: tuple[str, list[str]], reference: str, context: StageContext
+        self, generated: tuple[Any, ...], reference: str, context: StageContext
     ) -> dict[str, float]:
-        """The outline metrics of generated headings against the outline of the article named
+        """The outline metrics of generated headings — ``(own title, titles)`` or ``(own title, titles,
+        levels)``; without levels the headings are one flat level — against the outline of the article named
         ``reference``."""
         assert context.dataset is not None
-        own_title, titles = generated
+        own_title, titles, *levels = generated
         return outline_similarity(
             titles,
             own_title,
@@ -304,6 +320,7 @@ class OutlineStage(Stage[OutlineOutput]):
             context.embedder,
             selection(context.config.options(OutlineConfig)),
             context.config.embedder.authors_prompt,
+            levels=levels[0] if levels else None,
         ).metrics
 
     def texts(self, unit: Unit, output: OutlineOutput) -> list[GeneratedText]:

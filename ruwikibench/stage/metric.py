@@ -11,8 +11,9 @@ This module is the one place that turns the declarations into what the runner an
 - :func:`baseline_keys`: the metrics compared with the no-LLM baselines (a floored one followed by its
   rescaled twin); :func:`paired_metrics`: the metrics of paired run comparisons; :func:`headline`: the stage's
   headline;
-- :func:`ladder_keys`: the validity ladder's metrics; :func:`factor` and :func:`mark`: the printed scale and
-  the direction mark (↑/↓) of a column; :func:`glossary`: one line of meaning per column.
+- :func:`ladder_keys`: the validity ladder's metrics; :func:`structure_keys`: those its structure rung
+  decides; :func:`factor` and :func:`mark`: the printed scale and the direction mark (↑/↓) of a column;
+  :func:`glossary`: one line of meaning per column.
 
 Stages written before declarations (``columns``, ``count_keys``, ``floor_keys``, ``baseline_keys``,
 ``headline_key``) are adapted by :func:`from_attributes`.
@@ -44,7 +45,8 @@ class Metric(BaseModel):
     the stage defines ``floor_sides()`` and ``cross_score()``); ``column``: it is shown in the stage's table
     (a metric only aggregated, e.g. an embedding precision kept for the floor, says False); ``vs_baselines``:
     compared with the no-LLM baselines; ``paired``: compared in paired run comparisons (None: every table
-    metric that is not a count); ``ladder``: checked by the validity ladder (None: every floored metric);
+    metric that is not a count); ``ladder``: checked by the validity ladder (None: every floored metric; a
+    floored metric of kind ``structure`` is checked on the ladder's structure rung whatever it says);
     ``headline``: the metric the HTML report's article index and per-article deltas rank by (at most one;
     none: the first column); ``paired_when_equal``: an ``info`` key of the item's score record that must be
     equal in two runs for their item to be paired on this metric (ranking: the candidate pool's digest, as
@@ -171,6 +173,12 @@ def ladder_keys(metrics: Sequence[Metric], kind: Kind | None = None) -> tuple[st
     if kind is None:
         return tuple(m.key for m in metrics if m.in_ladder and m.floor)
     return tuple(m.key for m in metrics if m.in_ladder and m.kind == kind and not m.floor)
+
+
+def structure_keys(metrics: Sequence[Metric]) -> tuple[str, ...]:
+    """The floored metrics of kind ``structure``: those the validity ladder's structure rung decides
+    (:mod:`ruwikibench.validity.structure`)."""
+    return tuple(m.key for m in metrics if m.floor and m.kind == "structure")
 
 
 def header(metric: Metric) -> str:

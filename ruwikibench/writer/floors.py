@@ -33,14 +33,20 @@ def scored_writer_items(rundir: RunDir) -> set[tuple[str, str, str]]:
 
 
 def outline_side(text: dict[str, Any], context: StageContext) -> FloorSide | None:
-    """The written outline ('# Title' line, then its headings) as the outline stage's floor side."""
+    """The written outline ('# Title' line, then its headings, levels as '#' counts) as the outline stage's
+    floor side."""
     assert context.dataset is not None
     article = context.dataset.article(text["article"])
-    titles = [line.lstrip("#").strip() for line in text["text"].splitlines()[1:] if line.startswith("#")]
-    if not titles:
+    lines = [line for line in text["text"].splitlines()[1:] if line.startswith("#")]
+    if not lines:
         return None
+    titles = [line.lstrip("#").strip() for line in lines]
+    levels = [len(line) - len(line.lstrip("#")) for line in lines]
     return FloorSide(
-        article=article.name, item=text["item"], generated=(article.title, titles), reference=article.name
+        article=article.name,
+        item=text["item"],
+        generated=(article.title, titles, levels),
+        reference=article.name,
     )
 
 

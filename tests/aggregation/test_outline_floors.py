@@ -88,3 +88,29 @@ def test_title_echo_outline_is_floored_as_empty() -> None:
     for key in ("f1", "f1_floor", "f1_rescaled", "recall_rescaled", "soft_recall_rescaled"):
         view = "failures_excluded"
         assert echo[key][view]["mean"] == pytest.approx(empty[key][view]["mean"]), key
+
+
+def test_floor_side_carries_the_levels_structure_f1_reads() -> None:
+    """The floor scores an outline with its levels as written (structure F1 reads them); a side without
+    levels is scored as one flat level, as the written outline of a writer run is parsed back from '#'s."""
+    from ruwikibench.evaluators.outline import outline_similarity
+    from ruwikibench.writer.floors import outline_side
+
+    context, stage = _context(), get_stage("outline")
+    saved = _saved("Альфа", ["История", "Устройство"])
+    saved["output"]["outline"] = [{"level": 1, "title": "История"}, {"level": 2, "title": "Устройство"}]
+    unit = Unit(stage="outline", article="Альфа", unit_id="article", input=saved["input"])
+    [side] = stage.floor_sides(unit, saved["output"], context)
+    assert side.generated == ("Альфа", ["История", "Устройство"], [1, 2])
+    assert context.dataset is not None
+    nested = stage.cross_score(side.generated, "Альфа", context)
+    flat = stage.cross_score(side.generated[:2], "Альфа", context)
+    embedder, reference = context.embedder, context.dataset.article("Альфа")
+    expected = outline_similarity(["История", "Устройство"], "Альфа", reference, embedder, levels=[1, 2])
+    assert nested["structure_f1"] == pytest.approx(expected.metrics["structure_f1"])
+    # the reference is flat: «Устройство» one level down is misplaced, both flat are in place (2·2 / 5)
+    assert (nested["structure_f1"], flat["structure_f1"]) == pytest.approx((2 / 5, 4 / 5))
+    written = {"article": "Альфа", "item": "article", "text": "# Альфа\n\n## История\n### Устройство\n"}
+    written_side = outline_side(written, context)
+    assert written_side is not None
+    assert written_side.generated == ("Альфа", ["История", "Устройство"], [2, 3])

@@ -45,7 +45,8 @@ def _verdicts(output: str) -> dict[str, str]:
     return {
         f"{r[1].strip()}/{r[2].strip()}": r[-2].strip()
         for r in rows
-        if r[1].strip() in ("outline", "sections") and ("PASS" in r[-2] or "FAIL" in r[-2])
+        if r[1].strip() in ("outline", "sections")
+        and any(v in r[-2] for v in ("PASS", "FAIL", "cannot decide"))
     }
 
 
@@ -72,6 +73,33 @@ def test_exit_code_follows_the_headline_verdicts(tmp_path, monkeypatch) -> None:
     outline = runner.invoke(app, [*args, "--stage", "outline", "--articles", "8"], terminal_width=400)
     assert outline.exit_code == 1, outline.output
     assert _verdicts(outline.output)["outline/f1 *"].startswith("FAIL: ")
+
+
+def test_structure_rung_decides_the_exit_code_too(tmp_path, monkeypatch) -> None:
+    """The outline's structure rung is printed after the ladder; structure F1 failing it (random vectors)
+    exits 1 on its own, and a bag-of-words embedder, which matches a restated heading («история») to its
+    heading («История») by its words, passes it."""
+    eight = ["--stage", "outline", "--articles", "8"]
+    random_run = runner.invoke(app, [*_args(tmp_path, RANDOM), *eight], terminal_width=400)
+    assert random_run.exit_code == 1, random_run.output + repr(random_run.exception)
+    verdicts = _verdicts(random_run.output)
+    assert verdicts["outline/structure_f1"].startswith("FAIL: ")
+    assert verdicts["outline/f1"].startswith("not required (FAIL")  # heading F1: blind to the rung
+    assert "Structure metrics failing: outline/structure_f1" in " ".join(random_run.output.split())
+    monkeypatch.setattr("ruwikibench.runner.setup.make_embedder", lambda config, *_: HashEmbedder())
+    words = runner.invoke(app, [*_args(tmp_path), *eight], terminal_width=400)
+    assert _verdicts(words.output)["outline/structure_f1"] == "PASS", words.output
+    assert "Every structure metric passes" in words.output
+
+
+def test_a_structure_rung_of_too_few_articles_cannot_decide(tmp_path) -> None:
+    """4 articles: random vectors no longer FAIL the structure rung (exit 1), it cannot decide (exit 4)."""
+    result = runner.invoke(app, [*_args(tmp_path, RANDOM), "--stage", "outline"], terminal_width=400)
+    assert result.exit_code == 4, result.output + repr(result.exception)
+    assert _verdicts(result.output)["outline/structure_f1"].startswith("cannot decide: 4 items")
+    assert "Structure metrics that cannot be decided: outline/structure_f1 (4 items" in " ".join(
+        result.output.split()
+    )
 
 
 def test_bad_options_exit_2(tmp_path, monkeypatch) -> None:
