@@ -26,7 +26,7 @@ def check_metrics(
             "--articles", "-n", help="articles to plant outputs on (a ladder needs 6+ items to decide)"
         ),
     ] = 8,
-    sections: Annotated[int, typer.Option(help="sections per article (stage 3)")] = 2,
+    sections: Annotated[int, typer.Option(help="sections per article (stage 3)")] = 3,
     sentences: Annotated[
         int, typer.Option(help="sentences per section (at least 4: one per 25-point rung)")
     ] = 4,
