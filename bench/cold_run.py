@@ -10,7 +10,8 @@ CLI as a subprocess three times and prints, per run, the wall time (process star
 (process start to the endpoint receiving it) and the CPU time the process had used by then (all threads,
 sampled from /proc every 3 ms in 10 ms steps: less sensitive to other load than the wall time), and the run's
 whole CPU time (user + system, its scoring process included), with the CPU model and the load average before
-and after (``--port``: the fake endpoint's port, default a free one):
+and after (``--port``: the fake endpoint's port, default a free one), and the CPU time per snippet of the
+run's articles and per unit the run scored (its ``results.jsonl`` rows):
 
 * **cold** — nothing embedded or indexed: the run embeds and indexes what it needs (a first run on new data);
 * **embeddings cached, new model name** — the same data with another model name: every LLM call is new, the
@@ -103,6 +104,24 @@ def run_cli(args: list[str], url: str) -> tuple[float, float, float | None, floa
     return wall, cpu, min(arrivals) - started, sampler.at(min(arrivals))
 
 
+def units_of(runs: Path, before: set[Path]) -> int:
+    """Units (``results.jsonl`` rows) of the run directory that appeared under ``runs`` since ``before``;
+    0 when the run reused one."""
+    fresh = [d for d in runs.iterdir() if d not in before] if runs.is_dir() else []
+    results = [d / "results.jsonl" for d in fresh if (d / "results.jsonl").is_file()]
+    return sum(
+        1 for path in results for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    )
+
+
+def snippets_of(dataset: str, articles: list[str]) -> int:
+    """Snippets of the given articles in the dataset (as the runs resolved it)."""
+    from ruwikibench.corpus_builder.dataset_files import resolve_dataset
+
+    data, _ = resolve_dataset(dataset, source_texts=False, snippet_texts=False)
+    return sum(len(data.snippets_of(name)) for name in articles)
+
+
 def bytecode_note(compile_package: bool) -> str:
     """Compile the package's modules to bytecode (``python -m compileall``), as an installed package has them;
     a line saying what the runs load. Without it, where ``PYTHONDONTWRITEBYTECODE`` is set (this workplace
@@ -167,7 +186,8 @@ def main() -> None:
                 str(work / "runs"),
                 *articles,
             ]
-            rows.append((label, *run_cli(run_args, url)))
+            before = set((work / "runs").iterdir()) if (work / "runs").is_dir() else set()
+            rows.append((label, *run_cli(run_args, url), units_of(work / "runs", before)))
         help_started = time.time()
         subprocess.run(
             [sys.executable, "-m", "ruwikibench", "--help"],
@@ -177,6 +197,7 @@ def main() -> None:
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
         help_wall = time.time() - help_started
+        snippets = snippets_of(args.dataset, articles[1::2])
     finally:
         endpoint.terminate()
         if not args.keep:
@@ -189,12 +210,14 @@ def main() -> None:
     print(f"after:  {machine_line()}")
     print(f"bytecode: {bytecode}")
     print(
-        "| run | wall | CPU (user + system, all its processes) | CPU / wall | first request (from process "
-        "start) | CPU time by then |\n|---|---|---|---|---|---|"
+        "| run | wall | CPU (user + system, all its processes) | CPU / wall | CPU per snippet | CPU per unit "
+        "| first request (from process start) | CPU time by then |\n|---|---|---|---|---|---|---|---|"
     )
-    for label, wall, cpu, first, cpu_first in rows:
+    for label, wall, cpu, first, cpu_first, units in rows:
         print(
             f"| {label} | {wall:.1f} s | {cpu:.1f} CPU-s | {cpu / wall:.2f} | "
+            f"{1000 * cpu / max(1, snippets):.0f} ms ({snippets} snippets) | "
+            f"{f'{cpu / units:.2f} s ({units} units)' if units else '?'} | "
             f"{'none' if first is None else f'{first:.2f} s'} | "
             f"{'?' if cpu_first is None else f'{cpu_first:.2f} s'} |"
         )

@@ -44,12 +44,8 @@ class E5Int8:
         self.max_tokens = max_tokens
         self.weights: E5Weights = read_e5_file(source, layers=False)
         self.tokenizer = E5Tokenizer(self.weights.vocab)
-        options = onnxruntime.SessionOptions()
-        if threads:
-            options.intra_op_num_threads = threads
-            options.inter_op_num_threads = 1
         self.session: Any = onnxruntime.InferenceSession(
-            str(model), options, providers=["CPUExecutionProvider"]
+            str(model), session_options(threads), providers=["CPUExecutionProvider"]
         )
         self.dim = self.weights.hidden
 
@@ -83,6 +79,23 @@ class E5Int8:
             mask[row, : len(window.ids)] = 1.0
         feed = {"word_embeddings": self.weights.word_rows(ids), "attention_mask": mask}
         return np.asarray(self.session.run(None, feed)[0], dtype=np.float64)
+
+
+def session_options(threads: int | None) -> Any:  # -> onnxruntime.SessionOptions
+    """The session's options: ``threads`` intra-op threads (None: onnxruntime's default, one per core), and
+    idle intra-op threads that sleep instead of spinning. onnxruntime's threads spin after each ``run`` by
+    default, waiting for the next: a run embeds in many small calls between other work, so the spinning
+    burned ~3.5 CPU-s of a 16 CPU-s cold run on the sample pair (bench/cold_run.py, docs/performance.md),
+    and took a core from the requests' event loop on a 2-core machine. The vectors are the same bit for
+    bit."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    if threads:
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return options
 
 
 def _batches_by_length(windows: list[Window]) -> list[list[Window]]:

