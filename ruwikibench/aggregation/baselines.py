@@ -19,13 +19,14 @@ import logging
 import math
 import sqlite3
 from collections import defaultdict
+from dataclasses import replace
 from typing import Any
 
 from ruwikibench.baselines import BaselineSkipped
 from ruwikibench.models.cache import stable_hash
 from ruwikibench.stage.context import StageContext
 from ruwikibench.stage.contract import Baseline, Stage, Unit
-from ruwikibench.stage.metric import baseline_keys, floor_keys
+from ruwikibench.stage.metric import RESCALED_SUFFIX, baseline_keys, by_key, floor_keys
 from ruwikibench.stage.registry import get_stage
 from ruwikibench.storage.results import versioned
 from ruwikibench.storage.rundir import FLOORS_FILE, RunDir
@@ -248,17 +249,20 @@ def versus_baselines(
     floors: list[dict[str, Any]],
     baselines: dict[str, list[dict[str, Any]]],
 ) -> dict[str, Any]:
-    """Per compared metric: the best baseline (highest mean) and the paired difference run − that baseline
-    over the items both scored (:mod:`ruwikibench.reporting.paired`: bootstrap CI, randomization p (exact up
-    to 16 items), for a rescaled metric each item's score and floor kept together), with a verdict."""
+    """Per compared metric: the best baseline (the highest mean; the lowest where lower is better) and the
+    paired difference run − that baseline over the items both scored
+    (:mod:`ruwikibench.reporting.paired`: bootstrap CI, randomization p (exact up to 16 items), for a rescaled
+    metric each item's score and floor kept together), with a verdict that follows the metric's direction."""
     from ruwikibench.reporting.paired import align, compare_metric, compare_rescaled, stage_items
-    from ruwikibench.stage.metric import RESCALED_SUFFIX
 
     run = stage_items(records, floors, stage)
     out: dict[str, Any] = {}
     for key in headline_keys(stage, data):
         raw = key.removesuffix(RESCALED_SUFFIX)
-        best = _best_baseline(data, key) or (_best_baseline(data, raw) if key != raw else None)
+        direction = metric_direction(stage, raw)
+        best = _best_baseline(data, key, direction) or (
+            _best_baseline(data, raw, direction) if key != raw else None
+        )
         if best is None:
             continue
         base = stage_items(baselines[best], _floor_rows(baselines[best]), stage)
@@ -278,6 +282,7 @@ def versus_baselines(
             continue
         if row is None:
             continue
+        row = replace(row, direction=direction)
         out[key] = {
             "baseline": best,
             "difference": row.difference.model_dump(),
@@ -289,14 +294,29 @@ def versus_baselines(
     return out
 
 
-def _best_baseline(data: dict[str, Any], key: str) -> str | None:
-    """The baseline with the highest mean of ``key`` (failures excluded); None when none has one."""
+def metric_direction(stage: str, key: str) -> str:
+    """The direction the stage declares for ``key`` ('higher', 'lower' or 'neither'); 'higher' for a metric
+    or stage it does not declare."""
+    try:
+        declared = by_key(get_stage(stage).metrics)
+    except KeyError:
+        return "higher"
+    metric = declared.get(key)
+    return metric.direction if metric is not None else "higher"
+
+
+def _best_baseline(data: dict[str, Any], key: str, direction: str = "higher") -> str | None:
+    """The best baseline on ``key`` (failures excluded): the highest mean, the lowest where lower is better;
+    None when none has one."""
     means = {
         name: summary["metrics"].get(key, {}).get("failures_excluded", {}).get("mean")
         for name, summary in data.get("baselines", {}).items()
     }
     means = {name: m for name, m in means.items() if m is not None and not math.isnan(m)}
-    return max(sorted(means), key=lambda name: means[name]) if means else None
+    if not means:
+        return None
+    pick = min if direction == "lower" else max
+    return pick(sorted(means), key=lambda name: means[name])
 
 
 def add_baselines(
