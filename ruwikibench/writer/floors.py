@@ -34,13 +34,19 @@ def scored_writer_items(rundir: RunDir) -> set[tuple[str, str, str]]:
 
 def outline_side(text: dict[str, Any], context: StageContext) -> FloorSide | None:
     """The written outline ('# Title' line, then its headings, levels as '#' counts) as the outline stage's
-    floor side."""
+    floor side; none when the scorer keeps none of its headings (only title echoes): it scores as an empty
+    outline and is floored as one, as in the outline stage."""
+    from ruwikibench.conf.builtin_options import OutlineConfig
+    from ruwikibench.evaluators.outline import generated_headings
+    from ruwikibench.graphs.outline import selection
+
     assert context.dataset is not None
     article = context.dataset.article(text["article"])
     lines = [line for line in text["text"].splitlines()[1:] if line.startswith("#")]
-    if not lines:
-        return None
     titles = [line.lstrip("#").strip() for line in lines]
+    kept = generated_headings(titles, article.title, selection(context.config.options(OutlineConfig)))
+    if not lines or not kept:
+        return None
     levels = [len(line) - len(line.lstrip("#")) for line in lines]
     return FloorSide(
         article=article.name,

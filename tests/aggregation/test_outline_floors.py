@@ -114,3 +114,15 @@ def test_floor_side_carries_the_levels_structure_f1_reads() -> None:
     written_side = outline_side(written, context)
     assert written_side is not None
     assert written_side.generated == ("Альфа", ["История", "Устройство"], [2, 3])
+
+
+def test_a_written_outline_of_title_echoes_has_no_floor_side() -> None:
+    """A writer run's outline whose only heading repeats the title is floored as empty, like the stage's."""
+    from ruwikibench.writer.floors import outline_side
+
+    context = _context()
+    echo = {"article": "Гамма", "item": "article", "text": "# Гамма\n\n## Гамма\n##  гамма \n"}
+    assert outline_side(echo, context) is None
+    kept = {"article": "Гамма", "item": "article", "text": "# Гамма\n\n## Гамма\n## Климат\n"}
+    side = outline_side(kept, context)
+    assert side is not None and side.generated == ("Гамма", ["Гамма", "Климат"], [2, 2])
