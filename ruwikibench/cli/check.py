@@ -98,7 +98,8 @@ def check_metrics(
     console.print(
         "PASS = the decisive rungs' means go down (restated > 25% > 50% > 75% > wrong article) and every "
         f"paired difference has its CI above 0; a ladder of fewer than {MIN_ITEMS} items cannot decide (no "
-        f"paired test of fewer reaches p < 0.05); * = headline metric. {_summary(failed, undecided)}"
+        "paired test of fewer reaches p < 0.05); * = headline metric. "
+        + _summary("Headline", failed, undecided)
     )
     for reason in skipped:
         console.print(f"The structure rung is skipped: {reason}")
@@ -109,11 +110,13 @@ def check_metrics(
         raise typer.Exit(EXIT_UNDECIDED)
 
 
-def _summary(failed: list[str], undecided: list[str]) -> str:
-    parts = [f"Headline metrics failing: {', '.join(failed)}."] if failed else []
+def _summary(kind: str, failed: list[str], undecided: list[str]) -> str:
+    """'<kind> metrics failing: …. <kind> metrics that cannot be decided: ….', or 'Every <kind> metric
+    passes.'"""
+    parts = [f"{kind} metrics failing: {', '.join(failed)}."] if failed else []
     if undecided:
-        parts.append(f"Headline metrics that cannot be decided: {', '.join(undecided)}.")
-    return " ".join(parts) or "Every headline metric passes."
+        parts.append(f"{kind} metrics that cannot be decided: {', '.join(undecided)}.")
+    return " ".join(parts) or f"Every {kind.lower()} metric passes."
 
 
 def _structure_rung(
@@ -138,12 +141,9 @@ def _structure_rung(
         structure_rows(checks),
     )
     failed, undecided = failed_structure(checks), undecided_structure(checks)
-    parts = [f"Structure metrics failing: {', '.join(failed)}."] if failed else []
-    if undecided:
-        parts.append(f"Structure metrics that cannot be decided: {', '.join(undecided)}.")
     console.print(
         "Structure rung: PASS = in order > shuffled > shuffled and flattened, each paired difference with "
         "its CI above 0 (set-based metrics shown for contrast, not required). "
-        + (" ".join(parts) or "Every structure metric passes.")
+        + _summary("Structure", failed, undecided)
     )
     return failed, undecided

@@ -110,15 +110,7 @@ class MetricCheck(BaseModel):
 
     def reason(self, scale: float = 100.0) -> str:
         """PASS, FAIL with the first step that breaks the ladder, or 'cannot decide' with too few items."""
-        if not self.decidable:
-            return f"cannot decide: {self.items} items, needs ≥ {MIN_ITEMS}"
-        for step in self.steps:
-            diff = step.difference.fmt(scale)
-            if step.difference.mean <= 0:
-                return f"FAIL: {step.lower} ≥ {step.upper} (diff {diff})"
-            if not step.separated:
-                return f"FAIL: {step.lower} not separated from {step.upper} (diff {diff})"
-        return "PASS"
+        return steps_verdict(self.steps, self.items, scale)
 
     def lands(self, rung: str) -> str:
         """Where a reported rung lands among the decisive ones, by mean: 'above restated', '25%–50%', …"""
@@ -306,6 +298,26 @@ def step_rows(checks: list[MetricCheck], scale: float = 100.0) -> list[list[str]
     return rows
 
 
+def steps_verdict(steps: Sequence[Step], items: int, scale: float = 100.0) -> str:
+    """The verdict of a chain of paired steps over ``items`` items: 'cannot decide: N items, needs ≥ M'
+    below :data:`MIN_ITEMS`, else FAIL with the first step that goes the wrong way or is not separated, else
+    PASS."""
+    if items < MIN_ITEMS:
+        return f"cannot decide: {items} items, needs ≥ {MIN_ITEMS}"
+    for step in steps:
+        diff = step.difference.fmt(scale)
+        if step.difference.mean <= 0:
+            return f"FAIL: {step.lower} ≥ {step.upper} (diff {diff})"
+        if not step.separated:
+            return f"FAIL: {step.lower} not separated from {step.upper} (diff {diff})"
+    return "PASS"
+
+
+def undecided_name(stage: str, metric: str, items: int) -> str:
+    """``stage/metric (N items, needs ≥ M)``: a metric whose check has too few items to decide."""
+    return f"{stage}/{metric} ({items} items, needs ≥ {MIN_ITEMS})"
+
+
 def failed_headlines(checks: list[MetricCheck]) -> list[str]:
     """``stage/metric`` of every headline metric that fails the ladder (with enough items to decide)."""
     return [f"{c.stage}/{c.metric}" for c in checks if c.headline and c.decidable and not c.passed]
@@ -313,11 +325,7 @@ def failed_headlines(checks: list[MetricCheck]) -> list[str]:
 
 def undecided_headlines(checks: list[MetricCheck]) -> list[str]:
     """``stage/metric (N items, needs ≥ M)`` of every headline metric with too few items to decide."""
-    return [
-        f"{c.stage}/{c.metric} ({c.items} items, needs ≥ {MIN_ITEMS})"
-        for c in checks
-        if c.headline and not c.decidable
-    ]
+    return [undecided_name(c.stage, c.metric, c.items) for c in checks if c.headline and not c.decidable]
 
 
 def ladder_items(

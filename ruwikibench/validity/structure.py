@@ -44,7 +44,7 @@ from ruwikibench.stage.context import StageContext
 from ruwikibench.stage.contract import Stage
 from ruwikibench.stage.metric import headline, structure_keys
 from ruwikibench.stage.registry import get_stage
-from ruwikibench.validity.check import MIN_ITEMS, Step
+from ruwikibench.validity.check import MIN_ITEMS, Step, steps_verdict, undecided_name
 from ruwikibench.validity.ladder import MIN_UNITS, PlantedItem, item_rng
 
 STRUCTURE_RUNGS = ("in order", "shuffled", "shuffled and flattened")
@@ -137,7 +137,7 @@ class StructureCheck(BaseModel):
     items: int
 
     @property
-    def decided(self) -> bool:
+    def decidable(self) -> bool:
         """Enough articles for a step to be told from chance (``MIN_ITEMS``)."""
         return self.items >= MIN_ITEMS
 
@@ -149,15 +149,7 @@ class StructureCheck(BaseModel):
     def reason(self, scale: float = 100.0) -> str:
         """PASS, FAIL with the first step that does not separate its rungs, or 'cannot decide' with too few
         articles."""
-        if not self.decided:
-            return f"cannot decide: {self.items} items, needs ≥ {MIN_ITEMS}"
-        for step in self.steps:
-            diff = step.difference.fmt(scale)
-            if step.difference.mean <= 0:
-                return f"FAIL: {step.lower} ≥ {step.upper} (diff {diff})"
-            if not step.separated:
-                return f"FAIL: {step.lower} not separated from {step.upper} (diff {diff})"
-        return "PASS"
+        return steps_verdict(self.steps, self.items, scale)
 
 
 def _item_floors(
@@ -234,16 +226,12 @@ def structure_rows(checks: list[StructureCheck], scale: float = 100.0) -> list[l
 
 def failed_structure(checks: list[StructureCheck]) -> list[str]:
     """``stage/metric`` of every required metric that fails the structure rung (with enough articles)."""
-    return [f"{c.stage}/{c.metric}" for c in checks if c.required and c.decided and not c.passed]
+    return [f"{c.stage}/{c.metric}" for c in checks if c.required and c.decidable and not c.passed]
 
 
 def undecided_structure(checks: list[StructureCheck]) -> list[str]:
     """``stage/metric (n items, needs ≥ M)`` of every required metric whose rung has too few articles."""
-    return [
-        f"{c.stage}/{c.metric} ({c.items} items, needs ≥ {MIN_ITEMS})"
-        for c in checks
-        if c.required and not c.decided
-    ]
+    return [undecided_name(c.stage, c.metric, c.items) for c in checks if c.required and not c.decidable]
 
 
 def stage_structure_items(
